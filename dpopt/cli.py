@@ -1,0 +1,157 @@
+"""The ``dpopt`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from dpopt import compare
+
+EPILOG = """examples:
+  dpopt compare                          small suite of every family
+  dpopt compare --suite smoke --check    CI oracle: exact methods must agree
+  dpopt compare --family dgm --suite medium --methods 'cvxpy:*,closed-form' --plot t.png
+  dpopt compare --list                   families and their suites
+exit status: 0 ok, 1 --check found a disagreement, 2 bad arguments, 130 interrupted"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dpopt",
+        description="Optimize differentially private mechanisms: exact models "
+        "and the fast paths proven against them.",
+    )
+    parser.add_argument("--version", action="version", version=f"dpopt {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    cmp = commands.add_parser(
+        "compare",
+        help="run every applicable method on every instance of a suite",
+        description="Solve every instance of a suite with every applicable method, print a "
+        "table (objective from the model itself, gap to the best exact optimum, largest "
+        "constraint violation, seconds) and optionally check that exact methods agree.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cmp.add_argument(
+        "--family",
+        action="append",
+        choices=sorted(compare.FAMILY_MODULES),
+        help="family to run (repeatable; default: every family)",
+    )
+    cmp.add_argument(
+        "--suite",
+        default="small",
+        help="suite name: smoke, small, medium, large, or a family's own (default: small)",
+    )
+    cmp.add_argument(
+        "--methods",
+        help="comma-separated method names or glob patterns (default: every applicable method)",
+    )
+    cmp.add_argument(
+        "--time-limit", type=float, metavar="T", help="seconds per solve passed to each solver"
+    )
+    cmp.add_argument(
+        "--seed", type=int, default=0, help="seed of the instance generators (default: 0)"
+    )
+    cmp.add_argument(
+        "--json",
+        metavar="PATH",
+        help="write one JSON record per (instance, "
+        "method) to PATH ('-' for stdout, which then carries only the JSON)",
+    )
+    cmp.add_argument("--csv", metavar="PATH", help="write the records as CSV")
+    cmp.add_argument(
+        "--plot",
+        metavar="PATH",
+        help="write a log-log PNG of seconds against instance size per method",
+    )
+    cmp.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 if exact methods disagree "
+        "beyond their tolerance, violate a constraint, or are beaten by a "
+        "feasible point",
+    )
+    cmp.add_argument("--list", action="store_true", help="list families and suites, then exit")
+    cmp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dpopt")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _compare(args: argparse.Namespace) -> int:
+    families = args.family or list(compare.FAMILY_MODULES)
+    if args.list:
+        listing = {f: sorted(compare.suites(f)) for f in families}
+        print(
+            json.dumps(listing, indent=1)
+            if args.json == "-"
+            else "\n".join(f"{f}: {', '.join(s)}" for f, s in listing.items())
+        )
+        return 0
+    known = {s for f in families for s in compare.suites(f)}
+    if args.suite not in known:
+        print(
+            f"dpopt compare: unknown suite {args.suite!r} for {', '.join(families)}; "
+            f"known: {', '.join(sorted(known))}",
+            file=sys.stderr,
+        )
+        return 2
+    if args.time_limit is not None and not args.time_limit > 0:
+        print("dpopt compare: --time-limit must be > 0 seconds", file=sys.stderr)
+        return 2
+    patterns = [p.strip() for p in args.methods.split(",") if p.strip()] if args.methods else None
+    records = compare.run(
+        families,
+        args.suite,
+        method_patterns=patterns,
+        time_limit=args.time_limit,
+        seed=args.seed,
+        progress=not args.no_progress,
+    )
+    to_stdout = args.json == "-"
+    if to_stdout:
+        json.dump(compare.records_as_dicts(records), sys.stdout, indent=1)
+        print()
+    else:
+        print(compare.format_table(records))
+    if args.json and not to_stdout:
+        compare.write_json(records, args.json)
+    if args.csv:
+        compare.write_csv(records, args.csv)
+    if args.plot:
+        compare.write_plot(records, args.plot)
+    if not records:
+        print("dpopt compare: no (instance, method) pair matched", file=sys.stderr)
+        return 2
+    if args.check:
+        failures = compare.check(records)
+        for failure in failures:
+            print(f"CHECK FAILED: {failure}", file=sys.stderr)
+        if failures:
+            return 1
+        print(f"check passed: {len(records)} solves agree", file=sys.stderr)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dpopt`` console script; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        return _compare(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,319 @@
+"""Solver comparison runs: every applicable method on every instance of a suite.
+
+Each family module exposes ``SUITES``, a mapping from suite name to a function that builds the
+instances from a ``numpy.random.Generator``. :func:`run` solves each instance with each method,
+records the model's own objective and violation, and :func:`check` turns the records into the
+correctness oracle: exact methods must agree within their tolerances, be feasible, and never be
+beaten by a feasible point from any other method.
+"""
+
+from __future__ import annotations
+
+import csv
+import fnmatch
+import importlib
+import json
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from dpopt.problem import Instance, method_info, methods, solve
+
+FAMILY_MODULES = {"dgm": "dpopt.dgm"}
+SUITE_ORDER = ("smoke", "small", "medium", "large")
+
+
+@dataclass
+class Record:
+    """One (instance, method) result; the JSON/CSV row of ``dpopt compare``."""
+
+    family: str
+    problem: str
+    instance: str
+    size: int
+    method: str
+    kind: str
+    tol: float
+    status: str
+    objective: float
+    gap: float
+    max_violation: float
+    seconds: float
+    reference: float | None = None
+    reference_tol: float | None = None
+    message: str = ""
+
+
+def family_module(family: str) -> ModuleType:
+    """The module that defines ``family``'s suites."""
+    if family not in FAMILY_MODULES:
+        raise ValueError(f"unknown family {family!r}; known: {', '.join(FAMILY_MODULES)}")
+    return importlib.import_module(FAMILY_MODULES[family])
+
+
+def suites(family: str) -> dict[str, Callable[[np.random.Generator], list[Instance]]]:
+    """Suite name → instance builder for ``family``."""
+    return dict(family_module(family).SUITES)
+
+
+def instances(family: str, suite: str, seed: int) -> list[Instance]:
+    """Build the instances of ``family``'s ``suite`` (an empty list if it has no such suite)."""
+    builder = suites(family).get(suite)
+    return [] if builder is None else builder(np.random.default_rng(seed))
+
+
+def _selected(names: Iterable[str], patterns: Sequence[str] | None) -> list[str]:
+    if not patterns:
+        return list(names)
+    return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+
+
+def _solve_record(family: str, instance: Instance, method: str, time_limit: float | None) -> Record:
+    problem = instance.problem
+    info = method_info(problem, method)
+    base = dict(
+        family=family,
+        problem=type(problem).__name__,
+        instance=instance.name,
+        size=problem.size,
+        method=method,
+        kind=info.kind,
+        tol=info.tol,
+        reference=instance.reference,
+        reference_tol=instance.reference_tol,
+    )
+    try:
+        solution = solve(problem, method, time_limit=time_limit)
+    except (ValueError, ArithmeticError, RuntimeError, np.linalg.LinAlgError) as err:
+        return Record(
+            **base,
+            status="error",
+            objective=math.nan,
+            gap=math.nan,
+            max_violation=math.nan,
+            seconds=math.nan,
+            message=f"{type(err).__name__}: {err}",
+        )
+    return Record(
+        **base,
+        status=solution.status,
+        objective=solution.objective,
+        gap=math.nan,
+        max_violation=solution.max_violation,
+        seconds=solution.seconds,
+        message=str(solution.info.get("message", "")),
+    )
+
+
+def best_exact(records: Sequence[Record]) -> float:
+    """The lowest objective an exact method proved optimal, or NaN."""
+    values = [r.objective for r in records if r.kind == "exact" and r.status == "optimal"]
+    return min(values) if values else math.nan
+
+
+def _fill_gaps(records: Sequence[Record]) -> None:
+    best = best_exact(records)
+    for record in records:
+        record.gap = (record.objective - best) / max(1.0, abs(best))
+
+
+def run(
+    families: Sequence[str],
+    suite: str,
+    *,
+    method_patterns: Sequence[str] | None = None,
+    time_limit: float | None = None,
+    seed: int = 0,
+    progress: bool = True,
+) -> list[Record]:
+    """Run ``suite`` for ``families``; returns one :class:`Record` per (instance, method).
+
+    A ``KeyboardInterrupt`` stops the run and returns what was finished.
+    """
+    plan = []
+    for family in families:
+        for instance in instances(family, suite, seed):
+            names = _selected((m.name for m in methods(instance.problem)), method_patterns)
+            plan.extend((family, instance, name) for name in names)
+    records: list[Record] = []
+    with tqdm(total=len(plan), disable=None if progress else True, unit="solve") as bar:
+        try:
+            for family, instance, name in plan:
+                bar.set_description(f"{instance.name} · {name}")
+                records.append(_solve_record(family, instance, name, time_limit))
+                bar.update()
+        except KeyboardInterrupt:
+            bar.write("interrupted: reporting the solves that finished")
+    for group in _groups(records).values():
+        _fill_gaps(group)
+    return records
+
+
+def _groups(records: Iterable[Record]) -> dict[tuple[str, str], list[Record]]:
+    grouped: dict[tuple[str, str], list[Record]] = {}
+    for record in records:
+        grouped.setdefault((record.family, record.instance), []).append(record)
+    return grouped
+
+
+def _instance_failures(group: Sequence[Record]) -> list[str]:
+    name = f"{group[0].family}/{group[0].instance}"
+    exact = [r for r in group if r.kind == "exact"]
+    failures = [
+        f"{name}: exact method {r.method} ended with status {r.status}: {r.message}"
+        for r in exact
+        if r.status == "error"
+    ]
+    solved = [r for r in exact if r.status == "optimal"]
+    if solved and any(r.status == "infeasible" for r in exact):
+        failures.append(
+            f"{name}: exact methods disagree on feasibility: "
+            + ", ".join(f"{r.method}={r.status}" for r in exact)
+        )
+    failures += [
+        f"{name}: exact method {r.method} violates a constraint by "
+        f"{r.max_violation:.3g} > tol {r.tol:g}"
+        for r in solved
+        if not r.max_violation <= r.tol
+    ]
+    if not solved:
+        return failures
+    best = min(solved, key=lambda r: r.objective)
+    scale = max(1.0, abs(best.objective))
+    failures += [
+        f"{name}: exact methods {r.method} ({r.objective:.10g}) and {best.method} "
+        f"({best.objective:.10g}) disagree beyond tol {max(r.tol, best.tol):g}"
+        for r in solved
+        if abs(r.objective - best.objective) > max(r.tol, best.tol) * scale
+    ]
+    failures += [
+        f"{name}: {r.method} found a feasible point ({r.objective:.10g}) better than "
+        f"the exact optimum of {best.method} ({best.objective:.10g})"
+        for r in group
+        if r.kind != "exact"
+        and r.max_violation <= r.tol
+        and r.objective < best.objective - best.tol * scale
+    ]
+    ref, ref_tol = best.reference, best.reference_tol
+    if (
+        ref is not None
+        and ref_tol is not None
+        and best.objective - ref > ref_tol * max(1.0, abs(ref))
+    ):
+        failures.append(
+            f"{name}: best exact objective {best.objective:.10g} is worse than the "
+            f"reference {ref:.10g} beyond tol {ref_tol:g}"
+        )
+    return failures
+
+
+def check(records: Sequence[Record]) -> list[str]:
+    """Oracle failures in ``records`` (empty when everything agrees).
+
+    Flags exact methods that error, disagree on feasibility, violate constraints beyond their
+    ``tol``, or disagree with each other beyond the larger ``tol`` (relative, scaled by
+    max(1, |best|)); any method whose feasible point beats the exact optimum; and a best exact
+    objective worse than the instance's published reference beyond ``reference_tol``.
+    """
+    return [f for group in _groups(records).values() for f in _instance_failures(group)]
+
+
+def format_table(records: Sequence[Record]) -> str:
+    """A plain-text table of the records, one line per (instance, method).
+
+    When instances carry a published reference value, a ``vs_ref`` column gives
+    objective / reference.
+    """
+    with_reference = any(r.reference is not None for r in records)
+    header = "family instance size method kind status objective gap max_viol seconds".split() + (
+        ["vs_ref"] if with_reference else []
+    )
+    rows = [header]
+    for r in records:
+        row = [
+            r.family,
+            r.instance,
+            str(r.size),
+            r.method,
+            r.kind,
+            r.status,
+            _num(r.objective, ".10g"),
+            _num(r.gap, ".2e"),
+            _num(r.max_violation, ".1e"),
+            _num(r.seconds, ".4f"),
+        ]
+        if with_reference:
+            row.append(_num(r.objective / r.reference, ".6f") if r.reference else "-")
+        rows.append(row)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _num(value: float, spec: str) -> str:
+    return (
+        "-"
+        if value is None or (isinstance(value, float) and math.isnan(value))
+        else format(value, spec)
+    )
+
+
+def _json_value(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def records_as_dicts(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """JSON-ready dicts (NaN and inf become null)."""
+    return [{k: _json_value(v) for k, v in asdict(r).items()} for r in records]
+
+
+def write_json(records: Sequence[Record], path: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(records_as_dicts(records), handle, indent=1)
+
+
+def write_csv(records: Sequence[Record], path: str) -> None:
+    rows = records_as_dicts(records)
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(Record.__dataclass_fields__))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_plot(records: Sequence[Record], path: str) -> None:
+    """Log-log seconds against instance size, one line per method, one panel per problem."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    problems = sorted({(r.family, r.problem) for r in records})
+    fig, axes = plt.subplots(
+        1, max(1, len(problems)), figsize=(6 * max(1, len(problems)), 4.5), squeeze=False
+    )
+    for axis, (family, problem) in zip(axes[0], problems, strict=False):
+        mine = [
+            r
+            for r in records
+            if (r.family, r.problem) == (family, problem)
+            and r.status in ("optimal", "feasible")
+            and r.seconds > 0
+        ]
+        for method in sorted({r.method for r in mine}):
+            points = sorted((r.size, r.seconds) for r in mine if r.method == method)
+            axis.loglog(*zip(*points, strict=True), marker="o", label=method)
+        axis.set(title=f"{family}: {problem}", xlabel="instance size", ylabel="seconds")
+        axis.grid(True, which="both", alpha=0.3)
+        axis.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

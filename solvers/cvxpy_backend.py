@@ -1,0 +1,241 @@
+"""cvxpy adapter: solve an exact model with a named conic/QP solver and map its status faithfully.
+
+A model module builds ``(cvxpy.Problem, extract)`` for a Problem, where ``extract()`` returns
+the point in the Problem's own format once cvxpy has solved. :func:`register_cvxpy` turns such
+a builder into methods named ``<prefix>:<solver>``: Clarabel and SCS are listed by default, and
+any other installed solver can be asked for by name (``solve(p, "cvxpy:osqp")``).
+
+Status mapping (cvxpy → dpopt): ``optimal`` → optimal; ``optimal_inaccurate`` → feasible (a
+point the solver could not certify), or time_limit when the solver says it stopped at its time
+limit (SCS reports that as inaccurate); ``user_limit`` → time_limit; ``infeasible`` → infeasible;
+the other inaccurate, unbounded and solver-error outcomes → error, with cvxpy's status in
+``info``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import cvxpy as cp
+
+from dpopt.problem import (
+    Kind,
+    Limit,
+    MethodInfo,
+    Outcome,
+    Problem,
+    RegisteredMethod,
+    Status,
+    add_method,
+    register_family,
+)
+
+Builder = Callable[[Any], tuple[cp.Problem, Callable[[], Any]]]
+PostProcess = Callable[[Any, Any], tuple[Any, Mapping[str, Any]]]
+
+_STATUS = {
+    cp.OPTIMAL: "optimal",
+    cp.OPTIMAL_INACCURATE: "feasible",
+    cp.USER_LIMIT: "time_limit",
+    cp.INFEASIBLE: "infeasible",
+}
+
+# How a generic time limit and tolerance are spelled for each solver.
+_TIME_OPTION = {
+    "CLARABEL": "time_limit",
+    "SCS": "time_limit_secs",
+    "OSQP": "time_limit",
+    "HIGHS": "time_limit",
+    "ECOS": None,
+    "SCIPY": None,
+}
+_TOL_OPTIONS = {
+    "CLARABEL": ("tol_gap_abs", "tol_gap_rel", "tol_feas"),
+    "SCS": ("eps_abs", "eps_rel"),
+    "OSQP": ("eps_abs", "eps_rel"),
+    "ECOS": ("abstol", "reltol", "feastol"),
+}
+
+# Relative objective accuracy each solver reaches at its default settings.
+DEFAULT_TOL = {"CLARABEL": 1e-6, "SCS": 1e-4}
+FALLBACK_TOL = 1e-4
+
+
+def installed_solvers() -> list[str]:
+    """Names of the cvxpy solvers installed here, lower-case."""
+    return [name.lower() for name in cp.installed_solvers()]
+
+
+def solve_cvxpy(
+    model: cp.Problem,
+    solver: str,
+    *,
+    time_limit: float | None = None,
+    tol: float | None = None,
+    **solver_options: Any,
+) -> tuple[Status, str, dict]:
+    """Solve ``model`` with ``solver`` and return ``(status, message, info)``.
+
+    ``tol`` sets the solver's own feasibility/optimality tolerances where it has them;
+    ``solver_options`` are passed to the solver unchanged. ``info`` holds cvxpy's status, the
+    solver's objective value and its statistics (time, iterations).
+    """
+    name = solver.upper()
+    if name not in cp.installed_solvers():
+        raise ValueError(
+            f"cvxpy solver {solver!r} is not installed; installed: {', '.join(installed_solvers())}"
+        )
+    options = dict(solver_options)
+    time_option = _TIME_OPTION.get(name)
+    if time_limit is not None and time_option:
+        options.setdefault(time_option, float(time_limit))
+    if tol is not None:
+        for key in _TOL_OPTIONS.get(name, ()):
+            options.setdefault(key, float(tol))
+    info: dict[str, Any] = {"solver": name.lower()}
+    try:
+        with warnings.catch_warnings():
+            # cvxpy warns "Solution may be inaccurate"; the status mapping reports it instead.
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+            model.solve(solver=name, **options)
+    except cp.error.SolverError as err:
+        info["solver_status"] = "solver_error"
+        return "error", f"{name.lower()} failed: {err}", info
+    info["solver_status"] = model.status
+    info["solver_objective"] = model.value
+    stats = model.solver_stats
+    if stats is not None:
+        info.update(
+            {
+                "solve_time": stats.solve_time,
+                "setup_time": stats.setup_time,
+                "iterations": stats.num_iters,
+            }
+        )
+    status: Status = _STATUS.get(model.status, "error")  # type: ignore[assignment]
+    detail = _solver_detail(stats)
+    if detail:
+        info["solver_detail"] = detail
+        if status == "feasible" and "time_limit" in detail:
+            status = "time_limit"
+    message = "" if status == "optimal" else f"cvxpy status {model.status}"
+    return status, message, info
+
+
+def _solver_detail(stats: Any) -> str:
+    """The solver's own status text where cvxpy keeps it (SCS says which limit it reached)."""
+    extra = getattr(stats, "extra_stats", None)
+    if isinstance(extra, dict) and isinstance(extra.get("info"), dict):
+        return str(extra["info"].get("status", ""))
+    return ""
+
+
+def cvxpy_method(
+    build: Builder,
+    solver: str,
+    *,
+    prefix: str = "cvxpy",
+    kind: Kind = "exact",
+    tol: float | None = None,
+    solver_tol: float | None = None,
+    post: PostProcess | None = None,
+    limit: Limit | None = None,
+    auto_rank: int | None = None,
+    description: str = "",
+) -> RegisteredMethod:
+    """A registry entry that builds the model with ``build`` and solves it with ``solver``.
+
+    ``tol`` is the objective accuracy the method claims (its :class:`MethodInfo` tol);
+    ``solver_tol`` is the solver tolerance run by default to achieve it (the solver's own
+    defaults if None). A caller's ``tol=`` option overrides ``solver_tol``.
+
+    ``post(problem, x)``, if given, turns the solver's point into the method's answer (rounding
+    a relaxation, say) and returns ``(x, info)``; its info is merged into the solution's.
+    """
+    name = solver.upper()
+    method_tol = DEFAULT_TOL.get(name, FALLBACK_TOL) if tol is None else tol
+
+    def run(
+        problem: Problem,
+        *,
+        time_limit: float | None = None,
+        tol: float | None = None,
+        solver_options: Mapping[str, Any] | None = None,
+    ) -> Outcome:
+        model, extract = build(problem)
+        run_tol = solver_tol if tol is None else tol
+        status, message, info = solve_cvxpy(
+            model, name, time_limit=time_limit, tol=run_tol, **dict(solver_options or {})
+        )
+        has_point = status in ("optimal", "feasible", "time_limit") and all(
+            v.value is not None for v in model.variables()
+        )
+        x = extract() if has_point else None
+        if x is not None and post is not None:
+            x, extra = post(problem, x)
+            info.update(extra)
+        return Outcome(x, status, message, info)
+
+    via = f"{name.lower()} via cvxpy"
+    info = MethodInfo(
+        f"{prefix}:{name.lower()}",
+        kind,
+        method_tol,
+        f"{description} ({via})" if description else f"solved by {via}",
+    )
+    return RegisteredMethod(info, run, auto_rank, limit)
+
+
+def register_cvxpy(
+    problem_type: type[Problem],
+    build: Builder,
+    *,
+    prefix: str = "cvxpy",
+    kind: Kind = "exact",
+    solvers: Sequence[str] = ("clarabel", "scs"),
+    tols: Mapping[str, float] | None = None,
+    solver_tols: Mapping[str, float] | None = None,
+    post: PostProcess | None = None,
+    limit: Limit | None = None,
+    auto_rank: int | None = None,
+    description: str = "",
+) -> None:
+    """Register ``<prefix>:<solver>`` methods for ``problem_type``.
+
+    The ``solvers`` listed (those installed) appear in :func:`dpopt.methods`; any other
+    installed cvxpy solver is built on demand when asked for by name. ``auto_rank`` applies to
+    the first listed solver only. ``tols`` and ``solver_tols`` map solver names to the
+    claimed and the run tolerances of :func:`cvxpy_method`.
+    """
+    tols = {k.upper(): v for k, v in (tols or {}).items()}
+    solver_tols = {k.upper(): v for k, v in (solver_tols or {}).items()}
+
+    def make(solver: str, rank: int | None = None) -> RegisteredMethod:
+        return cvxpy_method(
+            build,
+            solver,
+            prefix=prefix,
+            kind=kind,
+            tol=tols.get(solver.upper()),
+            solver_tol=solver_tols.get(solver.upper()),
+            post=post,
+            limit=limit,
+            auto_rank=rank,
+            description=description,
+        )
+
+    installed = set(installed_solvers())
+    for position, solver in enumerate(s for s in solvers if s.lower() in installed):
+        add_method(problem_type, make(solver, auto_rank if position == 0 else None))
+
+    def on_demand(solver: str) -> RegisteredMethod:
+        if solver.lower() not in installed:
+            raise ValueError(
+                f"unknown method '{prefix}:{solver}': cvxpy solver {solver!r} is "
+                f"not installed; installed: {', '.join(sorted(installed))}"
+            )
+        return make(solver)
+
+    register_family(problem_type, prefix, on_demand)

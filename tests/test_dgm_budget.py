@@ -1,0 +1,143 @@
+"""DGM budget allocation (dgm-budget spec §3.4–3.5, §6): closed form against the exact model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dpopt
+from dpopt.dgm import SPEC_CHAIN_A, SPEC_SQUARES_A, allocate_budget
+from dpopt.models.dgm_budget import BudgetAllocation
+
+EXACT = ("closed-form", "cvxpy:clarabel", "cvxpy:scs")
+
+
+def test_methods_listed() -> None:
+    listed = {m.name: m.kind for m in dpopt.methods(BudgetAllocation([1.0, 2.0], 1.0))}
+    assert listed == {
+        "closed-form": "exact",
+        "cvxpy:clarabel": "exact",
+        "cvxpy:scs": "exact",
+        "uniform": "heuristic",
+    }
+
+
+def x_tol(objective_tol: float) -> float:
+    """How well a point is pinned down by an objective tolerance on these instances.
+
+    Σa/ε is strongly convex on the simplex near its minimum, so an objective error τ (relative)
+    allows a point error of order √τ; the factor 10 covers the curvature of the spec cases.
+    """
+    return 10 * np.sqrt(objective_tol)
+
+
+@pytest.mark.parametrize("method", EXACT)
+def test_spec_t1_three_node_chain(method: str) -> None:
+    # spec §6.1 T1: ε* = (0.350935, 0.380693, 0.168372), optimum 0.0737691, uniform 0.0809907.
+    problem = BudgetAllocation(SPEC_CHAIN_A, 0.9)
+    solution = dpopt.solve(problem, method, strict=True)
+    tol = dpopt.method_info(problem, method).tol
+    # tol bounds the objective; near a strict minimum the point moves only O(√tol) (X_TOL).
+    assert solution.x == pytest.approx([0.350935, 0.380693, 0.168372], abs=max(x_tol(tol), 5e-7))
+    assert solution.objective == pytest.approx(0.0737691, rel=max(tol, 2e-6))
+    assert dpopt.solve(problem, "uniform").objective == pytest.approx(0.0809907, rel=1e-6)
+
+
+@pytest.mark.parametrize("method", EXACT)
+def test_spec_t2_perfect_squares(method: str) -> None:
+    problem = BudgetAllocation(SPEC_SQUARES_A, 0.9)
+    solution = dpopt.solve(problem, method, strict=True)
+    tol = max(dpopt.method_info(problem, method).tol, 1e-12)
+    assert solution.x == pytest.approx([0.15, 0.30, 0.45], rel=x_tol(tol))
+    assert solution.objective == pytest.approx(0.04, rel=tol)
+
+
+def test_spec_t3_degenerate_cases() -> None:
+    assert dpopt.solve(BudgetAllocation([5.0], 0.7)).x == pytest.approx([0.7])
+    assert dpopt.solve(BudgetAllocation([2.0] * 4, 1.0)).x == pytest.approx([0.25] * 4)
+
+
+def test_kkt_product_form_and_invariances() -> None:
+    a = np.array(SPEC_CHAIN_A)
+    eps = dpopt.solve(BudgetAllocation(a, 0.9)).x
+    assert a / eps**2 == pytest.approx(np.full(3, 0.0819657), rel=1e-5)  # spec §6.1 T1 KKT
+    # Eq. 10 as printed (product form) agrees with the stable form for small n.
+    root_c = np.sqrt(1 / a)
+    products = np.array([np.prod(np.delete(root_c, i)) for i in range(3)])
+    assert eps == pytest.approx(0.9 * products / products.sum(), rel=1e-12)
+    assert dpopt.solve(BudgetAllocation(a * 1e9, 0.9)).x == pytest.approx(eps, rel=1e-12)
+    assert dpopt.solve(BudgetAllocation(a[::-1], 0.9)).x == pytest.approx(eps[::-1], rel=1e-12)
+    bigger = dpopt.solve(BudgetAllocation(a * [2, 1, 1], 0.9)).x
+    assert bigger[0] > eps[0] and np.all(bigger[1:] < eps[1:])
+
+
+positive_weights = st.lists(st.floats(min_value=-6.0, max_value=6.0), min_size=1, max_size=30).map(
+    lambda logs: 10.0 ** np.array(logs)
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(a=positive_weights, total=st.floats(min_value=1e-3, max_value=1e3))
+def test_closed_form_agrees_with_both_cvxpy_backends(a: np.ndarray, total: float) -> None:
+    """a spans 12 orders of magnitude; objectives must agree within each solver's tol."""
+    problem = BudgetAllocation(a, total)
+    closed = dpopt.solve(problem, "closed-form", strict=True)
+    assert closed.objective == pytest.approx(np.sqrt(a).sum() ** 2 / total, rel=1e-12)
+    assert closed.max_violation <= 1e-12
+    for method in ("cvxpy:clarabel", "cvxpy:scs"):
+        solution = dpopt.solve(problem, method, strict=True)
+        tol = dpopt.method_info(problem, method).tol
+        # A point whose budget sum overshoots by v can undercut the optimum by a factor 1/(1+v).
+        floor = closed.objective / (1 + solution.max_violation)
+        assert solution.objective >= floor * (1 - 1e-12)
+        assert solution.objective == pytest.approx(closed.objective, rel=tol)
+        assert solution.max_violation <= tol
+    uniform = dpopt.solve(problem, "uniform")
+    assert uniform.objective >= closed.objective * (1 - 1e-12)  # Cauchy–Schwarz, spec §6.2
+
+
+def test_allocate_budget_splits_the_accountants_remaining_budget() -> None:
+    accountant = dpopt.Accountant.pure(1.0)
+    accountant.spend(0.1, "stage I")
+    eps = allocate_budget(np.array(SPEC_CHAIN_A), accountant)
+    assert eps.sum() == pytest.approx(0.9, rel=1e-12)
+    assert accountant.spent == pytest.approx(0.1)
+    for i, share in enumerate(eps):
+        accountant.spend(share, f"node {i}")
+    with pytest.raises(dpopt.BudgetExceededError):
+        accountant.spend(1e-6, "one more")
+
+
+@pytest.mark.parametrize(
+    ("a", "total", "match"),
+    [
+        ([], 1.0, "a must not be empty"),
+        ([1.0, 0.0], 1.0, r"a\[1\] must be > 0"),
+        ([1.0, -2.0], 1.0, r"a\[1\] must be > 0"),
+        ([np.nan], 1.0, r"a\[0\] must be finite"),
+        ([np.inf], 1.0, r"a\[0\] must be finite"),
+        ([[1.0]], 1.0, "a must be 1-dimensional"),
+        (["x"], 1.0, "a must be an array of numbers"),
+        ([1.0], 0.0, "total must be a finite number > 0"),
+        ([1.0], -1.0, "total must be a finite number > 0"),
+        ([1.0], float("nan"), "total must be a finite number > 0"),
+        ([1.0], float("inf"), "total must be a finite number > 0"),
+        ([1.0], "1", "total must be a real number"),
+    ],
+)
+def test_bad_input_names_the_field(a: object, total: object, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        BudgetAllocation(a, total)  # type: ignore[arg-type]
+
+
+def test_objective_and_violations_without_solver() -> None:
+    problem = BudgetAllocation([1.0, 4.0], 3.0)
+    assert problem.objective([1.0, 2.0]) == 3.0
+    assert problem.violations([1.0, 2.0]) == 0.0
+    assert problem.violations([1.0, 1.0]) == pytest.approx(1 / 3)
+    assert problem.objective([0.0, 3.0]) == float("inf")
+    assert problem.violations([-0.5, 3.5]) == pytest.approx(0.5 / 3)
+    with pytest.raises(ValueError, match="epsilon must have shape"):
+        problem.objective([1.0])
