@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from dpopt.problem import Instance, method_info, methods, solve
 
-FAMILY_MODULES = {"dgm": "dpopt.dgm"}
+FAMILY_MODULES = {"dgm": "dpopt.dgm", "census": "dpopt.census"}
 SUITE_ORDER = ("smoke", "small", "medium", "large")
 
 

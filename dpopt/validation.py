@@ -13,8 +13,8 @@ import numpy as np
 
 
 def _at(index: tuple) -> str:
-    """``[3]`` or ``[1, 2]``: where in an array a bad entry sits."""
-    return "[" + ", ".join(str(int(i)) for i in index) + "]"
+    """``[3]`` or ``[1, 2]``: where in an array a bad entry sits (nothing for a scalar)."""
+    return "[" + ", ".join(str(int(i)) for i in index) + "]" if index else ""
 
 
 def finite_array(name: str, value: Any, *, ndim: int | None = None) -> np.ndarray:

@@ -1,0 +1,416 @@
+"""Census group-size release (PGSR): noisy measurement, then post-processing (census-pgsr spec).
+
+A release has two steps that never mix:
+
+1. :func:`measure` reads the private :class:`CensusData` and returns a :class:`Measurement`:
+   double-geometric noise on every region's group-size vector (Δ = 2, Lemma 4) or cumulative
+   vector (Δ = 1, Lemma 6), the budget split evenly over the L levels (ε/L each, Theorem 1) and
+   charged to an :class:`~dpopt.privacy.Accountant`.
+2. :func:`post_process` sees only the measurement and the public hierarchy, size set and total
+   n. It builds the post-processing Problem of the chosen mechanism with per-cell domains
+   [c̃ − δ, c̃ + δ] ∩ [0, n], δ = ⌈m·sd⌉ (spec G4; doubled until feasible), and solves it.
+
+The chain DP (M_DP^CC) follows spec §4 option (a): the level-wise chain counts are a
+post-processing of the noisy per-region cumulative vectors (λ = L/ε), never noised directly
+with λ = L/ε, whose sensitivity is |H_l| (spec §4, G7).
+
+:func:`release` runs both; :func:`level_errors` scores a release against the truth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import numpy as np
+
+from dpopt.census_input import (
+    CensusData,
+    from_frame,
+    from_records,
+    household_distribution,
+    synthetic,
+)
+from dpopt.models.pgsr import (
+    ChainPostProcess,
+    CumulativePostProcess,
+    PostProcess,
+    Tree,
+    chain_from_counts,
+    counts_from_chain,
+    cumulative,
+    decumulate,
+)
+from dpopt.privacy import (
+    Accountant,
+    BudgetExceededError,
+    double_geometric,
+    double_geometric_variance,
+)
+from dpopt.problem import Instance, Problem, Solution, solve
+
+__all__ = [
+    "MECHANISMS",
+    "CensusData",
+    "Measurement",
+    "Mechanism",
+    "Release",
+    "build_problem",
+    "from_frame",
+    "from_records",
+    "household_distribution",
+    "level_errors",
+    "measure",
+    "post_process",
+    "release",
+    "synthetic",
+]
+
+Query = Literal["counts", "cumulative"]
+SENSITIVITY: dict[str, int] = {"counts": 2, "cumulative": 1}  # Lemma 4, Lemma 6
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """A PGSR mechanism: which query is noised and which method post-processes it."""
+
+    query: Query
+    problem: type[Problem]
+    method: str
+    paper: str
+
+
+MECHANISMS: dict[str, Mechanism] = {
+    "pwl-dp": Mechanism("counts", PostProcess, "pwl-dp", "M_DP (§7, Algorithm 1)"),
+    "dp-table": Mechanism("counts", PostProcess, "dp-table", "M_DP with explicit tables (§6)"),
+    "cpsat": Mechanism("counts", PostProcess, "cpsat", "M_H, Model 1 QIP (§5)"),
+    "relaxed": Mechanism("counts", PostProcess, "relaxed:clarabel", "M_H^R (§5)"),
+    "topdown": Mechanism("counts", PostProcess, "topdown", "TopDown-like (spec §3.9)"),
+    "cumulative-cpsat": Mechanism("cumulative", CumulativePostProcess, "cpsat", "M_C (§9)"),
+    "cumulative-relaxed": Mechanism(
+        "cumulative", CumulativePostProcess, "relaxed:clarabel", "M_C^R (§9)"
+    ),
+    "pava-dp": Mechanism("cumulative", CumulativePostProcess, "pava-dp", "M_DP^C (§9.1)"),
+    "chain-dp": Mechanism("cumulative", ChainPostProcess, "chain-dp", "M_DP^CC (§9.2, §4 (a))"),
+}
+
+
+@dataclass(frozen=True, eq=False)
+class Measurement:
+    """Noisy answers and the public facts post-processing may use — nothing private.
+
+    ``noisy[r]`` is region r's noisy group-size vector (query "counts") or cumulative vector
+    (query "cumulative"); ``scale[r]`` the double-geometric scale λ used for region r.
+    """
+
+    query: Query
+    parents: np.ndarray
+    sizes: np.ndarray
+    total: int
+    noisy: np.ndarray
+    scale: np.ndarray
+    budget: dict[str, Any]
+
+    @property
+    def tree(self) -> Tree:
+        return Tree(self.parents)
+
+
+def measure(
+    data: CensusData,
+    query: Query,
+    *,
+    accountant: Accountant,
+    rng: np.random.Generator,
+    level_weights: Any = None,
+) -> Measurement:
+    """Noise every region's vector; spend the accountant's remaining budget over the levels.
+
+    Level l gets ε_l = weight_l/Σweight · remaining (uniform by default, the paper's split;
+    spec G11) and each region of that level λ = Δ/ε_l; the levels partition the groups, so
+    the regions of one level compose in parallel and the levels sequentially (Theorem 1).
+    """
+    if query not in SENSITIVITY:
+        raise ValueError(f"query must be one of {sorted(SENSITIVITY)}, got {query!r}")
+    if accountant.kind != "pure":
+        raise ValueError("accountant must be a pure ε-DP Accountant (geometric mechanism)")
+    levels = data.levels
+    weights = np.ones(levels) if level_weights is None else np.asarray(level_weights, float)
+    if weights.shape != (levels,):
+        raise ValueError(f"level_weights must have one weight per level ({levels})")
+    if accountant.remaining <= 0:
+        raise BudgetExceededError(f"{accountant!r} has no budget left to measure with")
+    shares = accountant.split(weights)
+    values = data.counts if query == "counts" else cumulative(data.counts)
+    depth = data.tree.depth
+    noisy = np.empty_like(values)
+    scale = np.empty(depth.size)
+    for level, epsilon in enumerate(shares):
+        if epsilon <= 0:
+            raise ValueError(f"level_weights gives level {level} no budget; every level is noised")
+        accountant.spend(epsilon, f"census level {level}: {query} (Δ={SENSITIVITY[query]})")
+        rows = np.flatnonzero(depth == level)
+        scale[rows] = SENSITIVITY[query] / epsilon
+        noisy[rows] = values[rows] + double_geometric(
+            scale[rows[0]], (rows.size, values.shape[1]), rng=rng
+        )
+    noisy.setflags(write=False)
+    return Measurement(
+        query, data.parents, data.sizes, data.total, noisy, scale, accountant.report()
+    )
+
+
+def _target(measurement: Measurement, mechanism: Mechanism) -> tuple[np.ndarray, np.ndarray]:
+    """The noisy values the mechanism's Problem fits, and the noise sd of each."""
+    sd = np.sqrt([double_geometric_variance(s) for s in measurement.scale])[:, None]
+    sd = np.broadcast_to(sd, measurement.noisy.shape)
+    if mechanism.problem is not ChainPostProcess:
+        return np.asarray(measurement.noisy), sd
+    tree = measurement.tree
+    # A chain entry sums |H_l| independent noisy cumulative entries of its level (spec §4).
+    width = np.bincount(tree.depth)[tree.depth][:, None]
+    chain = chain_from_counts(tree, decumulate(np.asarray(measurement.noisy)))
+    return chain, sd * np.sqrt(width)
+
+
+def _counts(problem: Problem, x: np.ndarray) -> np.ndarray:
+    if isinstance(problem, ChainPostProcess):
+        return counts_from_chain(problem.tree, x)
+    if isinstance(problem, CumulativePostProcess):
+        return decumulate(x)
+    return np.asarray(x)
+
+
+# The fast method that decides whether a Problem type's domains are feasible.
+PROBE = {PostProcess: "pwl-dp", ChainPostProcess: "chain-dp", CumulativePostProcess: "pava-dp"}
+DP_METHODS = ("pwl-dp", "dp-table", "pava-dp")
+
+
+def build_problem(
+    measurement: Measurement,
+    mechanism: str = "pwl-dp",
+    *,
+    domain_sd: float = 3.0,
+    executor: Executor | None = None,
+) -> tuple[Problem, Solution]:
+    """The mechanism's post-processing Problem on feasible domains, and the probe's solution.
+
+    Domains are [c̃ − δ, c̃ + δ] ∩ [0, n] with δ = ⌈domain_sd · sd⌉ (spec G4). Models 1 and 3:
+    while their exact DP finds the domains infeasible, δ doubles (at the latest the full range
+    0 … n is feasible). Model 2 has no exact fast path, so its domains are widened to contain
+    the pava-dp answer (a feasible point computed from the noisy data alone), which also makes
+    that answer feasible for the problem returned. The probe is the DP of :data:`PROBE`; its
+    solution is returned so it need not be solved twice.
+    """
+    spec = _mechanism(mechanism)
+    if spec.query != measurement.query:
+        raise ValueError(
+            f"mechanism {mechanism!r} post-processes {spec.query!r} measurements, "
+            f"got {measurement.query!r}"
+        )
+    if not domain_sd > 0:
+        raise ValueError(f"domain_sd must be > 0, got {domain_sd!r}")
+    target, sd = _target(measurement, spec)
+    probe = PROBE[spec.problem]
+    options = {"executor": executor} if executor is not None and probe in DP_METHODS else {}
+    multiplier, total = domain_sd, measurement.total
+    while True:
+        delta = np.ceil(multiplier * sd).astype(np.int64)
+        domain = (np.clip(target - delta, 0, total), np.clip(target + delta, 0, total))
+        problem = spec.problem(measurement.parents, target, total, domain)
+        solution = solve(problem, probe, **options)
+        full = bool(np.all(domain[0] == 0) & np.all(domain[1] == total))
+        if solution.status != "infeasible" or full:
+            break
+        multiplier *= 2
+    solution.info["domain_sd"] = multiplier
+    if solution.x is None:
+        raise RuntimeError(f"{probe}: {solution.status} {solution.info.get('message', '')}")
+    if spec.problem is CumulativePostProcess:
+        anchor = solution.x
+        domain = (np.minimum(domain[0], anchor), np.maximum(domain[1], anchor))
+        problem = spec.problem(measurement.parents, target, total, domain)
+        info = {k: v for k, v in solution.info.items() if k != "message"}
+        solution = replace(
+            solution, status="feasible", info=info, max_violation=problem.violations(anchor)
+        )
+    return problem, solution
+
+
+def post_process(
+    measurement: Measurement,
+    mechanism: str = "pwl-dp",
+    *,
+    domain_sd: float = 3.0,
+    executor: Executor | None = None,
+    time_limit: float | None = None,
+) -> tuple[np.ndarray, Solution]:
+    """Post-process a measurement with ``mechanism``: the released counts and the solution.
+
+    Reads nothing but the measurement (noisy values and public facts); see
+    :func:`build_problem` for the domains.
+    """
+    problem, probed = build_problem(measurement, mechanism, domain_sd=domain_sd, executor=executor)
+    method = MECHANISMS[mechanism].method
+    if method == probed.method:
+        solution = probed
+    else:
+        options = {"executor": executor} if executor is not None and method in DP_METHODS else {}
+        solution = solve(problem, method, time_limit=time_limit, **options)
+        solution.info["domain_sd"] = probed.info["domain_sd"]
+    if solution.x is None:
+        raise RuntimeError(f"{mechanism}: {solution.status} {solution.info.get('message', '')}")
+    return _counts(problem, solution.x), solution
+
+
+def _mechanism(name: str) -> Mechanism:
+    if name not in MECHANISMS:
+        raise ValueError(f"unknown mechanism {name!r}; available: {', '.join(MECHANISMS)}")
+    return MECHANISMS[name]
+
+
+@dataclass(frozen=True, eq=False)
+class Release:
+    """A released hierarchy: ``counts[r, j]`` groups of size ``sizes[j]`` in region r."""
+
+    mechanism: str
+    counts: np.ndarray
+    sizes: np.ndarray
+    budget: dict[str, Any]
+    solution: Solution
+    conditions: dict[str, Any] = field(repr=False)
+
+    @property
+    def satisfies_pgsr(self) -> bool:
+        """Consistent, faithful, non-negative integers (PGSR conditions 2–4)."""
+        return max(self.conditions["largest"].values()) == 0
+
+
+def release(
+    data: CensusData,
+    epsilon: float,
+    mechanism: str = "pwl-dp",
+    *,
+    rng: np.random.Generator,
+    accountant: Accountant | None = None,
+    level_weights: Any = None,
+    domain_sd: float = 3.0,
+    executor: Executor | None = None,
+    time_limit: float | None = None,
+) -> Release:
+    """Release ``data`` under ε-DP with ``mechanism`` (a key of :data:`MECHANISMS`).
+
+    Spends exactly ``epsilon`` from ``accountant`` (a fresh pure-ε accountant if None).
+    ``conditions`` reports the PGSR conditions checked on the released counts.
+    """
+    spec = _mechanism(mechanism)
+    if accountant is None:
+        accountant = Accountant.pure(epsilon)
+    elif accountant.remaining < epsilon * (1 - 1e-12):
+        raise ValueError(f"epsilon {epsilon} exceeds the accountant's remaining budget")
+    budget = Accountant.pure(epsilon)
+    measurement = measure(data, spec.query, accountant=budget, rng=rng, level_weights=level_weights)
+    for charge in budget.ledger:
+        accountant.spend(charge.amount, charge.label)
+    counts, solution = post_process(
+        measurement, mechanism, domain_sd=domain_sd, executor=executor, time_limit=time_limit
+    )
+    check = PostProcess(data.parents, counts, data.total)
+    return Release(
+        mechanism,
+        counts,
+        data.sizes,
+        budget.report(),
+        solution,
+        check.violation_report(counts),
+    )
+
+
+def level_errors(data: CensusData, counts: np.ndarray) -> dict[str, Any]:
+    """L1 error of released counts against the truth, per level (spec G12).
+
+    ``per_level`` is Σ|c − ĉ| over the level's regions and sizes, ``mean_per_level`` that sum
+    divided by regions × sizes; ``consistency_violations`` is the paper's #CV.
+    """
+    counts = np.asarray(counts)
+    if counts.shape != data.counts.shape:
+        raise ValueError(f"counts must have shape {data.counts.shape}, got {counts.shape}")
+    error = np.abs(counts - data.counts).sum(axis=1)
+    depth = data.tree.depth
+    per_level = np.bincount(depth, weights=error)
+    regions = np.bincount(depth)
+    check = PostProcess(data.parents, counts, data.total).violation_report(counts)
+    return {
+        "total": float(error.sum()),
+        "per_level": per_level.tolist(),
+        "mean_per_level": (per_level / (regions * data.sizes.size)).tolist(),
+        "consistency_violations": check["consistency_violations"],
+    }
+
+
+# --- dpopt compare suites ---------------------------------------------------------------------
+
+RUNNING_EXAMPLE = (-1, 0, 0)  # US → {GA, NY}, spec §1.3; sizes {1, 2, 3}, n = 6
+
+
+def _spec_instances() -> list[Instance]:
+    """Spec §6 tests 2, 3, 5 and 7 with their optima (domains [0, 6])."""
+    domain = (0, 6)
+    chain = np.zeros((3, 3), dtype=np.int64)
+    order = [(1, 0), (2, 0), (0, 0), (1, 1), (2, 1), (0, 1), (1, 2), (2, 2), (0, 2)]
+    for value, cell in zip((3, 2, 4, 2, 5, 3, 6, 5, 7), order, strict=True):
+        chain[cell] = value
+    cases = [
+        ("spec-test2", PostProcess, [[4, 0, 3], [3, -1, 1], [3, 1, -1]], 7),
+        ("spec-test3", PostProcess, [[2, 2, 2], [4, 0, 2], [1, 2, 1]], 6),
+        ("spec-test5", CumulativePostProcess, [[2, 5, 6], [4, 2, 3], [-1, 0, 4]], 7),
+        ("spec-test7", ChainPostProcess, chain, 7),
+    ]
+    return [
+        Instance(name, kind(RUNNING_EXAMPLE, noisy, 6, domain), reference=opt, reference_tol=0)
+        for name, kind, noisy, opt in cases
+    ]
+
+
+def _problems(
+    data: CensusData, epsilon: float, rng: np.random.Generator, name: str
+) -> list[Instance]:
+    """One post-processing instance per Problem type from a seeded measurement of ``data``."""
+    out = []
+    for mechanism in ("pwl-dp", "cumulative-cpsat", "chain-dp"):
+        spec = MECHANISMS[mechanism]
+        measured = measure(data, spec.query, accountant=Accountant.pure(epsilon), rng=rng)
+        problem, _ = build_problem(measured, mechanism)
+        out.append(Instance(f"{name}-{spec.problem.__name__}", problem))
+    return out
+
+
+def _synthetic_suite(
+    shapes: tuple[tuple[int, int, int, int], ...], epsilon: float = 1.0
+) -> Callable[[np.random.Generator], list[Instance]]:
+    """Instances from :func:`synthetic` with (states, counties, sizes, groups) shapes."""
+
+    def instances(rng: np.random.Generator) -> list[Instance]:
+        out = []
+        for states, counties, sizes, groups in shapes:
+            data = synthetic(rng, states=states, counties=counties, sizes=sizes, groups=groups)
+            out += _problems(data, epsilon, rng, f"{1 + states + counties}r-k{sizes}")
+        return out
+
+    return instances
+
+
+def _smoke(rng: np.random.Generator) -> list[Instance]:
+    return _spec_instances() + _synthetic_suite(((2, 5, 3, 40),))(rng)
+
+
+SUITES: dict[str, Callable[[np.random.Generator], list[Instance]]] = {
+    "smoke": _smoke,
+    "small": _synthetic_suite(((3, 9, 4, 300), (4, 20, 6, 5_000))),
+    "medium": _synthetic_suite(((5, 30, 10, 100_000), (10, 200, 20, 1_000_000))),
+    "large": _synthetic_suite(
+        ((51, 300, 30, 12_000_000), (51, 1000, 30, 40_000_000), (51, 3143, 30, 120_000_000))
+    ),
+}

@@ -1,0 +1,496 @@
+"""Census group-size release (PGSR) post-processing problems and their exact models.
+
+census-pgsr spec §3. A hierarchy of regions is given by ``parents`` (``parents[i]`` is region
+i's parent, −1 for the single root); counts are integer arrays of shape (regions, sizes).
+
+- :class:`PostProcess`, Model 1 (H1–H4): integer counts within per-cell domains, each parent
+  equal to the sum of its children for every size, the root's sizes summing to the public
+  total; minimise Σ (x − noisy)².
+- :class:`CumulativePostProcess`, Model 2 (C1–C5): the same on per-region cumulative counts
+  Γ, non-decreasing along sizes, with the root's last entry equal to the total.
+- :class:`ChainPostProcess`, Model 3 (C6–C10): level-wise chain cumulative counts over the
+  post-order of the size-major tree H_DP, with the spec's corrected rule (G6): equality between
+  a node and its last child, ≤ between other consecutive nodes.
+
+Exact models here: CP-SAT for all three (the references) and the cvxpy convex relaxation of
+Models 1 and 2 (the paper's M_H^R and M_C^R), whose point is rounded half up (spec G9) and
+never repaired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar
+
+import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+from ortools.sat.python import cp_model
+
+from dpopt.problem import Problem
+from dpopt.validation import integer_array, nonnegative_integer
+
+
+class Tree:
+    """A rooted region hierarchy built from a parent array, with the orders the DPs need.
+
+    Regions are numbered 0..R−1. ``children`` lists are in increasing region index, which fixes
+    the DFS and post-order used by the chain model.
+    """
+
+    def __init__(self, parents: np.ndarray):
+        self.parents = parents
+        self.size = parents.size
+        roots = np.flatnonzero(parents == -1)
+        if roots.size != 1:
+            raise ValueError(f"parents must contain exactly one root (-1), found {roots.size}")
+        self.root = int(roots[0])
+        bad = np.flatnonzero((parents < -1) | (parents >= self.size))
+        if bad.size:
+            raise ValueError(
+                f"parents[{bad[0]}] = {parents[bad[0]]} is not a region index "
+                f"in 0..{self.size - 1} or -1"
+            )
+        order = np.argsort(parents, kind="stable")
+        counts = np.bincount(parents[parents >= 0], minlength=self.size)
+        self.child_ptr = np.concatenate(([0], np.cumsum(counts)))
+        self.child_idx = order[1:]  # order[0] is the root (parent −1 sorts first)
+        self.depth = np.full(self.size, -1, dtype=np.int64)
+        self.bfs = self._breadth_first()
+
+    def _breadth_first(self) -> np.ndarray:
+        visited = [np.array([self.root])]
+        self.depth[self.root] = 0
+        level = 0
+        while visited[-1].size:
+            level += 1
+            frontier = visited[-1]
+            nxt = np.concatenate([self.children(int(r)) for r in frontier])
+            if np.any(self.depth[nxt] >= 0):
+                raise ValueError("parents must describe a tree, but a region is reached twice")
+            self.depth[nxt] = level
+            visited.append(nxt)
+        reached = np.concatenate(visited)
+        if reached.size != self.size:
+            lost = np.setdiff1d(np.arange(self.size), reached)[0]
+            raise ValueError(
+                f"parents must describe a tree, but region {lost} is on a cycle "
+                "that does not reach the root"
+            )
+        return reached
+
+    def children(self, region: int) -> np.ndarray:
+        return self.child_idx[self.child_ptr[region] : self.child_ptr[region + 1]]
+
+    @cached_property
+    def internal(self) -> np.ndarray:
+        """Regions with children, in breadth-first order."""
+        return self.bfs[np.diff(self.child_ptr)[self.bfs] > 0]
+
+    @cached_property
+    def is_leaf(self) -> np.ndarray:
+        return np.diff(self.child_ptr) == 0
+
+    @cached_property
+    def leaf_parents(self) -> np.ndarray:
+        """Regions whose children are all leaves (the last level of a uniform tree)."""
+        has_child = ~self.is_leaf
+        inner_child = np.zeros(self.size, dtype=bool)
+        inner_child[self.parents[has_child & (self.parents >= 0)]] = True
+        return has_child & ~inner_child
+
+    @cached_property
+    def levels(self) -> int:
+        return int(self.depth.max()) + 1
+
+    @cached_property
+    def uniform_depth(self) -> bool:
+        return bool(np.all(self.depth[self.is_leaf] == self.levels - 1))
+
+    @cached_property
+    def postorder(self) -> np.ndarray:
+        """Regions in depth-first post-order (children in increasing index)."""
+        out: list[int] = []
+        stack = [(self.root, False)]
+        while stack:
+            region, expanded = stack.pop()
+            if expanded:
+                out.append(region)
+                continue
+            stack.append((region, True))
+            stack.extend((int(c), False) for c in self.children(region)[::-1])
+        return np.array(out, dtype=np.int64)
+
+    @cached_property
+    def aggregation(self) -> sp.csr_matrix:
+        """Sparse (internal × regions) matrix with rows e_parent − Σ e_child (consistency)."""
+        rows, cols, vals = [], [], []
+        for row, region in enumerate(self.internal):
+            kids = self.children(int(region))
+            rows += [row] * (kids.size + 1)
+            cols += [int(region), *kids.tolist()]
+            vals += [1] + [-1] * kids.size
+        return sp.csr_matrix((vals, (rows, cols)), shape=(self.internal.size, self.size))
+
+    def child_sums(self, x: np.ndarray) -> np.ndarray:
+        """Σ_{c ∈ ch(r)} x[c] for every region r (zeros at leaves)."""
+        sums = np.zeros_like(x)
+        np.add.at(sums, self.parents[self.parents >= 0], x[self.parents >= 0])
+        return sums
+
+
+def _broadcast(values: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:
+    try:
+        return np.broadcast_to(values, shape).copy()
+    except ValueError:
+        raise ValueError(
+            f"{name} has shape {values.shape}, which does not broadcast to noisy's {shape}"
+        ) from None
+
+
+@dataclass(frozen=True, eq=False)
+class _CensusCounts(Problem):
+    """Validated hierarchy, integer noisy counts, public total and per-cell integer domains.
+
+    ``domain`` is ``(lower, upper)``, each broadcastable to ``noisy.shape``; the default
+    0 … total is the unrestricted model.
+    """
+
+    parents: Any
+    noisy: Any
+    total: int
+    domain: Any = None
+    family: ClassVar[str] = "census"
+
+    def __post_init__(self) -> None:
+        parents = integer_array("parents", self.parents, ndim=1)
+        noisy = integer_array("noisy", self.noisy, ndim=2)
+        if noisy.shape[0] != parents.size:
+            raise ValueError(
+                f"noisy must have one row per region ({parents.size}), got shape {noisy.shape}"
+            )
+        total = nonnegative_integer("total", self.total)
+        object.__setattr__(self, "parents", parents)
+        object.__setattr__(self, "noisy", noisy)
+        object.__setattr__(self, "total", total)
+        object.__setattr__(self, "domain", self._validated_domain(noisy.shape, total))
+        self.tree  # noqa: B018 — validate the hierarchy eagerly
+
+    def _validated_domain(self, shape: tuple[int, ...], total: int) -> tuple[np.ndarray, ...]:
+        if self.domain is None:
+            bounds = (np.zeros(shape, np.int64), np.full(shape, total, np.int64))
+        else:
+            if len(self.domain) != 2:
+                raise ValueError("domain must be a pair (lower, upper)")
+            bounds = tuple(
+                _broadcast(integer_array(f"domain[{i}]", b), shape, f"domain[{i}]")
+                for i, b in enumerate(self.domain)
+            )
+        lower, upper = bounds
+        for name, bad in (
+            ("domain lower bound must be >= 0", lower < 0),
+            ("domain lower bound must be <= upper bound", lower > upper),
+        ):
+            if bad.any():
+                cell = tuple(int(i) for i in np.argwhere(bad)[0])
+                raise ValueError(
+                    f"{name}, violated at (region, size) {cell}: [{lower[cell]}, {upper[cell]}]"
+                )
+        for b in bounds:
+            b.setflags(write=False)
+        return bounds
+
+    @cached_property
+    def tree(self) -> Tree:
+        return Tree(self.parents)
+
+    @property
+    def size(self) -> int:
+        return int(self.noisy.size)
+
+    @property
+    def lower(self) -> np.ndarray:
+        return self.domain[0]
+
+    @property
+    def upper(self) -> np.ndarray:
+        return self.domain[1]
+
+    def _point(self, x: Any) -> np.ndarray:
+        arr = np.asarray(x, dtype=np.float64)
+        if arr.shape != self.noisy.shape:
+            raise ValueError(f"x must have shape {self.noisy.shape}, got {arr.shape}")
+        return arr
+
+    def objective(self, x: Any) -> float:
+        """Σ (x − noisy)² (H1 / C1 / C6)."""
+        return float(np.sum((self._point(x) - self.noisy) ** 2))
+
+    def violations(self, x: Any) -> float:
+        """Largest violation of any constraint, in counts (0 when feasible)."""
+        return max(self.violation_report(x)["largest"].values())
+
+    def _report(self, x: np.ndarray, faithful: float, **relations: np.ndarray) -> dict[str, Any]:
+        """Violation counts and largest violations; ``relations`` maps a constraint family to
+        the absolute violation of each of its constraints."""
+        integrality = np.abs(x - np.round(x))
+        outside = np.maximum(self.lower - x, x - self.upper)
+        report: dict[str, Any] = {
+            "faithfulness_gap": float(abs(faithful - self.total)),
+            "negative_cells": int(np.count_nonzero(x < -1e-9)),
+            "non_integer_cells": int(np.count_nonzero(integrality > 1e-6)),
+            "out_of_domain_cells": int(np.count_nonzero(outside > 1e-9)),
+            "largest": {
+                "faithfulness": float(abs(faithful - self.total)),
+                "integrality": float(integrality.max(initial=0.0)),
+                "domain": float(max(outside.max(initial=0.0), 0.0)),
+            },
+        }
+        for name, violation in relations.items():
+            report[f"{name}_violations"] = int(np.count_nonzero(violation > 1e-6))
+            report["largest"][name] = float(violation.max(initial=0.0))
+        return report
+
+    def _consistency(self, x: np.ndarray) -> np.ndarray:
+        """|x[r] − Σ children| at every non-leaf (region, size): H3 / C4."""
+        return np.abs(x - self.tree.child_sums(x))[~self.tree.is_leaf]
+
+    def violation_report(self, x: Any) -> dict[str, Any]:
+        """Counts of violated PGSR conditions; ``consistency_violations`` is the paper's #CV
+        (non-leaf (region, size) pairs whose children do not add up)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, eq=False)
+class PostProcess(_CensusCounts):
+    """Model 1 (H1–H4): hierarchical group-size counts made consistent, faithful, integral."""
+
+    def violation_report(self, x: Any) -> dict[str, Any]:
+        point = self._point(x)
+        return self._report(
+            point, float(point[self.tree.root].sum()), consistency=self._consistency(point)
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class CumulativePostProcess(_CensusCounts):
+    """Model 2 (C1–C5) on per-region cumulative counts Γ[r, s] = Σ_{s' ≤ s} c[r, s']."""
+
+    def violation_report(self, x: Any) -> dict[str, Any]:
+        point = self._point(x)
+        return self._report(
+            point,
+            float(point[self.tree.root, -1]),
+            consistency=self._consistency(point),
+            monotonicity=np.maximum(point[:, :-1] - point[:, 1:], 0.0),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class ChainPostProcess(_CensusCounts):
+    """Model 3 (C6–C10): ``noisy[r, s]`` is the noisy level-wise chain count of H_DP node
+    (r, s); every leaf must be at the same depth (spec §3.8)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.tree.uniform_depth:
+            raise ValueError(
+                "parents: the chain model needs every leaf at the same depth "
+                "(pad shallow leaves with pass-through children, spec G10)"
+            )
+
+    @cached_property
+    def chain(self) -> np.ndarray:
+        """H_DP post-order without the dummy root: (region, size) pairs, size-major."""
+        post = self.tree.postorder
+        k = self.noisy.shape[1]
+        return np.stack([np.tile(post, k), np.repeat(np.arange(k), post.size)], axis=1)
+
+    @cached_property
+    def equal_to_next(self) -> np.ndarray:
+        """C8 pairs: chain[i] is the last child of chain[i+1] (same size, parent region)."""
+        regions, sizes = self.chain[:, 0], self.chain[:, 1]
+        return (self.parents[regions[:-1]] == regions[1:]) & (sizes[:-1] == sizes[1:])
+
+    def violation_report(self, x: Any) -> dict[str, Any]:
+        point = self._point(x)
+        values = point[self.chain[:, 0], self.chain[:, 1]]
+        step = values[1:] - values[:-1]
+        return self._report(
+            point,
+            float(point[self.tree.root, -1]),
+            chain=np.where(self.equal_to_next, np.abs(step), np.maximum(-step, 0)),
+        )
+
+
+# --- conversions between counts, cumulative counts and chain counts (spec §3.5, §3.8) -------
+
+
+def cumulative(counts: np.ndarray) -> np.ndarray:
+    """γ(c): per-region cumulative counts along sizes."""
+    return np.cumsum(counts, axis=1)
+
+
+def decumulate(gamma: np.ndarray) -> np.ndarray:
+    """γ⁻¹(Γ): differences along sizes, the first entry kept."""
+    return np.diff(gamma, axis=1, prepend=0)
+
+
+def _chain_levels(tree: Tree, sizes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Chain order (regions, sizes) and a stable permutation grouping it by level."""
+    regions = np.tile(tree.postorder, sizes)
+    size_index = np.repeat(np.arange(sizes), tree.size)
+    by_level = np.argsort(tree.depth[regions], kind="stable")
+    return regions, size_index, by_level
+
+
+def chain_from_counts(tree: Tree, counts: np.ndarray) -> np.ndarray:
+    """Level-wise chain cumulative counts C(x_i) = c_i + Σ_{j<i, same level} c_j (§3.8).
+
+    The chain walks H_DP in post-order, size-major; the result is indexed like ``counts``.
+    Linear in ``counts``, so it also turns noisy counts into a noisy chain.
+    """
+    regions, size_index, by_level = _chain_levels(tree, counts.shape[1])
+    ordered = counts[regions[by_level], size_index[by_level]]
+    levels = tree.depth[regions[by_level]]
+    running = np.cumsum(ordered)
+    starts = np.flatnonzero(np.diff(levels, prepend=-1))
+    offset = np.repeat(running[starts] - ordered[starts], np.diff(np.append(starts, levels.size)))
+    chain = np.empty_like(counts)
+    chain[regions[by_level], size_index[by_level]] = running - offset
+    return chain
+
+
+def counts_from_chain(tree: Tree, chain: np.ndarray) -> np.ndarray:
+    """Decode chain values: c(x_i) = C_i − C(previous node at the same level)."""
+    regions, size_index, by_level = _chain_levels(tree, chain.shape[1])
+    ordered = chain[regions[by_level], size_index[by_level]]
+    levels = tree.depth[regions[by_level]]
+    previous = np.concatenate(([0], ordered[:-1]))
+    previous[np.flatnonzero(np.diff(levels, prepend=-1))] = 0
+    counts = np.empty_like(chain)
+    counts[regions[by_level], size_index[by_level]] = ordered - previous
+    return counts
+
+
+# --- exact models ---------------------------------------------------------------------------
+
+CpsatBuild = tuple[cp_model.CpModel, Callable[[cp_model.CpSolver], np.ndarray]]
+
+
+# Widest domain for which a cell's square is encoded by its chords (one linear cut per unit
+# segment); wider cells use CP-SAT's multiplication constraint, which is exact but weak.
+CHORD_MAX_WIDTH = 4096
+
+
+def _cpsat_base(problem: _CensusCounts) -> tuple[cp_model.CpModel, np.ndarray]:
+    """Integer cells within their domains and the objective Σ (x − noisy)², exact on integers.
+
+    On the integers (v − t)² is the maximum of its chords through (u, (u−t)²) and
+    (u+1, (u+1−t)²), so ``sq ≥ (2(u−t)+1)(v−u) + (u−t)²`` for every u, minimised, equals the
+    square at every integer v (spec G15: the separable convex objective as a PWL epigraph).
+    The chords make the LP relaxation tight, which is what lets CP-SAT prove optimality.
+    """
+    model = cp_model.CpModel()
+    regions, sizes = problem.noisy.shape
+    cells = np.empty((regions, sizes), dtype=object)
+    squares = []
+    for (r, s), target in np.ndenumerate(problem.noisy):
+        lo, hi, t = int(problem.lower[r, s]), int(problem.upper[r, s]), int(target)
+        cells[r, s] = var = model.new_int_var(lo, hi, f"x[{r},{s}]")
+        square = model.new_int_var(0, max((lo - t) ** 2, (hi - t) ** 2), f"sq[{r},{s}]")
+        if hi - lo <= CHORD_MAX_WIDTH:
+            for u in range(lo, hi):
+                model.add(square >= (2 * (u - t) + 1) * (var - u) + (u - t) ** 2)
+        else:
+            model.add_multiplication_equality(square, [var - t, var - t])
+        squares.append(square)
+    model.minimize(sum(squares))
+    return model, cells
+
+
+def _add_consistency(model: cp_model.CpModel, problem: _CensusCounts, cells: np.ndarray) -> None:
+    for region in problem.tree.internal:
+        kids = problem.tree.children(int(region))
+        for s in range(cells.shape[1]):
+            model.add(cells[region, s] == sum(cells[kid, s] for kid in kids))
+
+
+def _reader(cells: np.ndarray) -> Callable[[cp_model.CpSolver], np.ndarray]:
+    flat = cells.ravel().tolist()
+    return lambda solver: np.array(solver.values(flat), dtype=np.int64).reshape(cells.shape)
+
+
+def cpsat_model_1(problem: PostProcess) -> CpsatBuild:
+    """Model 1 (H1–H4) as a quadratic integer program in CP-SAT."""
+    model, cells = _cpsat_base(problem)
+    _add_consistency(model, problem, cells)
+    model.add(sum(cells[problem.tree.root].tolist()) == problem.total)
+    return model, _reader(cells)
+
+
+def cpsat_model_2(problem: CumulativePostProcess) -> CpsatBuild:
+    """Model 2 (C1–C5) in CP-SAT."""
+    model, cells = _cpsat_base(problem)
+    _add_consistency(model, problem, cells)
+    for r in range(cells.shape[0]):
+        for s in range(1, cells.shape[1]):
+            model.add(cells[r, s - 1] <= cells[r, s])
+    model.add(cells[problem.tree.root, -1] == problem.total)
+    return model, _reader(cells)
+
+
+def cpsat_model_3(problem: ChainPostProcess) -> CpsatBuild:
+    """Model 3 (C6–C10) in CP-SAT, with C8 equality only for last-child pairs (spec G6)."""
+    model, cells = _cpsat_base(problem)
+    chain = [cells[r, s] for r, s in problem.chain]
+    for i, equal in enumerate(problem.equal_to_next):
+        model.add(chain[i] == chain[i + 1] if equal else chain[i] <= chain[i + 1])
+    model.add(chain[-1] == problem.total)
+    return model, _reader(cells)
+
+
+CvxpyBuild = tuple[cp.Problem, Callable[[], np.ndarray]]
+
+
+def _relaxation(problem: _CensusCounts, monotone: bool) -> CvxpyBuild:
+    """The convex QP of Model 1 (or 2 with ``monotone``) without integrality, centred.
+
+    The variable is the correction y = x − noisy, so the data enter only the right-hand sides
+    and the solver works on numbers of the size of the noise rather than of the counts (with
+    counts in the millions Clarabel otherwise reports feasible instances infeasible).
+    """
+    noisy = problem.noisy.astype(np.float64)
+    y = cp.Variable(noisy.shape)
+    root = problem.tree.root
+    if monotone:
+        faithful = y[root, -1] == problem.total - noisy[root, -1]
+    else:
+        faithful = cp.sum(y[root, :]) == problem.total - noisy[root].sum()
+    constraints = [
+        problem.tree.aggregation @ y == -(problem.tree.aggregation @ noisy),
+        faithful,
+        y >= problem.lower - noisy,
+        y <= problem.upper - noisy,
+    ]
+    if monotone and noisy.shape[1] > 1:  # C3: Γ_{s−1} ≤ Γ_s
+        constraints.append(y[:, 1:] - y[:, :-1] >= noisy[:, :-1] - noisy[:, 1:])
+    model = cp.Problem(cp.Minimize(cp.sum_squares(y)), constraints)
+    return model, lambda: noisy + np.asarray(y.value)
+
+
+def relaxed_model_1(problem: PostProcess) -> CvxpyBuild:
+    """Model 1 with integrality dropped (M_H^R): a convex QP."""
+    return _relaxation(problem, monotone=False)
+
+
+def relaxed_model_2(problem: CumulativePostProcess) -> CvxpyBuild:
+    """Model 2 with integrality dropped (M_C^R): a convex QP with the C3 rows."""
+    return _relaxation(problem, monotone=True)
+
+
+def round_half_up(x: np.ndarray) -> np.ndarray:
+    """⌊x + 0.5⌋, the rounding of the relaxed baselines (spec G9)."""
+    return np.floor(np.asarray(x) + 0.5).astype(np.int64)

@@ -1,0 +1,247 @@
+"""The census mechanisms end to end: input validation, privacy accounting, releases."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpopt
+from dpopt import census
+from dpopt.models.pgsr import Tree, chain_from_counts, cumulative
+
+LEVELS = ["state", "county"]
+
+
+def small_frame() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "state": ["GA", "GA", "GA", "NY", "NY"],
+            "county": ["Fulton", "Fulton", "Cobb", "Kings", "Kings"],
+            "size": [1, 3, 2, 1, 2],
+            "count": [2, 1, 4, 1, 1],
+        }
+    )
+
+
+def test_from_frame_builds_a_consistent_hierarchy() -> None:
+    data = census.from_frame(small_frame(), LEVELS, sizes=[1, 2, 3])
+    assert data.names == ("(root)", "GA", "NY", "GA/Cobb", "GA/Fulton", "NY/Kings")
+    assert data.parents.tolist() == [-1, 0, 0, 1, 1, 2]
+    assert data.counts.tolist() == [
+        [3, 5, 1],
+        [2, 4, 1],
+        [1, 1, 0],
+        [0, 4, 0],
+        [2, 0, 1],
+        [1, 1, 0],
+    ]
+    assert data.total == 9 and data.levels == 3
+
+
+def test_from_records_computes_group_sizes() -> None:
+    # spec §1.3: GA has groups A (3 members), B (1), C (1); NY has D (3), E (1), F (2).
+    records = pd.DataFrame({"unit": list("AAABCDDDEFF"), "state": ["GA"] * 5 + ["NY"] * 6})
+    data = census.from_records(records, ["state"], sizes=[1, 2, 3])
+    assert data.counts.tolist() == [[3, 1, 2], [2, 0, 1], [1, 1, 1]]  # c^US, c^GA, c^NY
+    quantities = records.assign(cars=[0, 0, 0, 1, 2, 1, 1, 0, 0, 0, 3])
+    with_q = census.from_records(quantities, ["state"], sizes=[0, 1, 2, 3], quantity="cars")
+    # group sizes: A 0, B 1, C 2, D 2, E 0, F 3
+    assert with_q.counts[1:].tolist() == [[1, 1, 1, 0], [1, 0, 1, 1]]
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda f: f.assign(count=[2, -1, 4, 1, 1]), r"row 1: count must be an integer >= 0"),
+        (lambda f: f.assign(count=[2, 1.5, 4, 1, 1]), r"row 1: count must be an integer"),
+        (
+            lambda f: f.assign(size=[1, 3, 2, 1, 7]),
+            r"row 4: size 7 is not in the size set.*top_code",
+        ),
+        (lambda f: f.assign(size=[0, 3, 2, 1, 2]), r"row 0: size 0 .*include 0 in sizes"),
+        (lambda f: f.drop(columns="count"), r"missing column\(s\) \['count'\]"),
+        (lambda f: f.assign(size=[1, 1, 2, 1, 2]), r"rows \[0, 1\] give the same region and size"),
+        (lambda f: f.assign(state=["GA", "GA", None, "NY", "NY"]), r"row 2: region path skips"),
+    ],
+)
+def test_from_frame_rejects_bad_rows(change, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        census.from_frame(change(small_frame()), LEVELS, sizes=[1, 2, 3])
+
+
+def test_aggregate_rows_must_agree_and_regions_must_be_known() -> None:
+    frame = small_frame()
+    aggregate = pd.DataFrame({"state": ["GA"], "county": [None], "size": [2], "count": [5]})
+    with pytest.raises(ValueError, match=r"row 0: inconsistent parent GA gives 5 .* sum to 4"):
+        census.from_frame(pd.concat([aggregate, frame], ignore_index=True), LEVELS, [1, 2, 3])
+    good = aggregate.assign(count=[4])
+    data = census.from_frame(pd.concat([good, frame], ignore_index=True), LEVELS, [1, 2, 3])
+    assert data.counts[1, 1] == 4
+    geography = pd.DataFrame(
+        {"state": ["GA", "GA", "NY", "NY"], "county": ["Fulton", "Cobb", "Kings", "Queens"]}
+    )
+    data = census.from_frame(frame, LEVELS, [1, 2, 3], hierarchy=geography)
+    assert "NY/Queens" in data.names  # a public region without groups counts 0
+    assert data.counts[data.names.index("NY/Queens")].tolist() == [0, 0, 0]
+    with pytest.raises(ValueError, match=r"row 3: region NY/Kings is not in the hierarchy"):
+        census.from_frame(frame, LEVELS, [1, 2, 3], hierarchy=geography.iloc[[0, 1, 3]])
+
+
+def test_sizes_must_be_public_contiguous_and_include_zero_with_quantities() -> None:
+    with pytest.raises(ValueError, match="sizes must be the contiguous"):
+        census.from_frame(small_frame(), LEVELS, sizes=[1, 3])
+    records = pd.DataFrame({"unit": [1, 1, 2], "state": ["GA", "GA", "NY"], "q": [0, 1, 0]})
+    with pytest.raises(ValueError, match="sizes must include 0 when 'q'"):
+        census.from_records(records, ["state"], sizes=[1, 2], quantity="q")
+    split = pd.DataFrame({"unit": [1, 1], "state": ["GA", "NY"]})
+    with pytest.raises(ValueError, match="unit 1 has members in more than one region"):
+        census.from_records(split, ["state"], sizes=[1, 2])
+    top = census.from_frame(small_frame(), LEVELS, sizes=[1, 2], top_code=True)
+    assert top.counts[0].tolist() == [3, 6]  # the size-3 group goes to "2 or more"
+
+
+def test_synthetic_is_seeded_and_census_like() -> None:
+    first = census.synthetic(np.random.default_rng(5), states=5, counties=40, groups=10**6)
+    again = census.synthetic(np.random.default_rng(5), states=5, counties=40, groups=10**6)
+    assert np.array_equal(first.counts, again.counts)
+    assert first.total == 10**6 and first.counts.shape == (46, 30)
+    county_totals = first.counts[6:].sum(axis=1)
+    assert county_totals.max() > 20 * np.median(county_totals)  # very different county sizes
+    shares = first.counts[0] / first.total
+    assert shares[1] > shares[0] > shares[2] > shares[10]  # 2-person households most common
+    with pytest.raises(TypeError, match="Generator"):
+        census.synthetic(np.random.RandomState(0))  # type: ignore[arg-type]
+
+
+def tiny() -> census.CensusData:
+    return census.synthetic(np.random.default_rng(3), states=3, counties=7, sizes=4, groups=60)
+
+
+@pytest.mark.parametrize(("query", "sensitivity"), [("counts", 2), ("cumulative", 1)])
+def test_measure_splits_the_budget_evenly_over_levels(query: str, sensitivity: int) -> None:
+    accountant = dpopt.Accountant.pure(0.6)
+    measured = census.measure(tiny(), query, accountant=accountant, rng=np.random.default_rng(1))
+    assert [c.amount for c in accountant.ledger] == pytest.approx([0.2, 0.2, 0.2])
+    assert accountant.spent == pytest.approx(0.6, abs=1e-15)
+    # λ = Δ/(ε/L): 2L/ε for counts, L/ε for cumulative counts (spec §4).
+    assert measured.scale == pytest.approx(np.full(11, sensitivity * 3 / 0.6))
+    assert measured.noisy.dtype == np.int64 and not measured.noisy.flags.writeable
+    with pytest.raises(dpopt.BudgetExceededError):
+        census.measure(tiny(), query, accountant=accountant, rng=np.random.default_rng(1))
+
+
+def test_noise_has_the_stated_variance() -> None:
+    data = census.synthetic(np.random.default_rng(0), states=20, counties=400, groups=10**6)
+    measured = census.measure(
+        data, "counts", accountant=dpopt.Accountant.pure(1.5), rng=np.random.default_rng(2)
+    )
+    noise = (measured.noisy - data.counts).ravel()
+    expected = dpopt.privacy.double_geometric_variance(2 * 3 / 1.5)
+    # 12,630 draws: the sample variance's relative sd is ≈ √(2 + kurtosis excess)/√n < 3%.
+    assert noise.var() == pytest.approx(expected, rel=0.1)
+    assert abs(noise.mean()) < 4 * np.sqrt(expected / noise.size)
+
+
+@pytest.mark.parametrize("mechanism", sorted(census.MECHANISMS))
+def test_every_mechanism_releases_pgsr_counts_and_spends_exactly_epsilon(mechanism: str) -> None:
+    data = tiny()
+    accountant = dpopt.Accountant.pure(2.0)
+    released = census.release(
+        data, 1.0, mechanism, rng=np.random.default_rng(7), accountant=accountant
+    )
+    assert accountant.spent == pytest.approx(1.0, abs=1e-15)
+    assert released.budget["spent"] == pytest.approx(1.0, abs=1e-15)
+    assert released.counts.shape == data.counts.shape
+    if census.MECHANISMS[mechanism].method.startswith("relaxed"):
+        # relaxations report their violations instead of repairing them (spec G9)
+        report = released.conditions
+        assert report["largest"]["integrality"] == 0
+        assert released.satisfies_pgsr == (max(report["largest"].values()) == 0)
+    else:
+        assert released.satisfies_pgsr, released.conditions
+        assert census.level_errors(data, released.counts)["consistency_violations"] == 0
+
+
+def test_release_is_deterministic_for_a_seed_and_zero_noise_limit() -> None:
+    data = tiny()
+    one = census.release(data, 1.0, rng=np.random.default_rng(11))
+    two = census.release(data, 1.0, rng=np.random.default_rng(11))
+    assert np.array_equal(one.counts, two.counts)
+    huge = census.release(data, 1e4, rng=np.random.default_rng(11))  # λ = 6e-4: no noise
+    assert np.array_equal(huge.counts, data.counts)
+
+
+def test_post_processing_sees_only_the_measurement() -> None:
+    data = tiny()
+    measured = census.measure(
+        data, "counts", accountant=dpopt.Accountant.pure(1.0), rng=np.random.default_rng(4)
+    )
+    counts, solution = census.post_process(measured, "pwl-dp")
+    assert solution.status == "optimal"
+    exact, reference = census.post_process(measured, "cpsat")
+    assert reference.objective == solution.objective
+    assert exact.sum(axis=1)[0] == counts.sum(axis=1)[0] == data.total
+    with pytest.raises(ValueError, match="post-processes 'cumulative' measurements"):
+        census.post_process(measured, "pava-dp")
+    with pytest.raises(ValueError, match="unknown mechanism 'nope'; available: pwl-dp"):
+        census.post_process(measured, "nope")
+
+
+def test_domains_double_until_feasible() -> None:
+    data = tiny()
+    measured = census.measure(
+        data, "counts", accountant=dpopt.Accountant.pure(1.0), rng=np.random.default_rng(4)
+    )
+    _, solution = census.post_process(measured, "pwl-dp", domain_sd=1e-3)
+    assert solution.status == "optimal" and solution.info["domain_sd"] > 1e-3
+
+
+def test_error_report_per_level() -> None:
+    data = tiny()
+    shifted = data.counts.copy()
+    shifted[0, 0] += 2
+    errors = census.level_errors(data, shifted)
+    assert errors["per_level"] == [2.0, 0.0, 0.0]
+    assert errors["mean_per_level"][0] == pytest.approx(2 / 4)
+    assert errors["consistency_violations"] == 1
+
+
+def _neighbours(counts: np.ndarray, tree: Tree) -> list[np.ndarray]:
+    """Every dataset one group move away: a group in a leaf goes from size j to j ± 1."""
+    out = []
+    for leaf, j, step in itertools.product(
+        np.flatnonzero(tree.is_leaf), range(counts.shape[1]), (-1, 1)
+    ):
+        if counts[leaf, j] == 0 or not 0 <= j + step < counts.shape[1]:
+            continue
+        moved = counts.copy()
+        region = int(leaf)
+        while region >= 0:  # the move shows in the leaf and every ancestor
+            moved[region, j] -= 1
+            moved[region, j + step] += 1
+            region = int(tree.parents[region])
+        out.append(moved)
+    return out
+
+
+def test_sensitivities_of_the_three_queries() -> None:
+    """Spec §6 Test 8: per level, plain Δ = 2, per-region cumulative Δ = 1, chain Δ = |H_l|."""
+    data = census.synthetic(np.random.default_rng(8), states=3, counties=6, sizes=6, groups=200)
+    tree = data.tree
+    level_sizes = np.bincount(tree.depth)
+    queries = {
+        "plain": lambda c: c,
+        "cumulative": cumulative,
+        "chain": lambda c: chain_from_counts(tree, c),
+    }
+    worst = {name: np.zeros(tree.levels, dtype=np.int64) for name in queries}
+    for moved in _neighbours(data.counts, tree):
+        for name, query in queries.items():
+            change = np.abs(query(moved) - query(data.counts)).sum(axis=1)
+            worst[name] = np.maximum(worst[name], np.bincount(tree.depth, weights=change))
+    assert worst["plain"].tolist() == [2, 2, 2]
+    assert worst["cumulative"].tolist() == [1, 1, 1]
+    assert worst["chain"].tolist() == level_sizes.tolist()  # 1, 3, 6 — spec §4
