@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from dpopt.problem import Instance, method_info, methods, solve
 
-FAMILY_MODULES = {"dgm": "dpopt.dgm", "census": "dpopt.census"}
+FAMILY_MODULES = {"dgm": "dpopt.dgm", "census": "dpopt.census", "hdmm": "dpopt.hdmm"}
 SUITE_ORDER = ("smoke", "small", "medium", "large")
 
 
@@ -88,7 +88,7 @@ def _solve_record(family: str, instance: Instance, method: str, time_limit: floa
         reference_tol=instance.reference_tol,
     )
     try:
-        solution = solve(problem, method, time_limit=time_limit)
+        solution = solve(problem, method, time_limit=time_limit, **instance.options.get(method, {}))
     except (ValueError, ArithmeticError, RuntimeError, np.linalg.LinAlgError) as err:
         return Record(
             **base,

@@ -1,6 +1,6 @@
 """Backend adapters and fast paths (installed as ``dpopt.solvers``). Importing this package
 registers every method with the core registry."""
 
-from dpopt.solvers import cpsat_backend, cvxpy_backend, dgm_budget, pgsr
+from dpopt.solvers import cpsat_backend, cvxpy_backend, dgm_budget, hdmm, pgsr
 
-__all__ = ["cpsat_backend", "cvxpy_backend", "dgm_budget", "pgsr"]
+__all__ = ["cpsat_backend", "cvxpy_backend", "dgm_budget", "hdmm", "pgsr"]

@@ -1,0 +1,125 @@
+"""Matrix-mechanism strategy selection on a workload Gram (hdmm spec §1, §3.1–3.2).
+
+For a workload W with Gram V = WᵀW and a strategy A (p × n) that supports W, the expected
+total squared error of answering W by least squares from noisy Ax is, up to the noise constant
+(2/ε² for Laplace, σ(ε,δ)² for Gaussian),
+
+    err(A) = ‖A‖² · tr[(AᵀA)⁺ V],
+
+with ‖A‖ the largest column L1 norm (Laplace) or L2 norm (Gaussian). :class:`StrategySelection`
+is "minimise err(A) over A supporting W" (Problem 1). Its exact model exists for the Gaussian
+case only: with X = AᵀA scaled so that diag(X) ≤ 1 the problem is the convex program
+
+    min tr(V X⁻¹)  s.t.  diag(X) ≤ 1,  X ≻ 0       (Def. 12; A = chol(X)ᵀ, upper triangular)
+
+written here in cvxpy with ``matrix_frac``. The Laplace problem is non-convex (no exact model).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import cvxpy as cp
+import numpy as np
+import scipy.linalg as sla
+
+from dpopt.problem import Problem
+from dpopt.validation import finite_array
+
+Noise = Literal["laplace", "gaussian"]
+NOISES = ("laplace", "gaussian")
+
+
+def sensitivity(strategy: np.ndarray, noise: Noise) -> float:
+    """Largest column L1 norm (Laplace) or L2 norm (Gaussian) of a dense strategy (spec §1)."""
+    if noise == "laplace":
+        return float(np.abs(strategy).sum(axis=0).max())
+    return float(np.sqrt((strategy**2).sum(axis=0).max()))
+
+
+def unsupported_part(strategy: np.ndarray, gram: np.ndarray) -> float:
+    """‖(I − A⁺A) V‖_F / ‖V‖_F: 0 exactly when A supports W (W A⁺ A = W)."""
+    projector = np.linalg.pinv(strategy) @ strategy
+    residual = gram - projector @ gram
+    return float(np.linalg.norm(residual) / max(np.linalg.norm(gram), 1e-300))
+
+
+def strategy_error(strategy: np.ndarray, gram: np.ndarray, noise: Noise) -> float:
+    """Unscaled error ‖A‖²·tr[(AᵀA)⁺V] (spec §1), +inf if A does not support W."""
+    if unsupported_part(strategy, gram) > 1e-8:
+        return float("inf")
+    inverse = sla.pinvh(strategy.T @ strategy)
+    return sensitivity(strategy, noise) ** 2 * float(np.sum(inverse * gram))
+
+
+@dataclass(frozen=True, eq=False)
+class StrategySelection(Problem):
+    """Choose a strategy A (p × n, any p) minimising ‖A‖²·tr[(AᵀA)⁺V] (hdmm spec §1, Problem 1).
+
+    ``gram`` is the workload Gram V = WᵀW (n × n, symmetric PSD); ``noise`` picks the norm.
+    A point is a dense strategy matrix; ``violations`` is how far it is from supporting W.
+    """
+
+    gram: Any
+    noise: Noise = "laplace"
+    family: ClassVar[str] = "hdmm"
+
+    def __post_init__(self) -> None:
+        gram = finite_array("gram", self.gram, ndim=2)
+        if gram.shape[0] != gram.shape[1]:
+            raise ValueError(f"gram must be square (n × n), got shape {gram.shape}")
+        if not np.allclose(gram, gram.T, rtol=1e-10, atol=1e-12 * np.abs(gram).max()):
+            raise ValueError("gram must be symmetric (it is WᵀW)")
+        if self.noise not in NOISES:
+            raise ValueError(f"noise must be one of {NOISES}, got {self.noise!r}")
+        object.__setattr__(self, "gram", gram)
+
+    @property
+    def size(self) -> int:
+        return int(self.gram.shape[0])
+
+    def _point(self, strategy: Any) -> np.ndarray:
+        arr = finite_array("strategy", strategy, ndim=2)
+        if arr.shape[1] != self.size:
+            raise ValueError(f"strategy must have {self.size} columns, got shape {arr.shape}")
+        return arr
+
+    def objective(self, strategy: Any) -> float:
+        return strategy_error(self._point(strategy), self.gram, self.noise)
+
+    def violations(self, strategy: Any) -> float:
+        return unsupported_part(self._point(strategy), self.gram)
+
+
+def gram_factor(gram: np.ndarray) -> np.ndarray:
+    """L with L Lᵀ = V (eigen-decomposition; eigenvalues below 1e-12·max dropped)."""
+    values, vectors = np.linalg.eigh(gram)
+    keep = values > 1e-12 * max(values.max(), 1e-300)
+    return vectors[:, keep] * np.sqrt(values[keep])
+
+
+def cvxpy_model(problem: StrategySelection) -> tuple[cp.Problem, Callable[[], np.ndarray]]:
+    """Def. 12 (Gaussian): min tr(V X⁻¹) s.t. diag(X) ≤ 1, X ⪰ 0; the point is chol(X)ᵀ.
+
+    V is divided by its trace for conditioning (the argmin does not change).
+    """
+    gram = problem.gram / np.trace(problem.gram)
+    factor = gram_factor(gram)
+    x = cp.Variable(gram.shape, PSD=True)
+    model = cp.Problem(cp.Minimize(cp.matrix_frac(factor, x)), [cp.diag(x) <= 1])
+
+    return model, lambda: strategy_from_gram(x.value)
+
+
+def strategy_from_gram(x: np.ndarray) -> np.ndarray:
+    """A with AᵀA = X: chol(X)ᵀ (upper triangular) after projecting X onto the PSD cone.
+
+    A first-order solver's X can have slightly negative eigenvalues and a rank-deficient
+    workload's optimum is singular; eigenvalues are floored at 1e-12·max so the factor exists.
+    The error of the result is always recomputed from A, so the floor cannot flatter it.
+    """
+    values, vectors = np.linalg.eigh((x + x.T) / 2)
+    values = np.maximum(values, 1e-12 * max(values.max(), 1e-300))
+    return np.linalg.cholesky((vectors * values) @ vectors.T).T

@@ -1,0 +1,240 @@
+"""OPT₀: strategy optimisation on an explicit n × n workload Gram (hdmm spec §3.1–3.2).
+
+- Laplace: the p-Identity template A(Θ) = [I; Θ]·diag(1/s), s = 1 + 1ᵀΘ, Θ ≥ 0 (Def. 13),
+  so every column has L1 norm 1. f(Θ) = tr[K C₀] with C₀ = V ∘ ssᵀ, K = I − ΘᵀRΘ,
+  R = (I + ΘΘᵀ)⁻¹ (App. B, Thm 17), evaluated with its gradient in O(pn²) without forming any
+  n × n product. The gradient is the spec's corrected form (the paper's omits the chain rule
+  through D, spec §7 item 7): ∇f = −2ΘZ + 1gᵀ, Z = K C₀ K, g_k = 2(K C₀)_kk / s_k.
+- Gaussian: X = AᵀA with unit diagonal, minimise tr(X⁻¹V) over its strictly lower entries
+  (Def. 12, convex), gradient −X⁻¹VX⁻¹; A = chol(X)ᵀ.
+
+Both are the best of a candidate set (spec §3.1 "best-of", §7 item 13): Identity, Total when it
+supports W, the one-parameter IdTotal [I; t·1ᵀ]/(1+t), the SVD-bound strategy, and the
+optimised template.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+from scipy.optimize import minimize, minimize_scalar
+from threadpoolctl import threadpool_limits
+
+from dpopt.models.matrix_mechanism import strategy_from_gram
+
+# Finite penalty for points where the objective is undefined (spec §7 item 14).
+PENALTY = 1e300
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A strategy with its unscaled error ‖A‖²·tr[(AᵀA)⁺V] and where it came from."""
+
+    name: str
+    strategy: np.ndarray
+    error: float
+
+
+def default_p(n: int) -> int:
+    """p = max(1, ⌊n/16⌋) (spec §3.1)."""
+    return max(1, n // 16)
+
+
+def pidentity_strategy(theta: np.ndarray) -> np.ndarray:
+    """A(Θ) = [I; Θ]·diag(1/(1 + 1ᵀΘ)) (Def. 13); every column has L1 norm 1."""
+    scale = 1.0 + theta.sum(axis=0)
+    return np.vstack([np.eye(theta.shape[1]), theta]) / scale
+
+
+def pidentity_loss(theta: np.ndarray, gram: np.ndarray) -> tuple[float, np.ndarray]:
+    """f(Θ) = tr[(AᵀA)⁻¹V] for A = A(Θ) and its gradient, in O(pn²) (spec §3.1)."""
+    p = theta.shape[0]
+    s = 1.0 + theta.sum(axis=0)
+    c0 = gram * np.outer(s, s)
+    m = theta @ c0  # p × n, the only O(pn²) product
+    r = np.linalg.inv(np.eye(p) + theta @ theta.T)
+    rm = r @ m
+    loss = float(np.trace(c0) - np.sum(theta * rm))
+    q = m - (theta @ theta.T) @ rm  # Θ K C₀
+    grad = -2.0 * (q - (q @ theta.T) @ r @ theta)  # −2 Θ K C₀ K
+    diag_kc0 = np.diag(c0) - np.sum(theta * rm, axis=0)
+    grad += 2.0 * diag_kc0 / s  # broadcasts 1_p gᵀ
+    return loss, grad
+
+
+def optimize_pidentity(
+    gram: np.ndarray, p: int, rng: np.random.Generator, ftol: float = 1e-4, maxiter: int = 15000
+) -> np.ndarray:
+    """One L-BFGS-B run from Θ ~ U[0,1)^{p×n}, bounds Θ ≥ 0 (spec §3.1); returns Θ ≥ 0."""
+    n = gram.shape[0]
+
+    def fun(flat: np.ndarray) -> tuple[float, np.ndarray]:
+        loss, grad = pidentity_loss(flat.reshape(p, n), gram)
+        if not np.isfinite(loss) or loss < 0:
+            return PENALTY, np.zeros_like(flat)
+        return loss, grad.ravel()
+
+    start = rng.random((p, n))
+    with threadpool_limits(1, user_api="blas"):  # measured 3× faster than 2 BLAS threads
+        result = minimize(
+            fun,
+            start.ravel(),
+            jac=True,
+            method="L-BFGS-B",
+            bounds=[(0, None)] * start.size,
+            options={"ftol": ftol, "maxiter": maxiter},
+        )
+    return np.maximum(result.x.reshape(p, n), 0.0)
+
+
+def _gram_error(strategy: np.ndarray, gram: np.ndarray, sensitivity: float) -> float:
+    inverse = sla.pinvh(strategy.T @ strategy)
+    projector = inverse @ (strategy.T @ strategy)
+    if np.linalg.norm(gram - projector @ gram) > 1e-8 * max(np.linalg.norm(gram), 1e-300):
+        return float("inf")  # does not support W
+    return sensitivity**2 * float(np.sum(inverse * gram))
+
+
+def static_candidates(gram: np.ndarray) -> list[Candidate]:
+    """Identity and Total (which supports W only if V is a multiple of the all-ones matrix)."""
+    n = gram.shape[0]
+    total = np.ones((1, n))
+    return [
+        Candidate("identity", np.eye(n), float(np.trace(gram))),
+        Candidate("total", total, _gram_error(total, gram, 1.0)),
+    ]
+
+
+def svd_candidate(gram: np.ndarray, noise: str) -> Candidate:
+    """A = Λ^{1/4}Pᵀ on V's range (PΛPᵀ = V): the strategy behind the SVD bound (Def. 11).
+
+    It attains the bound when its columns have equal norms, and it is the natural answer for
+    rank-deficient workloads, where the Def. 12 optimum is singular (spec §7 item 15).
+    """
+    values, vectors = np.linalg.eigh(gram)
+    keep = values > 1e-12 * max(values.max(), 1e-300)
+    strategy = (vectors[:, keep] * values[keep] ** 0.25).T
+    norms = (
+        np.abs(strategy).sum(axis=0) if noise == "laplace" else np.sqrt((strategy**2).sum(axis=0))
+    )
+    strategy = strategy / norms.max()
+    return Candidate("svd", strategy, _gram_error(strategy, gram, 1.0))
+
+
+def idtotal_candidate(gram: np.ndarray, noise: str) -> Candidate:
+    """Best A = [I; t·1ᵀ]/‖·‖ over t ≥ 0 (the one-parameter p-Identity, spec §3.1)."""
+    n = gram.shape[0]
+
+    def strategy(t: float) -> np.ndarray:
+        stacked = np.vstack([np.eye(n), np.full((1, n), t)])
+        norm = 1 + t if noise == "laplace" else np.sqrt(1 + t * t)
+        return stacked / norm
+
+    def error(t: float) -> float:
+        # (AᵀA) = (I + t²11ᵀ)/norm²; Sherman–Morrison gives its inverse in O(n²).
+        norm2 = (1 + t) ** 2 if noise == "laplace" else 1 + t * t
+        total, trace = float(gram.sum()), float(np.trace(gram))
+        return norm2 * (trace - t * t * total / (1 + n * t * t))
+
+    best = minimize_scalar(error, bounds=(0.0, 10.0), method="bounded", options={"xatol": 1e-10})
+    t = float(best.x) if best.fun < error(0.0) else 0.0
+    return Candidate("idtotal", strategy(t), error(t))
+
+
+def opt0_laplace(
+    gram: np.ndarray,
+    *,
+    p: int | None = None,
+    restarts: int = 1,
+    rng: np.random.Generator,
+    executor: Executor | None = None,
+    ftol: float = 1e-4,
+) -> list[Candidate]:
+    """All Laplace candidates, the p-Identity restarts included (spec §3.1)."""
+    p = default_p(gram.shape[0]) if p is None else p
+    if p < 1 or restarts < 1:
+        raise ValueError(f"p and restarts must be >= 1, got p={p}, restarts={restarts}")
+    seeds = rng.spawn(restarts)
+    run: Callable[[np.random.Generator], np.ndarray] = lambda g: optimize_pidentity(  # noqa: E731
+        gram, p, g, ftol
+    )
+    thetas = list(map(run, seeds) if executor is None else executor.map(run, seeds))
+    found = [
+        Candidate(
+            f"p-identity(p={p}, restart {i})",
+            pidentity_strategy(theta),
+            pidentity_loss(theta, gram)[0],
+        )
+        for i, theta in enumerate(thetas)
+    ]
+    return [
+        *static_candidates(gram),
+        idtotal_candidate(gram, "laplace"),
+        svd_candidate(gram, "laplace"),
+        *found,
+    ]
+
+
+def _unit_diagonal(lower: np.ndarray, n: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    x = np.eye(n)
+    x[rows, cols] = lower
+    x[cols, rows] = lower
+    return x
+
+
+def opt0_gaussian(gram: np.ndarray, *, ftol: float = 1e-12, maxiter: int = 5000) -> list[Candidate]:
+    """Gaussian candidates: I, T, IdTotal and the convex Def. 12 optimum (spec §3.2).
+
+    L-BFGS-B over the strictly lower entries of X (unit diagonal), from the SVD-bound strategy
+    X₀ = PΛ^{1/2}Pᵀ scaled to unit diagonal; non-PD points get a finite penalty. A ridge of
+    1e-8·tr(V)/n keeps rank-deficient Grams solvable (spec §7 item 15); support is checked on
+    the result through its error.
+    """
+    n = gram.shape[0]
+    ridge = gram + 1e-8 * np.trace(gram) / n * np.eye(n)
+    rows, cols = np.tril_indices(n, -1)
+    values, vectors = np.linalg.eigh(gram)
+    start = (vectors * np.sqrt(np.clip(values, 0, None))) @ vectors.T
+    start += 1e-3 * np.trace(start) / n * np.eye(n)  # PD even when W is rank-deficient
+    scale = np.sqrt(np.clip(np.diag(start), 1e-300, None))
+    start = start / np.outer(scale, scale)
+
+    last = [float(np.trace(ridge))]
+
+    def fun(lower: np.ndarray) -> tuple[float, np.ndarray]:
+        x = _unit_diagonal(lower, n, rows, cols)
+        try:
+            factor = sla.cho_factor(x)
+        except np.linalg.LinAlgError:
+            # not PD: 100 × the last loss, so that the line search backs off (a huge
+            # constant makes L-BFGS-B stop at once)
+            return 100 * last[0], np.zeros_like(lower)
+        x_inv_v = sla.cho_solve(factor, ridge)
+        loss = last[0] = float(np.trace(x_inv_v))
+        g = -sla.cho_solve(factor, x_inv_v.T)  # −X⁻¹ V X⁻¹ (symmetric)
+        return loss, 2.0 * g[rows, cols]
+
+    result = minimize(
+        fun,
+        start[rows, cols],
+        jac=True,
+        method="L-BFGS-B",
+        options={"ftol": ftol, "gtol": 1e-10, "maxiter": maxiter},
+    )
+    strategy = strategy_from_gram(_unit_diagonal(result.x, n, rows, cols))
+    optimised = Candidate("opt0-gaussian", strategy, _gram_error(strategy, gram, 1.0))
+    return [
+        *static_candidates(gram),
+        idtotal_candidate(gram, "gaussian"),
+        svd_candidate(gram, "gaussian"),
+        optimised,
+    ]
+
+
+def best(candidates: list[Candidate]) -> Candidate:
+    """The lowest-error candidate; ties go to the earlier (simpler) one."""
+    return min(candidates, key=lambda c: c.error)

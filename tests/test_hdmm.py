@@ -1,0 +1,261 @@
+"""HDMM error formulas, OPT₀ (Laplace and Gaussian) and the mechanism (hdmm spec §1, §3, §6)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dpopt
+from dpopt import hdmm
+from dpopt import workload as wl
+from dpopt.models.matrix_mechanism import StrategySelection, strategy_error
+from dpopt.solvers.hdmm_opt0 import pidentity_loss, pidentity_strategy
+
+REL = 1e-6  # spec §6: closed forms to 1e-6 relative
+
+
+def err(workload, strategy, noise="laplace") -> float:
+    return strategy_error(np.asarray(strategy, float), hdmm.gram_of(workload), noise)
+
+
+@pytest.mark.parametrize("n", [4, 8])
+def test_identity_and_workload_strategies(n: int) -> None:
+    """Spec §6 items 1–2."""
+    identity = np.eye(n)
+    assert err(wl.Prefix(n), identity) == pytest.approx(n * (n + 1) / 2, rel=REL)
+    assert err(wl.AllRange(n), identity) == pytest.approx(n * (n + 1) * (n + 2) / 6, rel=REL)
+    assert err(wl.WidthRanges(n, 3), identity) == pytest.approx(3 * (n - 2), rel=REL)
+    assert err(wl.Prefix(n), wl.Prefix(n).dense()) == pytest.approx(n**3, rel=REL)
+    assert err(wl.Total(n), np.ones((1, n))) == pytest.approx(1.0, rel=REL)
+    assert err(wl.AllRange(4), wl.AllRange(4).dense()) == pytest.approx(144, rel=REL)
+
+
+@pytest.mark.parametrize(
+    ("n", "prefix_l1", "prefix_l2", "range_l1", "range_l2"),
+    [(4, 162 / 7, 54 / 7, 438 / 7, 146 / 7), (8, 3072 / 35, 768 / 35, 1408 / 3, 352 / 3)],
+)
+def test_hierarchical_strategy_errors(n, prefix_l1, prefix_l2, range_l1, range_l2) -> None:
+    """Spec §6 item 3 (H2, root included)."""
+    h2 = wl.hierarchical(n).dense()
+    assert err(wl.Prefix(n), h2) == pytest.approx(prefix_l1, rel=REL)
+    assert err(wl.Prefix(n), h2, "gaussian") == pytest.approx(prefix_l2, rel=REL)
+    assert err(wl.AllRange(n), h2) == pytest.approx(range_l1, rel=REL)
+    assert err(wl.AllRange(n), h2, "gaussian") == pytest.approx(range_l2, rel=REL)
+
+
+@pytest.mark.parametrize(
+    ("workload", "value"),
+    [
+        (wl.Identity(5), 5.0),
+        (wl.Total(7), 1.0),
+        (wl.Prefix(4), 6.411474),
+        (wl.Prefix(8), 16.551386),
+        (wl.Prefix(64), 266.37583),
+        (wl.AllRange(4), 16.312243),
+        (wl.AllRange(8), 79.172339),
+        (wl.AllRange(64), 10787.150),
+        (wl.WidthRanges(64, 32), 125.1123),
+    ],
+)
+def test_svd_bound(workload, value: float) -> None:
+    """Spec §6 item 4 (values given to 7 significant digits)."""
+    assert hdmm.svd_bound(workload) == pytest.approx(value, rel=1e-6)
+
+
+def test_kronecker_factorisation() -> None:
+    """Spec §6 item 5: Theorems 3–5 on P₄ ⊗ I₃."""
+    workload = wl.Kron([wl.Prefix(4), wl.Identity(3)])
+    strategy = np.kron(wl.hierarchical(4).dense(), np.eye(3))
+    assert err(workload, strategy) == pytest.approx(486 / 7, rel=REL)
+    assert hdmm.svd_bound(workload) == pytest.approx(19.234422, rel=1e-6)
+
+
+def test_pidentity_example_10_and_gradient() -> None:
+    """Spec §6 item 7 (Ex. 10 Θ): A, unit column L1 norms, objectives, the gradient."""
+    theta = np.array([[1.0, 2, 3], [1, 1, 1]])
+    strategy = pidentity_strategy(theta)
+    assert strategy[3] == pytest.approx([1 / 3, 1 / 2, 3 / 5])
+    assert np.abs(strategy).sum(axis=0) == pytest.approx(np.ones(3))
+    for workload, value in (
+        (wl.Identity(3), 325 / 12),
+        (wl.Prefix(3), 269 / 12),
+        (wl.AllRange(3), 293 / 6),
+    ):
+        gram = hdmm.gram_of(workload)
+        loss, grad = pidentity_loss(theta, gram)
+        assert loss == pytest.approx(value, rel=1e-12)
+        assert loss == pytest.approx(err(workload, strategy), rel=1e-10)
+        step = 1e-6
+        numeric = np.zeros_like(theta)
+        for index in np.ndindex(theta.shape):
+            up, down = theta.copy(), theta.copy()
+            up[index] += step
+            down[index] -= step
+            numeric[index] = (pidentity_loss(up, gram)[0] - pidentity_loss(down, gram)[0]) / (
+                2 * step
+            )
+        assert grad == pytest.approx(numeric, abs=1e-7 * max(1.0, loss))
+
+
+def test_table_values_at_n64() -> None:
+    """Tables 4–5 (spec §3.1–3.2) at n = 64 within 2 % of the paper's RMSE."""
+    sigma = dpopt.privacy.analytic_gaussian_sigma(1.0, 1e-6)
+    for name, laplace, gaussian in (
+        ("all-range", 5.55, 9.73),
+        ("prefix", 5.32, 8.87),
+        ("width32", 5.88, 8.74),
+    ):
+        workload = hdmm.one_d_workload(name, 64)
+        m = workload.shape[0]
+        fitted = hdmm.optimize(workload, "laplace", restarts=25, seed=0)
+        assert np.sqrt(2 * fitted.error / m) <= laplace * 1.02
+        gauss = hdmm.optimize(workload, "gaussian")
+        assert sigma * np.sqrt(gauss.error / m) <= gaussian * 1.02
+        assert gauss.error >= hdmm.svd_bound(workload) * (1 - 1e-9)
+
+
+small_grams = st.integers(min_value=2, max_value=10).flatmap(
+    lambda n: st.lists(
+        st.lists(st.integers(-2, 3), min_size=n, max_size=n), min_size=1, max_size=2 * n
+    )
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=small_grams)
+def test_gaussian_opt0_matches_the_exact_sdp(rows: list[list[int]]) -> None:
+    """Gaussian OPT₀ equals the Def. 12 SDP (Clarabel) to 1e-4 relative (issue 4)."""
+    matrix = np.array(rows, dtype=float)
+    if not np.any(matrix):
+        matrix[0, 0] = 1.0
+    problem = StrategySelection(matrix.T @ matrix, "gaussian")
+    fast = dpopt.solve(problem, "opt0-gaussian", strict=True)
+    exact = dpopt.solve(problem, "cvxpy:clarabel")
+    assert fast.max_violation < 1e-8
+    if exact.status == "optimal":
+        assert fast.objective == pytest.approx(exact.objective, rel=1e-4)
+    assert fast.objective >= hdmm.svd_bound(matrix) * (1 - 1e-6)
+    assert fast.objective <= np.trace(problem.gram) * (1 + 1e-12)  # never worse than Identity
+
+
+@settings(max_examples=15, deadline=None)
+@given(rows=small_grams, seed=st.integers(0, 2**16))
+def test_laplace_opt0_is_bounded_and_seeded(rows: list[list[int]], seed: int) -> None:
+    """Laplace OPT₀: ≥ SVD bound, ≤ Identity, deterministic for a seed (spec §6 item 14)."""
+    matrix = np.array(rows, dtype=float)
+    if not np.any(matrix):
+        matrix[0, 0] = 1.0
+    problem = StrategySelection(matrix.T @ matrix, "laplace")
+    first = dpopt.solve(problem, "opt0-laplace", restarts=2, seed=seed)
+    again = dpopt.solve(problem, "opt0-laplace", restarts=2, seed=seed)
+    assert np.array_equal(first.x, again.x)
+    assert hdmm.svd_bound(matrix) * (1 - 1e-9) <= first.objective
+    assert first.objective <= np.trace(problem.gram) * (1 + 1e-12)
+    assert first.max_violation < 1e-8
+
+
+def test_permutation_and_scaling_invariance() -> None:
+    gram = hdmm.gram_of(wl.AllRange(16))
+    order = np.random.default_rng(3).permutation(16)
+    base = dpopt.solve(StrategySelection(gram, "gaussian"), "opt0-gaussian").objective
+    permuted = dpopt.solve(StrategySelection(gram[np.ix_(order, order)], "gaussian"))
+    scaled = dpopt.solve(StrategySelection(9 * gram, "gaussian"))
+    assert permuted.objective == pytest.approx(base, rel=1e-6)
+    assert scaled.objective == pytest.approx(9 * base, rel=1e-6)
+
+
+def test_expected_error_constants() -> None:
+    """TSE = 2/ε²·err (Laplace), σ²·err (Gaussian); RMSE = √(TSE/m) (spec §1)."""
+    workload = wl.Prefix(8)
+    identity = np.eye(8)
+    assert hdmm.expected_error(workload, identity, epsilon=0.5) == pytest.approx(8 * 36)
+    sigma = 4.2246789
+    gaussian = hdmm.expected_error(workload, identity, "gaussian", epsilon=1, delta=1e-6)
+    assert gaussian == pytest.approx(sigma**2 * 36, rel=1e-6)
+    assert hdmm.rmse(workload, identity) == pytest.approx(np.sqrt(2 * 36 / 8))
+    assert hdmm.expected_error(workload, np.ones((1, 8))) == float("inf")  # unsupported
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_empirical_error_matches_expected_error(noise: str) -> None:
+    """Mean squared error over 4,000 noise draws vs the formula; z-test, false alarm ≈ 6e-5."""
+    workload = wl.Prefix(16)
+    strategy = hdmm.optimize(workload, noise, restarts=3).matrix
+    x = np.random.default_rng(0).integers(0, 50, 16).astype(float)
+    truth = workload @ x
+    rng = np.random.default_rng(1)
+    errors = np.array(
+        [
+            np.sum(
+                (
+                    workload
+                    @ hdmm.reconstruct(
+                        strategy,
+                        hdmm.measure(strategy, x, noise=noise, epsilon=1.0, delta=1e-6, rng=rng),
+                    )
+                    - truth
+                )
+                ** 2
+            )
+            for _ in range(4000)
+        ]
+    )
+    expected = hdmm.expected_error(workload, strategy, noise, epsilon=1.0, delta=1e-6)
+    assert abs(errors.mean() - expected) < 4 * errors.std() / np.sqrt(errors.size)
+
+
+def test_answer_charges_the_accountant() -> None:
+    accountant = dpopt.Accountant.pure(1.0)
+    answers, strategy = hdmm.answer(
+        wl.Prefix(8),
+        np.arange(8.0),
+        epsilon=0.4,
+        rng=np.random.default_rng(0),
+        accountant=accountant,
+        restarts=2,
+    )
+    assert answers.shape == (8,) and accountant.spent == pytest.approx(0.4)
+    assert strategy.sensitivity == pytest.approx(1.0)
+    zcdp = dpopt.Accountant.zcdp(1.0)
+    hdmm.measure(
+        np.eye(4),
+        np.zeros(4),
+        noise="gaussian",
+        epsilon=1.0,
+        delta=1e-6,
+        rng=np.random.default_rng(0),
+        accountant=zcdp,
+    )
+    assert zcdp.spent == pytest.approx(1 / (2 * 4.2246789**2), rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: hdmm.expected_error(wl.Prefix(4), np.eye(4), epsilon=0), ValueError, "epsilon"),
+        (
+            lambda: hdmm.expected_error(wl.Prefix(4), np.eye(4), "gaussian", delta=1.5),
+            ValueError,
+            "delta",
+        ),
+        (lambda: hdmm.expected_error(wl.Prefix(4), np.eye(3)), ValueError, "4 columns"),
+        (lambda: hdmm.optimize(wl.Prefix(4), "poisson"), ValueError, "noise must be one of"),
+        (
+            lambda: hdmm.measure(np.eye(3), np.zeros(4), epsilon=1, rng=np.random.default_rng()),
+            ValueError,
+            "x must have shape",
+        ),
+        (lambda: hdmm.measure(np.eye(3), np.zeros(3), epsilon=1, rng=0), TypeError, "Generator"),
+        (lambda: StrategySelection(np.ones((2, 3))), ValueError, "square"),
+        (
+            lambda: dpopt.solve(StrategySelection(np.eye(3), "laplace"), "cvxpy:clarabel"),
+            ValueError,
+            "Gaussian noise only",
+        ),
+    ],
+)
+def test_bad_input(call, error, match: str) -> None:
+    with pytest.raises(error, match=match):
+        call()
