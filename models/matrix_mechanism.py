@@ -123,3 +123,65 @@ def strategy_from_gram(x: np.ndarray) -> np.ndarray:
     values, vectors = np.linalg.eigh((x + x.T) / 2)
     values = np.maximum(values, 1e-12 * max(values.max(), 1e-300))
     return np.linalg.cholesky((vectors * values) @ vectors.T).T
+
+
+Term = tuple[float, list[np.ndarray]]  # (w², per-attribute Grams): one Kronecker term of WᵀW
+
+
+@dataclass(frozen=True, eq=False)
+class ProductStrategySelection(Problem):
+    """Strategy selection for W with Gram Σⱼ wⱼ² ⊗ᵢ Vᵢ⁽ʲ⁾ (hdmm spec §3.3–3.4).
+
+    A point is ``(shares, blocks)``: blocks of unit-sensitivity factors (A₁, …, A_d). One
+    block is a Kronecker strategy answering every term by least squares (Theorem 6 error
+    Σⱼ wⱼ² ∏ᵢ tr[(AᵢᵀAᵢ)⁺Vᵢ⁽ʲ⁾]); k blocks (one per term, shares bⱼ) are a union strategy
+    with local least squares, error Σⱼ Eⱼ/bⱼ² (spec §7 item 18). ``violations`` is how far
+    the shares exceed the unit budget (Σb ≤ 1 Laplace, Σb² ≤ 1 Gaussian) or a factor's
+    sensitivity exceeds 1.
+    """
+
+    terms: Any
+    noise: Noise = "laplace"
+    rows: int = 1
+    family: ClassVar[str] = "hdmm"
+
+    def __post_init__(self) -> None:
+        if self.noise not in NOISES:
+            raise ValueError(f"noise must be one of {NOISES}, got {self.noise!r}")
+        if not self.terms:
+            raise ValueError("terms must not be empty")
+        sizes = [g.shape[0] for g in self.terms[0][1]]
+        for weight, grams in self.terms:
+            if weight <= 0 or [g.shape[0] for g in grams] != sizes:
+                raise ValueError("terms must have weights > 0 and the same attribute domains")
+        object.__setattr__(self, "terms", tuple((float(w), list(g)) for w, g in self.terms))
+
+    @property
+    def size(self) -> int:
+        return int(np.prod([g.shape[0] for g in self.terms[0][1]]))
+
+    def _block_error(self, factors: Any, terms: Any) -> float:
+        total = 0.0
+        for weight, grams in terms:
+            product = weight
+            for factor, gram in zip(factors, grams, strict=True):
+                product *= strategy_error(np.asarray(factor, float), gram, self.noise)
+            total += product
+        return total
+
+    def objective(self, point: Any) -> float:
+        shares, blocks = point
+        if len(blocks) == 1:
+            return self._block_error(blocks[0], self.terms) / shares[0] ** 2
+        if len(blocks) != len(self.terms):
+            raise ValueError(f"a union strategy needs one block per term ({len(self.terms)})")
+        return sum(
+            self._block_error(block, [term]) / share**2
+            for share, block, term in zip(shares, blocks, self.terms, strict=True)
+        )
+
+    def violations(self, point: Any) -> float:
+        shares, blocks = point
+        budget = np.sum(shares) if self.noise == "laplace" else np.sqrt(np.sum(np.square(shares)))
+        worst = max(sensitivity(np.asarray(f, float), self.noise) for b in blocks for f in b)
+        return float(max(budget - 1.0, worst - 1.0, 0.0))

@@ -15,9 +15,14 @@ from concurrent.futures import Executor
 
 import numpy as np
 
-from dpopt.models.matrix_mechanism import StrategySelection, cvxpy_model
+from dpopt.models.matrix_mechanism import (
+    ProductStrategySelection,
+    StrategySelection,
+    cvxpy_model,
+)
 from dpopt.problem import Outcome, Status, register
 from dpopt.solvers.cvxpy_backend import register_cvxpy
+from dpopt.solvers.hdmm_kron import opt_kron, opt_union
 from dpopt.solvers.hdmm_opt0 import best, opt0_gaussian, opt0_laplace
 
 CVXPY_MAX_N = 64
@@ -110,3 +115,53 @@ for _solver, _largest, _tol in (("clarabel", 32, 1e-4), ("scs", CVXPY_MAX_N, 1e-
         limit=_cvxpy_limit(_largest),
         description="Def. 12 SDP: min tr(V X⁻¹) s.t. diag(X) ≤ 1",
     )
+
+
+def _seeded(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+@register(
+    ProductStrategySelection,
+    "opt-kron",
+    "heuristic",
+    0.0,
+    auto_rank=0,
+    description="OPT_⊗: block coordinate descent over the factors (§3.3)",
+)
+def _opt_kron(
+    problem: ProductStrategySelection,
+    *,
+    time_limit: float | None = None,
+    restarts: int = 1,
+    seed: int = 0,
+) -> Outcome:
+    result = opt_kron(problem.terms, problem.noise, rng=_seeded(seed), restarts=restarts)
+    return Outcome(((1.0,), (tuple(result.factors),)), "feasible", info={"sweeps": result.sweeps})
+
+
+@register(
+    ProductStrategySelection,
+    "opt-union",
+    "heuristic",
+    0.0,
+    description="OPT_+: an OPT_⊗ strategy per term, budget in closed form (§3.4)",
+)
+def _opt_union(
+    problem: ProductStrategySelection,
+    *,
+    time_limit: float | None = None,
+    restarts: int = 1,
+    seed: int = 0,
+) -> Outcome:
+    result = opt_union(problem.terms, problem.noise, rng=_seeded(seed), restarts=restarts)
+    point = (tuple(result.shares), tuple(tuple(b.factors) for b in result.blocks))
+    return Outcome(point, "feasible")
+
+
+@register(ProductStrategySelection, "identity", "heuristic", 0.0, description="A = I")
+def _product_identity(
+    problem: ProductStrategySelection, *, time_limit: float | None = None
+) -> Outcome:
+    sizes = [g.shape[0] for g in problem.terms[0][1]]
+    return Outcome(((1.0,), (tuple(np.eye(n) for n in sizes),)), "feasible")

@@ -1,0 +1,125 @@
+"""OPT_⊗ and OPT_+ on unions of Kronecker products (hdmm spec §3.3–3.4).
+
+A workload's Gram is Σⱼ wⱼ² ⊗ᵢ Vᵢ⁽ʲ⁾ (``dpopt.workload.union_of_kron_terms``). For a Kronecker
+strategy ⊗Aᵢ with unit-sensitivity factors, Theorem 6 gives the error
+Σⱼ wⱼ² ∏ᵢ C[i, j] with C[i, j] = tr[(AᵢᵀAᵢ)⁺ Vᵢ⁽ʲ⁾].
+
+- :func:`opt_kron` (Def. 18): block coordinate descent; factor i is re-optimised by OPT₀ on
+  the surrogate Gram Σⱼ wⱼ² ∏_{i′≠i} C[i′, j] · Vᵢ⁽ʲ⁾ (eq. 5), starting from Aᵢ = I, until
+  a sweep improves the loss by less than 1e-4 (relative) or after 10 sweeps (spec §7 item 12),
+  keeping the best iterate.
+- :func:`opt_union` (Def. 19): each product term gets its own OPT_⊗ strategy; the budget
+  shares are the closed form of spec §3.4: bⱼ ∝ Eⱼ^{1/3} (Laplace, error (ΣEⱼ^{1/3})³) or
+  bⱼ ∝ Eⱼ^{1/4} with Σbⱼ² = 1 (Gaussian, error (Σ√Eⱼ)²), answered by local least squares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+
+from dpopt.solvers.hdmm_opt0 import Candidate, best, opt0_gaussian, opt0_laplace
+
+Term = tuple[float, list[np.ndarray]]  # (w², per-attribute Grams)
+
+MAX_SWEEPS = 10
+SWEEP_TOL = 1e-4
+
+
+def factor_costs(strategy: np.ndarray, grams: Sequence[np.ndarray]) -> np.ndarray:
+    """tr[(AᵀA)⁺ V] for each V (A has unit sensitivity); +inf where A does not support V."""
+    inverse = sla.pinvh(strategy.T @ strategy)
+    projector = inverse @ (strategy.T @ strategy)
+    costs = np.empty(len(grams))
+    for j, gram in enumerate(grams):
+        unsupported = np.linalg.norm(gram - projector @ gram) > 1e-8 * max(
+            np.linalg.norm(gram), 1e-300
+        )
+        costs[j] = np.inf if unsupported else float(np.sum(inverse * gram))
+    return costs
+
+
+def _opt0(gram: np.ndarray, noise: str, rng: np.random.Generator, restarts: int) -> Candidate:
+    if noise == "laplace":
+        return best(opt0_laplace(gram, restarts=restarts, rng=rng))
+    return best(opt0_gaussian(gram))
+
+
+@dataclass(frozen=True)
+class KronResult:
+    """Factors of ⊗Aᵢ (unit sensitivity each), the error Σⱼwⱼ²∏ᵢC[i,j] and the sweeps run."""
+
+    factors: list[np.ndarray]
+    error: float
+    sweeps: int
+
+
+def opt_kron(
+    terms: Sequence[Term],
+    noise: str,
+    *,
+    rng: np.random.Generator,
+    restarts: int = 1,
+    max_sweeps: int = MAX_SWEEPS,
+) -> KronResult:
+    """OPT_⊗ (Def. 17/18) by block coordinate descent on the factors (spec §3.3)."""
+    weights = np.array([w for w, _ in terms])
+    d = len(terms[0][1])
+    sizes = [terms[0][1][i].shape[0] for i in range(d)]
+    factors = [np.eye(n) for n in sizes]
+    costs = np.array([[np.trace(grams[i]) for _, grams in terms] for i in range(d)])
+    best_error = float(weights @ np.prod(costs, axis=0))
+    best_factors = list(factors)
+    sweeps = 0
+    for sweeps in range(1, max_sweeps + 1):  # noqa: B007 — the count is reported
+        previous = best_error
+        for i in range(d):
+            others = np.prod(np.delete(costs, i, axis=0), axis=0) * weights
+            if not np.all(np.isfinite(others)):
+                continue
+            surrogate = sum(c * grams[i] for c, (_, grams) in zip(others, terms, strict=True))
+            surrogate = surrogate / np.mean(others)
+            factors[i] = _opt0(surrogate, noise, rng, restarts).strategy
+            costs[i] = factor_costs(factors[i], [grams[i] for _, grams in terms])
+            error = float(weights @ np.prod(costs, axis=0))
+            if error < best_error:
+                best_error, best_factors = error, list(factors)
+        if previous - best_error <= SWEEP_TOL * previous:
+            break
+    return KronResult(best_factors, best_error, sweeps)
+
+
+@dataclass(frozen=True)
+class UnionResult:
+    """One OPT_⊗ strategy per term, its budget share bⱼ and the local least-squares error."""
+
+    blocks: list[KronResult]
+    shares: np.ndarray
+    error: float
+
+
+def union_shares(errors: np.ndarray, noise: str) -> tuple[np.ndarray, float]:
+    """Closed-form budget shares and total error Σ Eⱼ/bⱼ² (spec §3.4, §6 item 8)."""
+    errors = np.asarray(errors, dtype=np.float64)
+    if noise == "laplace":
+        roots = np.cbrt(errors)
+        return roots / roots.sum(), float(roots.sum() ** 3)
+    roots = np.sqrt(errors)
+    return errors**0.25 / np.sqrt(roots.sum()), float(roots.sum() ** 2)
+
+
+def opt_union(
+    terms: Sequence[Term], noise: str, *, rng: np.random.Generator, restarts: int = 1
+) -> UnionResult:
+    """OPT_+ (Def. 19): a Kronecker strategy per product term, budget split in closed form."""
+    blocks = [opt_kron([term], noise, rng=rng, restarts=restarts) for term in terms]
+    shares, error = union_shares(np.array([b.error for b in blocks]), noise)
+    return UnionResult(blocks, shares, error)
+
+
+def identity_error(terms: Sequence[Term]) -> float:
+    """Error of the Identity strategy: Σⱼ wⱼ² ∏ᵢ tr Vᵢ⁽ʲ⁾."""
+    return float(sum(w * np.prod([np.trace(g) for g in grams]) for w, grams in terms))
