@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from dpopt import workload as wl
+from dpopt.models.marginal_algebra import marginal_reconstruct, surrogate_from_terms
 from dpopt.models.matrix_mechanism import (
     NOISES,
     Noise,
@@ -32,7 +33,9 @@ from dpopt.models.matrix_mechanism import (
 )
 from dpopt.privacy import Accountant, analytic_gaussian_sigma, gaussian_zcdp
 from dpopt.problem import Instance, solve
+from dpopt.solvers.hdmm import OPT_M_MAX_ATTRIBUTES
 from dpopt.solvers.hdmm_kron import identity_error, opt_kron, opt_union
+from dpopt.solvers.hdmm_marginals import opt_marginals
 from dpopt.validation import positive_number
 
 __all__ = [
@@ -181,6 +184,7 @@ class ProductStrategy:
     candidates: dict[str, float]
     shares: tuple[float, ...]
     blocks: tuple[tuple[np.ndarray, ...], ...]
+    theta: np.ndarray | None = None  # marginal weights when template == "marginals"
 
     def _kron(self, factors: Sequence[np.ndarray]) -> wl.Kron:
         return wl.Kron([wl.Explicit(f) for f in factors])
@@ -214,7 +218,13 @@ class ProductStrategy:
         return out
 
     def reconstruct(self, measurements: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """x̂ⱼ = (⊗Aᵢ⁽ʲ⁾)⁺ yⱼ / bⱼ per block (one global estimate for a single block)."""
+        """x̂ⱼ = (⊗Aᵢ⁽ʲ⁾)⁺ yⱼ / bⱼ per block (one global estimate for a single block); for
+        marginals the global least-squares x̂ = 𝔾⁺(θ²)𝕄ᵀ(θ)y (spec §4)."""
+        if self.theta is not None:
+            keys = np.flatnonzero(self.theta > 0)
+            sizes = tuple(f.shape[1] for f in self.blocks[0])
+            blocks = dict(zip(keys.tolist(), measurements, strict=True))
+            return [marginal_reconstruct(self.theta, blocks, sizes)]
         return [
             self._kron([np.linalg.pinv(f) for f in factors]).matvec(y) / share
             for share, factors, y in zip(self.shares, self.blocks, measurements, strict=True)
@@ -229,12 +239,15 @@ def optimize_product(
     restarts: int = 1,
     seed: int = 0,
 ) -> ProductStrategy:
-    """OPT_⊗ and OPT_+ on a union of Kronecker products; ``auto`` keeps the best of them and
-    Identity (spec §3.7, OPT_HDMM without OPT_M), so the result is never worse than Identity.
+    """OPT_⊗, OPT_+ and OPT_M on a union of Kronecker products; ``auto`` keeps the best of
+    them and Identity (OPT_HDMM, spec §3.7), so the result is never worse than Identity.
+    ``restarts`` is per OPT₀ call inside OPT_⊗/OPT_+ (OPT_M uses at least 5).
     """
     noise = _noise(noise)
-    if template not in ("auto", "kron", "union", "identity"):
-        raise ValueError(f"template must be auto, kron, union or identity, got {template!r}")
+    if template not in ("auto", "kron", "union", "marginals", "identity"):
+        raise ValueError(
+            f"template must be auto, kron, union, marginals or identity, got {template!r}"
+        )
     terms = wl.union_of_kron_terms(workload)
     rng = np.random.default_rng(seed)
     sizes = [g.shape[0] for g in terms[0][1]]
@@ -258,8 +271,28 @@ def optimize_product(
             tuple(float(b) for b in union.shares),
             tuple(tuple(block.factors) for block in union.blocks),
         )
+    if template in ("auto", "marginals") and len(sizes) <= OPT_M_MAX_ATTRIBUTES:
+        options["marginals"] = _marginal_strategy(terms, sizes, noise, rng, max(restarts, 5))
     pick = min(options.values(), key=lambda s: s.error) if template == "auto" else options[template]
     return replace(pick, candidates={k: v.error for k, v in options.items()})
+
+
+def _marginal_strategy(
+    terms: Any, sizes: list[int], noise: Noise, rng: np.random.Generator, restarts: int
+) -> ProductStrategy:
+    """OPT_M as a product strategy: one I/T block per marginal with θ(a) > 0 (Def. 20)."""
+    theta, error = opt_marginals(
+        surrogate_from_terms(terms), sizes, noise, restarts=restarts, rng=rng
+    )
+    keys = np.flatnonzero(theta > 0)
+    d = len(sizes)
+    blocks = tuple(
+        tuple(np.eye(n) if (a >> (d - 1 - i)) & 1 else np.ones((1, n)) for i, n in enumerate(sizes))
+        for a in keys
+    )
+    return ProductStrategy(
+        noise, "marginals", error, {}, tuple(theta[keys].tolist()), blocks, theta
+    )
 
 
 def measure(

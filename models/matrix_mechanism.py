@@ -23,7 +23,6 @@ from typing import Any, ClassVar, Literal
 
 import cvxpy as cp
 import numpy as np
-import scipy.linalg as sla
 
 from dpopt.problem import Problem
 from dpopt.validation import finite_array
@@ -46,12 +45,24 @@ def unsupported_part(strategy: np.ndarray, gram: np.ndarray) -> float:
     return float(np.linalg.norm(residual) / max(np.linalg.norm(gram), 1e-300))
 
 
-def strategy_error(strategy: np.ndarray, gram: np.ndarray, noise: Noise) -> float:
-    """Unscaled error ‖A‖²·tr[(AᵀA)⁺V] (spec §1), +inf if A does not support W."""
+def supported_trace(strategy: np.ndarray, gram: np.ndarray) -> float:
+    """tr[(AᵀA)⁺V], +inf if A does not support W; the error of A scaled to sensitivity 1.
+
+    Computed as Σₖ ‖Lᵀqₖ‖²/λₖ over the eigenpairs of AᵀA with V = LLᵀ: squares are taken
+    after projecting, so a nearly singular optimum (rank-deficient W) loses no digits, which
+    Σ (AᵀA)⁺ ∘ V does by cancellation (it was off by 1e-4 on a rank-one workload).
+    """
     if unsupported_part(strategy, gram) > 1e-8:
         return float("inf")
-    inverse = sla.pinvh(strategy.T @ strategy)
-    return sensitivity(strategy, noise) ** 2 * float(np.sum(inverse * gram))
+    values, vectors = np.linalg.eigh(strategy.T @ strategy)
+    keep = values > values.size * np.finfo(float).eps * max(values.max(), 1e-300)
+    projected = vectors[:, keep].T @ gram_factor(gram)
+    return float(np.sum(projected**2 / values[keep, None]))
+
+
+def strategy_error(strategy: np.ndarray, gram: np.ndarray, noise: Noise) -> float:
+    """Unscaled error ‖A‖²·tr[(AᵀA)⁺V] (spec §1), +inf if A does not support W."""
+    return sensitivity(strategy, noise) ** 2 * supported_trace(strategy, gram)
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,6 +139,14 @@ def strategy_from_gram(x: np.ndarray) -> np.ndarray:
 Term = tuple[float, list[np.ndarray]]  # (w², per-attribute Grams): one Kronecker term of WᵀW
 
 
+@dataclass(frozen=True)
+class MarginalStrategy:
+    """The marginal strategy 𝕄(θ) = [θ(a)·⊗ᵢ(aᵢ ? I : T)]ₐ (Def. 20), answered by global
+    least squares; θ is indexed by key a with attribute 1 the most significant bit."""
+
+    theta: np.ndarray
+
+
 @dataclass(frozen=True, eq=False)
 class ProductStrategySelection(Problem):
     """Strategy selection for W with Gram Σⱼ wⱼ² ⊗ᵢ Vᵢ⁽ʲ⁾ (hdmm spec §3.3–3.4).
@@ -137,7 +156,8 @@ class ProductStrategySelection(Problem):
     Σⱼ wⱼ² ∏ᵢ tr[(AᵢᵀAᵢ)⁺Vᵢ⁽ʲ⁾]); k blocks (one per term, shares bⱼ) are a union strategy
     with local least squares, error Σⱼ Eⱼ/bⱼ² (spec §7 item 18). ``violations`` is how far
     the shares exceed the unit budget (Σb ≤ 1 Laplace, Σb² ≤ 1 Gaussian) or a factor's
-    sensitivity exceeds 1.
+    sensitivity exceeds 1. A :class:`MarginalStrategy` point is scored with the corrected
+    eigen-form error of spec §3.5 on the Theorem 10 surrogate of the terms.
     """
 
     terms: Any
@@ -169,7 +189,16 @@ class ProductStrategySelection(Problem):
             total += product
         return total
 
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(g.shape[0] for g in self.terms[0][1])
+
     def objective(self, point: Any) -> float:
+        if isinstance(point, MarginalStrategy):
+            from dpopt.models.marginal_algebra import marginal_error, surrogate_from_terms
+
+            weights = surrogate_from_terms(self.terms)
+            return marginal_error(point.theta, weights, self.sizes, self.noise)
         shares, blocks = point
         if len(blocks) == 1:
             return self._block_error(blocks[0], self.terms) / shares[0] ** 2
@@ -181,6 +210,10 @@ class ProductStrategySelection(Problem):
         )
 
     def violations(self, point: Any) -> float:
+        if isinstance(point, MarginalStrategy):
+            theta = point.theta
+            norm = theta.sum() if self.noise == "laplace" else np.sqrt(np.sum(theta**2))
+            return float(max(norm - 1.0, -theta.min(), 0.0))
         shares, blocks = point
         budget = np.sum(shares) if self.noise == "laplace" else np.sqrt(np.sum(np.square(shares)))
         worst = max(sensitivity(np.asarray(f, float), self.noise) for b in blocks for f in b)

@@ -15,7 +15,9 @@ from concurrent.futures import Executor
 
 import numpy as np
 
+from dpopt.models.marginal_algebra import MAX_ATTRIBUTES, surrogate_from_terms
 from dpopt.models.matrix_mechanism import (
+    MarginalStrategy,
     ProductStrategySelection,
     StrategySelection,
     cvxpy_model,
@@ -23,6 +25,7 @@ from dpopt.models.matrix_mechanism import (
 from dpopt.problem import Outcome, Status, register
 from dpopt.solvers.cvxpy_backend import register_cvxpy
 from dpopt.solvers.hdmm_kron import opt_kron, opt_union
+from dpopt.solvers.hdmm_marginals import opt_marginals
 from dpopt.solvers.hdmm_opt0 import best, opt0_gaussian, opt0_laplace
 
 CVXPY_MAX_N = 64
@@ -163,5 +166,37 @@ def _opt_union(
 def _product_identity(
     problem: ProductStrategySelection, *, time_limit: float | None = None
 ) -> Outcome:
-    sizes = [g.shape[0] for g in problem.terms[0][1]]
-    return Outcome(((1.0,), (tuple(np.eye(n) for n in sizes),)), "feasible")
+    return Outcome(((1.0,), (tuple(np.eye(n) for n in problem.sizes),)), "feasible")
+
+
+# OPT_M's vectors have 2^d entries; the paper runs it up to d = 15 (spec §3.7).
+OPT_M_MAX_ATTRIBUTES = min(15, MAX_ATTRIBUTES)
+
+
+@register(
+    ProductStrategySelection,
+    "opt-marginals",
+    "heuristic",
+    0.0,
+    limit=lambda p: (
+        None
+        if len(p.sizes) <= OPT_M_MAX_ATTRIBUTES
+        else f"OPT_M needs d ≤ {OPT_M_MAX_ATTRIBUTES} attributes (d = {len(p.sizes)})"
+    ),
+    description="OPT_M: weighted marginals, corrected eigen-form error (§3.5)",
+)
+def _opt_marginals(
+    problem: ProductStrategySelection,
+    *,
+    time_limit: float | None = None,
+    restarts: int = 25,
+    seed: int = 0,
+) -> Outcome:
+    theta, _ = opt_marginals(
+        surrogate_from_terms(problem.terms),
+        problem.sizes,
+        problem.noise,
+        restarts=restarts,
+        rng=_seeded(seed),
+    )
+    return Outcome(MarginalStrategy(theta), "feasible")

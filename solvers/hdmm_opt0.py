@@ -24,7 +24,7 @@ import scipy.linalg as sla
 from scipy.optimize import minimize, minimize_scalar
 from threadpoolctl import threadpool_limits
 
-from dpopt.models.matrix_mechanism import strategy_from_gram
+from dpopt.models.matrix_mechanism import strategy_from_gram, supported_trace
 
 # Finite penalty for points where the objective is undefined (spec §7 item 14).
 PENALTY = 1e300
@@ -91,21 +91,13 @@ def optimize_pidentity(
     return np.maximum(result.x.reshape(p, n), 0.0)
 
 
-def _gram_error(strategy: np.ndarray, gram: np.ndarray, sensitivity: float) -> float:
-    inverse = sla.pinvh(strategy.T @ strategy)
-    projector = inverse @ (strategy.T @ strategy)
-    if np.linalg.norm(gram - projector @ gram) > 1e-8 * max(np.linalg.norm(gram), 1e-300):
-        return float("inf")  # does not support W
-    return sensitivity**2 * float(np.sum(inverse * gram))
-
-
 def static_candidates(gram: np.ndarray) -> list[Candidate]:
     """Identity and Total (which supports W only if V is a multiple of the all-ones matrix)."""
     n = gram.shape[0]
     total = np.ones((1, n))
     return [
         Candidate("identity", np.eye(n), float(np.trace(gram))),
-        Candidate("total", total, _gram_error(total, gram, 1.0)),
+        Candidate("total", total, supported_trace(total, gram)),
     ]
 
 
@@ -122,7 +114,7 @@ def svd_candidate(gram: np.ndarray, noise: str) -> Candidate:
         np.abs(strategy).sum(axis=0) if noise == "laplace" else np.sqrt((strategy**2).sum(axis=0))
     )
     strategy = strategy / norms.max()
-    return Candidate("svd", strategy, _gram_error(strategy, gram, 1.0))
+    return Candidate("svd", strategy, supported_trace(strategy, gram))
 
 
 def idtotal_candidate(gram: np.ndarray, noise: str) -> Candidate:
@@ -186,24 +178,16 @@ def _unit_diagonal(lower: np.ndarray, n: int, rows: np.ndarray, cols: np.ndarray
     return x
 
 
-def opt0_gaussian(gram: np.ndarray, *, ftol: float = 1e-12, maxiter: int = 5000) -> list[Candidate]:
-    """Gaussian candidates: I, T, IdTotal and the convex Def. 12 optimum (spec §3.2).
+RIDGES = (1e-6, 1e-8, 1e-10, 1e-12, 1e-14)
 
-    L-BFGS-B over the strictly lower entries of X (unit diagonal), from the SVD-bound strategy
-    X₀ = PΛ^{1/2}Pᵀ scaled to unit diagonal; non-PD points get a finite penalty. A ridge of
-    1e-8·tr(V)/n keeps rank-deficient Grams solvable (spec §7 item 15); support is checked on
-    the result through its error.
-    """
-    n = gram.shape[0]
-    ridge = gram + 1e-8 * np.trace(gram) / n * np.eye(n)
+
+def _minimize_ridged(
+    ridged: np.ndarray, point: np.ndarray, ftol: float, maxiter: int
+) -> np.ndarray:
+    """One L-BFGS-B stage of Def. 12 on a ridged (positive definite) Gram."""
+    n = ridged.shape[0]
     rows, cols = np.tril_indices(n, -1)
-    values, vectors = np.linalg.eigh(gram)
-    start = (vectors * np.sqrt(np.clip(values, 0, None))) @ vectors.T
-    start += 1e-3 * np.trace(start) / n * np.eye(n)  # PD even when W is rank-deficient
-    scale = np.sqrt(np.clip(np.diag(start), 1e-300, None))
-    start = start / np.outer(scale, scale)
-
-    last = [float(np.trace(ridge))]
+    last = [float(np.trace(ridged))]
 
     def fun(lower: np.ndarray) -> tuple[float, np.ndarray]:
         x = _unit_diagonal(lower, n, rows, cols)
@@ -213,20 +197,43 @@ def opt0_gaussian(gram: np.ndarray, *, ftol: float = 1e-12, maxiter: int = 5000)
             # not PD: 100 × the last loss, so that the line search backs off (a huge
             # constant makes L-BFGS-B stop at once)
             return 100 * last[0], np.zeros_like(lower)
-        x_inv_v = sla.cho_solve(factor, ridge)
+        x_inv_v = sla.cho_solve(factor, ridged)
         loss = last[0] = float(np.trace(x_inv_v))
         g = -sla.cho_solve(factor, x_inv_v.T)  # −X⁻¹ V X⁻¹ (symmetric)
         return loss, 2.0 * g[rows, cols]
 
     result = minimize(
         fun,
-        start[rows, cols],
+        point,
         jac=True,
         method="L-BFGS-B",
         options={"ftol": ftol, "gtol": 1e-10, "maxiter": maxiter},
     )
-    strategy = strategy_from_gram(_unit_diagonal(result.x, n, rows, cols))
-    optimised = Candidate("opt0-gaussian", strategy, _gram_error(strategy, gram, 1.0))
+    return np.asarray(result.x)
+
+
+def opt0_gaussian(gram: np.ndarray, *, ftol: float = 1e-12, maxiter: int = 5000) -> list[Candidate]:
+    """Gaussian candidates: I, T, IdTotal and the convex Def. 12 optimum (spec §3.2).
+
+    L-BFGS-B over the strictly lower entries of X (unit diagonal), from the SVD-bound strategy
+    X₀ = PΛ^{1/2}Pᵀ scaled to unit diagonal; non-PD points get a finite penalty. A rank-deficient
+    Gram has a singular optimum, so V is ridged (spec §7 item 15) and the ridge is shrunk
+    (RIDGES × tr(V)/n), each stage warm-started: the ridged optimum is ~√ridge above the true
+    one (1e-4 at 1e-8 alone, measured). Support is checked on the result through its error.
+    """
+    n = gram.shape[0]
+    rows, cols = np.tril_indices(n, -1)
+    values, vectors = np.linalg.eigh(gram)
+    start = (vectors * np.sqrt(np.clip(values, 0, None))) @ vectors.T
+    start += 1e-3 * np.trace(start) / n * np.eye(n)  # PD even when W is rank-deficient
+    scale = np.sqrt(np.clip(np.diag(start), 1e-300, None))
+    point = (start / np.outer(scale, scale))[rows, cols]
+    for ridge in RIDGES:
+        point = _minimize_ridged(
+            gram + ridge * np.trace(gram) / n * np.eye(n), point, ftol, maxiter
+        )
+    strategy = strategy_from_gram(_unit_diagonal(point, n, rows, cols))
+    optimised = Candidate("opt0-gaussian", strategy, supported_trace(strategy, gram))
     return [
         *static_candidates(gram),
         idtotal_candidate(gram, "gaussian"),

@@ -259,3 +259,16 @@ def test_answer_charges_the_accountant() -> None:
 def test_bad_input(call, error, match: str) -> None:
     with pytest.raises(error, match=match):
         call()
+
+
+def test_error_of_a_nearly_singular_strategy_is_computed_stably() -> None:
+    """Rank-one W: the SDP optimum is singular. The error recomputed at Clarabel's point was
+    8.99902 < 9 (the optimum) by cancellation in Σ (AᵀA)⁺ ∘ V; it must agree with a direct
+    solve of wᵀX⁻¹w."""
+    w = np.array([[0, 0, 3, 2, 3, 0, -1, 1, 1, 0]], dtype=float)
+    problem = StrategySelection(w.T @ w, "gaussian")
+    exact = dpopt.solve(problem, "cvxpy:clarabel")
+    x = exact.x.T @ exact.x
+    direct = float(w[0] @ np.linalg.solve(x, w[0])) * np.diag(x).max()
+    assert exact.objective == pytest.approx(direct, rel=1e-9)
+    assert dpopt.solve(problem, "opt0-gaussian").objective == pytest.approx(9.0, rel=1e-9)

@@ -73,7 +73,7 @@ def test_cps_rows_of_tables_6_and_7(noise: str, name: str, paper: float) -> None
 def test_auto_is_never_worse_than_identity_and_records_candidates() -> None:
     workload = example_13(12)
     chosen = hdmm.optimize_product(workload, "gaussian")
-    assert set(chosen.candidates) == {"identity", "kron", "union"}
+    assert set(chosen.candidates) == {"identity", "kron", "union", "marginals"}
     assert chosen.error == min(chosen.candidates.values())
     assert chosen.error <= chosen.candidates["identity"]
 
@@ -118,3 +118,39 @@ def test_bad_product_input() -> None:
         ProductStrategySelection([(1.0, [np.eye(2)]), (1.0, [np.eye(3)])])
     with pytest.raises(ValueError, match="union_of_kron_terms supports"):
         hdmm.optimize_product(wl.Sum([wl.Identity(3).gram(), wl.Identity(3).gram()]))
+
+
+@pytest.mark.parametrize(("noise", "paper"), [("laplace", 4.84), ("gaussian", 7.85)])
+def test_cps_marginals_row(noise: str, paper: float) -> None:
+    """Tables 6–7, CPS all marginals, OPT_M column (spec §5.2: 4.839 / 7.852 reproduced)."""
+    workload = hdmm.cps_workload("all-marginals")
+    strategy = hdmm.optimize_product(workload, noise, template="marginals")
+    variance = 2.0 if noise == "laplace" else SIGMA**2
+    ours = np.sqrt(variance * strategy.error / workload.shape[0])
+    assert paper * 0.98 <= ours <= paper * 1.02
+    problem = ProductStrategySelection(wl.union_of_kron_terms(workload), noise)
+    solution = dpopt.solve(problem, "opt-marginals", restarts=5)
+    assert solution.objective == pytest.approx(strategy.error, rel=1e-6)
+    assert solution.max_violation < 1e-9
+
+
+def test_marginal_strategy_answers_are_unbiased_with_the_stated_error() -> None:
+    workload = wl.Marginals((3, 4, 2), 2)
+    strategy = hdmm.optimize_product(workload, "gaussian", template="marginals")
+    x = np.random.default_rng(0).integers(0, 30, 24).astype(float)
+    rng = np.random.default_rng(5)
+    squared = np.array(
+        [
+            np.sum(
+                (
+                    workload
+                    @ strategy.reconstruct(strategy.measure(x, epsilon=1.0, delta=1e-6, rng=rng))[0]
+                    - workload @ x
+                )
+                ** 2
+            )
+            for _ in range(3000)
+        ]
+    )
+    expected = SIGMA**2 * strategy.error
+    assert abs(squared.mean() - expected) < 4 * squared.std() / np.sqrt(squared.size)

@@ -1,0 +1,328 @@
+"""Marginal strategies: their algebra, exact error and least squares (hdmm spec §3.5, §4).
+
+A vector over marginals is indexed by a key a ∈ [0, 2^d): bit aᵢ = 1 means Identity on
+attribute i, 0 means Total, attribute 1 is the most significant bit (spec §7 item 4). The
+strategy 𝕄(θ) stacks θ(a)·⊗ᵢ(aᵢ ? I : T); its Gram is 𝔾(θ²) with eigenvalues κ = Y θ²,
+Y = ⊗ᵢ[[nᵢ, 1], [0, 1]], of multiplicities mult = ⊗ᵢ[1, nᵢ − 1] (Thm 9).
+
+The error uses the spec's corrected eigen form, not the paper's Theorems 11/12 (spec §7
+items 1–2): with u = θ², κ_u = Y u, κ_w = Y w and S = {κ_u > 0}, 𝕄(θ) supports the workload
+iff κ_w = 0 off S, and then error = ‖θ‖² · Σ_{a∈S} mult(a)·κ_w(a)/κ_u(a).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import reduce
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dpopt import workload as wl
+from dpopt.models.matrix_mechanism import NOISES, Noise
+from dpopt.validation import finite_array, nonnegative_integer
+
+MAX_ATTRIBUTES = 24
+"""Largest d handled: vectors over marginals have 2^d entries."""
+
+DENSE_MAX_N = 4096
+"""Largest domain :func:`marginal_strategy_dense` materialises."""
+
+U_RTOL = 1e-12
+"""κ_u(a) counts as 0 below U_RTOL·max(u)·(Y1)(a): no u(b), b ⊇ a, above U_RTOL·max(u)."""
+
+W_RTOL = 1e-9
+"""κ_w(a) and Y⁻¹ entries count as 0 within W_RTOL of the magnitudes they cancel from."""
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+def domain_sizes(domain: Sequence[int]) -> tuple[int, ...]:
+    """Attribute sizes nᵢ ≥ 1, 1 ≤ d ≤ MAX_ATTRIBUTES."""
+    if isinstance(domain, str | bytes) or not isinstance(domain, Sequence):
+        raise ValueError(f"domain must be a sequence of attribute sizes, got {domain!r}")
+    sizes = tuple(nonnegative_integer(f"domain[{i}]", n) for i, n in enumerate(domain))
+    for i, n in enumerate(sizes):
+        if n < 1:
+            raise ValueError(f"domain[{i}] must be an integer >= 1, got {domain[i]!r}")
+    if not 1 <= len(sizes) <= MAX_ATTRIBUTES:
+        raise ValueError(f"domain must have 1 to {MAX_ATTRIBUTES} attributes, got {len(sizes)}")
+    return sizes
+
+
+def _vector(name: str, value: ArrayLike, sizes: tuple[int, ...]) -> np.ndarray:
+    """A finite vector indexed by marginal key (length 2^d)."""
+    arr = finite_array(name, value, ndim=1)
+    if arr.shape[0] != 2 ** len(sizes):
+        raise ValueError(
+            f"{name} must have length 2^d = {2 ** len(sizes)} for domain {sizes}, "
+            f"got {arr.shape[0]}"
+        )
+    return arr
+
+
+def _theta(theta: ArrayLike, sizes: tuple[int, ...], name: str = "theta") -> np.ndarray:
+    """A key-indexed vector with entries >= 0."""
+    arr = _vector(name, theta, sizes)
+    bad = np.flatnonzero(arr < 0)
+    if bad.size:
+        raise ValueError(f"{name}[{bad[0]}] must be >= 0, got {arr[bad[0]]}")
+    return arr
+
+
+def checked_noise(noise: str) -> Noise:
+    if noise not in NOISES:
+        raise ValueError(f"noise must be one of {NOISES}, got {noise!r}")
+    return noise  # type: ignore[return-value]
+
+
+def _bits(d: int) -> np.ndarray:
+    """(2^d, d) table of key bits, attribute 1 first (MSB)."""
+    return (np.arange(2**d)[:, None] >> np.arange(d - 1, -1, -1)) & 1
+
+
+# --- the algebra (spec §3.5, §6 item 9) -------------------------------------------------------
+
+
+def _kron_vector(pairs: np.ndarray) -> np.ndarray:
+    """⊗ᵢ pairs[i] for a (d, 2) array, MSB first."""
+    return reduce(np.kron, pairs)
+
+
+def characteristic(domain: Sequence[int]) -> np.ndarray:
+    """c(a) = ∏ᵢ (nᵢ if aᵢ = 0 else 1), the cells summed per query (Def. 21)."""
+    n = np.asarray(domain_sizes(domain), dtype=np.float64)
+    return _kron_vector(np.column_stack([n, np.ones_like(n)]))
+
+
+def multiplicity(domain: Sequence[int]) -> np.ndarray:
+    """mult(a) = ∏_{aᵢ=1}(nᵢ − 1) = ⊗ᵢ[1, nᵢ − 1], the rank of eigenvalue κ(a) (spec §3.5)."""
+    n = np.asarray(domain_sizes(domain), dtype=np.float64)
+    return _kron_vector(np.column_stack([np.ones_like(n), n - 1]))
+
+
+def _kron_apply(factors: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """(⊗ᵢ factors[i]) v for 2×2 factors, MSB first, in O(d·2^d)."""
+    out = v
+    for i, f in enumerate(factors):
+        out = np.einsum("jk,akb->ajb", f, out.reshape(2**i, 2, -1))
+    return out.ravel()
+
+
+def _y_factors(sizes: tuple[int, ...]) -> np.ndarray:
+    return np.array([[[n, 1.0], [0.0, 1.0]] for n in sizes])
+
+
+def _y_inv_factors(sizes: tuple[int, ...]) -> np.ndarray:
+    return np.array([[[1.0 / n, -1.0 / n], [0.0, 1.0]] for n in sizes])
+
+
+def y_matvec(domain: Sequence[int], v: ArrayLike) -> np.ndarray:
+    """Y v with Y = ⊗ᵢ[[nᵢ, 1], [0, 1]]: eigenvalues κ = Y w of 𝔾(w) (Thm 9, spec §3.5)."""
+    sizes = domain_sizes(domain)
+    return _kron_apply(_y_factors(sizes), _vector("v", v, sizes))
+
+
+def y_rmatvec(domain: Sequence[int], v: ArrayLike) -> np.ndarray:
+    """Yᵀ v (spec §3.5)."""
+    sizes = domain_sizes(domain)
+    return _kron_apply(_y_factors(sizes).transpose(0, 2, 1), _vector("v", v, sizes))
+
+
+def y_solve(domain: Sequence[int], v: ArrayLike) -> np.ndarray:
+    """Y⁻¹ v with Y⁻¹ = ⊗ᵢ[[1/nᵢ, −1/nᵢ], [0, 1]] (spec §3.5)."""
+    sizes = domain_sizes(domain)
+    return _kron_apply(_y_inv_factors(sizes), _vector("v", v, sizes))
+
+
+# --- workload surrogates (Thm 10) -------------------------------------------------------------
+
+
+def _factor_pair(gram: np.ndarray) -> np.ndarray:
+    """[c, b] with V ~ b·I + c·1: c on the all-ones (bit 0), b on I (bit 1) (Thm 10).
+
+    nᵢ = 1: I and 1 coincide, so the whole coefficient goes on I (spec §7 item 16).
+    """
+    n = gram.shape[0]
+    trace = float(np.trace(gram))
+    if n == 1:
+        return np.array([0.0, trace])
+    c = (float(gram.sum()) - trace) / (n * (n - 1))
+    return np.array([c, trace / n - c])
+
+
+def surrogate_weights(workload: wl.Matrix) -> np.ndarray:
+    """w with tr[𝔾(u)WᵀW] = tr[𝔾(u)𝔾(w)] for all u, for a union of Kronecker products
+    (Thm 10, spec §3.5); equals ``marginal_weights`` on marginal workloads."""
+    if not isinstance(workload, wl.Matrix):
+        raise ValueError(f"workload must be a dpopt.workload.Matrix, got {type(workload).__name__}")
+    domain_sizes(wl.domain(workload))
+    return surrogate_from_terms(wl.union_of_kron_terms(workload))
+
+
+def surrogate_from_terms(terms: Sequence[tuple[float, Sequence[np.ndarray]]]) -> np.ndarray:
+    """Theorem 10's w from the Gram terms (w², [Vᵢ]) of ``union_of_kron_terms``."""
+    return sum(w2 * _kron_vector(np.array([_factor_pair(v) for v in grams])) for w2, grams in terms)
+
+
+@dataclass(frozen=True)
+class Surrogate:
+    """A workload as OPT_M sees it: κ_w = Y w (exact zeros where negligible), mult, Y1."""
+
+    sizes: tuple[int, ...]
+    kappa: np.ndarray
+    mult: np.ndarray
+    reach: np.ndarray  # Y·1, the scale of κ_u(a) per unit of max(u)
+
+
+def surrogate(w: ArrayLike, sizes: tuple[int, ...]) -> Surrogate:
+    """Validate w and compute κ_w ≥ 0; ValueError if κ_w has a clearly negative entry."""
+    w = _vector("w", w, sizes)
+    factors = _y_factors(sizes)
+    kappa = _kron_apply(factors, w)
+    scale = W_RTOL * _kron_apply(factors, np.abs(w))
+    bad = np.flatnonzero(kappa < -scale)
+    if bad.size:
+        raise ValueError(
+            f"w is not a workload surrogate: eigenvalue κ_w[{bad[0]}] = {kappa[bad[0]]} < 0"
+        )
+    mult = multiplicity(sizes)
+    kappa = np.where((kappa > scale) & (mult > 0), kappa, 0.0)
+    return Surrogate(sizes, kappa, mult, _kron_apply(factors, np.ones_like(w)))
+
+
+def _support(sizes: tuple[int, ...], reach: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, ...]:
+    """κ_u = Y u and S = {κ_u > 0} under the relative threshold U_RTOL (reach = Y·1)."""
+    kappa_u = _kron_apply(_y_factors(sizes), u)
+    return kappa_u, kappa_u > U_RTOL * u.max(initial=0.0) * reach
+
+
+def surrogate_loss(sur: Surrogate, x: np.ndarray, noise: Noise) -> tuple[float, np.ndarray]:
+    """Error and gradient in the OPT_M variable x: θ (Laplace) or u = θ² (Gaussian);
+    (+inf, 0) where 𝕄 does not support the workload (spec §3.5)."""
+    u = x * x if noise == "laplace" else x
+    kappa_u, on = _support(sur.sizes, sur.reach, u)
+    if np.any(~on & (sur.kappa > 0)):
+        return math.inf, np.zeros_like(x)
+    safe = np.where(on, kappa_u, 1.0)
+    core = float(np.sum(np.where(on, sur.mult * sur.kappa / safe, 0.0)))
+    r = np.where(on, sur.mult * sur.kappa / safe**2, 0.0)
+    d_core = -_kron_apply(_y_factors(sur.sizes).transpose(0, 2, 1), r)  # ∂core/∂u = −Yᵀr
+    total = float(x.sum())
+    if noise == "laplace":
+        return total**2 * core, total**2 * 2.0 * x * d_core + 2.0 * total * core
+    return total * core, total * d_core + core
+
+
+# --- error, bound, closed form (spec §3.5, §6 items 10–11) --------------------------------------
+
+
+def marginal_loss(
+    x: ArrayLike, w: ArrayLike, domain: Sequence[int], noise: str
+) -> tuple[float, np.ndarray]:
+    """Unscaled error of 𝕄 and its gradient in the OPT_M variable: x = θ ≥ 0 for Laplace,
+    ‖θ‖² = (Σθ)²; x = u = θ² ≥ 0 for Gaussian, ‖θ‖² = Σu (spec §3.5). +inf off support."""
+    sizes = domain_sizes(domain)
+    return surrogate_loss(surrogate(w, sizes), _theta(x, sizes, "x"), checked_noise(noise))
+
+
+def marginal_error(theta: ArrayLike, w: ArrayLike, domain: Sequence[int], noise: str) -> float:
+    """‖θ‖²·Σ_{a∈S} mult(a)κ_w(a)/κ_u(a), the exact unscaled error of 𝕄(θ) on a workload
+    with surrogate w; +inf if 𝕄(θ) does not support it (corrected Thm 11, spec §3.5)."""
+    sizes = domain_sizes(domain)
+    theta = _theta(theta, sizes)
+    noise = checked_noise(noise)
+    return surrogate_loss(surrogate(w, sizes), theta if noise == "laplace" else theta**2, noise)[0]
+
+
+def svd_bound_marginals(w: ArrayLike, domain: Sequence[int]) -> float:
+    """SVDB = (1/n)(Σₐ mult(a)·√κ_w(a))² (corrected Thm 12, spec §3.5)."""
+    sizes = domain_sizes(domain)
+    sur = surrogate(w, sizes)
+    return float(np.sum(sur.mult * np.sqrt(sur.kappa))) ** 2 / math.prod(sizes)
+
+
+def closed_form(sur: Surrogate) -> tuple[np.ndarray, bool]:
+    root = np.sqrt(sur.kappa)
+    u = _kron_apply(_y_inv_factors(sur.sizes), root)
+    scale = W_RTOL * _kron_apply(np.abs(_y_inv_factors(sur.sizes)), root)
+    return np.sqrt(np.maximum(u, 0.0)), not np.any(u < -scale)
+
+
+def closed_form_theta(w: ArrayLike, domain: Sequence[int]) -> tuple[np.ndarray, bool]:
+    """θ = √(Y⁻¹√(Y w)) (Thm 13), imaginary entries clipped to 0 (the paper's fallback).
+
+    ``exact`` is True when no entry needed clipping; 𝕄(θ) then attains the SVD bound under
+    Gaussian noise and is optimal (spec §3.5, §7 item 17).
+    """
+    sizes = domain_sizes(domain)
+    return closed_form(surrogate(w, sizes))
+
+
+# --- dense strategy and reconstruction (spec §4) ------------------------------------------------
+
+
+def marginal_strategy_dense(theta: ArrayLike, domain: Sequence[int]) -> np.ndarray:
+    """Dense 𝕄(θ): blocks θ(a)·⊗ᵢ(aᵢ ? I : T) for the keys with θ(a) > 0, ascending (Def. 20).
+
+    For tests on small domains (n ≤ DENSE_MAX_N).
+    """
+    sizes = domain_sizes(domain)
+    theta = _theta(theta, sizes)
+    n = math.prod(sizes)
+    if n > DENSE_MAX_N:
+        raise ValueError(f"domain {sizes} has n = {n} cells, over DENSE_MAX_N = {DENSE_MAX_N}")
+    keys = np.flatnonzero(theta > 0)
+    if not keys.size:
+        raise ValueError("theta must have a positive entry")
+    bits = _bits(len(sizes))
+    rows = [
+        theta[a]
+        * reduce(
+            np.kron,
+            [np.eye(m) if b else np.ones((1, m)) for m, b in zip(sizes, bits[a], strict=True)],
+        )
+        for a in keys
+    ]
+    return np.vstack(rows)
+
+
+def marginal_reconstruct(
+    theta: ArrayLike, y_blocks: dict[int, Any], domain: Sequence[int]
+) -> np.ndarray:
+    """x̂ = 𝔾⁺(θ²)𝕄ᵀ(θ)y, the least-squares (minimum-norm) estimate from 𝕄(θ) (spec §4).
+
+    ``y_blocks[a]`` is the measured marginal a (∏_{aᵢ=1} nᵢ entries, C order, attribute 1
+    slowest), for exactly the keys with θ(a) > 0. 𝔾⁺(u) = 𝔾(Y⁻¹κ_u⁺) (spec §3.5, §7 item 3).
+    Returns x̂ flat in np.kron order.
+    """
+    sizes = domain_sizes(domain)
+    theta = _theta(theta, sizes)
+    d = len(sizes)
+    keys = np.flatnonzero(theta > 0)
+    if not isinstance(y_blocks, dict) or set(y_blocks) != set(keys.tolist()):
+        got = sorted(y_blocks, key=str) if isinstance(y_blocks, dict) else type(y_blocks).__name__
+        raise ValueError(
+            f"y_blocks must map exactly the keys with theta > 0 {keys.tolist()}, got {got}"
+        )
+    bits = _bits(d)
+    z = np.zeros(sizes)
+    for a in keys:
+        shape = tuple(m if b else 1 for m, b in zip(sizes, bits[a], strict=True))
+        block = finite_array(f"y_blocks[{a}]", y_blocks[a])
+        if block.size != math.prod(shape):
+            expected = tuple(m for m, b in zip(sizes, bits[a], strict=True) if b)
+            raise ValueError(f"y_blocks[{a}] must have shape {expected}, got {block.shape}")
+        z = z + theta[a] * block.reshape(shape)  # 𝕄ᵀy: a sum of broadcasts
+    u = theta**2
+    kappa_u, on = _support(sizes, _kron_apply(_y_factors(sizes), np.ones_like(u)), u)
+    v = _kron_apply(_y_inv_factors(sizes), np.where(on, 1.0 / np.where(on, kappa_u, 1.0), 0.0))
+    xhat = np.zeros(sizes)
+    for a in np.flatnonzero(v):
+        totals = tuple(i for i in range(d) if not bits[a, i])
+        xhat = xhat + v[a] * z.sum(axis=totals, keepdims=True)
+    return xhat.ravel()
