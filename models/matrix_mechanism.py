@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, ClassVar, Literal
 
 import cvxpy as cp
@@ -38,31 +39,40 @@ def sensitivity(strategy: np.ndarray, noise: Noise) -> float:
     return float(np.sqrt((strategy**2).sum(axis=0).max()))
 
 
+def support_and_trace(strategy: np.ndarray, factor: np.ndarray) -> tuple[float, float]:
+    """(‖W(I − A⁺A)‖_F / ‖W‖_F, tr[(AᵀA)⁺V]) for V = WᵀW = LLᵀ, L = ``factor``.
+
+    Both come from one eigen-decomposition of AᵀA: the residual of L off its range, and
+    Σₖ ‖Lᵀqₖ‖²/λₖ. Squares are taken after projecting, so a nearly singular optimum
+    (rank-deficient W) loses no digits, which Σ (AᵀA)⁺ ∘ V does by cancellation (measured:
+    off by 1e-4 on a rank-one workload).
+    """
+    values, vectors = np.linalg.eigh(strategy.T @ strategy)
+    keep = values > values.size * np.finfo(float).eps * max(values.max(), 1e-300)
+    basis = vectors[:, keep]
+    projected = basis.T @ factor
+    residual = np.linalg.norm(factor - basis @ projected) / max(np.linalg.norm(factor), 1e-300)
+    return float(residual), float(np.sum(projected**2 / values[keep, None]))
+
+
 def unsupported_part(strategy: np.ndarray, gram: np.ndarray) -> float:
-    """‖(I − A⁺A) V‖_F / ‖V‖_F: 0 exactly when A supports W (W A⁺ A = W)."""
-    projector = np.linalg.pinv(strategy) @ strategy
-    residual = gram - projector @ gram
-    return float(np.linalg.norm(residual) / max(np.linalg.norm(gram), 1e-300))
+    """‖W(I − A⁺A)‖_F / ‖W‖_F: 0 exactly when A supports W (W A⁺ A = W)."""
+    return support_and_trace(strategy, gram_factor(gram))[0]
 
 
 def supported_trace(strategy: np.ndarray, gram: np.ndarray) -> float:
-    """tr[(AᵀA)⁺V], +inf if A does not support W; the error of A scaled to sensitivity 1.
+    """tr[(AᵀA)⁺V], +inf if A does not support W; the error of A scaled to sensitivity 1."""
+    return _error_if_supported(strategy, gram_factor(gram), 1.0)
 
-    Computed as Σₖ ‖Lᵀqₖ‖²/λₖ over the eigenpairs of AᵀA with V = LLᵀ: squares are taken
-    after projecting, so a nearly singular optimum (rank-deficient W) loses no digits, which
-    Σ (AᵀA)⁺ ∘ V does by cancellation (it was off by 1e-4 on a rank-one workload).
-    """
-    if unsupported_part(strategy, gram) > 1e-8:
-        return float("inf")
-    values, vectors = np.linalg.eigh(strategy.T @ strategy)
-    keep = values > values.size * np.finfo(float).eps * max(values.max(), 1e-300)
-    projected = vectors[:, keep].T @ gram_factor(gram)
-    return float(np.sum(projected**2 / values[keep, None]))
+
+def _error_if_supported(strategy: np.ndarray, factor: np.ndarray, sensitivity: float) -> float:
+    residual, trace = support_and_trace(strategy, factor)
+    return float("inf") if residual > 1e-8 else sensitivity**2 * trace
 
 
 def strategy_error(strategy: np.ndarray, gram: np.ndarray, noise: Noise) -> float:
     """Unscaled error ‖A‖²·tr[(AᵀA)⁺V] (spec §1), +inf if A does not support W."""
-    return sensitivity(strategy, noise) ** 2 * supported_trace(strategy, gram)
+    return _error_if_supported(strategy, gram_factor(gram), sensitivity(strategy, noise))
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,11 +107,17 @@ class StrategySelection(Problem):
             raise ValueError(f"strategy must have {self.size} columns, got shape {arr.shape}")
         return arr
 
+    @cached_property
+    def factor(self) -> np.ndarray:
+        """L with LLᵀ = V, shared by objective and violations."""
+        return gram_factor(self.gram)
+
     def objective(self, strategy: Any) -> float:
-        return strategy_error(self._point(strategy), self.gram, self.noise)
+        point = self._point(strategy)
+        return _error_if_supported(point, self.factor, sensitivity(point, self.noise))
 
     def violations(self, strategy: Any) -> float:
-        return unsupported_part(self._point(strategy), self.gram)
+        return support_and_trace(self._point(strategy), self.factor)[0]
 
 
 def gram_factor(gram: np.ndarray) -> np.ndarray:
