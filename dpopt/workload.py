@@ -757,7 +757,8 @@ def marginal_weights(matrix: Matrix) -> np.ndarray:
 
 
 def _levels(n: int, widths: list[int], data: np.ndarray) -> Explicit:
-    """Rows of consecutive width-w intervals tiling [0, n), one level per entry of ``widths``."""
+    """Rows of consecutive width-w intervals tiling [0, n), one level per entry of ``widths``
+    (a level's last interval is short when w does not divide n)."""
     starts = np.concatenate([i * n + np.arange(0, n, w) for i, w in enumerate(widths)])
     indptr = np.append(starts, len(widths) * n)
     indices = np.tile(np.arange(n), len(widths))
@@ -782,3 +783,29 @@ def wavelet(n: int) -> Explicit:
     widths = [n] + [n >> level for level in range(levels)]
     signs = [np.ones(n)] + [np.tile(np.repeat([1.0, -1.0], w // 2), n // w) for w in widths[1:]]
     return _levels(n, widths, np.concatenate(signs))
+
+
+def hb_branching(n: int) -> tuple[int, int]:
+    """(b, h) of HB (Qardaji et al.): b minimises (b−1)h³ − 2(b+1)h²/3 with h the smallest
+    height with bʰ ≥ n (hdmm spec §5.1); b = n (h = 1, the identity) is allowed."""
+    n = _size("n", n)
+    if n == 1:
+        return 1, 1
+    best: tuple[float, int, int] | None = None
+    for b in range(2, n + 1):
+        h = 1
+        while b**h < n:
+            h += 1
+        cost = (b - 1) * h**3 - 2 * (b + 1) * h**2 / 3
+        if best is None or cost < best[0]:
+            best = (cost, b, h)
+    assert best is not None
+    return best[1], best[2]
+
+
+def hb(n: int) -> Explicit:
+    """HB: the b-ary hierarchy of :func:`hb_branching` without its root, intervals of width
+    b^(h−1), …, b, 1 tiling [0, n) (the last one of a level may be short); sensitivity h."""
+    branching, height = hb_branching(n)
+    widths = [branching**k for k in range(height - 1, -1, -1)]
+    return _levels(n, widths, np.ones(len(widths) * n))

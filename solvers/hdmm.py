@@ -15,6 +15,7 @@ from concurrent.futures import Executor
 
 import numpy as np
 
+from dpopt import workload as wl
 from dpopt.models.marginal_algebra import MAX_ATTRIBUTES, surrogate_from_terms
 from dpopt.models.matrix_mechanism import (
     MarginalStrategy,
@@ -94,6 +95,30 @@ def _opt0_gaussian(problem: StrategySelection, *, time_limit: float | None = Non
 @register(StrategySelection, "identity", "heuristic", 0.0, description="A = I")
 def _identity(problem: StrategySelection, *, time_limit: float | None = None) -> Outcome:
     return Outcome(np.eye(problem.size), "feasible")
+
+
+def _power_of_two(problem: StrategySelection) -> str | None:
+    n = problem.size
+    return None if n & (n - 1) == 0 else f"needs n a power of 2 (n = {n})"
+
+
+def _register_baseline(
+    name: str, build: Callable[[int], wl.Matrix], description: str, powers_of_two: bool
+) -> None:
+    """A fixed 1-D strategy of Tables 4–5 (spec §5.1) as a heuristic method."""
+
+    def method(problem: StrategySelection, *, time_limit: float | None = None) -> Outcome:
+        return Outcome(build(problem.size).dense(), "feasible")
+
+    limit = _power_of_two if powers_of_two else None
+    register(StrategySelection, name, "heuristic", 0.0, limit=limit, description=description)(
+        method
+    )
+
+
+_register_baseline("h2", wl.hierarchical, "H2: binary hierarchy with root (§5.1)", True)
+_register_baseline("wavelet", wl.wavelet, "Privelet: unnormalised Haar (§5.1)", True)
+_register_baseline("hb", wl.hb, "HB: Qardaji et al.'s hierarchy, no root (§5.1)", False)
 
 
 def _cvxpy_limit(largest: int) -> Callable[[StrategySelection], str | None]:
