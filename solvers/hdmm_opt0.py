@@ -234,9 +234,9 @@ def opt0_gaussian(gram: np.ndarray, *, ftol: float = 1e-12, maxiter: int = 5000)
 
     L-BFGS-B over the strictly lower entries of X (unit diagonal), from the SVD-bound strategy
     X₀ = PΛ^{1/2}Pᵀ scaled to unit diagonal; non-PD points get a finite penalty. A rank-deficient
-    Gram has a singular optimum, so V is ridged (spec §7 item 15) and the ridge is shrunk
-    (RIDGES × tr(V)/n), each stage warm-started: the ridged optimum is ~√ridge above the true
-    one (1e-4 at 1e-8 alone, measured). Support is checked on the result through its error.
+    (λ_min ≤ 1e-10·λ_max) Gram has a singular optimum, so V is ridged (spec §7 item 15) and the
+    ridge is shrunk (RIDGES × tr(V)/n), each stage warm-started: the ridged optimum is ~√ridge
+    above the true one (1e-4 at 1e-8 alone, measured). Support is checked through the error.
     """
     n = gram.shape[0]
     rows, cols = np.tril_indices(n, -1)
@@ -245,7 +245,9 @@ def opt0_gaussian(gram: np.ndarray, *, ftol: float = 1e-12, maxiter: int = 5000)
     start += 1e-3 * np.trace(start) / n * np.eye(n)  # PD even when W is rank-deficient
     scale = np.sqrt(np.clip(np.diag(start), 1e-300, None))
     point = (start / np.outer(scale, scale))[rows, cols]
-    for ridge in RIDGES:
+    # a full-rank V has a positive definite optimum: no ridge, one stage
+    full_rank = values.min() > 1e-10 * max(values.max(), 1e-300)
+    for ridge in (0.0,) if full_rank else RIDGES:
         point = _minimize_ridged(
             gram + ridge * np.trace(gram) / n * np.eye(n), point, ftol, maxiter
         )
