@@ -28,6 +28,16 @@ from threadpoolctl import ThreadpoolController
 from dpopt.models.matrix_mechanism import strategy_from_gram, supported_trace
 
 _BLAS = ThreadpoolController()
+# Below this n, BLAS runs on one thread: on small factors (OPT_⊗ calls OPT₀ on ≤ 101 × 101
+# Grams) idle OpenBLAS threads made OPT₀ 4× (Laplace) to 30× (Gaussian) slower on 2 busy
+# cores (measured on the Loans workloads of Table 6).
+MULTITHREAD_MIN_N = 512
+
+
+def blas_threads(n: int) -> int:
+    """BLAS threads worth using on an n × n OPT₀ problem."""
+    return (os.cpu_count() or 1) if n >= MULTITHREAD_MIN_N else 1
+
 
 # Finite penalty for points where the objective is undefined (spec §7 item 14).
 PENALTY = 1e300
@@ -167,7 +177,7 @@ def opt0_laplace(
         raise ValueError(f"p and restarts must be >= 1, got p={p}, restarts={restarts}")
     seeds = rng.spawn(restarts)
     # restarts in an executor share the cores, so their losses stay single-threaded
-    threads = (os.cpu_count() or 1) if executor is None else 1
+    threads = blas_threads(gram.shape[0]) if executor is None else 1
     run: Callable[[np.random.Generator], np.ndarray] = lambda g: optimize_pidentity(  # noqa: E731
         gram, p, g, ftol, loss_threads=threads
     )
@@ -247,10 +257,11 @@ def opt0_gaussian(gram: np.ndarray, *, ftol: float = 1e-12, maxiter: int = 5000)
     point = (start / np.outer(scale, scale))[rows, cols]
     # a full-rank V has a positive definite optimum: no ridge, one stage
     full_rank = values.min() > 1e-10 * max(values.max(), 1e-300)
-    for ridge in (0.0,) if full_rank else RIDGES:
-        point = _minimize_ridged(
-            gram + ridge * np.trace(gram) / n * np.eye(n), point, ftol, maxiter
-        )
+    with _BLAS.limit(limits=blas_threads(n), user_api="blas"):
+        for ridge in (0.0,) if full_rank else RIDGES:
+            point = _minimize_ridged(
+                gram + ridge * np.trace(gram) / n * np.eye(n), point, ftol, maxiter
+            )
     strategy = strategy_from_gram(_unit_diagonal(point, n, rows, cols))
     optimised = Candidate("opt0-gaussian", strategy, supported_trace(strategy, gram))
     return [
