@@ -272,3 +272,13 @@ def test_error_of_a_nearly_singular_strategy_is_computed_stably() -> None:
     direct = float(w[0] @ np.linalg.solve(x, w[0])) * np.diag(x).max()
     assert exact.objective == pytest.approx(direct, rel=1e-9)
     assert dpopt.solve(problem, "opt0-gaussian").objective == pytest.approx(9.0, rel=1e-9)
+
+
+def test_scs_point_on_a_rank_deficient_workload_keeps_its_accuracy() -> None:
+    """Width-32 ranges at n = 64 (rank 33): SCS's X has eigenvalues down to −1e-9; floored at
+    1e-12·max they left W's range nearly unmeasured (error 241.9 against the optimum 139.83)."""
+    problem = StrategySelection(hdmm.gram_of(wl.WidthRanges(64, 32)), "gaussian")
+    exact = dpopt.solve(problem, "cvxpy:scs")
+    assert exact.status == "optimal"
+    fast = dpopt.solve(problem, "opt0-gaussian")
+    assert exact.objective == pytest.approx(fast.objective, rel=1e-3)
