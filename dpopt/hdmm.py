@@ -343,17 +343,33 @@ def answer(
     delta: float | None = None,
     rng: np.random.Generator,
     accountant: Accountant | None = None,
-    strategy: Strategy | None = None,
+    strategy: Strategy | np.ndarray | None = None,
     restarts: int = 25,
     seed: int = 0,
 ) -> tuple[np.ndarray, Strategy]:
-    """Optimise a strategy (data-independent, free), measure, reconstruct, answer W x̂."""
-    chosen = strategy or optimize(workload, noise, restarts=restarts, seed=seed)
+    """Optimise a strategy (data-independent, free) unless one is given (a Strategy or a
+    matrix), measure, reconstruct, answer W x̂. A strategy that does not support W is refused
+    before any budget is spent."""
+    if strategy is None:
+        strategy = optimize(workload, noise, restarts=restarts, seed=seed)
+    if not isinstance(strategy, Strategy):
+        matrix = np.asarray(strategy, dtype=np.float64)
+        error = strategy_error(matrix, gram_of(workload), _noise(noise))
+        strategy = Strategy(matrix, _noise(noise), "given", error, {"given": error})
+    if not math.isfinite(expected_error(workload, strategy.matrix, noise)):
+        raise ValueError(
+            "strategy does not support the workload: W A⁺A ≠ W, so A x cannot answer every query"
+        )
     y = measure(
-        chosen.matrix, x, noise=noise, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant
+        strategy.matrix,
+        x,
+        noise=noise,
+        epsilon=epsilon,
+        delta=delta,
+        rng=rng,
+        accountant=accountant,
     )
-    estimate = reconstruct(chosen.matrix, y)
-    return workload @ estimate, chosen
+    return workload @ reconstruct(strategy.matrix, y), strategy
 
 
 # --- dpopt compare suites ----------------------------------------------------------------------

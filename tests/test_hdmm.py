@@ -282,3 +282,22 @@ def test_scs_point_on_a_rank_deficient_workload_keeps_its_accuracy() -> None:
     assert exact.status == "optimal"
     fast = dpopt.solve(problem, "opt0-gaussian")
     assert exact.objective == pytest.approx(fast.objective, rel=1e-3)
+
+
+def test_answer_refuses_a_strategy_that_does_not_support_the_workload() -> None:
+    accountant = dpopt.Accountant.pure(1.0)
+    pairs = np.array([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]])  # cannot answer prefix [0, 0]
+    with pytest.raises(ValueError, match="does not support the workload"):
+        hdmm.answer(
+            wl.Prefix(4),
+            np.ones(4),
+            epsilon=1.0,
+            strategy=pairs,
+            rng=np.random.default_rng(0),
+            accountant=accountant,
+        )
+    assert accountant.spent == 0.0  # refused before measuring
+    answers, given = hdmm.answer(
+        wl.Prefix(4), np.ones(4), epsilon=1.0, strategy=np.eye(4), rng=np.random.default_rng(0)
+    )
+    assert given.template == "given" and answers.shape == (4,)
