@@ -352,14 +352,15 @@ def answer(
     before any budget is spent."""
     if strategy is None:
         strategy = optimize(workload, noise, restarts=restarts, seed=seed)
-    if not isinstance(strategy, Strategy):
-        matrix = np.asarray(strategy, dtype=np.float64)
-        error = strategy_error(matrix, gram_of(workload), _noise(noise))
-        strategy = Strategy(matrix, _noise(noise), "given", error, {"given": error})
-    if not math.isfinite(expected_error(workload, strategy.matrix, noise)):
+    matrix = strategy.matrix if isinstance(strategy, Strategy) else np.asarray(strategy, float)
+    unit_tse = expected_error(workload, matrix, noise)  # at ε = 1, δ = 1e-6; checks the shape
+    if not math.isfinite(unit_tse):
         raise ValueError(
             "strategy does not support the workload: W A⁺A ≠ W, so A x cannot answer every query"
         )
+    if not isinstance(strategy, Strategy):
+        error = unit_tse / noise_variance(noise, 1.0, 1e-6)
+        strategy = Strategy(matrix, _noise(noise), "given", error, {"given": error})
     y = measure(
         strategy.matrix,
         x,
@@ -423,8 +424,7 @@ class _GramOnly:
 
 def paper_reference(noise: Noise, rmse_value: float, rows: int) -> float:
     """The unscaled error whose RMSE at ε = 1 (δ = 1e-6) is ``rmse_value``."""
-    variance = 2.0 if noise == "laplace" else SIGMA**2
-    return rmse_value**2 * rows / variance
+    return rmse_value**2 * rows / noise_variance(noise, 1.0, 1e-6)
 
 
 def _table_instances(sizes: tuple[int, ...]) -> Callable[[np.random.Generator], list[Instance]]:

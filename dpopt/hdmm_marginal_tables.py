@@ -20,7 +20,6 @@ import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from dpopt import workload as wl
 from dpopt.hdmm_columns import table_rmse, union_sensitivity
@@ -38,11 +37,6 @@ LOANS_DOMAIN = (101, 101, 101, 101, 3, 8, 36, 6, 51, 4, 5, 15)
 home_ownership, state, settlement, loan_status, purpose (spec §5.2)."""
 LOANS_SMALL_CELLS = 5000
 """A "small" marginal has ∏nᵢ ≤ 5000 cells (no subset has exactly 5000: spec §7 item 11)."""
-
-SMALL_BLAS = 1
-"""BLAS threads while optimizing: the factors are ≤ 101 × 101, where OpenBLAS's idle threads
-spinning between small products made OPT_⊗ 4× (Laplace) to 30× (Gaussian) slower on 2
-busy cores (measured on Loans small marginals)."""
 
 COLUMNS = ("identity", "laplace", "datacube", "kron", "union", "marginals", "hdmm", "svdb")
 """Table 6/7 columns: Identity, Laplace (Gaussian in Table 7), DataCube, OPT_⊗, OPT_+,
@@ -175,8 +169,7 @@ def optimizer_error(
     rng = np.random.default_rng(seed)
     if optimizer in ("kron", "union"):
         solver = opt_kron if optimizer == "kron" else opt_union
-        with threadpool_limits(SMALL_BLAS, user_api="blas"):
-            return solver(terms, noise, rng=rng, restarts=restarts).error
+        return solver(terms, noise, rng=rng, restarts=restarts).error
     if optimizer == "marginals":
         weights = surrogate_from_terms(terms)
         return opt_marginals(weights, wl.domain(workload), noise, restarts=restarts, rng=rng)[1]

@@ -39,20 +39,34 @@ def sensitivity(strategy: np.ndarray, noise: Noise) -> float:
     return float(np.sqrt((strategy**2).sum(axis=0).max()))
 
 
-def support_and_trace(strategy: np.ndarray, factor: np.ndarray) -> tuple[float, float]:
-    """(‖W(I − A⁺A)‖_F / ‖W‖_F, tr[(AᵀA)⁺V]) for V = WᵀW = LLᵀ, L = ``factor``.
+# W is supported by A when ‖W(I − A⁺A)‖_F ≤ SUPPORT_TOL·‖W‖_F.
+SUPPORT_TOL = 1e-8
 
-    Both come from one eigen-decomposition of AᵀA: the residual of L off its range, and
-    Σₖ ‖Lᵀqₖ‖²/λₖ. Squares are taken after projecting, so a nearly singular optimum
-    (rank-deficient W) loses no digits, which Σ (AᵀA)⁺ ∘ V does by cancellation (measured:
-    off by 1e-4 on a rank-one workload).
-    """
+
+def range_basis(strategy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(λ, Q): the eigenpairs of AᵀA with λ > n·eps·max λ, Q an orthonormal basis of A's
+    row space."""
     values, vectors = np.linalg.eigh(strategy.T @ strategy)
     keep = values > values.size * np.finfo(float).eps * max(values.max(), 1e-300)
-    basis = vectors[:, keep]
+    return values[keep], vectors[:, keep]
+
+
+def project(values: np.ndarray, basis: np.ndarray, factor: np.ndarray) -> tuple[float, float]:
+    """(‖W(I − A⁺A)‖_F / ‖W‖_F, tr[(AᵀA)⁺V]) for V = WᵀW = LLᵀ, L = ``factor``, from
+    :func:`range_basis` of A: the residual of L off A's row space, and Σₖ ‖Lᵀqₖ‖²/λₖ.
+
+    Squares are taken after projecting, so a nearly singular optimum (rank-deficient W) loses
+    no digits, which Σ (AᵀA)⁺ ∘ V does by cancellation (measured: off by 1e-4 on a rank-one
+    workload); and the projector QQᵀ is exact where (AᵀA)⁺(AᵀA) is off by cond(AᵀA)·eps.
+    """
     projected = basis.T @ factor
     residual = np.linalg.norm(factor - basis @ projected) / max(np.linalg.norm(factor), 1e-300)
-    return float(residual), float(np.sum(projected**2 / values[keep, None]))
+    return float(residual), float(np.sum(projected**2 / values[:, None]))
+
+
+def support_and_trace(strategy: np.ndarray, factor: np.ndarray) -> tuple[float, float]:
+    """:func:`project` for one strategy and one workload factor."""
+    return project(*range_basis(strategy), factor)
 
 
 def unsupported_part(strategy: np.ndarray, gram: np.ndarray) -> float:
@@ -67,7 +81,7 @@ def supported_trace(strategy: np.ndarray, gram: np.ndarray) -> float:
 
 def _error_if_supported(strategy: np.ndarray, factor: np.ndarray, sensitivity: float) -> float:
     residual, trace = support_and_trace(strategy, factor)
-    return float("inf") if residual > 1e-8 else sensitivity**2 * trace
+    return float("inf") if residual > SUPPORT_TOL else sensitivity**2 * trace
 
 
 def strategy_error(strategy: np.ndarray, gram: np.ndarray, noise: Noise) -> float:

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpopt.solvers.hdmm_opt0 import Candidate, best, opt0_gaussian, opt0_laplace
+from dpopt.models.matrix_mechanism import SUPPORT_TOL, gram_factor, project, range_basis
+from dpopt.solvers.hdmm_opt0 import Candidate, best, blas_limit, opt0_gaussian, opt0_laplace
 
 Term = tuple[float, list[np.ndarray]]  # (w², per-attribute Grams)
 
@@ -31,34 +32,27 @@ SWEEP_TOL = 1e-4
 def factor_costs(strategy: np.ndarray, grams: Sequence[np.ndarray]) -> np.ndarray:
     """tr[(AᵀA)⁺ V] for each V (A has unit sensitivity); +inf where A does not support V.
 
-    Each distinct array is costed once: ``union_of_kron_terms`` shares one Gram array per
-    1-D block, so a union of hundreds of terms has only a few distinct Grams per attribute.
-
-    One eigen-decomposition AᵀA = QΛQᵀ (λ > n·eps·max λ kept, as in ``support_and_trace``):
-    V is supported iff V = QQᵀV, and then tr[(AᵀA)⁺V] = Σₖ (QᵀVQ)ₖₖ/λₖ. The orthonormal
-    projector QQᵀ is exact to machine precision, whereas (AᵀA)⁺(AᵀA) is off by about
-    cond(AᵀA)·eps: that flagged full-rank p-Identity optima (cond ≈ 3e7 on SF1's race1) as
-    unsupported and froze OPT_⊗ at the Identity strategy.
+    One eigen-decomposition of AᵀA serves every V (:func:`range_basis`, :func:`project`), and
+    each distinct array is costed once: ``union_of_kron_terms`` shares one Gram array per 1-D
+    block, so a union of hundreds of terms has only a few distinct Grams per attribute. (The
+    former support test against (AᵀA)⁺(AᵀA) flagged full-rank p-Identity optima, cond ≈ 3e7 on
+    SF1's race1, as unsupported and froze OPT_⊗ at the Identity strategy.)
     """
-    values, vectors = np.linalg.eigh(strategy.T @ strategy)
-    keep = values > values.size * np.finfo(float).eps * max(values.max(), 1e-300)
-    basis, inverse_values = vectors[:, keep], 1.0 / values[keep]
     known: dict[int, float] = {}
-    for gram in grams:
-        if id(gram) not in known:
-            projected = basis.T @ gram
-            unsupported = np.linalg.norm(gram - basis @ projected) > 1e-8 * max(
-                np.linalg.norm(gram), 1e-300
-            )
-            trace = float(np.sum(projected * basis.T, axis=1) @ inverse_values)
-            known[id(gram)] = np.inf if unsupported else trace
+    with blas_limit(strategy.shape[1]):
+        values, basis = range_basis(strategy)
+        for gram in grams:
+            if id(gram) not in known:
+                residual, trace = project(values, basis, gram_factor(gram))
+                known[id(gram)] = np.inf if residual > SUPPORT_TOL else trace
     return np.array([known[id(gram)] for gram in grams])
 
 
 def _opt0(gram: np.ndarray, noise: str, rng: np.random.Generator, restarts: int) -> Candidate:
-    if noise == "laplace":
-        return best(opt0_laplace(gram, restarts=restarts, rng=rng))
-    return best(opt0_gaussian(gram))
+    with blas_limit(gram.shape[0]):  # the factors are small: one BLAS thread (hdmm_opt0)
+        if noise == "laplace":
+            return best(opt0_laplace(gram, restarts=restarts, rng=rng))
+        return best(opt0_gaussian(gram))
 
 
 @dataclass(frozen=True)

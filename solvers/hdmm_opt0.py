@@ -19,6 +19,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
@@ -37,6 +38,11 @@ MULTITHREAD_MIN_N = 512
 def blas_threads(n: int) -> int:
     """BLAS threads worth using on an n × n OPT₀ problem."""
     return (os.cpu_count() or 1) if n >= MULTITHREAD_MIN_N else 1
+
+
+def blas_limit(n: int) -> Any:
+    """Context limiting BLAS to :func:`blas_threads` (n) threads."""
+    return _BLAS.limit(limits=blas_threads(n), user_api="blas")
 
 
 # Finite penalty for points where the objective is undefined (spec §7 item 14).
@@ -257,7 +263,7 @@ def opt0_gaussian(gram: np.ndarray, *, ftol: float = 1e-12, maxiter: int = 5000)
     point = (start / np.outer(scale, scale))[rows, cols]
     # a full-rank V has a positive definite optimum: no ridge, one stage
     full_rank = values.min() > 1e-10 * max(values.max(), 1e-300)
-    with _BLAS.limit(limits=blas_threads(n), user_api="blas"):
+    with blas_limit(n):
         for ridge in (0.0,) if full_rank else RIDGES:
             point = _minimize_ridged(
                 gram + ridge * np.trace(gram) / n * np.eye(n), point, ftol, maxiter
