@@ -43,13 +43,9 @@ from dpopt.models.pgsr import (
     cumulative,
     decumulate,
 )
-from dpopt.privacy import (
-    Accountant,
-    BudgetExceededError,
-    double_geometric,
-    double_geometric_variance,
-)
-from dpopt.problem import Instance, Problem, Solution, solve
+from dpopt.privacy import Accountant, Loss, draw, exact_shares, prepare_laplace
+from dpopt.problem import Instance, Problem, Solution, method_info, solve
+from dpopt.validation import choice, finite_array, integer_array, positive_number
 
 __all__ = [
     "MECHANISMS",
@@ -65,11 +61,19 @@ __all__ = [
     "measure",
     "post_process",
     "release",
+    "sensitivity",
     "synthetic",
 ]
 
 Query = Literal["counts", "cumulative"]
-SENSITIVITY: dict[str, int] = {"counts": 2, "cumulative": 1}  # Lemma 4, Lemma 6
+QUERIES = ("counts", "cumulative")
+
+
+def sensitivity(query: Query, data: CensusData) -> int:
+    """L1 sensitivity of a region's vector: 2 for counts (Lemma 4, whatever the step), the
+    data's public ``step`` Q for cumulative counts (Lemma 6 is Q = 1: a group moving from size
+    s to s + q changes q ≤ Q cumulative entries by 1)."""
+    return 2 if query == "counts" else data.step
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,8 @@ class Measurement:
     """Noisy answers and the public facts post-processing may use — nothing private.
 
     ``noisy[r]`` is region r's noisy group-size vector (query "counts") or cumulative vector
-    (query "cumulative"); ``scale[r]`` the double-geometric scale λ used for region r.
+    (query "cumulative"); ``scale[r]`` the discrete Laplace scale λ drawn for region r and
+    ``sd[r]`` that noise's standard deviation; ``charges`` the (label, loss) of each level.
     """
 
     query: Query
@@ -111,61 +116,92 @@ class Measurement:
     total: int
     noisy: np.ndarray
     scale: np.ndarray
-    budget: dict[str, Any]
+    sd: np.ndarray
+    charges: tuple[tuple[str, Loss], ...]
 
     @property
     def tree(self) -> Tree:
         return Tree(self.parents)
+
+    @property
+    def budget(self) -> dict[str, Any]:
+        """What the measurement spent, as plain data."""
+        return {
+            "kind": "pure",
+            "spent": float(sum((loss.epsilon or 0 for _, loss in self.charges), 0)),
+            "charges": [
+                {"label": label, "amount": float(loss.epsilon or 0)} for label, loss in self.charges
+            ],
+        }
+
+
+def _check_data(data: Any) -> None:
+    if not isinstance(data, CensusData):
+        raise TypeError(f"data must be a census.CensusData, got {type(data).__name__}")
+
+
+def _level_weights(level_weights: Any, levels: int) -> np.ndarray:
+    if level_weights is None:
+        return np.ones(levels)
+    weights = finite_array("level_weights", level_weights, ndim=1)
+    if weights.shape != (levels,):
+        raise ValueError(f"level_weights must have one weight per level ({levels})")
+    if not np.all(np.isfinite(weights)) or np.any(weights <= 0):
+        raise ValueError("level_weights must be finite and > 0: every level is noised")
+    return weights
 
 
 def measure(
     data: CensusData,
     query: Query,
     *,
-    accountant: Accountant,
+    epsilon: float,
     rng: np.random.Generator,
+    accountant: Accountant | None = None,
     level_weights: Any = None,
 ) -> Measurement:
-    """Noise every region's vector; spend the accountant's remaining budget over the levels.
+    """Noise every region's vector under ε-DP; charge ``accountant`` exactly ε.
 
-    Level l gets ε_l = weight_l/Σweight · remaining (uniform by default, the paper's split;
-    spec G11) and each region of that level λ = Δ/ε_l; the levels partition the groups, so
-    the regions of one level compose in parallel and the levels sequentially (Theorem 1).
+    Level l gets ε_l = ε·weight_l/Σweight (uniform by default, the paper's split; spec G11),
+    exact rationals that add up to ε, and each region of that level exact discrete Laplace
+    noise of scale λ = Δ/ε_l; the levels partition the groups, so the regions of one level
+    compose in parallel and the levels sequentially (Theorem 1). Everything is validated, and
+    every level's noise scale checked, before the accountant is charged, all levels at once.
     """
-    if query not in SENSITIVITY:
-        raise ValueError(f"query must be one of {sorted(SENSITIVITY)}, got {query!r}")
-    if accountant.kind != "pure":
-        raise ValueError("accountant must be a pure ε-DP Accountant (geometric mechanism)")
+    _check_data(data)
+    query = choice("query", query, QUERIES)  # type: ignore[assignment]
+    positive_number("epsilon", epsilon)
     levels = data.levels
-    weights = np.ones(levels) if level_weights is None else np.asarray(level_weights, float)
-    if weights.shape != (levels,):
-        raise ValueError(f"level_weights must have one weight per level ({levels})")
-    if accountant.remaining <= 0:
-        raise BudgetExceededError(f"{accountant!r} has no budget left to measure with")
-    shares = accountant.split(weights)
+    shares = exact_shares(epsilon, _level_weights(level_weights, levels))
     values = data.counts if query == "counts" else cumulative(data.counts)
     depth = data.tree.depth
+    rows = [np.flatnonzero(depth == level) for level in range(levels)]
+    prepared = [
+        prepare_laplace(
+            values[level_rows],
+            sensitivity(query, data),
+            share,
+            label=f"census level {level}: {query} (Δ={sensitivity(query, data)})",
+        )
+        for level, (level_rows, share) in enumerate(zip(rows, shares, strict=True))
+    ]
+    released = draw(prepared, rng=rng, accountant=accountant)
     noisy = np.empty_like(values)
     scale = np.empty(depth.size)
-    for level, epsilon in enumerate(shares):
-        if epsilon <= 0:
-            raise ValueError(f"level_weights gives level {level} no budget; every level is noised")
-        accountant.spend(epsilon, f"census level {level}: {query} (Δ={SENSITIVITY[query]})")
-        rows = np.flatnonzero(depth == level)
-        scale[rows] = SENSITIVITY[query] / epsilon
-        noisy[rows] = values[rows] + double_geometric(
-            scale[rows[0]], (rows.size, values.shape[1]), rng=rng
-        )
-    noisy.setflags(write=False)
-    return Measurement(
-        query, data.parents, data.sizes, data.total, noisy, scale, accountant.report()
-    )
+    sd = np.empty(depth.size)
+    for level_rows, noisy_level in zip(rows, released, strict=True):
+        noisy[level_rows] = noisy_level.values
+        scale[level_rows] = noisy_level.scale
+        sd[level_rows] = np.sqrt(noisy_level.variance)
+    for array in (noisy, scale, sd):
+        array.setflags(write=False)
+    charges = tuple((p.label, p.loss) for p in prepared)
+    return Measurement(query, data.parents, data.sizes, data.total, noisy, scale, sd, charges)
 
 
 def _target(measurement: Measurement, mechanism: Mechanism) -> tuple[np.ndarray, np.ndarray]:
     """The noisy values the mechanism's Problem fits, and the noise sd of each."""
-    sd = np.sqrt([double_geometric_variance(s) for s in measurement.scale])[:, None]
-    sd = np.broadcast_to(sd, measurement.noisy.shape)
+    sd = np.broadcast_to(measurement.sd[:, None], measurement.noisy.shape)
     if mechanism.problem is not ChainPostProcess:
         return np.asarray(measurement.noisy), sd
     tree = measurement.tree
@@ -182,6 +218,10 @@ def _counts(problem: Problem, x: np.ndarray) -> np.ndarray:
         return decumulate(x)
     return np.asarray(x)
 
+
+# Widest starting domain, in noise sds: the domains double until feasible, and at this width
+# they already cover 0..n for any count a 64-bit integer holds.
+MAX_DOMAIN_SD = 1e6
 
 # The fast method that decides whether a Problem type's domains are feasible.
 PROBE = {PostProcess: "pwl-dp", ChainPostProcess: "chain-dp", CumulativePostProcess: "pava-dp"}
@@ -204,14 +244,17 @@ def build_problem(
     that answer feasible for the problem returned. The probe is the DP of :data:`PROBE`; its
     solution is returned so it need not be solved twice.
     """
+    if not isinstance(measurement, Measurement):
+        raise TypeError(
+            f"measurement must be a census.Measurement, got {type(measurement).__name__}"
+        )
     spec = _mechanism(mechanism)
     if spec.query != measurement.query:
         raise ValueError(
             f"mechanism {mechanism!r} post-processes {spec.query!r} measurements, "
             f"got {measurement.query!r}"
         )
-    if not domain_sd > 0:
-        raise ValueError(f"domain_sd must be > 0, got {domain_sd!r}")
+    domain_sd = _domain_sd(domain_sd)
     target, sd = _target(measurement, spec)
     probe = PROBE[spec.problem]
     options = {"executor": executor} if executor is not None and probe in DP_METHODS else {}
@@ -225,7 +268,7 @@ def build_problem(
         if solution.status != "infeasible" or full:
             break
         multiplier *= 2
-    solution.info["domain_sd"] = multiplier
+    solution = replace(solution, info={**solution.info, "domain_sd": multiplier})
     if solution.x is None:
         raise RuntimeError(f"{probe}: {solution.status} {solution.info.get('message', '')}")
     if spec.problem is CumulativePostProcess:
@@ -233,9 +276,9 @@ def build_problem(
         domain = (np.minimum(domain[0], anchor), np.maximum(domain[1], anchor))
         problem = spec.problem(measurement.parents, target, total, domain)
         info = {k: v for k, v in solution.info.items() if k != "message"}
-        solution = replace(
-            solution, status="feasible", info=info, max_violation=problem.violations(anchor)
-        )
+        violation = problem.violations(anchor)
+        status = "feasible" if violation <= problem.feasibility_tol else "violated"
+        solution = replace(solution, status=status, info=info, max_violation=violation)
     return problem, solution
 
 
@@ -252,21 +295,46 @@ def post_process(
     Reads nothing but the measurement (noisy values and public facts); see
     :func:`build_problem` for the domains.
     """
+    _check_time_limit(mechanism, time_limit)
     problem, probed = build_problem(measurement, mechanism, domain_sd=domain_sd, executor=executor)
     method = MECHANISMS[mechanism].method
     if method == probed.method:
         solution = probed
     else:
-        options = {"executor": executor} if executor is not None and method in DP_METHODS else {}
-        solution = solve(problem, method, time_limit=time_limit, **options)
-        solution.info["domain_sd"] = probed.info["domain_sd"]
+        options: dict[str, Any] = {"time_limit": time_limit} if time_limit is not None else {}
+        if executor is not None and method in DP_METHODS:
+            options["executor"] = executor
+        solution = solve(problem, method, **options)
+        solution = replace(solution, info={**solution.info, "domain_sd": probed.info["domain_sd"]})
     if solution.x is None:
         raise RuntimeError(f"{mechanism}: {solution.status} {solution.info.get('message', '')}")
     return _counts(problem, solution.x), solution
 
 
+def _domain_sd(domain_sd: Any) -> float:
+    value = positive_number("domain_sd", domain_sd)
+    if value > MAX_DOMAIN_SD:
+        raise ValueError(
+            f"domain_sd must be at most {MAX_DOMAIN_SD:g} noise sds, got {domain_sd!r} "
+            "(the domains are widened automatically where they are infeasible)"
+        )
+    return value
+
+
+def _check_time_limit(mechanism: str, time_limit: float | None) -> None:
+    """Refuse a time limit the mechanism's method would not honour (before any charge)."""
+    if time_limit is None:
+        return
+    positive_number("time_limit", time_limit)
+    spec = _mechanism(mechanism)
+    if not method_info(spec.problem, spec.method).honours_time_limit:
+        raise ValueError(
+            f"mechanism {mechanism!r} ({spec.method}) runs to completion and takes no time_limit"
+        )
+
+
 def _mechanism(name: str) -> Mechanism:
-    if name not in MECHANISMS:
+    if not isinstance(name, str) or name not in MECHANISMS:
         raise ValueError(f"unknown mechanism {name!r}; available: {', '.join(MECHANISMS)}")
     return MECHANISMS[name]
 
@@ -302,18 +370,22 @@ def release(
 ) -> Release:
     """Release ``data`` under ε-DP with ``mechanism`` (a key of :data:`MECHANISMS`).
 
-    Spends exactly ``epsilon`` from ``accountant`` (a fresh pure-ε accountant if None).
+    Charges exactly ``epsilon`` to ``accountant`` (if given), after every input is validated.
     ``conditions`` reports the PGSR conditions checked on the released counts.
     """
+    _check_data(data)
+    positive_number("epsilon", epsilon)
     spec = _mechanism(mechanism)
-    if accountant is None:
-        accountant = Accountant.pure(epsilon)
-    elif accountant.remaining < epsilon * (1 - 1e-12):
-        raise ValueError(f"epsilon {epsilon} exceeds the accountant's remaining budget")
-    budget = Accountant.pure(epsilon)
-    measurement = measure(data, spec.query, accountant=budget, rng=rng, level_weights=level_weights)
-    for charge in budget.ledger:
-        accountant.spend(charge.amount, charge.label)
+    _domain_sd(domain_sd)
+    _check_time_limit(mechanism, time_limit)
+    measurement = measure(
+        data,
+        spec.query,
+        epsilon=epsilon,
+        rng=rng,
+        accountant=accountant,
+        level_weights=level_weights,
+    )
     counts, solution = post_process(
         measurement, mechanism, domain_sd=domain_sd, executor=executor, time_limit=time_limit
     )
@@ -322,7 +394,7 @@ def release(
         mechanism,
         counts,
         data.sizes,
-        budget.report(),
+        measurement.budget,
         solution,
         check.violation_report(counts),
     )
@@ -334,7 +406,8 @@ def level_errors(data: CensusData, counts: np.ndarray) -> dict[str, Any]:
     ``per_level`` is Σ|c − ĉ| over the level's regions and sizes, ``mean_per_level`` that sum
     divided by regions × sizes; ``consistency_violations`` is the paper's #CV.
     """
-    counts = np.asarray(counts)
+    _check_data(data)
+    counts = integer_array("counts", counts, ndim=2)
     if counts.shape != data.counts.shape:
         raise ValueError(f"counts must have shape {data.counts.shape}, got {counts.shape}")
     error = np.abs(counts - data.counts).sum(axis=1)
@@ -381,7 +454,7 @@ def _problems(
     out = []
     for mechanism in ("pwl-dp", "cumulative-cpsat", "chain-dp"):
         spec = MECHANISMS[mechanism]
-        measured = measure(data, spec.query, accountant=Accountant.pure(epsilon), rng=rng)
+        measured = measure(data, spec.query, epsilon=epsilon, rng=rng)
         problem, _ = build_problem(measured, mechanism)
         out.append(Instance(f"{name}-{spec.problem.__name__}", problem))
     return out

@@ -18,7 +18,9 @@ those that occur in the data, which reveals which regions have no groups at all.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import numbers
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -27,11 +29,23 @@ import numpy as np
 import pandas as pd
 
 from dpopt.models.pgsr import Tree
-from dpopt.validation import integer_array
+from dpopt.validation import MAX_COUNT, boolean, integer, integer_array
 
 # US household sizes 1..7 (2010 Census SF1 shares, %); the tail beyond 7 continues
 # geometrically with the ratio of sizes 7 and 6, as in the paper's augmentation (spec §5).
 HOUSEHOLD_SHARES = (26.7, 33.6, 15.7, 13.4, 6.2, 2.5, 1.9)
+
+
+MAX_SIZES = 10**5
+"""Most sizes in a size set K (the counts have one column per size)."""
+
+MAX_CELLS = 2_000_000
+"""Most (region, size) cells :func:`synthetic` builds: 20× a county-level US census (51 states,
+3,143 counties, 30 sizes: 95,000 cells), a few seconds to draw."""
+
+MAX_HOUSEHOLD_SIZE = 1000
+"""Largest ``sizes`` of :func:`household_distribution` and :func:`synthetic`: the geometric tail
+stays far above float64's smallest number (it would underflow to 0 past ~2,500)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,12 +55,24 @@ class CensusData:
     ``parents[i]`` is region i's parent (−1 for the root, which is region 0); regions are in
     breadth-first order. ``counts[i, j]`` is the number of groups of size ``sizes[j]`` in
     region i; parents equal the sums of their children; every leaf is at the same depth.
+    ``names`` are distinct strings, one per region.
+
+    Counts are exact integers from 0 to :data:`~dpopt.validation.MAX_COUNT` (2**62): an
+    integer input is never rounded through float64, and a root total (the public n) above
+    2**62, or children whose sum would pass it, is refused rather than wrapped.
+
+    ``step`` is public: the most one individual can change a group's size (1 when every person
+    counts 1; the quantity bound Q of :func:`from_records` otherwise). Moving a group from size
+    s to s + q changes its region's counts by 2 in L1 whatever q is (Lemma 4), but q ≤ Q entries
+    of its cumulative vector (Lemma 6 with Q = 1), so ``census.measure`` noises cumulative
+    vectors for sensitivity Q.
     """
 
     parents: Any
     names: tuple[str, ...]
     sizes: Any
     counts: Any
+    step: int = 1
 
     def __post_init__(self) -> None:
         parents = integer_array("parents", self.parents, ndim=1)
@@ -54,29 +80,36 @@ class CensusData:
         sizes = _size_set(self.sizes)
         if counts.shape != (parents.size, sizes.size):
             raise ValueError(
-                f"counts must have shape (regions, sizes) = {(parents.size, sizes.size)}, "
-                f"got {counts.shape}"
+                f"counts must have one row per region in parents and one column per size in "
+                f"sizes, shape {(parents.size, sizes.size)}, got {counts.shape}"
             )
-        if len(self.names) != parents.size:
-            raise ValueError(f"names must name all {parents.size} regions, got {len(self.names)}")
+        names = _names(self.names, parents.size)
         if parents[0] != -1:
             raise ValueError("parents: region 0 must be the root (parent -1)")
         negative = np.argwhere(counts < 0)
         if negative.size:
             r, s = negative[0]
-            raise ValueError(f"counts[{r}, {s}] ({self.names[r]}, size {sizes[s]}) is negative")
+            raise ValueError(f"counts[{r}, {s}] ({names[r]}, size {sizes[s]}) is negative")
         object.__setattr__(self, "parents", parents)
         object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "sizes", sizes)
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "step", integer("step", self.step, minimum=1, maximum=MAX_COUNT))
         tree = self.tree
         if not tree.uniform_depth:
             raise ValueError("parents: every leaf region must be at the same depth")
-        mismatch = np.argwhere((tree.child_sums(counts) != counts) & ~tree.is_leaf[:, None])
+        total = _exact_sum(counts[tree.root])
+        if total > MAX_COUNT:
+            raise ValueError(
+                f"counts: the root's total {total} is over the largest supported count 2**62"
+            )
+        sums = _child_sums(tree, counts, names, sizes)
+        mismatch = np.argwhere((sums != counts) & ~tree.is_leaf[:, None])
         if mismatch.size:
             r, s = mismatch[0]
             raise ValueError(
-                f"counts: region {self.names[r]} has {counts[r, s]} groups of size {sizes[s]} "
-                f"but its children have {tree.child_sums(counts)[r, s]}"
+                f"counts: region {names[r]} has {counts[r, s]} groups of size {sizes[s]} "
+                f"but its children have {sums[r, s]}"
             )
 
     @cached_property
@@ -109,8 +142,53 @@ class CensusData:
         )
 
 
+# --- validation helpers ------------------------------------------------------------------------
+
+
+def _exact_sum(values: np.ndarray) -> int:
+    """Σ of non-negative int64 values as an exact int (Python ints when int64 could wrap)."""
+    if float(values.astype(np.float64).sum()) < 2.0**61:
+        return int(values.sum())
+    return sum(int(v) for v in values.ravel())
+
+
+def _child_sums(tree: Tree, counts: np.ndarray, names: tuple, sizes: np.ndarray) -> np.ndarray:
+    """Σ children per region and size; refused (not wrapped) past 2**62."""
+    approx = tree.child_sums(counts.astype(np.float64))
+    over = np.argwhere(approx > MAX_COUNT)
+    if over.size:
+        r, s = over[0]
+        raise ValueError(
+            f"counts: the children of region {names[r]} have more than 2**62 groups of size "
+            f"{sizes[s]}, over the largest supported count"
+        )
+    return tree.child_sums(counts)
+
+
+def _names(names: Any, regions: int) -> tuple[str, ...]:
+    if isinstance(names, str | bytes) or not isinstance(names, Sequence | np.ndarray):
+        raise ValueError(f"names must be a sequence of region names, got {names!r:.60}")
+    out = tuple(names)
+    if len(out) != regions:
+        raise ValueError(f"names must name all {regions} regions, got {len(out)}")
+    first: dict[str, int] = {}
+    for i, name in enumerate(out):
+        if not isinstance(name, str):
+            raise ValueError(f"names[{i}] must be a string, got {name!r:.60}")
+        if first.setdefault(name, i) != i:
+            raise ValueError(f"names[{i}] {name!r} repeats names[{first[name]}]")
+    return tuple(str(name) for name in out)
+
+
 def _size_set(sizes: Any) -> np.ndarray:
+    sized = isinstance(sizes, range | list | tuple) or (
+        isinstance(sizes, np.ndarray) and sizes.ndim > 0
+    )
+    if sized and len(sizes) > MAX_SIZES:  # refused before a huge range is materialised
+        raise ValueError(f"sizes must have at most {MAX_SIZES} sizes, got {len(sizes)}")
     values = integer_array("sizes", sizes, ndim=1)
+    if values.size > MAX_SIZES:
+        raise ValueError(f"sizes must have at most {MAX_SIZES} sizes, got {values.size}")
     if values.min() < 0 or np.any(np.diff(values) != 1):
         raise ValueError(
             "sizes must be the contiguous public size set s_min, s_min+1, …, s_max with "
@@ -119,54 +197,224 @@ def _size_set(sizes: Any) -> np.ndarray:
     return values
 
 
+def _frame_arg(name: str, value: Any) -> pd.DataFrame:
+    if not isinstance(value, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(value).__name__}")
+    return value
+
+
+def _label(name: str, value: Any) -> Hashable:
+    """A column label: hashable and not None."""
+    try:
+        hash(value)
+    except TypeError:
+        raise ValueError(f"{name} must be a column name, got {value!r:.60}") from None
+    if value is None:
+        raise ValueError(f"{name} must be a column name, got None")
+    return value
+
+
+def _levels_arg(levels: Any) -> list[Hashable]:
+    if isinstance(levels, str | bytes):
+        raise ValueError(
+            f"levels must be a list of column names, got the string {levels!r} "
+            f"(write [{levels!r}] for one level)"
+        )
+    try:
+        if isinstance(levels, pd.DataFrame | pd.Series | dict):
+            raise TypeError
+        items = list(levels)
+    except TypeError:  # not iterable (a number, None, a 0-d array, …)
+        raise ValueError(f"levels must be a list of column names, got {levels!r:.60}") from None
+    out = [_label(f"levels[{i}]", level) for i, level in enumerate(items)]
+    if not out:
+        raise ValueError("levels must name at least one level below the root")
+    for i, level in enumerate(out):
+        if out.index(level) != i:
+            raise ValueError(f"levels[{i}] {level!r} repeats levels[{out.index(level)}]")
+    return out
+
+
+def _require_columns(frame: pd.DataFrame, columns: Sequence[Hashable], what: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} is missing column(s) {missing}; has {list(frame.columns)}")
+    repeated = set(frame.columns[frame.columns.duplicated()])
+    for c in columns:
+        if c in repeated:
+            raise ValueError(f"{what} has more than one column named {c!r}")
+
+
+def _integer_column(frame: pd.DataFrame, column: Hashable, *, minimum: int = 0) -> np.ndarray:
+    """The column as exact int64 in [minimum, 2**62]: integer dtypes are taken as they are,
+    floats must be whole (and at most 2**53), anything else is checked entry by entry."""
+    values = frame[column].to_numpy()
+
+    def fail(i: int) -> None:  # raises the message of the first bad entry
+        value = values[i].item() if isinstance(values[i], np.generic) else values[i]
+        integer(f"row {frame.index[i]}: {column}", value, minimum=minimum)
+        raise ValueError(f"row {frame.index[i]}: {column} must be an integer >= {minimum}")
+
+    kind = values.dtype.kind
+    if kind in "iuf":
+        if kind == "f":
+            bad = ~np.isfinite(values) | (values != np.round(values))
+            bad |= np.abs(values) > 2**53
+        else:
+            bad = values > MAX_COUNT
+        bad |= values < minimum
+        if bad.any():
+            fail(int(np.flatnonzero(bad)[0]))
+        return values.astype(np.int64)
+    values = frame[column].to_numpy(dtype=object)
+    out = np.empty(values.size, dtype=np.int64)
+    for i, value in enumerate(values):
+        try:
+            out[i] = integer(str(column), value, minimum=minimum)
+        except ValueError:
+            fail(i)
+    return out
+
+
+# --- region ids and paths ----------------------------------------------------------------------
+
+
+def _region_id(value: Any, where: str, what: str = "region") -> tuple[tuple, str]:
+    """(typed key, name) of one region id: a non-empty string, an integer or a finite float.
+
+    A whole float is named like the integer (1.0 → "1"), so that ids which are equal or print
+    alike (1, 1.0, "1") give one name and their clash is caught, never merged silently.
+    """
+    if isinstance(value, bool | np.bool_):
+        raise ValueError(f"{where}: {what} id must be a string or a number, got {value!r}")
+    if isinstance(value, str):
+        if not value.strip():
+            raise ValueError(f"{where}: empty {what} id {value!r}")
+        return ("str", str(value)), str(value)
+    if isinstance(value, numbers.Integral):
+        return ("int", int(value)), str(int(value))
+    if isinstance(value, numbers.Real):
+        real = float(value)
+        if not math.isfinite(real):
+            raise ValueError(f"{where}: {what} id must be finite, got {value!r}")
+        return ("float", real), str(int(real)) if real.is_integer() else repr(real)
+    raise ValueError(
+        f"{where}: {what} id must be a string or a number, got {type(value).__name__} {value!r:.40}"
+    )
+
+
+class _Ids:
+    """Names of the region ids seen per level, to refuse two ids with one name."""
+
+    def __init__(self, levels: Sequence[Hashable], what: str = "region") -> None:
+        self.levels = list(levels)
+        self.what = what
+        self.seen: list[dict[str, tuple[tuple, str, Any]]] = [{} for _ in self.levels]
+
+    def name(self, level: int, value: Any, where: str) -> str:
+        if isinstance(value, np.generic):
+            value = value.item()  # shown and named as the Python value
+        key, name = _region_id(value, where, self.what)
+        first_key, first_where, first_value = self.seen[level].setdefault(name, (key, where, value))
+        if first_key != key:
+            raise ValueError(
+                f"{where}: {self.what} ids {value!r} and {first_value!r} ({first_where}) collide, "
+                f"both are named {name!r}; give the ids of column {self.levels[level]!r} "
+                "one type"
+            )
+        return name
+
+
+def _path_names(
+    table: pd.DataFrame, levels: Sequence[Hashable], ids: _Ids, label: str, *, complete: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """(names, present): the name of every level cell (None where empty) and which cells are
+    given. With ``complete`` an empty cell is an error naming its row and column."""
+    cells = table[list(levels)].to_numpy(dtype=object)
+    present = ~table[list(levels)].isna().to_numpy(dtype=bool).reshape(cells.shape)
+    names = np.full(cells.shape, None, dtype=object)
+    for j, level in enumerate(levels):
+
+        def where(i: int, level: Hashable = level) -> str:
+            return f"{label} {table.index[i]}, column {level!r}"
+
+        missing = np.flatnonzero(~present[:, j])
+        if missing.size and complete:
+            raise ValueError(f"{where(int(missing[0]))}: missing {ids.what} id")
+        column = table[level]
+        if column.dtype != object:
+            # One dtype for the whole column: equal values are the same id, so name each
+            # distinct value once (its first row is named if it is refused).
+            codes, uniques = pd.factorize(column, use_na_sentinel=True)
+            _, first = np.unique(codes, return_index=True)
+            first = first[codes[first] >= 0]
+            named = np.array(
+                [ids.name(j, uniques[codes[i]], where(int(i))) for i in first], dtype=object
+            )
+            given = codes >= 0
+            names[given, j] = named[codes[given]] if named.size else None
+            continue
+        cache: dict[tuple, str] = {}
+        for i in np.flatnonzero(present[:, j]):
+            value = cells[i, j]
+            try:
+                key: tuple | None = (type(value), value)
+                name = cache.get(key)  # type: ignore[arg-type]
+            except TypeError:  # unhashable: refused by _region_id below
+                key, name = None, None
+            if name is None:
+                name = ids.name(j, value, where(int(i)))
+                if key is not None:
+                    cache[key] = name
+            names[i, j] = name
+    return names, present
+
+
+def _paths(frame: pd.DataFrame, levels: Sequence[Hashable], ids: _Ids) -> tuple[list, np.ndarray]:
+    """Region path (tuple of names) of each row and whether it is a full (leaf) path.
+
+    A path may stop early (trailing empty level cells: an aggregate row), but may not skip a
+    level.
+    """
+    names, present = _path_names(frame, levels, ids, "row", complete=False)
+    skipped = present[:, 1:] & ~present[:, :-1]
+    if skipped.any():
+        i, j = np.argwhere(skipped)[0]
+        raise ValueError(
+            f"row {frame.index[i]}: region path skips a level of {list(levels)} "
+            f"(column {levels[j]!r} is empty, {levels[j + 1]!r} is not)"
+        )
+    depth = present.sum(axis=1)
+    paths = [tuple(names[i, : depth[i]]) for i in range(len(frame))]
+    return paths, depth == len(levels)
+
+
 def _tree_from_paths(paths: Sequence[tuple]) -> tuple[np.ndarray, tuple[str, ...], dict]:
     """Breadth-first parents and names for the given leaf paths (all the same length)."""
     depth = len(paths[0])
     parents, names = [-1], ["(root)"]
     index: dict[tuple, int] = {(): 0}
+    named: dict[str, tuple] = {"(root)": ()}
     for level in range(1, depth + 1):
-        for prefix in sorted({p[:level] for p in paths}, key=lambda p: tuple(map(str, p))):
+        for prefix in sorted({p[:level] for p in paths}):
+            name = "/".join(prefix)
+            other = named.setdefault(name, prefix)
+            if other != prefix:
+                raise ValueError(
+                    f"regions {list(other) or '(root)'} and {list(prefix)} are both named "
+                    f"{name!r}; region ids must not make one name twice (check for '/')"
+                )
             index[prefix] = len(parents)
             parents.append(index[prefix[:-1]])
-            names.append("/".join(map(str, prefix)))
+            names.append(name)
     return np.array(parents, dtype=np.int64), tuple(names), index
 
 
-def _require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{what} is missing column(s) {missing}; has {list(frame.columns)}")
+def _show(path: tuple) -> str:
+    return "/".join(path) or "(root)"
 
 
-def _integer_column(frame: pd.DataFrame, column: str, *, minimum: int | None = 0) -> np.ndarray:
-    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(values) | (values != np.round(values))
-    if minimum is not None:
-        bad |= values < minimum
-    if bad.any():
-        row = frame.index[np.flatnonzero(bad)[0]]
-        rule = "an integer" if minimum is None else f"an integer >= {minimum}"
-        raise ValueError(f"row {row}: {column} must be {rule}, got {frame.at[row, column]}")
-    return values.astype(np.int64)
-
-
-def _paths(frame: pd.DataFrame, levels: Sequence[str]) -> tuple[list[tuple], np.ndarray]:
-    """Region path of each row and whether it is a full (leaf) path.
-
-    A path may stop early (trailing empty level cells: an aggregate row), but may not skip a
-    level.
-    """
-    present = frame[list(levels)].notna().to_numpy()
-    depth = present.sum(axis=1)
-    skipped = present.any(axis=1) & ~np.all(present[:, :1], axis=1) | np.any(
-        present[:, 1:] & ~present[:, :-1], axis=1
-    )
-    if skipped.any():
-        row = frame.index[np.flatnonzero(skipped)[0]]
-        raise ValueError(f"row {row}: region path skips a level of {list(levels)}")
-    cells = frame[list(levels)].to_numpy(dtype=object)
-    paths = [tuple(cells[i, : depth[i]]) for i in range(len(frame))]
-    return paths, depth == len(levels)
+# --- builders ----------------------------------------------------------------------------------
 
 
 def from_frame(
@@ -178,6 +426,7 @@ def from_frame(
     count: str = "count",
     hierarchy: pd.DataFrame | None = None,
     top_code: bool = False,
+    step: int = 1,
 ) -> CensusData:
     """Build :class:`CensusData` from per-region group-size counts.
 
@@ -187,22 +436,41 @@ def from_frame(
         One row per (region, size): the region path in the ``levels`` columns (top to bottom,
         the nation level excluded: the root is implicit), the group ``size`` and the ``count``
         of groups. Leaf rows name every level; a row with trailing empty levels is an
-        aggregate and must equal the sum of its leaves. Absent (region, size) pairs count 0.
+        aggregate and must equal the sum of its leaves. Absent (region, size) pairs count 0;
+        two rows with the same region and the same size are an error.
     levels : column names of the hierarchy levels below the root.
     sizes : the public contiguous size set K (include 0 if groups can have size 0, spec G2).
     hierarchy : optional DataFrame with the ``levels`` columns listing every leaf region (the
-        public geography); data rows outside it are rejected, regions without rows count 0.
+        public geography); every cell must be given. Data rows outside it are rejected,
+        regions without rows count 0.
     top_code : put sizes above max(sizes) into the last size ("max or more") instead of
-        rejecting them.
+        rejecting them; rows with different sizes that fall into that bucket add up.
+    step : the public bound on how much one individual changes a group's size (1 unless
+        the counts come from quantities; see :class:`CensusData`).
+
+    Region ids are non-empty strings, integers or finite floats; a region is named by its ids
+    joined with "/". Ids of one level that are equal or print alike (``1``, ``1.0``, ``"1"``)
+    are an error naming both, as are empty cells in ``hierarchy`` and skipped levels. Sizes and
+    counts are exact integers (at most 2**53 when given as floats); leaf counts summing past
+    2**62 are refused.
     """
+    _frame_arg("frame", frame)
+    levels = _levels_arg(levels)
+    size, count = _label("size", size), _label("count", count)
+    if size == count or size in levels or count in levels:
+        raise ValueError(
+            f"size {size!r}, count {count!r} and levels {levels} must be distinct columns"
+        )
+    top_code = boolean("top_code", top_code)
+    if hierarchy is not None:
+        _frame_arg("hierarchy", hierarchy)
     _require_columns(frame, [*levels, size, count], "frame")
     if len(frame) == 0:
         raise ValueError("frame has no rows")
     size_set = _size_set(sizes)
-    group_size = _integer_column(frame, size)
+    raw_size = _integer_column(frame, size)
     group_count = _integer_column(frame, count)
-    if top_code:
-        group_size = np.minimum(group_size, size_set[-1])
+    group_size = np.minimum(raw_size, size_set[-1]) if top_code else raw_size
     outside = (group_size < size_set[0]) | (group_size > size_set[-1])
     if outside.any():
         position = np.flatnonzero(outside)[0]
@@ -213,56 +481,92 @@ def from_frame(
             f"row {row}: {size} {group_size[position]} is not in the size set "
             f"{size_set[0]}..{size_set[-1]}{hint}"
         )
-    paths, is_leaf = _paths(frame, levels)
+    ids = _Ids(levels)
+    paths, is_leaf = _paths(frame, levels, ids)
     if hierarchy is not None:
         _require_columns(hierarchy, levels, "hierarchy")
-        leaf_paths = [tuple(p) for p in hierarchy[list(levels)].to_numpy(dtype=object)]
+        if len(hierarchy) == 0:
+            raise ValueError("hierarchy has no rows")
+        public, _ = _path_names(hierarchy, levels, ids, "hierarchy row", complete=True)
+        leaf_paths = [tuple(p) for p in public]
         known = set(leaf_paths)
         known |= {p[:k] for p in leaf_paths for k in range(len(levels))}
         unknown = [i for i, p in enumerate(paths) if p not in known]
         if unknown:
             row = frame.index[unknown[0]]
             raise ValueError(
-                f"row {row}: region {'/'.join(map(str, paths[unknown[0]]))} is not in the hierarchy"
+                f"row {row}: region {_show(paths[unknown[0]])} is not in the hierarchy"
             )
     else:
         leaf_paths = [p for p, leaf in zip(paths, is_leaf, strict=True) if leaf]
     if not leaf_paths:
         raise ValueError(f"frame has no leaf rows (rows naming all levels {list(levels)})")
-    parents, names, index = _tree_from_paths(
-        sorted(set(leaf_paths), key=lambda p: tuple(map(str, p)))
-    )
+    parents, names, index = _tree_from_paths(sorted(set(leaf_paths)))
+    region = np.array([index.get(p, -1) for p in paths], dtype=np.int64)
+    if np.any(region < 0):
+        i = int(np.flatnonzero(region < 0)[0])
+        raise ValueError(
+            f"row {frame.index[i]}: aggregate region {_show(paths[i])} (column(s) "
+            f"{levels[len(paths[i]) :]} empty) has no leaves"
+        )
+    _refuse_duplicates(frame, region, raw_size, names, size)
     column = group_size - size_set[0]
     leaf_rows = np.flatnonzero(is_leaf)
-    region = np.array([index[paths[i]] for i in leaf_rows], dtype=np.int64)
-    keys = region * size_set.size + column[leaf_rows]
-    unique, repeats = np.unique(keys, return_counts=True)
-    if not top_code and np.any(repeats > 1):
-        duplicate = unique[repeats > 1][0]
-        rows = frame.index[leaf_rows[keys == duplicate]].tolist()
-        raise ValueError(f"rows {rows} give the same region and size twice")
+    total = _exact_sum(group_count[leaf_rows])
+    if total > MAX_COUNT:
+        raise ValueError(
+            f"{count}: the leaf rows hold {total} groups, over the largest supported total 2**62"
+        )
     counts = np.zeros((parents.size, size_set.size), dtype=np.int64)
-    np.add.at(counts, (region, column[leaf_rows]), group_count[leaf_rows])
+    np.add.at(counts, (region[leaf_rows], column[leaf_rows]), group_count[leaf_rows])
     tree = Tree(parents)
     for r in tree.bfs[::-1]:
         if parents[r] >= 0:
             counts[parents[r]] += counts[r]
-    _check_aggregates(frame, paths, is_leaf, index, column, group_count, counts, size_set)
-    return CensusData(parents, names, size_set, counts)
+    _check_aggregates(frame, levels, paths, region, is_leaf, column, group_count, counts, size_set)
+    return CensusData(parents, names, size_set, counts, step)
 
 
-def _check_aggregates(frame, paths, is_leaf, index, column, group_count, counts, size_set):
-    """Aggregate rows must equal the sums of their leaves (inconsistent parents otherwise)."""
+def _refuse_duplicates(
+    frame: pd.DataFrame, region: np.ndarray, raw_size: np.ndarray, names: tuple, size: Hashable
+) -> None:
+    """Two rows with the same region and the same (raw, not top-coded) size are an error."""
+    pairs = np.stack([region, raw_size], axis=1)
+    _, inverse, repeats = np.unique(pairs, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    repeated = np.flatnonzero(repeats[inverse] > 1)
+    if repeated.size:
+        first = repeated[0]
+        rows = frame.index[np.flatnonzero(inverse == inverse[first])].tolist()
+        raise ValueError(
+            f"rows {rows} give the same region and size twice "
+            f"(region {names[region[first]]}, {size} {raw_size[first]})"
+        )
+
+
+def _check_aggregates(frame, levels, paths, region, is_leaf, column, group_count, counts, sizes):
+    """Aggregate rows (trailing level cells empty) must equal the sums of their leaves.
+    Rows top-coded into one size add up first; sums are exact Python ints."""
+    given: dict[tuple[int, int], list] = {}
     for i in np.flatnonzero(~is_leaf):
-        region = index.get(paths[i])
-        if region is None:
-            raise ValueError(f"row {frame.index[i]}: aggregate region {paths[i]} has no leaves")
-        if counts[region, column[i]] != group_count[i]:
+        entry = given.setdefault((int(region[i]), int(column[i])), [0, [], i])
+        entry[0] += int(group_count[i])
+        entry[1].append(frame.index[i])
+    for (r, c), (amount, rows, i) in given.items():
+        if counts[r, c] != amount:
+            where = f"row {rows[0]}" if len(rows) == 1 else f"rows {rows}"
+            empty = list(levels[len(paths[i]) :])
             raise ValueError(
-                f"row {frame.index[i]}: inconsistent parent {'/'.join(map(str, paths[i])) or '/'}"
-                f" gives {group_count[i]} groups of size {size_set[column[i]]}, its leaves sum "
-                f"to {counts[region, column[i]]}"
+                f"{where}: inconsistent parent {_show(paths[i])} gives {amount} groups of size "
+                f"{sizes[c]}, its leaves sum to {counts[r, c]} (an aggregate row: column(s) "
+                f"{empty} empty)"
             )
+
+
+def _fresh(label: str, taken: Sequence[Hashable]) -> str:
+    while label in taken:
+        label = f"_{label}"
+    return label
 
 
 def from_records(
@@ -272,6 +576,7 @@ def from_records(
     *,
     unit: str = "unit",
     quantity: str | None = None,
+    quantity_bound: int | None = None,
     hierarchy: pd.DataFrame | None = None,
     top_code: bool = False,
 ) -> CensusData:
@@ -280,41 +585,100 @@ def from_records(
     Each record is one person: its ``unit`` (group id), its leaf region in the ``levels``
     columns and, optionally, a non-negative integer ``quantity`` q (default 1). A group's size
     is the sum of its members' q. With quantities a group can have size 0, so ``sizes`` must
-    then include 0 (spec G2). A unit whose members are in different regions is an error.
+    then include 0 (spec G2), and ``quantity_bound`` Q is required: a public bound on one
+    person's quantity. Each q is clipped to [0, Q] (so one person moves a group's size by at
+    most Q, the data's ``step``, which sets the cumulative query's sensitivity). A unit whose
+    members are in different regions is an error, as
+    is an empty unit or level cell; unit and region ids follow the rules of :func:`from_frame`.
     """
-    _require_columns(records, [unit, *levels] + ([quantity] if quantity else []), "records")
+    _frame_arg("records", records)
+    levels = _levels_arg(levels)
+    unit = _label("unit", unit)
+    if quantity is not None:
+        quantity = _label("quantity", quantity)
+    if unit in levels or quantity in [*levels, unit]:
+        raise ValueError(
+            f"unit {unit!r}, quantity {quantity!r} and levels {levels} must be distinct columns"
+        )
+    top_code = boolean("top_code", top_code)
+    if hierarchy is not None:
+        _frame_arg("hierarchy", hierarchy)
+        _require_columns(hierarchy, levels, "hierarchy")
+    _require_columns(
+        records, [unit, *levels] + ([quantity] if quantity is not None else []), "records"
+    )
     if len(records) == 0:
         raise ValueError("records has no rows")
-    if quantity is not None and min(sizes) > 0:
+    size_set = _size_set(sizes)
+    if (quantity is None) != (quantity_bound is None):
+        raise ValueError(
+            "quantity_bound (a public bound on one person's quantity) is required with "
+            "quantity, and only then"
+        )
+    bound = 1 if quantity_bound is None else integer("quantity_bound", quantity_bound, minimum=1)
+    if quantity is not None and size_set[0] > 0:
         raise ValueError(
             f"sizes must include 0 when {quantity!r} quantities are used: a group whose members "
             "all have quantity 0 has size 0 (spec G2)"
         )
-    frame = records[[unit, *levels]].copy()
-    null = frame.isna().any(axis=1).to_numpy()
-    if null.any():
-        row = records.index[np.flatnonzero(null)[0]]
-        raise ValueError(f"row {row}: records need a unit and every level {list(levels)}")
-    frame["_q"] = _integer_column(records, quantity) if quantity else 1
-    regions_per_unit = frame.groupby(unit, sort=False)[list(levels)].nunique().max(axis=1)
-    split = regions_per_unit[regions_per_unit > 1]
-    if len(split):
-        raise ValueError(f"unit {split.index[0]} has members in more than one region")
-    groups = frame.groupby(unit, sort=False).agg({**{lv: "first" for lv in levels}, "_q": "sum"})
-    table = groups.groupby([*levels, "_q"]).size().rename("count").reset_index()
+    units, _ = _path_names(records, [unit], _Ids([unit], "unit"), "row", complete=True)
+    ids = _Ids(levels)
+    regions, _ = _path_names(records, levels, ids, "row", complete=True)
+    public = None
+    if hierarchy is not None:
+        if len(hierarchy) == 0:
+            raise ValueError("hierarchy has no rows")
+        public, _ = _path_names(hierarchy, levels, ids, "hierarchy row", complete=True)
+        known = {tuple(p) for p in public}
+        for i, path in enumerate(map(tuple, regions)):
+            if path not in known:
+                raise ValueError(
+                    f"row {records.index[i]}: region {_show(path)} is not in the hierarchy"
+                )
+    if quantity is not None:
+        q = np.minimum(_integer_column(records, quantity), bound)  # public clipping to [0, Q]
+        total = _exact_sum(q)
+        if total > MAX_COUNT:
+            raise ValueError(
+                f"{quantity}: the quantities sum to {total}, over the largest supported size 2**62"
+            )
+    else:
+        q = np.ones(len(records), dtype=np.int64)
+    columns = [f"level{j}" for j in range(len(levels))]
+    people = pd.DataFrame(regions, columns=columns).assign(unit=units[:, 0], q=q)
+    if columns:
+        spread = people.groupby("unit", sort=False)[columns].nunique().max(axis=1)
+        split = spread[spread > 1]
+        if len(split):
+            raise ValueError(f"unit {split.index[0]} has members in more than one region")
+    groups = people.groupby("unit", sort=False).agg({**dict.fromkeys(columns, "first"), "q": "sum"})
+    table = groups.groupby([*columns, "q"]).size().rename("groups").reset_index()
+    size_label, count_label = _fresh("size", levels), _fresh("count", levels)
+    frame = pd.DataFrame(
+        {
+            **{
+                level: table[c].to_numpy(dtype=object)
+                for level, c in zip(levels, columns, strict=True)
+            },
+            size_label: table["q"].to_numpy(dtype=np.int64),
+            count_label: table["groups"].to_numpy(dtype=np.int64),
+        }
+    )
     return from_frame(
-        table.rename(columns={"_q": "size"}),
+        frame,
         levels,
-        sizes,
-        hierarchy=hierarchy,
+        size_set,
+        size=size_label,
+        count=count_label,
+        hierarchy=None if public is None else pd.DataFrame(public, columns=levels),
         top_code=top_code,
+        step=bound,
     )
 
 
 def household_distribution(sizes: int) -> np.ndarray:
     """Shares of household sizes 1..``sizes``: SF1 shares, then a geometric tail (spec §5)."""
-    if sizes < 1:
-        raise ValueError(f"sizes must be >= 1, got {sizes}")
+    sizes = integer("sizes", sizes, minimum=1, maximum=MAX_HOUSEHOLD_SIZE)
     base = np.array(HOUSEHOLD_SHARES, dtype=np.float64)
     ratio = base[6] / base[5]
     tail = base[6] * ratio ** np.arange(1, max(sizes - 7, 0) + 1)
@@ -332,6 +696,10 @@ def synthetic(
 ) -> CensusData:
     """A census-like national instance: nation → states → counties, household sizes 1..sizes.
 
+    ``states``, ``counties``, ``sizes`` and ``groups`` are whole numbers (1 ≤ states ≤
+    counties, 1 ≤ sizes ≤ MAX_HOUSEHOLD_SIZE, 0 ≤ groups ≤ 2**62, at most MAX_CELLS
+    region-size cells).
+
     County populations are log-normal (σ = 1.8, so counties differ by orders of magnitude as
     real ones do); states get one county each and the rest in proportion to log-normal state
     weights; each county's size shares are a Dirichlet perturbation of the national
@@ -339,10 +707,17 @@ def synthetic(
     """
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    if not 1 <= states <= counties:
+    states = integer("states", states, minimum=1)
+    counties = integer("counties", counties, minimum=1)
+    sizes = integer("sizes", sizes, minimum=1, maximum=MAX_HOUSEHOLD_SIZE)
+    groups = integer("groups", groups, minimum=0)
+    if not states <= counties:
         raise ValueError(f"need 1 <= states <= counties, got states={states}, counties={counties}")
-    if groups < 0:
-        raise ValueError(f"groups must be >= 0, got {groups}")
+    if (1 + states + counties) * sizes > MAX_CELLS:
+        raise ValueError(
+            f"states={states}, counties={counties}, sizes={sizes} give "
+            f"{(1 + states + counties) * sizes} cells, over MAX_CELLS = {MAX_CELLS}"
+        )
     state_weight = rng.lognormal(0.0, 1.0, states)
     extra = rng.multinomial(counties - states, state_weight / state_weight.sum())
     per_state = 1 + extra

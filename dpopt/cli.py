@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from dpopt import compare
 
@@ -14,7 +16,12 @@ EPILOG = """examples:
   dpopt compare --suite smoke --check    CI oracle: exact methods must agree
   dpopt compare --family dgm --suite medium --methods 'cvxpy:*,closed-form' --plot t.png
   dpopt compare --list                   families and their suites
-exit status: 0 ok, 1 --check found a disagreement, 2 bad arguments, 130 interrupted"""
+statuses: optimal (certified), feasible (meets the model, uncertified), violated (a point
+that breaks the model beyond the method's tolerance), infeasible, time_limit, error.
+--check compares only instances where an exact method certified the optimum (or all proved
+infeasibility); instances without any exact method are listed as not compared.
+exit status: 0 ok, 1 --check found a disagreement or compared nothing, 2 bad arguments,
+130 interrupted"""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,7 +57,12 @@ def _parser() -> argparse.ArgumentParser:
         help="comma-separated method names or glob patterns (default: every applicable method)",
     )
     cmp.add_argument(
-        "--time-limit", type=float, metavar="T", help="seconds per solve passed to each solver"
+        "--time-limit",
+        type=float,
+        metavar="T",
+        help="seconds per solve, passed only to the methods that honour a time limit (cvxpy "
+        "and CP-SAT solvers, the HDMM optimizers); closed forms, dynamic programs and fixed "
+        "strategies run to completion",
     )
     cmp.add_argument(
         "--seed", type=int, default=0, help="seed of the instance generators (default: 0)"
@@ -70,9 +82,10 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument(
         "--check",
         action="store_true",
-        help="exit 1 if exact methods disagree "
-        "beyond their tolerance, violate a constraint, or are beaten by a "
-        "feasible point",
+        help="exit 1 if exact methods disagree beyond their tolerance, violate a constraint, "
+        "are beaten by a feasible point, or none of them certified a result on an instance "
+        "that has some; instances without an exact method are reported as not compared, and "
+        "the check fails if nothing was compared",
     )
     cmp.add_argument("--list", action="store_true", help="list families and suites, then exit")
     cmp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -109,15 +122,55 @@ def _compare(args: argparse.Namespace) -> int:
     if args.time_limit is not None and not args.time_limit > 0:
         print("dpopt compare: --time-limit must be > 0 seconds", file=sys.stderr)
         return 2
+    for option, path in (("--json", args.json), ("--csv", args.csv), ("--plot", args.plot)):
+        problem = _unwritable(path) if path and path != "-" else None
+        if problem:
+            print(f"dpopt compare: {option} {path}: {problem}", file=sys.stderr)
+            return 2
     patterns = [p.strip() for p in args.methods.split(",") if p.strip()] if args.methods else None
-    records = compare.run(
-        families,
-        args.suite,
-        method_patterns=patterns,
-        time_limit=args.time_limit,
-        seed=args.seed,
-        progress=not args.no_progress,
-    )
+    try:
+        records = compare.run(
+            families,
+            args.suite,
+            method_patterns=patterns,
+            time_limit=args.time_limit,
+            seed=args.seed,
+            progress=not args.no_progress,
+        )
+    except compare.Interrupted as stop:
+        # report what finished (valid JSON with --json -), then exit 130 as --help says
+        print(f"dpopt compare: {stop}", file=sys.stderr)
+        _report(args, stop.records)
+        return 130
+    _report(args, records)
+    if not records:
+        print("dpopt compare: no (instance, method) pair matched", file=sys.stderr)
+        return 2
+    if args.check:
+        report = compare.check_report(records)
+        for failure in report.failures:
+            print(f"CHECK FAILED: {failure}", file=sys.stderr)
+        print(report.summary(), file=sys.stderr)
+        if not report.passed:
+            return 1
+    return 0
+
+
+def _unwritable(path: str) -> str | None:
+    """Why ``path`` cannot be written (checked before the run, not after it), or None."""
+    target = Path(path)
+    if target.is_dir():
+        return "is a directory"
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        return f"folder {folder} does not exist"
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        return "is not writable"
+    return None
+
+
+def _report(args: argparse.Namespace, records: list[compare.Record]) -> None:
+    """The table (or JSON on stdout) and the --json/--csv/--plot files."""
     to_stdout = args.json == "-"
     if to_stdout:
         json.dump(compare.records_as_dicts(records), sys.stdout, indent=1)
@@ -130,17 +183,6 @@ def _compare(args: argparse.Namespace) -> int:
         compare.write_csv(records, args.csv)
     if args.plot:
         compare.write_plot(records, args.plot)
-    if not records:
-        print("dpopt compare: no (instance, method) pair matched", file=sys.stderr)
-        return 2
-    if args.check:
-        failures = compare.check(records)
-        for failure in failures:
-            print(f"CHECK FAILED: {failure}", file=sys.stderr)
-        if failures:
-            return 1
-        print(f"check passed: {len(records)} solves agree", file=sys.stderr)
-    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,7 +4,9 @@ Each family module exposes ``SUITES``, a mapping from suite name to a function t
 instances from a ``numpy.random.Generator``. :func:`run` solves each instance with each method,
 records the model's own objective and violation, and :func:`check` turns the records into the
 correctness oracle: exact methods must agree within their tolerances, be feasible, and never be
-beaten by a feasible point from any other method.
+beaten by a feasible point from any other method. :func:`check_report` also says what was
+actually compared: an instance counts only when an exact method certified its optimum (or all
+exact methods agreed it is infeasible), and a solve only when its result was checked.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from dpopt.problem import Instance, method_info, methods, solve
+from dpopt.problem import CLAIMS_FEASIBLE, Instance, method_info, methods, solve
 
 FAMILY_MODULES = {"dgm": "dpopt.dgm", "census": "dpopt.census", "hdmm": "dpopt.hdmm"}
 SUITE_ORDER = ("smoke", "small", "medium", "large")
@@ -74,9 +76,13 @@ def _selected(names: Iterable[str], patterns: Sequence[str] | None) -> list[str]
 
 
 def _solve_record(family: str, instance: Instance, method: str, time_limit: float | None) -> Record:
+    """Solve and record; ``time_limit`` is passed only to methods that honour one (the others,
+    closed forms and dynamic programs, run to completion)."""
     problem = instance.problem
     info = method_info(problem, method)
-    base = dict(
+    if not info.honours_time_limit:
+        time_limit = None
+    base: dict[str, Any] = dict(
         family=family,
         problem=type(problem).__name__,
         instance=instance.name,
@@ -133,14 +139,18 @@ def run(
 ) -> list[Record]:
     """Run ``suite`` for ``families``; returns one :class:`Record` per (instance, method).
 
-    A ``KeyboardInterrupt`` stops the run and returns what was finished.
+    ``time_limit`` (seconds per solve) goes to the methods that honour a time limit
+    (:attr:`dpopt.MethodInfo.honours_time_limit`); the others run to completion.
+    A ``KeyboardInterrupt`` stops the run and raises :class:`Interrupted` carrying the
+    records of the solves that finished.
     """
-    plan = []
+    plan: list[tuple[str, Instance, str]] = []
     for family in families:
         for instance in instances(family, suite, seed):
             names = _selected((m.name for m in methods(instance.problem)), method_patterns)
             plan.extend((family, instance, name) for name in names)
     records: list[Record] = []
+    interrupted = False
     with tqdm(total=len(plan), disable=None if progress else True, unit="solve") as bar:
         try:
             for family, instance, name in plan:
@@ -148,10 +158,20 @@ def run(
                 records.append(_solve_record(family, instance, name, time_limit))
                 bar.update()
         except KeyboardInterrupt:
-            bar.write("interrupted: reporting the solves that finished")
+            interrupted = True
     for group in _groups(records).values():
         _fill_gaps(group)
+    if interrupted:
+        raise Interrupted(records)
     return records
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by the user; ``records`` holds the solves that finished."""
+
+    def __init__(self, records: list[Record]):
+        super().__init__(f"interrupted after {len(records)} solves")
+        self.records = records
 
 
 def _groups(records: Iterable[Record]) -> dict[tuple[str, str], list[Record]]:
@@ -161,28 +181,67 @@ def _groups(records: Iterable[Record]) -> dict[tuple[str, str], list[Record]]:
     return grouped
 
 
-def _instance_failures(group: Sequence[Record]) -> list[str]:
+@dataclass
+class InstanceCheck:
+    """The oracle's verdict on one instance: its failures and the solves it compared.
+
+    ``compared`` is False when the instance has no exact method among its solves (none
+    applicable, e.g. Laplace strategy selection, which is non-convex; or none selected);
+    ``reason`` then says why. An instance with exact methods none of which certified a result
+    is not compared either, and that is a failure.
+    """
+
+    name: str
+    failures: list[str]
+    compared: bool
+    solves: int
+    reason: str = ""
+
+
+def _claims_point(record: Record) -> bool:
+    """A point that meets the model within its method's allowed violation (the status solve()
+    gave after re-checking it); ``violated`` points never count."""
+    return record.status in CLAIMS_FEASIBLE
+
+
+def _check_instance(group: Sequence[Record]) -> InstanceCheck:
     name = f"{group[0].family}/{group[0].instance}"
     exact = [r for r in group if r.kind == "exact"]
+    if not exact:
+        return InstanceCheck(name, [], False, 0, "no exact method among its solves")
     failures = [
         f"{name}: exact method {r.method} ended with status {r.status}: {r.message}"
         for r in exact
-        if r.status == "error"
+        if r.status in ("error", "violated")
     ]
     solved = [r for r in exact if r.status == "optimal"]
-    if solved and any(r.status == "infeasible" for r in exact):
+    infeasible = [r for r in exact if r.status == "infeasible"]
+    if solved and infeasible:
         failures.append(
             f"{name}: exact methods disagree on feasibility: "
             + ", ".join(f"{r.method}={r.status}" for r in exact)
         )
+    if not solved:
+        if infeasible and len(infeasible) == len(exact):
+            # every exact method proved the model infeasible: compared, and no point may exist
+            failures += [
+                f"{name}: {r.method} found a point ({r.objective:.10g}) although every exact "
+                "method says the model is infeasible"
+                for r in group
+                if _claims_point(r)
+            ]
+            return InstanceCheck(name, failures, True, len(infeasible))
+        failures.append(
+            f"{name}: no exact method certified a result, nothing was compared: "
+            + ", ".join(f"{r.method}={r.status}" for r in exact)
+        )
+        return InstanceCheck(name, failures, False, 0, "no exact method certified a result")
     failures += [
         f"{name}: exact method {r.method} violates a constraint by "
         f"{r.max_violation:.3g} > tol {r.tol:g}"
         for r in solved
         if not r.max_violation <= r.tol
     ]
-    if not solved:
-        return failures
     best = min(solved, key=lambda r: r.objective)
     scale = max(1.0, abs(best.objective))
     failures += [
@@ -191,13 +250,15 @@ def _instance_failures(group: Sequence[Record]) -> list[str]:
         for r in solved
         if abs(r.objective - best.objective) > max(r.tol, best.tol) * scale
     ]
+    # every point within its allowed violation is checked against the optimum (an exact
+    # method's uncertified point too: it is a point of the same model); best is the lowest
+    # certified optimum, so the certified ones pass this by construction
+    checked = [r for r in group if _claims_point(r)]
     failures += [
         f"{name}: {r.method} found a feasible point ({r.objective:.10g}) better than "
         f"the exact optimum of {best.method} ({best.objective:.10g})"
-        for r in group
-        if r.kind != "exact"
-        and r.max_violation <= r.tol
-        and r.objective < best.objective - best.tol * scale
+        for r in checked
+        if r.objective < best.objective - best.tol * scale
     ]
     ref, ref_tol = best.reference, best.reference_tol
     if (
@@ -209,18 +270,80 @@ def _instance_failures(group: Sequence[Record]) -> list[str]:
             f"{name}: best exact objective {best.objective:.10g} is worse than the "
             f"reference {ref:.10g} beyond tol {ref_tol:g}"
         )
-    return failures
+    return InstanceCheck(name, failures, True, len(checked))
+
+
+@dataclass
+class CheckReport:
+    """What :func:`check_report` found: the failures and what was actually compared."""
+
+    instances: list[InstanceCheck]
+    failures: list[str]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def compared_instances(self) -> list[InstanceCheck]:
+        return [i for i in self.instances if i.compared]
+
+    @property
+    def compared_solves(self) -> int:
+        return sum(i.solves for i in self.instances)
+
+    @property
+    def not_compared(self) -> list[InstanceCheck]:
+        """Instances without an exact method (not failures), e.g. Laplace strategy selection."""
+        return [i for i in self.instances if not i.compared and not i.failures]
+
+    def summary(self) -> str:
+        """The closing line of ``dpopt compare --check``: only what was compared is counted."""
+        compared = self.compared_instances
+        line = (
+            f"{self.compared_solves} solve{'s' if self.compared_solves != 1 else ''} compared "
+            f"on {len(compared)} instance{'s' if len(compared) != 1 else ''}"
+        )
+        skipped = self.not_compared
+        if skipped:
+            names = ", ".join(i.name for i in skipped)
+            line += (
+                f"; {len(skipped)} instance{'s' if len(skipped) != 1 else ''} had no exact "
+                f"method (not compared): {names}"
+            )
+        return f"check {'passed' if self.passed else 'failed'}: {line}"
+
+
+def check_report(records: Sequence[Record]) -> CheckReport:
+    """The oracle on ``records``: failures per instance and what was compared.
+
+    Per instance (all its records): exact methods that error or return a ``violated`` point,
+    disagree on feasibility, violate a constraint beyond their ``tol`` although ``optimal``,
+    or disagree with each other beyond the larger ``tol`` (relative, scaled by
+    max(1, |best|)); any ``optimal``/``feasible`` point (``violated`` ones never count) that
+    beats the exact optimum; a best exact objective worse than the instance's published
+    reference beyond ``reference_tol``. An instance whose exact methods all ended without a
+    certified result (error, time limit, uncertified point, infeasible while another method
+    disagrees) is a failure; one without any exact method is *not compared*, which is not a
+    failure; and if no instance at all was compared, that is a failure.
+
+    A *compared solve* is a record whose result was checked: in an instance with a certified
+    optimum, every ``optimal`` or ``feasible`` record; in an instance that every exact
+    method proved infeasible, those exact records.
+    """
+    verdicts = [_check_instance(group) for group in _groups(records).values()]
+    failures = [f for verdict in verdicts for f in verdict.failures]
+    if not any(v.compared for v in verdicts):
+        failures.append(
+            "no instance was compared: none had an exact method that certified a result"
+            + (f" ({len(verdicts)} instances run)" if verdicts else " (no solves)")
+        )
+    return CheckReport(verdicts, failures)
 
 
 def check(records: Sequence[Record]) -> list[str]:
-    """Oracle failures in ``records`` (empty when everything agrees).
-
-    Flags exact methods that error, disagree on feasibility, violate constraints beyond their
-    ``tol``, or disagree with each other beyond the larger ``tol`` (relative, scaled by
-    max(1, |best|)); any method whose feasible point beats the exact optimum; and a best exact
-    objective worse than the instance's published reference beyond ``reference_tol``.
-    """
-    return [f for group in _groups(records).values() for f in _instance_failures(group)]
+    """Oracle failures in ``records`` (empty when everything agrees); see :func:`check_report`."""
+    return check_report(records).failures
 
 
 def format_table(records: Sequence[Record]) -> str:

@@ -8,11 +8,12 @@ nothing itself: the mechanism spends each ε*_i through its accountant when it m
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 
 import numpy as np
 
 from dpopt.models.dgm_budget import BudgetAllocation
-from dpopt.privacy import Accountant
+from dpopt.privacy import Accountant, exact_shares
 from dpopt.problem import Instance, solve
 
 # Hand-checked cases of the spec (§6.1 T1 three-node chain, T2 perfect squares).
@@ -20,13 +21,21 @@ SPEC_CHAIN_A = (0.01009451, 0.01187904, 0.00232367)
 SPEC_SQUARES_A = (0.001, 0.004, 0.009)
 
 
-def allocate_budget(a: np.ndarray, accountant: Accountant, *, method: str = "auto") -> np.ndarray:
+def allocate_budget(
+    a: np.ndarray, accountant: Accountant, *, method: str = "auto"
+) -> list[Fraction]:
     """Split the accountant's remaining budget over nodes by the optimal allocation (Eq. 10).
 
-    Returns ε* with Σ ε* equal to ``accountant.remaining``; nothing is spent here.
+    Returns ε* as exact rationals proportional to the solver's allocation and adding up to
+    ``accountant.remaining`` exactly, so that spending them all never exceeds the budget;
+    nothing is spent here.
     """
-    problem = BudgetAllocation(a=a, total=accountant.remaining)
-    return np.asarray(solve(problem, method, strict=True).x)
+    if not isinstance(accountant, Accountant) or accountant.kind != "pure":
+        raise TypeError(f"accountant must be a pure ε-DP dpopt Accountant, got {accountant!r}")
+    remaining = accountant.remaining
+    assert isinstance(remaining, Fraction)
+    problem = BudgetAllocation(a=a, total=float(remaining))
+    return exact_shares(remaining, np.asarray(solve(problem, method, strict=True).x))
 
 
 def _random_weights(rng: np.random.Generator, n: int, decades: float) -> np.ndarray:

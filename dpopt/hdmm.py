@@ -14,7 +14,7 @@ Workloads are dense arrays or :mod:`dpopt.workload` matrices (anything with ``sh
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,14 +31,24 @@ from dpopt.models.matrix_mechanism import (
     sensitivity,
     strategy_error,
 )
-from dpopt.privacy import Accountant, analytic_gaussian_sigma, gaussian_zcdp
+from dpopt.privacy import (
+    Accountant,
+    ExactStack,
+    Loss,
+    analytic_gaussian_sigma,
+    draw,
+    histogram,
+    prepare_gaussian,
+    prepare_laplace,
+)
 from dpopt.problem import Instance, solve
-from dpopt.solvers.hdmm import OPT_M_MAX_ATTRIBUTES
+from dpopt.solvers.hdmm import MAX_RESTARTS, OPT_M_MAX_ATTRIBUTES
 from dpopt.solvers.hdmm_kron import identity_error, opt_kron, opt_union
 from dpopt.solvers.hdmm_marginals import opt_marginals
-from dpopt.validation import positive_number
+from dpopt.validation import choice, finite_array, integer, positive_number
 
 __all__ = [
+    "Measurement",
     "ProductStrategy",
     "Strategy",
     "answer",
@@ -54,8 +64,16 @@ __all__ = [
 ]
 
 
+def _randomised(restarts: Any, seed: Any) -> tuple[int, int]:
+    """Validated ``restarts`` (1 … MAX_RESTARTS) and ``seed`` (≥ 0) of a seeded optimizer."""
+    return (
+        integer("restarts", restarts, minimum=1, maximum=MAX_RESTARTS),
+        integer("seed", seed, minimum=0),
+    )
+
+
 def _noise(noise: str) -> Noise:
-    if noise not in NOISES:
+    if not isinstance(noise, str) or noise not in NOISES:
         raise ValueError(f"noise must be one of {NOISES}, got {noise!r}")
     return noise  # type: ignore[return-value]
 
@@ -63,9 +81,8 @@ def _noise(noise: str) -> Noise:
 def gram_of(workload: Any) -> np.ndarray:
     """WᵀW as a dense n × n array (a workload matrix's implicit Gram, densified)."""
     if isinstance(workload, np.ndarray):
-        if workload.ndim != 2:
-            raise ValueError(f"workload must be 2-dimensional, got shape {workload.shape}")
-        return workload.T @ workload
+        matrix = finite_array("workload", workload, ndim=2)
+        return matrix.T @ matrix
     if hasattr(workload, "gram"):
         return np.asarray(workload.gram().dense(), dtype=np.float64)
     raise TypeError(f"workload must be an array or a dpopt.workload matrix, got {workload!r}")
@@ -79,7 +96,7 @@ def noise_variance(noise: str, epsilon: float, delta: float | None = None) -> fl
     """Per-query noise variance of a unit-sensitivity strategy: 2/ε² or σ(ε, δ)² (spec §1)."""
     epsilon = positive_number("epsilon", epsilon)
     if _noise(noise) == "laplace":
-        return 2.0 / epsilon**2
+        return 2.0 / epsilon / epsilon
     if delta is None:
         raise ValueError("delta is required for Gaussian noise")
     return analytic_gaussian_sigma(epsilon, delta) ** 2
@@ -98,8 +115,8 @@ def expected_error(
     TSE = c · ‖A‖² · tr[(AᵀA)⁺ WᵀW]; +inf if A does not support W.
     """
     gram = gram_of(workload)
-    strategy = np.asarray(strategy, dtype=np.float64)
-    if strategy.ndim != 2 or strategy.shape[1] != gram.shape[0]:
+    strategy = finite_array("strategy", strategy, ndim=2)
+    if strategy.shape[1] != gram.shape[0]:
         raise ValueError(f"strategy must have {gram.shape[0]} columns, got {strategy.shape}")
     return noise_variance(noise, epsilon, delta) * strategy_error(strategy, gram, _noise(noise))
 
@@ -121,7 +138,10 @@ def svd_bound(workload: Any) -> float:
     """SVDB(W) = (Σλ)²/n over the singular values λ of W (Def. 11): a lower bound on the
     unscaled error of every supporting strategy (Prop. 5)."""
     gram = gram_of(workload)
-    values = np.clip(np.linalg.eigvalsh(gram), 0.0, None)
+    values = np.linalg.eigvalsh(gram)
+    # eigenvalues at rounding level are zeros of a rank-deficient Gram: dropped, as their square
+    # roots (~1e-8·√max) would lift the bound above errors that strategies reach
+    values = values[values > values.size * np.finfo(float).eps * max(values.max(), 1e-300)]
     return float(np.sqrt(values).sum() ** 2 / gram.shape[0])
 
 
@@ -155,6 +175,9 @@ def optimize(
     optional ``executor``; Gaussian: the convex Def. 12 program. Deterministic for a seed.
     """
     problem = StrategySelection(gram_of(workload), _noise(noise))
+    restarts, seed = _randomised(restarts, seed)
+    if p is not None:
+        p = integer("p", p, minimum=1, maximum=problem.size)
     options: dict[str, Any] = {}
     if noise == "laplace":
         options = {"restarts": restarts, "seed": seed, "p": p, "executor": executor}
@@ -186,49 +209,10 @@ class ProductStrategy:
     blocks: tuple[tuple[np.ndarray, ...], ...]
     theta: np.ndarray | None = None  # marginal weights when template == "marginals"
 
-    def _kron(self, factors: Sequence[np.ndarray]) -> wl.Kron:
-        return wl.Kron([wl.Explicit(f) for f in factors])
-
-    def measure(
-        self,
-        x: Any,
-        *,
-        epsilon: float,
-        delta: float | None = None,
-        rng: np.random.Generator,
-        accountant: Accountant | None = None,
-    ) -> list[np.ndarray]:
-        """yⱼ = bⱼ(⊗Aᵢ⁽ʲ⁾)x + noise for every block (one charge for the whole strategy)."""
-        data = np.asarray(x, dtype=np.float64).ravel()
-        if not isinstance(rng, np.random.Generator):
-            raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-        scale = (
-            math.sqrt(noise_variance(self.noise, epsilon, delta) / 2)
-            if (self.noise == "laplace")
-            else math.sqrt(noise_variance(self.noise, epsilon, delta))
-        )
-        if accountant is not None:
-            amount = epsilon if self.noise == "laplace" else gaussian_zcdp(scale)
-            accountant.spend(amount, f"HDMM measurement ({self.template}, {self.noise})")
-        draw = rng.laplace if self.noise == "laplace" else rng.normal
-        out = []
-        for share, factors in zip(self.shares, self.blocks, strict=True):
-            exact = share * self._kron(factors).matvec(data)
-            out.append(exact + draw(0.0, scale, exact.shape))
-        return out
-
-    def reconstruct(self, measurements: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """x̂ⱼ = (⊗Aᵢ⁽ʲ⁾)⁺ yⱼ / bⱼ per block (one global estimate for a single block); for
-        marginals the global least-squares x̂ = 𝔾⁺(θ²)𝕄ᵀ(θ)y (spec §4)."""
-        if self.theta is not None:
-            keys = np.flatnonzero(self.theta > 0)
-            sizes = tuple(f.shape[1] for f in self.blocks[0])
-            blocks = dict(zip(keys.tolist(), measurements, strict=True))
-            return [marginal_reconstruct(self.theta, blocks, sizes)]
-        return [
-            self._kron([np.linalg.pinv(f) for f in factors]).matvec(y) / share
-            for share, factors, y in zip(self.shares, self.blocks, measurements, strict=True)
-        ]
+    @property
+    def measured_blocks(self) -> list[tuple[float, tuple[np.ndarray, ...]]]:
+        """(weight, factors) of every block, as :func:`measure` stacks them."""
+        return list(zip(self.shares, self.blocks, strict=True))
 
 
 def optimize_product(
@@ -244,10 +228,8 @@ def optimize_product(
     ``restarts`` is per OPT₀ call inside OPT_⊗/OPT_+ (OPT_M uses at least 5).
     """
     noise = _noise(noise)
-    if template not in ("auto", "kron", "union", "marginals", "identity"):
-        raise ValueError(
-            f"template must be auto, kron, union, marginals or identity, got {template!r}"
-        )
+    restarts, seed = _randomised(restarts, seed)
+    template = choice("template", template, ("auto", "kron", "union", "marginals", "identity"))
     terms = wl.union_of_kron_terms(workload)
     rng = np.random.default_rng(seed)
     sizes = [g.shape[0] for g in terms[0][1]]
@@ -295,43 +277,140 @@ def _marginal_strategy(
     )
 
 
+@dataclass(frozen=True, eq=False)
+class Measurement:
+    """Noisy strategy answers and the public facts least squares needs — nothing private.
+
+    ``answers[j]`` ≈ (⊗ᵢ ``blocks[j][i]``)x with independent noise of variance ``variances[j]``
+    per answer; the blocks are the strategy's factors exactly as measured (rounded to the
+    grid of :mod:`dpopt.privacy.linear`). ``variance`` is the noise variance of the stacked,
+    weighted answers (``variances[j]`` = ``variance``/wⱼ²): for a unit-sensitivity strategy
+    of unscaled error E the expected total squared error is ``variance``·E. ``theta`` holds
+    the marginal weights of an OPT_M strategy, answered by global least squares; ``loss`` is
+    what the measurement cost.
+    """
+
+    noise: Noise
+    template: str
+    blocks: tuple[tuple[np.ndarray, ...], ...]
+    answers: tuple[np.ndarray, ...]
+    variances: tuple[float, ...]
+    variance: float
+    loss: Loss
+    theta: np.ndarray | None = None
+
+
+def _stack(strategy: Any, noise: str | None) -> tuple[ExactStack, Noise, str, np.ndarray | None]:
+    """The strategy as exact stacked blocks, with its noise, template and marginal weights."""
+    if noise is not None:
+        noise = _noise(noise)
+    if isinstance(strategy, ProductStrategy):
+        if noise is not None and noise != strategy.noise:
+            raise ValueError(f"noise {noise!r} differs from the strategy's {strategy.noise!r}")
+        return (
+            ExactStack.from_blocks(strategy.measured_blocks),
+            strategy.noise,
+            strategy.template,
+            strategy.theta,
+        )
+    if isinstance(strategy, Strategy):
+        if noise is not None and noise != strategy.noise:
+            raise ValueError(f"noise {noise!r} differs from the strategy's {strategy.noise!r}")
+        matrix, chosen, template = strategy.matrix, strategy.noise, strategy.template
+    else:
+        matrix, chosen, template = strategy, _noise(noise or "laplace"), "given"
+    dense = finite_array("strategy", matrix, ndim=2)
+    # a strategy scaled to unit sensitivity; measure() adds noise for that sensitivity
+    return ExactStack.from_blocks([(1.0, (dense,))]), chosen, template, None
+
+
 def measure(
-    strategy: np.ndarray,
+    strategy: Strategy | ProductStrategy | np.ndarray,
     x: Any,
     *,
-    noise: str = "laplace",
     epsilon: float,
     delta: float | None = None,
+    noise: str | None = None,
     rng: np.random.Generator,
     accountant: Accountant | None = None,
-) -> np.ndarray:
-    """y = Ax + noise scaled to A's sensitivity (spec §4); charges ``accountant`` if given.
+) -> Measurement:
+    """Answer the strategy on the histogram ``x`` with exact noise (spec §4).
 
-    Laplace: Lap(‖A‖₁/ε), an ε charge to a pure accountant. Gaussian: N(0, σ(ε,δ)²‖A‖₂²),
-    charged to a zCDP accountant as ρ = 1/(2σ²) (Bun & Steinke) when one is given.
+    The answers are computed exactly in integer arithmetic on the strategy rounded to a public
+    grid (:class:`~dpopt.privacy.ExactStack`) and released on a public grid with discrete
+    noise (:func:`~dpopt.privacy.laplace_mechanism`): Laplace at scale ‖A‖₁/ε, an ε-DP charge;
+    the discrete Gaussian at σ = ‖A‖₂/√(2ρ) with ρ = cdp_rho(ε, δ), charged as ρ-zCDP or as
+    (ε, δ) (its σ is ~7 % above the continuous analytic σ(ε, δ) of :func:`noise_variance`,
+    which the discrete Gaussian does not meet for vectors; ``Measurement.variance`` is the
+    variance actually drawn). Every input is validated before ``accountant`` is charged.
+    ``noise`` is only needed for a bare matrix.
     """
-    strategy = np.asarray(strategy, dtype=np.float64)
-    data = np.asarray(x, dtype=np.float64)
-    if data.shape != (strategy.shape[1],):
-        raise ValueError(f"x must have shape ({strategy.shape[1]},), got {data.shape}")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    noise = _noise(noise)
-    scale = sensitivity(strategy, noise)
-    if noise == "laplace":
-        epsilon = positive_number("epsilon", epsilon)
-        if accountant is not None:
-            accountant.spend(epsilon, "HDMM measurement (Laplace)")
-        return strategy @ data + rng.laplace(0.0, scale / epsilon, strategy.shape[0])
-    sigma = math.sqrt(noise_variance(noise, epsilon, delta))
-    if accountant is not None:
-        accountant.spend(gaussian_zcdp(sigma), "HDMM measurement (Gaussian)")
-    return strategy @ data + rng.normal(0.0, scale * sigma, strategy.shape[0])
+    stack, chosen, template, theta = _stack(strategy, noise)
+    try:
+        size = np.size(x)
+    except (ValueError, TypeError):  # a malformed x: histogram() names it below
+        size = stack.cells
+    if size != stack.cells:
+        raise ValueError(f"x has {size} cells; the strategy has {stack.cells} columns")
+    counts = histogram(x, stack.cells)
+    answers = stack.answers(counts)
+    label = f"HDMM measurement ({template}, {chosen})"
+    if chosen == "laplace":
+        prepared = prepare_laplace(
+            answers, stack.sensitivity_l1, epsilon, label=label, changed=stack.changed
+        )
+    else:
+        if delta is None:
+            raise ValueError("delta is required for Gaussian noise")
+        prepared = prepare_gaussian(
+            answers,
+            stack.sensitivity_l2,
+            epsilon=epsilon,
+            delta=delta,
+            label=label,
+            changed=stack.changed,
+        )
+    (noisy,) = draw([prepared], rng=rng, accountant=accountant)
+    weights = stack.weights_float
+    return Measurement(
+        chosen,
+        template,
+        tuple(block.matrices for block in stack.blocks),
+        tuple(stack.split(noisy.values)),
+        tuple(noisy.variance / w**2 for w in weights),
+        noisy.variance,
+        noisy.loss,
+        None if theta is None else _measured_theta(theta, weights),
+    )
 
 
-def reconstruct(strategy: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x̂ = A⁺y, the least-squares estimate (post-processing: reads only y and A)."""
-    return np.linalg.lstsq(np.asarray(strategy, dtype=np.float64), y, rcond=None)[0]
+def _measured_theta(theta: np.ndarray, weights: tuple[float, ...]) -> np.ndarray:
+    """θ with its positive entries replaced by the weights actually measured."""
+    measured = np.zeros_like(theta)
+    measured[np.flatnonzero(theta > 0)] = weights
+    return measured
+
+
+def reconstruct(measurement: Measurement) -> np.ndarray | list[np.ndarray]:
+    """Least squares from a measurement (post-processing: reads only the measurement).
+
+    One block: x̂ = A⁺y (for a Kronecker block, ⊗Aᵢ⁺ applied to y). A marginal strategy:
+    the global x̂ = 𝔾⁺(θ²)𝕄ᵀ(θ)y (spec §4). Several blocks (OPT_+): one local estimate
+    per block, x̂ⱼ = (⊗Aᵢ⁽ʲ⁾)⁺yⱼ, returned as a list.
+    """
+    if not isinstance(measurement, Measurement):
+        raise TypeError(f"reconstruct takes an hdmm.Measurement, got {type(measurement).__name__}")
+    if measurement.theta is not None:
+        theta = measurement.theta
+        keys = np.flatnonzero(theta > 0)
+        sizes = tuple(f.shape[1] for f in measurement.blocks[0])
+        weighted = {int(a): theta[a] * y for a, y in zip(keys, measurement.answers, strict=True)}
+        return marginal_reconstruct(theta, weighted, sizes)
+    estimates = [
+        wl.Kron([wl.Explicit(np.linalg.pinv(f)) for f in factors]).matvec(y)
+        for factors, y in zip(measurement.blocks, measurement.answers, strict=True)
+    ]
+    return estimates[0] if len(estimates) == 1 else estimates
 
 
 def answer(
@@ -361,16 +440,10 @@ def answer(
     if not isinstance(strategy, Strategy):
         error = unit_tse / noise_variance(noise, 1.0, 1e-6)
         strategy = Strategy(matrix, _noise(noise), "given", error, {"given": error})
-    y = measure(
-        strategy.matrix,
-        x,
-        noise=noise,
-        epsilon=epsilon,
-        delta=delta,
-        rng=rng,
-        accountant=accountant,
-    )
-    return workload @ reconstruct(strategy.matrix, y), strategy
+    measured = measure(strategy, x, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
+    estimate = reconstruct(measured)
+    assert isinstance(estimate, np.ndarray)
+    return workload @ estimate, strategy
 
 
 # --- dpopt compare suites ----------------------------------------------------------------------

@@ -5,7 +5,32 @@ and constraint violations without any solver. Methods are functions registered f
 type under a name (``"cvxpy:clarabel"``, ``"closed-form"``, ...) and a kind (``exact``,
 ``relaxation``, ``heuristic``). :func:`solve` runs one, times it, and re-evaluates the returned
 point with the model's own ``objective`` and ``violations`` so that every reported number is
-the model's, not the solver's.
+the model's, not the solver's (DESIGN.md, "The core contract").
+
+Statuses (:data:`STATUSES`) never lie; :func:`solve` enforces it on every returned point:
+
+``optimal``
+    The point meets the model within the *allowed violation* (below) and the method certifies
+    optimality: an ``exact`` method whose own promise held (the solver said optimal, L-BFGS-B
+    converged in every stage, a dynamic program finished).
+``feasible``
+    Within the allowed violation, not certified optimal: every point of a ``relaxation`` or a
+    ``heuristic``, and an exact method that stopped uncertified (a solver's
+    "optimal_inaccurate", an optimizer that did not converge).
+``violated``
+    A point was returned, but it breaks the model beyond the allowed violation: a relaxation's
+    rounded point, a solver's point outside its tolerance. ``info["message"]`` says by how
+    much and against what tolerance.
+``infeasible``
+    The method proved that the model has no feasible point (``x`` is None).
+``time_limit``
+    Stopped by the time limit; ``x`` holds the best point found so far, or None.
+``error``
+    The method failed, or claimed a point whose objective is not finite.
+
+The allowed violation of a method on a problem is ``max(MethodInfo.tol,
+Problem.feasibility_tol)``: the method's own tolerance, floored by the problem's numerical
+floor on its ``violations`` scale.
 """
 
 from __future__ import annotations
@@ -17,9 +42,13 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-STATUSES = ("optimal", "feasible", "infeasible", "time_limit", "error")
+from dpopt.validation import boolean, positive_number
+
+STATUSES = ("optimal", "feasible", "violated", "infeasible", "time_limit", "error")
 KINDS = ("exact", "relaxation", "heuristic")
-Status = Literal["optimal", "feasible", "infeasible", "time_limit", "error"]
+Status = Literal["optimal", "feasible", "violated", "infeasible", "time_limit", "error"]
+# Statuses that claim the point meets the model: solve() re-checks them (module docstring).
+CLAIMS_FEASIBLE = ("optimal", "feasible")
 Kind = Literal["exact", "relaxation", "heuristic"]
 
 
@@ -42,9 +71,16 @@ class Problem:
     Subclasses are ``@dataclass(frozen=True, eq=False)`` with validation in ``__post_init__``
     (raising ``ValueError`` naming the field), and implement :meth:`objective`,
     :meth:`violations` and :attr:`size`. All problems are minimizations.
+
+    ``feasibility_tol`` is the problem's own numerical floor on its :meth:`violations` scale:
+    the violation that evaluating the check in floating point can show at a point that meets
+    the model exactly (0.0, the default, for checks that are exact, such as integer counts).
+    :func:`solve` allows ``max(method tol, feasibility_tol)`` before it calls a point
+    ``violated``, so that a method with ``tol = 0`` is not failed by rounding in the check.
     """
 
     family: ClassVar[str] = ""
+    feasibility_tol: ClassVar[float] = 0.0
 
     def objective(self, x: Any) -> float:
         """The model's objective at ``x``, computed without any solver."""
@@ -66,21 +102,30 @@ class Problem:
 
 @dataclass(frozen=True)
 class MethodInfo:
-    """What a registered method is: its name, kind and objective tolerance.
+    """What a registered method is: its name, kind, tolerance and whether it can be time-limited.
 
     ``tol`` is the relative objective accuracy the method guarantees (for ``exact`` methods) and
-    the largest constraint violation, on the problem's scale, that its solutions may show.
+    the largest constraint violation, on the problem's scale, that its solutions may show
+    (floored by the problem's ``feasibility_tol``; a point beyond it is ``violated``).
+    ``honours_time_limit`` says whether the method stops at ``solve(..., time_limit=T)``
+    (checked between its solver's iterations, so one iteration may overrun T); a method that
+    does not honour it runs to completion, and ``solve`` refuses a time limit for it.
     """
 
     name: str
     kind: Kind
     tol: float
     description: str = ""
+    honours_time_limit: bool = False
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a method function returns: a point, a status and solver details."""
+    """What a method function returns: a point, a status and solver details.
+
+    Any status of :data:`STATUSES` may be returned; :func:`solve` re-checks ``optimal`` and
+    ``feasible`` points against the model (module docstring).
+    """
 
     x: Any
     status: Status
@@ -94,7 +139,14 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Solution:
-    """The result of :func:`solve`: the point, the model's objective at it, and what happened."""
+    """The result of :func:`solve`: the point, the model's objective at it, and what happened.
+
+    ``status`` is one of :data:`STATUSES` (their meaning is in the module docstring);
+    ``objective`` and ``max_violation`` are the model's own, recomputed at ``x`` (NaN when
+    ``x`` is None). ``info`` holds the method's details and ``info["message"]`` says why the
+    status is not ``optimal``; when :func:`solve` changed the method's status,
+    ``info["method_status"]`` keeps the one the method returned.
+    """
 
     x: Any
     objective: float
@@ -142,12 +194,18 @@ def register(
     description: str = "",
     auto_rank: int | None = None,
     limit: Limit | None = None,
+    honours_time_limit: bool = False,
 ) -> Callable[[MethodFunction], MethodFunction]:
     """Register ``function(problem, *, time_limit, **options) -> Outcome`` as a method.
 
     ``auto_rank``: exact methods with a rank take part in ``method="auto"`` (lowest rank that
     accepts the problem wins). ``limit(problem)`` returns a reason string when the method should
     not be run on that instance (too large for an exact model, say), else ``None``.
+    ``honours_time_limit``: the function stops when ``time_limit`` seconds have passed and
+    returns status ``time_limit`` (with the best point so far, or None). Leave it False for a
+    method that runs to completion (closed forms, dynamic programs, fixed strategies):
+    ``solve`` then refuses a time limit instead of ignoring it. The function is still called
+    with ``time_limit=None``.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
@@ -157,7 +215,12 @@ def register(
     def decorate(function: MethodFunction) -> MethodFunction:
         add_method(
             problem_type,
-            RegisteredMethod(MethodInfo(name, kind, tol, description), function, auto_rank, limit),
+            RegisteredMethod(
+                MethodInfo(name, kind, tol, description, honours_time_limit),
+                function,
+                auto_rank,
+                limit,
+            ),
         )
         return function
 
@@ -190,19 +253,25 @@ def _registered(problem_type: type) -> Iterator[RegisteredMethod]:
                 yield method
 
 
-def _lookup(problem: Problem, name: str) -> RegisteredMethod:
-    for method in _registered(type(problem)):
+def _method_name(name: Any) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"method must be a method name (a str), got {type(name).__name__}")
+    return name
+
+
+def _lookup(problem: Problem | type[Problem], name: str) -> RegisteredMethod:
+    _method_name(name)
+    kind = problem if isinstance(problem, type) else type(problem)
+    for method in _registered(kind):
         if method.info.name == name:
             return method
     prefix, _, variant = name.partition(":")
-    for cls in type(problem).__mro__:
+    for cls in kind.__mro__:
         family = _FAMILIES.get(cls, {}).get(prefix)
         if family is not None and variant:
             return family.make(variant)
-    available = ", ".join(m.info.name for m in _registered(type(problem))) or "none"
-    raise ValueError(
-        f"unknown method {name!r} for {type(problem).__name__}; available: {available}"
-    )
+    available = ", ".join(m.info.name for m in _registered(kind)) or "none"
+    raise ValueError(f"unknown method {name!r} for {kind.__name__}; available: {available}")
 
 
 def methods(problem: Problem, *, include_refused: bool = False) -> list[MethodInfo]:
@@ -212,6 +281,7 @@ def methods(problem: Problem, *, include_refused: bool = False) -> list[MethodIn
     """
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a dpopt Problem, got {type(problem).__name__}")
+    include_refused = boolean("include_refused", include_refused)
     return [
         m.info for m in _registered(type(problem)) if include_refused or m.refusal(problem) is None
     ]
@@ -272,16 +342,33 @@ def solve(
     strict : bool
         Raise :class:`SolverError` unless the status is ``optimal``.
     time_limit : float, optional
-        Wall-clock seconds passed to the method's solver (methods without an iterative solver
-        ignore it).
+        Wall-clock seconds after which the method stops with status ``time_limit`` (checked
+        between its solver's iterations). Only methods whose
+        :attr:`MethodInfo.honours_time_limit` is True accept it; for the others (closed forms,
+        dynamic programs, fixed strategies, which run to completion) it raises ``ValueError``.
     **options
         Method-specific options; unknown ones raise ``ValueError`` naming the accepted ones.
+
+    Returns
+    -------
+    Solution
+        Its status follows the rules of the module docstring: a point claimed ``optimal`` or
+        ``feasible`` whose ``problem.violations`` exceeds ``max(method tol,
+        problem.feasibility_tol)`` is ``violated``; a non-``exact`` method's point is never
+        ``optimal`` (it is ``feasible``); a claimed point with a non-finite objective is
+        ``error``.
     """
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a dpopt Problem, got {type(problem).__name__}")
-    if time_limit is not None and not (time_limit > 0):
-        raise ValueError(f"time_limit must be > 0 seconds, got {time_limit!r}")
-    chosen = _auto(problem) if method == "auto" else _lookup(problem, method)
+    if time_limit is not None:
+        time_limit = positive_number("time_limit", time_limit)
+    strict = boolean("strict", strict)
+    chosen = _auto(problem) if _method_name(method) == "auto" else _lookup(problem, method)
+    if time_limit is not None and not chosen.info.honours_time_limit:
+        raise ValueError(
+            f"method {chosen.info.name!r} does not honour a time limit: it runs to completion "
+            "(solve it without time_limit)"
+        )
     reason = chosen.refusal(problem)
     if reason is not None:
         raise ValueError(f"method {chosen.info.name!r} refuses this instance: {reason}")
@@ -299,11 +386,11 @@ def solve(
             float(problem.objective(outcome.x)),
             float(problem.violations(outcome.x)),
         )
-    status = outcome.status
-    if status in ("optimal", "feasible") and not math.isfinite(objective):
-        # e.g. a first-order solver's ε_i ≤ 0 for Σa/ε: claimed solved, yet outside the domain.
-        status = "error"
-        info["message"] = f"the {outcome.status} point returned has objective {objective}"
+    status = _judged_status(
+        problem, chosen.info, outcome.status, outcome.x is not None, objective, violation, info
+    )
+    if status != outcome.status:
+        info["method_status"] = outcome.status
     solution = Solution(
         outcome.x, objective, status, chosen.info.name, seconds, info, violation, chosen.info.kind
     )
@@ -312,8 +399,52 @@ def solve(
     return solution
 
 
-def method_info(problem: Problem, method: str) -> MethodInfo:
-    """The :class:`MethodInfo` of ``method`` for ``problem`` (on-demand families included)."""
+def allowed_violation(problem: Problem, info: MethodInfo) -> float:
+    """The largest ``problem.violations`` a point of this method may show and still be called
+    ``optimal`` or ``feasible``: ``max(info.tol, problem.feasibility_tol)``."""
+    return max(info.tol, float(problem.feasibility_tol))
+
+
+def _judged_status(
+    problem: Problem,
+    method: MethodInfo,
+    claimed: Status,
+    has_point: bool,
+    objective: float,
+    violation: float,
+    info: dict[str, Any],
+) -> Status:
+    """The status :func:`solve` reports for a method's claimed status (module docstring);
+    writes the reason of any change into ``info["message"]``."""
+    if claimed not in CLAIMS_FEASIBLE:
+        return claimed
+    if not has_point:
+        info["message"] = f"the method said {claimed} but returned no point"
+        return "error"
+    earlier = info.get("message", "")
+    allowed = allowed_violation(problem, method)
+    if not violation <= allowed:  # NaN included
+        info["message"] = (
+            f"the {claimed} point returned violates the model by {violation:.3g} > allowed "
+            f"{allowed:.3g} (max of the method's tol {method.tol:g} and the problem's "
+            f"feasibility_tol {problem.feasibility_tol:g})" + (f"; {earlier}" if earlier else "")
+        )
+        return "violated"
+    if not math.isfinite(objective):
+        # e.g. a first-order solver's ε_i ≤ 0 for Σa/ε: claimed solved, yet outside the domain.
+        info["message"] = f"the {claimed} point returned has objective {objective}"
+        return "error"
+    if claimed == "optimal" and method.kind != "exact":
+        info["message"] = f"a {method.kind} does not certify optimality for the model" + (
+            f"; {earlier}" if earlier else ""
+        )
+        return "feasible"
+    return claimed
+
+
+def method_info(problem: Problem | type[Problem], method: str) -> MethodInfo:
+    """The :class:`MethodInfo` of ``method`` for ``problem`` or a Problem type (on-demand
+    families included)."""
     return _lookup(problem, method).info
 
 

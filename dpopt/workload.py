@@ -20,13 +20,30 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
 
-from dpopt.validation import nonnegative_integer, positive_number
+from dpopt.validation import finite_array, nonnegative_integer, positive_number
 
 DENSE_LIMIT = 2**26
 """Largest number of entries ``dense()`` materialises without ``force=True``."""
 
 NORM_LIMIT = 10**8
 """Longest column-norm vector built explicitly (column norms of a Kron or VStack)."""
+
+SPARSE_LIMIT = 2**24
+"""Most stored entries of a sparse baseline (:func:`hierarchical`, :func:`wavelet`, :func:`hb`)."""
+
+COLLAPSE_LIMIT = 2**20
+"""Widest Kronecker factor whose several column-norm terms are summed into one vector (so that
+a Kron of unions stays one product of per-factor vectors instead of multiplying out)."""
+
+MAX_TERMS = 4096
+"""Most Kronecker terms a Kron of unions is multiplied out into (its factors' term counts
+multiply); past it a one-attribute union factor is summed into one term, else refused."""
+
+MAX_MARGINALS = 10**5
+"""Most marginals :class:`Marginals` builds (C(d, k) grows exponentially in d)."""
+
+MAX_ATTRIBUTES = 26
+"""Most attributes :func:`marginal_weights` handles (its vector has 2^d entries)."""
 
 Terms = list[tuple[float, list[np.ndarray]]]
 
@@ -69,7 +86,7 @@ class Matrix(ABC):
         """The m×n array, built without the size check."""
 
     def _apply(self, name: str, value: ArrayLike, length: int, op: Callable) -> np.ndarray:
-        arr = np.asarray(value, dtype=np.float64)
+        arr = finite_array(name, value)
         if arr.ndim not in (1, 2) or arr.shape[0] != length:
             raise ValueError(
                 f"{name} must have shape ({length},) or ({length}, k), got {arr.shape}"
@@ -121,8 +138,19 @@ class Matrix(ABC):
         return np.abs(d).sum(axis=0) if kind == "l1" else (d * d).sum(axis=0)
 
     def _norm_terms(self, kind: str) -> Terms:
-        """Column norms as Σ c·⊗ᵢ vᵢ (hdmm spec §1, Thm 3)."""
-        return _kron_terms(self, lambda m: m._own_norms(kind), abs if kind == "l1" else _square)
+        """Column norms as Σ c·⊗ᵢ vᵢ over the union's Kronecker terms, multiplied out (hdmm
+        spec §1, Thm 3; at most MAX_TERMS terms)."""
+        return _kron_terms(
+            self, lambda m: _leaf_norms(m, kind), abs if kind == "l1" else _square, _sum_1d
+        )
+
+    def _norm_form(self, kind: str) -> Terms:
+        """Column norms as Σ c·⊗ᵢ vᵢ with few terms: a Kronecker factor that is a union over at
+        most COLLAPSE_LIMIT cells is summed into one vector first, so a Kron of unions is one
+        product (polynomial in the number of factors, never the product domain)."""
+        return _kron_terms(
+            self, lambda m: _leaf_norms(m, kind), abs if kind == "l1" else _square, _collapse
+        )
 
     def _column_norms(self, kind: str) -> np.ndarray:
         n = self.shape[1]
@@ -131,7 +159,7 @@ class Matrix(ABC):
                 f"column norms of {self!r} need a length-{n} vector, over NORM_LIMIT = {NORM_LIMIT}"
             )
         out = np.zeros(n)
-        for coef, vectors in self._norm_terms(kind):
+        for coef, vectors in self._norm_form(kind):
             out += coef * reduce(np.kron, vectors)
         return out
 
@@ -144,14 +172,21 @@ class Matrix(ABC):
         return self._column_norms("l2sq")
 
     def _sensitivity(self, kind: str) -> float:
-        """Maximum column norm: Σ c·∏ max vᵢ when every term peaks on a common cell, else
-        the max of the explicit column-norm vector (exact either way)."""
-        terms = self._norm_terms(kind)
+        """Maximum column norm (exact). The column norms of a Kronecker product are the
+        products of its factors' column norms, so one term's maximum is ∏ max vᵢ; a union's
+        terms give Σ c·∏ max vᵢ when they all peak on a common cell, else the max of the
+        explicit column-norm vector (at most NORM_LIMIT long)."""
+        terms = self._norm_form(kind)
+        value = None
         if len({tuple(map(len, vectors)) for _, vectors in terms}) == 1:
             per_attribute = zip(*(vectors for _, vectors in terms), strict=True)
             if all(np.logical_and.reduce([v == v.max() for v in vs]).any() for vs in per_attribute):
-                return float(sum(c * math.prod(float(v.max()) for v in vs) for c, vs in terms))
-        return float(self._column_norms(kind).max())
+                value = math.fsum(c * math.prod(float(v.max()) for v in vs) for c, vs in terms)
+        if value is None:
+            value = float(self._column_norms(kind).max())
+        if not math.isfinite(value):
+            raise ValueError(f"the sensitivity of {self!r} overflows float64")
+        return value
 
     def sensitivity_l1(self) -> float:
         """‖W‖_𝓛: the maximum column L1 norm (hdmm spec §1)."""
@@ -191,7 +226,7 @@ class _Block(Matrix):
 
     def gram(self) -> Explicit:
         """WᵀW as a dense n×n Explicit (1-D n is small enough for the optimizers)."""
-        return Explicit(self._gram_array())
+        return Explicit(_checked_gram(self))
 
     def _own_norms(self, kind: str) -> np.ndarray:
         """Entries are 0/1, so both norms are the column counts diag(WᵀW)."""
@@ -404,15 +439,22 @@ class WidthRanges(_Block):
 
 
 class Explicit(Matrix):
-    """Any dense or scipy.sparse matrix (stored as float64; sparse as CSR, dense not copied)."""
+    """Any dense or scipy.sparse matrix (stored as float64; sparse as CSR, a float64 ndarray not
+    copied). Boolean arrays are 0/1 query matrices."""
 
     def __init__(self, matrix: ArrayLike | sparse.sparray | sparse.spmatrix) -> None:
         if sparse.issparse(matrix):
+            if matrix.dtype.kind not in "biuf":
+                raise ValueError(f"matrix must have real entries, got dtype {matrix.dtype}")
             self.matrix = sparse.csr_array(matrix, dtype=np.float64)
             values = self.matrix.data
-        else:
-            self.matrix = np.asarray(matrix, dtype=np.float64)
+        elif isinstance(matrix, np.ndarray) and matrix.dtype in (np.float64, np.bool_):
+            self.matrix = matrix.astype(np.float64, copy=False)
             values = self.matrix
+        else:
+            if isinstance(matrix, Matrix):
+                raise ValueError(f"matrix must be an array, got {matrix!r} (already a Matrix)")
+            self.matrix = values = finite_array("matrix", matrix)
         if self.matrix.ndim != 2 or 0 in self.matrix.shape:
             raise ValueError(f"matrix must be 2-D and non-empty, got shape {self.matrix.shape}")
         if not np.isfinite(values).all():
@@ -439,9 +481,12 @@ class Explicit(Matrix):
         return self.matrix.copy()
 
     def gram(self) -> Explicit:
+        if not sparse.issparse(self.matrix):
+            _gram_size(self)
         return Explicit(self.matrix.T @ self.matrix)
 
     def _gram_array(self) -> np.ndarray:
+        _gram_size(self)
         gram = self.matrix.T @ self.matrix
         return gram.toarray() if sparse.issparse(gram) else gram
 
@@ -461,8 +506,39 @@ class Explicit(Matrix):
 # --- combinators (hdmm spec §2, §4) -----------------------------------------------------------
 
 
+def _gram_size(matrix: Matrix) -> None:
+    n = matrix.shape[1]
+    if n * n > DENSE_LIMIT:
+        raise ValueError(
+            f"the Gram of {matrix!r} is {n}×{n} = {n * n} entries, over DENSE_LIMIT = {DENSE_LIMIT}"
+        )
+
+
+def _checked_gram(block: Matrix) -> np.ndarray:
+    """A 1-D block's dense Gram, refused past DENSE_LIMIT entries."""
+    _gram_size(block)
+    return block._gram_array()  # type: ignore[attr-defined]
+
+
+def _leaf_norms(matrix: Matrix, kind: str) -> np.ndarray:
+    """A leaf's own column norms, refused past NORM_LIMIT entries."""
+    n = matrix.shape[1]
+    if n > NORM_LIMIT:
+        raise ValueError(
+            f"column norms of {matrix!r} need a length-{n} vector, over NORM_LIMIT = {NORM_LIMIT}"
+        )
+    return matrix._own_norms(kind)
+
+
 def _matrices(name: str, items: Iterable[Matrix]) -> list[Matrix]:
-    out = list(items)
+    if isinstance(items, Matrix):
+        raise ValueError(f"{name} must be a list of Matrix, got the single matrix {items!r}")
+    try:
+        if isinstance(items, str | bytes):
+            raise TypeError
+        out = list(items)
+    except TypeError:  # not iterable (a number, None, a 0-d array, …)
+        raise ValueError(f"{name} must be a list of Matrix, got {type(items).__name__}") from None
     if not out:
         raise ValueError(f"{name} must be a non-empty list of Matrix")
     for i, item in enumerate(out):
@@ -611,43 +687,98 @@ class Weighted(Matrix):
         return self.weight * self.matrix._dense()
 
     def gram(self) -> Weighted:
-        return Weighted(self.matrix.gram(), self.weight**2)
+        return Weighted(self.matrix.gram(), _squared_weight(self))
 
     def trace(self) -> float:
         return self.weight * self.matrix.trace()
 
 
+Collapse = Callable[[Matrix, Terms, int], Terms | None]
+
+
+def _squared_weight(matrix: Weighted) -> float:
+    square = matrix.weight * matrix.weight
+    if not math.isfinite(square):
+        raise ValueError(f"weight² of {matrix!r} overflows float64")
+    return square
+
+
 def _kron_terms(
-    matrix: Matrix, leaf: Callable[[Matrix], np.ndarray], scale: Callable[[float], float]
+    matrix: Matrix,
+    leaf: Callable[[Matrix], np.ndarray],
+    scale: Callable[[float], float],
+    collapse: Collapse,
 ) -> Terms:
-    """Expand Weighted/VStack/Kron structure into Σ c·⊗ᵢ leaf(blockᵢ) (hdmm spec §2)."""
+    """Expand Weighted/VStack/Kron structure into Σ c·⊗ᵢ leaf(blockᵢ) (hdmm spec §2).
+
+    A Kron multiplies its factors' term lists out, which is exponential in the number of
+    factors that are unions; ``collapse(factor, terms, count)`` may replace a factor's
+    several terms by one (``count`` is the number of terms so far), and past MAX_TERMS
+    terms the expansion is refused.
+    """
     if isinstance(matrix, Weighted):
         factor = scale(matrix.weight)
-        return [(factor * c, vs) for c, vs in _kron_terms(matrix.matrix, leaf, scale)]
+        return [(factor * c, vs) for c, vs in _kron_terms(matrix.matrix, leaf, scale, collapse)]
     if isinstance(matrix, VStack):
-        return [term for b in matrix.blocks for term in _kron_terms(b, leaf, scale)]
+        return [term for b in matrix.blocks for term in _kron_terms(b, leaf, scale, collapse)]
     if isinstance(matrix, Kron):
         terms: Terms = [(1.0, [])]
         for f in matrix.factors:
-            inner = _kron_terms(f, leaf, scale)
+            inner = _kron_terms(f, leaf, scale, collapse)
+            if len(inner) > 1:
+                inner = collapse(f, inner, len(terms)) or inner
+            if len(terms) * len(inner) > max(MAX_TERMS, len(terms), len(inner)):
+                raise ValueError(
+                    f"{matrix!r} multiplies out into more than MAX_TERMS = {MAX_TERMS} "
+                    "Kronecker terms"
+                )
             terms = [(c * d, u + v) for c, u in terms for d, v in inner]
         return terms
     return [(1.0, [leaf(matrix)])]
 
 
+def _sum_1d(factor: Matrix, terms: Terms, count: int) -> Terms | None:
+    """Sum the terms of a one-attribute factor into one, when multiplying out would pass
+    MAX_TERMS (exact: (A;B)⊗C and a single factor AᵀA + BᵀB give the same Gram)."""
+    if count * len(terms) <= MAX_TERMS or any(len(vs) != 1 for _, vs in terms):
+        return None
+    total = sum(c * vs[0] for c, vs in terms)
+    total.setflags(write=False)
+    return [(1.0, [total])]
+
+
+def _collapse(factor: Matrix, terms: Terms, count: int) -> Terms | None:
+    """Sum a factor's column-norm terms into one explicit vector when the factor has at most
+    COLLAPSE_LIMIT cells (exact: column norms of a union add up)."""
+    if factor.shape[1] > COLLAPSE_LIMIT:
+        return None
+    return [(1.0, [sum(c * reduce(np.kron, vs) for c, vs in terms)])]
+
+
+def _matrix_arg(name: str, matrix: Any) -> Matrix:
+    if not isinstance(matrix, Matrix):
+        raise ValueError(f"{name} must be a dpopt.workload.Matrix, got {type(matrix).__name__}")
+    return matrix
+
+
 def domain(matrix: Matrix) -> tuple[int, ...]:
     """Per-attribute sizes (n₁, …, n_d) of a Kron-structured matrix; (n,) for a 1-D block."""
+    return _domain(_matrix_arg("matrix", matrix))
+
+
+def _domain(matrix: Matrix) -> tuple[int, ...]:
     if isinstance(matrix, Weighted):
-        return domain(matrix.matrix)
+        return _domain(matrix.matrix)
     if isinstance(matrix, Kron):
-        return tuple(size for f in matrix.factors for size in domain(f))
+        return tuple(size for f in matrix.factors for size in _domain(f))
     if isinstance(matrix, VStack | Sum):
         parts = matrix.blocks if isinstance(matrix, VStack) else matrix.terms
-        first = domain(parts[0])
+        first = _domain(parts[0])
         for part in parts[1:]:
-            if domain(part) != first:
+            other = _domain(part)
+            if other != first:
                 raise ValueError(
-                    f"{part!r} has attribute domain {domain(part)}, but {parts[0]!r} has {first}"
+                    f"{part!r} has attribute domain {other}, but {parts[0]!r} has {first}"
                 )
         return first
     return (matrix.shape[1],)
@@ -656,7 +787,9 @@ def domain(matrix: Matrix) -> tuple[int, ...]:
 def union_of_kron_terms(matrix: Matrix) -> list[tuple[float, list[np.ndarray]]]:
     """WᵀW as Σⱼ wⱼ² ⊗ᵢ Vᵢ⁽ʲ⁾: (wⱼ², [dense nᵢ×nᵢ Gram per attribute]) terms (hdmm spec §2).
 
-    Identical 1-D blocks share one read-only Gram array across terms.
+    Identical 1-D blocks share one read-only Gram array across terms. A Kron of unions
+    multiplies out; where that would pass MAX_TERMS terms, a one-attribute union factor is
+    summed into one Gram instead, and otherwise the expansion is refused.
     """
     domain(matrix)
     grams: dict[tuple, np.ndarray] = {}
@@ -668,25 +801,35 @@ def union_of_kron_terms(matrix: Matrix) -> list[tuple[float, list[np.ndarray]]]:
             )
         key = (type(block), block.shape) if isinstance(block, _Block) else (id(block),)
         if key not in grams:
-            grams[key] = block._gram_array()
+            grams[key] = _checked_gram(block)
             grams[key].setflags(write=False)
         return grams[key]
 
-    return _kron_terms(matrix, leaf, _square)
+    return _kron_terms(matrix, leaf, _square, _sum_1d)
 
 
 # --- marginals (hdmm spec §2, §3.5) -----------------------------------------------------------
 
 
+def _sequence(name: str, value: Any, what: str) -> tuple:
+    if isinstance(value, str | bytes | Matrix) or not isinstance(value, Iterable):
+        raise ValueError(f"{name} must be a sequence of {what}, got {value!r}")
+    try:
+        return tuple(value)
+    except TypeError:  # a 0-d array is Iterable but cannot be iterated
+        raise ValueError(f"{name} must be a sequence of {what}, got {value!r}") from None
+
+
 def _domain_arg(sizes: Sequence[int]) -> tuple[int, ...]:
-    out = tuple(_size(f"domain[{i}]", n) for i, n in enumerate(sizes))
+    items = _sequence("domain", sizes, "attribute sizes")
+    out = tuple(_size(f"domain[{i}]", n) for i, n in enumerate(items))
     if not out:
         raise ValueError("domain must list at least one attribute size")
     return out
 
 
 def _attrs_arg(attrs: Iterable[int], d: int) -> tuple[int, ...]:
-    out = tuple(attrs)
+    out = _sequence("attrs", attrs, "attribute indices")
     for a in out:
         if isinstance(a, bool) or not isinstance(a, numbers.Integral) or not 0 <= a < d:
             raise ValueError(f"attrs must be attribute indices in [0, {d}), got {a!r}")
@@ -705,28 +848,54 @@ class Marginal(Kron):
     """⊗ᵢ (I if i ∈ attrs else T): the marginal on ``attrs`` (hdmm spec §2, Ex. 7)."""
 
     def __init__(self, domain: Sequence[int], attrs: Iterable[int]) -> None:
-        self.sizes = _domain_arg(domain)
-        self.attrs = _attrs_arg(attrs, len(self.sizes))
-        self.key = marginal_key(self.sizes, self.attrs)
-        super().__init__(
-            [Identity(n) if i in self.attrs else Total(n) for i, n in enumerate(self.sizes)]
+        sizes = _domain_arg(domain)
+        self._build(
+            sizes,
+            _attrs_arg(attrs, len(sizes)),
+            [Identity(n) for n in sizes],
+            [Total(n) for n in sizes],
         )
+
+    def _build(
+        self,
+        sizes: tuple[int, ...],
+        attrs: tuple[int, ...],
+        identities: list[Identity],
+        totals: list[Total],
+    ) -> None:
+        """Set up from validated sizes and attrs; the 1-D blocks (immutable) may be shared."""
+        self.sizes, self.attrs = sizes, attrs
+        d = len(sizes)
+        self.key = sum(1 << (d - 1 - a) for a in attrs)
+        chosen = set(attrs)
+        self.factors = [identities[i] if i in chosen else totals[i] for i in range(d)]
 
     def __repr__(self) -> str:
         return f"Marginal({self.sizes}, {self.attrs})"
 
 
 class Marginals(VStack):
-    """All k-way marginals on ``domain``, in itertools.combinations order."""
+    """All k-way marginals on ``domain``, in itertools.combinations order (at most
+    MAX_MARGINALS of them; they share one Identity and one Total block per attribute)."""
 
     def __init__(self, domain: Sequence[int], k: int) -> None:
         sizes = _domain_arg(domain)
         self.k = nonnegative_integer("k", k)
         if self.k > len(sizes):
             raise ValueError(f"k must be <= the number of attributes {len(sizes)}, got {k!r}")
-        super().__init__(
-            [Marginal(sizes, attrs) for attrs in itertools.combinations(range(len(sizes)), k)]
-        )
+        count = math.comb(len(sizes), self.k)
+        if count > MAX_MARGINALS:
+            raise ValueError(
+                f"k = {self.k} on {len(sizes)} attributes gives {count} marginals, over "
+                f"MAX_MARGINALS = {MAX_MARGINALS}"
+            )
+        identities, totals = [Identity(n) for n in sizes], [Total(n) for n in sizes]
+        blocks = []
+        for attrs in itertools.combinations(range(len(sizes)), self.k):
+            block = Marginal.__new__(Marginal)
+            block._build(sizes, attrs, identities, totals)
+            blocks.append(block)
+        self.blocks = blocks  # all on the same cells: VStack's checks are not needed
 
 
 def _marginal_key_of(block: Matrix) -> int:
@@ -738,11 +907,16 @@ def _marginal_key_of(block: Matrix) -> int:
 
 def marginal_weights(matrix: Matrix) -> np.ndarray:
     """w(a) = Σ weight² over the marginals with key a, length 2^d (hdmm spec §3.5)."""
-    out = np.zeros(2 ** len(domain(matrix)))
+    d = len(domain(matrix))
+    if d > MAX_ATTRIBUTES:
+        raise ValueError(
+            f"matrix has {d} attributes, over MAX_ATTRIBUTES = {MAX_ATTRIBUTES} (2^d weights)"
+        )
+    out = np.zeros(2**d)
 
     def visit(block: Matrix, weight2: float) -> None:
         if isinstance(block, Weighted):
-            visit(block.matrix, weight2 * block.weight**2)
+            visit(block.matrix, weight2 * _squared_weight(block))
         elif isinstance(block, VStack):
             for b in block.blocks:
                 visit(b, weight2)
@@ -756,13 +930,20 @@ def marginal_weights(matrix: Matrix) -> np.ndarray:
 # --- 1-D baselines (hdmm spec §5.1) -----------------------------------------------------------
 
 
-def _levels(n: int, widths: list[int], data: np.ndarray) -> Explicit:
+def _levels(n: int, widths: list[int], data: Callable[[], np.ndarray] | None = None) -> Explicit:
     """Rows of consecutive width-w intervals tiling [0, n), one level per entry of ``widths``
-    (a level's last interval is short when w does not divide n)."""
+    (a level's last interval is short when w does not divide n); entries ``data()`` (ones by
+    default), refused past DENSE_LIMIT stored entries."""
+    if len(widths) * n > SPARSE_LIMIT:
+        raise ValueError(
+            f"n = {n} with {len(widths)} levels needs {len(widths) * n} stored entries, over "
+            f"SPARSE_LIMIT = {SPARSE_LIMIT}"
+        )
     starts = np.concatenate([i * n + np.arange(0, n, w) for i, w in enumerate(widths)])
     indptr = np.append(starts, len(widths) * n)
     indices = np.tile(np.arange(n), len(widths))
-    return Explicit(sparse.csr_array((data, indices, indptr), shape=(len(starts), n)))
+    values = np.ones(len(widths) * n) if data is None else data()
+    return Explicit(sparse.csr_array((values, indices, indptr), shape=(len(starts), n)))
 
 
 def hierarchical(n: int, branching: int = 2) -> Explicit:
@@ -772,7 +953,7 @@ def hierarchical(n: int, branching: int = 2) -> Explicit:
     branching = _size("branching", branching, minimum=2)
     levels = _exact_log("n", n, branching)
     widths = [n // branching**level for level in range(levels + 1)]
-    return _levels(n, widths, np.ones(len(widths) * n))
+    return _levels(n, widths)
 
 
 def wavelet(n: int) -> Explicit:
@@ -781,23 +962,35 @@ def wavelet(n: int) -> Explicit:
     n = _size("n", n)
     levels = _exact_log("n", n, 2)
     widths = [n] + [n >> level for level in range(levels)]
-    signs = [np.ones(n)] + [np.tile(np.repeat([1.0, -1.0], w // 2), n // w) for w in widths[1:]]
-    return _levels(n, widths, np.concatenate(signs))
+
+    def signs() -> np.ndarray:
+        halves = [np.tile(np.repeat([1.0, -1.0], w // 2), n // w) for w in widths[1:]]
+        return np.concatenate([np.ones(n), *halves])
+
+    return _levels(n, widths, signs)
 
 
 def hb_branching(n: int) -> tuple[int, int]:
     """(b, h) of HB (Qardaji et al.): b minimises (b−1)h³ − 2(b+1)h²/3 with h the smallest
-    height with bʰ ≥ n (hdmm spec §5.1); b = n (h = 1, the identity) is allowed."""
+    height with bʰ ≥ n (hdmm spec §5.1); b = n (h = 1, the identity) is allowed.
+
+    For a fixed h the cost increases with b, so only the smallest b with bʰ ≥ n can win for
+    that h: O(log n) candidates, ties to the smaller b.
+    """
     n = _size("n", n)
     if n == 1:
         return 1, 1
     best: tuple[float, int, int] | None = None
-    for b in range(2, n + 1):
-        h = 1
+    for h in range(1, (n - 1).bit_length() + 1):
+        b = max(2, round(n ** (1.0 / h)))
         while b**h < n:
-            h += 1
+            b += 1
+        while b > 2 and (b - 1) ** h >= n:
+            b -= 1
+        if h > 1 and b ** (h - 1) >= n:
+            continue  # h is not the smallest height for b
         cost = (b - 1) * h**3 - 2 * (b + 1) * h**2 / 3
-        if best is None or cost < best[0]:
+        if best is None or (cost, b) < (best[0], best[1]):
             best = (cost, b, h)
     assert best is not None
     return best[1], best[2]
@@ -806,6 +999,7 @@ def hb_branching(n: int) -> tuple[int, int]:
 def hb(n: int) -> Explicit:
     """HB: the b-ary hierarchy of :func:`hb_branching` without its root, intervals of width
     b^(h−1), …, b, 1 tiling [0, n) (the last one of a level may be short); sensitivity h."""
+    n = _size("n", n)
     branching, height = hb_branching(n)
     widths = [branching**k for k in range(height - 1, -1, -1)]
-    return _levels(n, widths, np.ones(len(widths) * n))
+    return _levels(n, widths)

@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike
 
 from dpopt import workload as wl
 from dpopt.models.matrix_mechanism import NOISES, Noise
-from dpopt.validation import finite_array, nonnegative_integer
+from dpopt.validation import choice, finite_array, nonnegative_integer
 
 MAX_ATTRIBUTES = 24
 """Largest d handled: vectors over marginals have 2^d entries."""
@@ -75,9 +75,7 @@ def _theta(theta: ArrayLike, sizes: tuple[int, ...], name: str = "theta") -> np.
 
 
 def checked_noise(noise: str) -> Noise:
-    if noise not in NOISES:
-        raise ValueError(f"noise must be one of {NOISES}, got {noise!r}")
-    return noise  # type: ignore[return-value]
+    return choice("noise", noise, NOISES)  # type: ignore[return-value]
 
 
 def _bits(d: int) -> np.ndarray:

@@ -17,6 +17,7 @@ written here in cvxpy with ``matrix_frac``. The Laplace problem is non-convex (n
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -26,7 +27,7 @@ import cvxpy as cp
 import numpy as np
 
 from dpopt.problem import Problem
-from dpopt.validation import finite_array
+from dpopt.validation import choice, finite_array, integer, positive_number
 
 Noise = Literal["laplace", "gaussian"]
 NOISES = ("laplace", "gaussian")
@@ -100,6 +101,9 @@ class StrategySelection(Problem):
     gram: Any
     noise: Noise = "laplace"
     family: ClassVar[str] = "hdmm"
+    # violations is a floating-point residual ‖W(I − A⁺A)‖/‖W‖ that the objective already
+    # accepts up to SUPPORT_TOL (a supporting strategy shows ~1e-15 … 1e-10 from rounding)
+    feasibility_tol: ClassVar[float] = SUPPORT_TOL
 
     def __post_init__(self) -> None:
         gram = finite_array("gram", self.gram, ndim=2)
@@ -107,8 +111,13 @@ class StrategySelection(Problem):
             raise ValueError(f"gram must be square (n × n), got shape {gram.shape}")
         if not np.allclose(gram, gram.T, rtol=1e-10, atol=1e-12 * np.abs(gram).max()):
             raise ValueError("gram must be symmetric (it is WᵀW)")
-        if self.noise not in NOISES:
-            raise ValueError(f"noise must be one of {NOISES}, got {self.noise!r}")
+        diagonal = np.diag(gram)
+        if np.any(diagonal < 0):
+            i = int(np.flatnonzero(diagonal < 0)[0])
+            raise ValueError(f"gram[{i}, {i}] must be >= 0 (WᵀW is PSD), got {diagonal[i]}")
+        if not np.any(diagonal > 0):
+            raise ValueError("gram must have a positive diagonal entry (W must not be zero)")
+        choice("noise", self.noise, NOISES)
         object.__setattr__(self, "gram", gram)
 
     @property
@@ -132,6 +141,58 @@ class StrategySelection(Problem):
 
     def violations(self, strategy: Any) -> float:
         return support_and_trace(self._point(strategy), self.factor)[0]
+
+
+def _pair(name: str, value: Any) -> tuple[Any, Any]:
+    if isinstance(value, str | bytes) or not isinstance(value, tuple | list) or len(value) != 2:
+        raise ValueError(f"{name} must be a (weight, grams) pair, got {value!r:.60}")
+    return value[0], value[1]
+
+
+def _validated_terms(terms: Any) -> tuple[tuple[float, list[np.ndarray]], ...]:
+    """(w², [Vᵢ]) terms: weights finite > 0, each Vᵢ a finite square non-empty matrix, the same
+    attribute sizes in every term. An input float64 array is kept (not copied), so Grams that
+    ``union_of_kron_terms`` shares between terms stay shared."""
+    if isinstance(terms, str | bytes | np.ndarray) or not isinstance(terms, tuple | list):
+        raise ValueError(f"terms must be a list of (weight, grams) pairs, got {terms!r:.60}")
+    if not terms:
+        raise ValueError("terms must not be empty")
+    checked: dict[int, np.ndarray] = {}
+    out = []
+    sizes: list[int] | None = None
+    for j, term in enumerate(terms):
+        weight, grams = _pair(f"terms[{j}]", term)
+        weight = positive_number(f"terms[{j}] weight", weight)
+        if isinstance(grams, str | bytes | np.ndarray) or not isinstance(grams, tuple | list):
+            raise ValueError(f"terms[{j}] grams must be a list of arrays, got {grams!r:.60}")
+        if not grams:
+            raise ValueError(f"terms[{j}] grams must not be empty")
+        arrays = []
+        for i, gram in enumerate(grams):
+            if id(gram) not in checked:
+                checked[id(gram)] = _factor_gram(f"terms[{j}] grams[{i}]", gram)
+            arrays.append(checked[id(gram)])
+        if sizes is None:
+            sizes = [g.shape[0] for g in arrays]
+        elif [g.shape[0] for g in arrays] != sizes:
+            raise ValueError(
+                f"terms must have the same attribute domains: terms[{j}] has "
+                f"{[g.shape[0] for g in arrays]}, terms[0] has {sizes}"
+            )
+        out.append((weight, arrays))
+    return tuple(out)
+
+
+def _factor_gram(name: str, gram: Any) -> np.ndarray:
+    if isinstance(gram, np.ndarray) and gram.dtype == np.float64:
+        arr = gram
+        if arr.ndim != 2 or arr.size == 0 or not np.isfinite(arr).all():
+            finite_array(name, arr, ndim=2)  # raises with the rule broken
+    else:
+        arr = finite_array(name, gram, ndim=2)
+    if arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"{name} must be square, got shape {arr.shape}")
+    return arr
 
 
 def gram_factor(gram: np.ndarray) -> np.ndarray:
@@ -197,21 +258,18 @@ class ProductStrategySelection(Problem):
     noise: Noise = "laplace"
     rows: int = 1
     family: ClassVar[str] = "hdmm"
+    # violations compares float sums of shares and column norms with 1: unit-budget points
+    # built in floating point exceed it by a few eps; the support tolerance is the floor
+    feasibility_tol: ClassVar[float] = SUPPORT_TOL
 
     def __post_init__(self) -> None:
-        if self.noise not in NOISES:
-            raise ValueError(f"noise must be one of {NOISES}, got {self.noise!r}")
-        if not self.terms:
-            raise ValueError("terms must not be empty")
-        sizes = [g.shape[0] for g in self.terms[0][1]]
-        for weight, grams in self.terms:
-            if weight <= 0 or [g.shape[0] for g in grams] != sizes:
-                raise ValueError("terms must have weights > 0 and the same attribute domains")
-        object.__setattr__(self, "terms", tuple((float(w), list(g)) for w, g in self.terms))
+        choice("noise", self.noise, NOISES)
+        object.__setattr__(self, "rows", integer("rows", self.rows, minimum=1))
+        object.__setattr__(self, "terms", _validated_terms(self.terms))
 
     @property
     def size(self) -> int:
-        return int(np.prod([g.shape[0] for g in self.terms[0][1]]))
+        return math.prod(g.shape[0] for g in self.terms[0][1])
 
     def _block_error(self, factors: Any, terms: Any) -> float:
         total = 0.0

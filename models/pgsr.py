@@ -30,7 +30,7 @@ import scipy.sparse as sp
 from ortools.sat.python import cp_model
 
 from dpopt.problem import Problem
-from dpopt.validation import integer_array, nonnegative_integer
+from dpopt.validation import MAX_COUNT, integer_array, nonnegative_integer
 
 
 class Tree:
@@ -171,7 +171,7 @@ class _CensusCounts(Problem):
             raise ValueError(
                 f"noisy must have one row per region ({parents.size}), got shape {noisy.shape}"
             )
-        total = nonnegative_integer("total", self.total)
+        total = nonnegative_integer("total", self.total, maximum=MAX_COUNT)
         object.__setattr__(self, "parents", parents)
         object.__setattr__(self, "noisy", noisy)
         object.__setattr__(self, "total", total)
@@ -182,8 +182,12 @@ class _CensusCounts(Problem):
         if self.domain is None:
             bounds = (np.zeros(shape, np.int64), np.full(shape, total, np.int64))
         else:
-            if len(self.domain) != 2:
-                raise ValueError("domain must be a pair (lower, upper)")
+            try:
+                pair = not isinstance(self.domain, str | bytes | dict) and len(self.domain) == 2
+            except TypeError:  # no len(): a number, a 0-d array, an object
+                pair = False
+            if not pair:
+                raise ValueError(f"domain must be a pair (lower, upper), got {self.domain!r:.60}")
             bounds = tuple(
                 _broadcast(integer_array(f"domain[{i}]", b), shape, f"domain[{i}]")
                 for i, b in enumerate(self.domain)

@@ -9,8 +9,9 @@ and nothing is rounded. ``info["objective_scale"]`` and ``info["coefficient_roun
 what was done, so that a scaled optimum is never mistaken for an exact one.
 
 Status mapping (CP-SAT → dpopt): OPTIMAL → optimal; FEASIBLE (stopped by a limit with a
-solution) → feasible; INFEASIBLE → infeasible; UNKNOWN (stopped by a limit without a
-solution) → time_limit; MODEL_INVALID → error.
+solution) → time_limit with that best solution when a time limit was set, else feasible;
+INFEASIBLE → infeasible; UNKNOWN (stopped by a limit without a solution) → time_limit with no
+point; MODEL_INVALID → error. CP-SAT honours ``max_time_in_seconds`` throughout its search.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ def solve_cpsat(
         solver.parameters.max_time_in_seconds = float(time_limit)
     raw = solver.solve(built.model)
     status = _STATUS.get(raw, "error")
+    if status == "feasible" and time_limit is not None:
+        status = "time_limit"  # stopped by the limit, with the best solution found so far
     info: dict[str, Any] = {
         "solver": "cp-sat",
         "solver_status": solver.status_name(raw),
@@ -94,7 +97,7 @@ def solve_cpsat(
         "workers": int(workers),
     }
     x = None
-    if status in ("optimal", "feasible"):
+    if raw in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         objective = solver.objective_value / built.objective_scale
         bound = solver.best_objective_bound / built.objective_scale
         info.update(
@@ -138,6 +141,8 @@ def cpsat_method(
         )
         return Outcome(x, status, message, info)
 
-    return RegisteredMethod(
-        MethodInfo(name, kind, tol, description or "OR-Tools CP-SAT"), run, auto_rank, limit
+    # CP-SAT checks max_time_in_seconds throughout its search: the method honours time_limit
+    described = MethodInfo(
+        name, kind, tol, description or "OR-Tools CP-SAT", honours_time_limit=True
     )
+    return RegisteredMethod(described, run, auto_rank, limit)

@@ -7,9 +7,19 @@ any other installed solver can be asked for by name (``solve(p, "cvxpy:osqp")``)
 
 Status mapping (cvxpy → dpopt): ``optimal`` → optimal; ``optimal_inaccurate`` → feasible (a
 point the solver could not certify), or time_limit when the solver says it stopped at its time
-limit (SCS reports that as inaccurate); ``user_limit`` → time_limit; ``infeasible`` → infeasible;
-the other inaccurate, unbounded and solver-error outcomes → error, with cvxpy's status in
-``info``.
+limit (SCS reports that as inaccurate); ``user_limit`` → time_limit (the solver stopped at a
+limit: its time limit, or an iteration limit set in ``solver_options``); ``infeasible`` →
+infeasible; the other inaccurate, unbounded and solver-error outcomes → error, with cvxpy's
+status in ``info``. :func:`dpopt.solve` then re-checks the point against the model: an
+``optimal`` or ``feasible`` point outside the method's tol is ``violated``, and a relaxation's
+point is never ``optimal``.
+
+Time limits: a method honours ``time_limit`` only for the solvers whose time option is known
+and was checked to stop the solver (:data:`_TIME_OPTION`: Clarabel ``time_limit``, SCS
+``time_limit_secs``, OSQP ``time_limit``, HiGHS ``time_limit``). Each checks its clock between
+iterations, so one iteration (Clarabel's and OSQP's first factorization, say) and cvxpy's own
+canonicalization, which no solver times, can overrun the limit. Other solvers (GLOP, whose
+limit ends in a solver failure; PDLP; SciPy) refuse a time limit.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ from dpopt.problem import (
     add_method,
     register_family,
 )
+from dpopt.validation import positive_number
 
 Builder = Callable[[Any], tuple[cp.Problem, Callable[[], Any]]]
 PostProcess = Callable[[Any, Any], tuple[Any, Mapping[str, Any]]]
@@ -42,14 +53,14 @@ _STATUS = {
     cp.INFEASIBLE: "infeasible",
 }
 
-# How a generic time limit and tolerance are spelled for each solver.
-_TIME_OPTION = {
+# How a generic time limit and tolerance are spelled for each solver. Only solvers listed here
+# honour a time limit; each was checked to stop at it (cvxpy 1.9: Clarabel 0.11, SCS 3.3,
+# OSQP 1.1, HiGHS 1.14 stop with cvxpy status user_limit, SCS with "reached time_limit_secs").
+_TIME_OPTION: dict[str, str] = {
     "CLARABEL": "time_limit",
     "SCS": "time_limit_secs",
     "OSQP": "time_limit",
     "HIGHS": "time_limit",
-    "ECOS": None,
-    "SCIPY": None,
 }
 _TOL_OPTIONS = {
     "CLARABEL": ("tol_gap_abs", "tol_gap_rel", "tol_feas"),
@@ -61,6 +72,11 @@ _TOL_OPTIONS = {
 # Relative objective accuracy each solver reaches at its default settings.
 DEFAULT_TOL = {"CLARABEL": 1e-6, "SCS": 1e-4}
 FALLBACK_TOL = 1e-4
+
+
+def honours_time_limit(solver: str) -> bool:
+    """Whether dpopt can pass a time limit to ``solver`` (see the module docstring)."""
+    return solver.upper() in _TIME_OPTION
 
 
 def installed_solvers() -> list[str]:
@@ -78,9 +94,11 @@ def solve_cvxpy(
 ) -> tuple[Status, str, dict]:
     """Solve ``model`` with ``solver`` and return ``(status, message, info)``.
 
-    ``tol`` sets the solver's own feasibility/optimality tolerances where it has them;
-    ``solver_options`` are passed to the solver unchanged. ``info`` holds cvxpy's status, the
-    solver's objective value and its statistics (time, iterations).
+    ``time_limit`` (seconds) is passed under the solver's own option name; a solver without a
+    known time option raises ``ValueError`` rather than ignoring it. ``tol`` sets the solver's
+    own feasibility/optimality tolerances where it has them; ``solver_options`` are passed to
+    the solver unchanged. ``info`` holds cvxpy's status, the solver's objective value and its
+    statistics (time, iterations).
     """
     name = solver.upper()
     if name not in cp.installed_solvers():
@@ -88,9 +106,13 @@ def solve_cvxpy(
             f"cvxpy solver {solver!r} is not installed; installed: {', '.join(installed_solvers())}"
         )
     options = dict(solver_options)
-    time_option = _TIME_OPTION.get(name)
-    if time_limit is not None and time_option:
-        options.setdefault(time_option, float(time_limit))
+    if time_limit is not None:
+        if not honours_time_limit(name):
+            raise ValueError(
+                f"cvxpy solver {solver!r} does not honour a time limit in dpopt (it runs to "
+                f"completion); solvers that do: {', '.join(s.lower() for s in _TIME_OPTION)}"
+            )
+        options.setdefault(_TIME_OPTION[name], float(time_limit))
     if tol is not None:
         for key in _TOL_OPTIONS.get(name, ()):
             options.setdefault(key, float(tol))
@@ -121,6 +143,8 @@ def solve_cvxpy(
         if status == "feasible" and "time_limit" in detail:
             status = "time_limit"
     message = "" if status == "optimal" else f"cvxpy status {model.status}"
+    if model.status == cp.USER_LIMIT:
+        message += " (the solver stopped at its time or iteration limit)"
     return status, message, info
 
 
@@ -152,7 +176,11 @@ def cvxpy_method(
     defaults if None). A caller's ``tol=`` option overrides ``solver_tol``.
 
     ``post(problem, x)``, if given, turns the solver's point into the method's answer (rounding
-    a relaxation, say) and returns ``(x, info)``; its info is merged into the solution's.
+    a relaxation, say) and returns ``(x, info)``; its info is merged into the solution's. The
+    answer is judged by :func:`dpopt.solve` like any point: a rounded point that breaks the
+    model is ``violated``.
+
+    The method honours ``time_limit`` when the solver does (:func:`honours_time_limit`).
     """
     name = solver.upper()
     method_tol = DEFAULT_TOL.get(name, FALLBACK_TOL) if tol is None else tol
@@ -164,6 +192,10 @@ def cvxpy_method(
         tol: float | None = None,
         solver_options: Mapping[str, Any] | None = None,
     ) -> Outcome:
+        if tol is not None:
+            tol = positive_number("tol", tol)
+            if tol >= 1:
+                raise ValueError(f"tol is a relative accuracy and must be < 1, got {tol!r}")
         model, extract = build(problem)
         run_tol = solver_tol if tol is None else tol
         status, message, info = solve_cvxpy(
@@ -184,6 +216,7 @@ def cvxpy_method(
         kind,
         method_tol,
         f"{description} ({via})" if description else f"solved by {via}",
+        honours_time_limit=honours_time_limit(name),
     )
     return RegisteredMethod(info, run, auto_rank, limit)
 

@@ -6,6 +6,11 @@
   (exact, checked against the cvxpy model to 1e-4).
 - ``identity`` — the Identity strategy (heuristic baseline).
 - ``cvxpy:clarabel``, ``cvxpy:scs`` — the exact Gaussian program (Def. 12), n ≤ 64.
+
+Time limits: the optimizers (``opt0-*``, ``opt-kron``, ``opt-union``, ``opt-marginals``)
+honour ``time_limit`` (deadline checks between L-BFGS-B iterations, restarts, ridge stages and
+sweeps) and then return the best strategy so far with status ``time_limit``; the fixed
+strategies (``identity``, ``h2``, ``wavelet``, ``hb``) run to completion and refuse one.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from dpopt.problem import Outcome, Status, register
 from dpopt.solvers.cvxpy_backend import register_cvxpy
 from dpopt.solvers.hdmm_kron import opt_kron, opt_union
 from dpopt.solvers.hdmm_marginals import opt_marginals
-from dpopt.solvers.hdmm_opt0 import best, opt0_gaussian, opt0_laplace
+from dpopt.solvers.hdmm_opt0 import Deadline, best, gaussian_run, opt0_laplace
+from dpopt.validation import integer
 
 CVXPY_MAX_N = 64
 OPT0_MAX_N = 8192
@@ -47,10 +53,14 @@ def _opt0_limit(noise: str) -> Callable[[StrategySelection], str | None]:
     return limit
 
 
-def _outcome(candidates: list, status: Status) -> Outcome:
+def _outcome(candidates: list, status: Status, message: str = "", **extra: object) -> Outcome:
     chosen = best(candidates)
     info = {"template": chosen.name, "candidates": {c.name: c.error for c in candidates}}
-    return Outcome(chosen.strategy, status, info=info)
+    return Outcome(chosen.strategy, status, message, info={**info, **extra})
+
+
+def _stopped(deadline: Deadline, time_limit: float | None, what: str) -> str:
+    return f"stopped at the time limit of {time_limit} s: {what}" if deadline.reached else ""
 
 
 @register(
@@ -61,6 +71,7 @@ def _outcome(candidates: list, status: Status) -> Outcome:
     auto_rank=0,
     limit=_opt0_limit("laplace"),
     description="OPT₀ Laplace: best of I, T, IdTotal and p-Identity restarts (§3.1)",
+    honours_time_limit=True,
 )
 def _opt0_laplace(
     problem: StrategySelection,
@@ -71,10 +82,24 @@ def _opt0_laplace(
     seed: int = 0,
     executor: Executor | None = None,
 ) -> Outcome:
-    """``restarts`` seeded L-BFGS-B runs; the problem is non-convex, so never "optimal"."""
+    """``restarts`` seeded L-BFGS-B runs; the problem is non-convex, so never "optimal".
+
+    At ``time_limit`` the running restarts stop and the rest are skipped: status
+    ``time_limit`` with the best candidate so far.
+    """
+    deadline = Deadline(time_limit)
     candidates = opt0_laplace(
-        problem.gram, p=p, restarts=restarts, rng=np.random.default_rng(seed), executor=executor
+        problem.gram,
+        p=p,
+        restarts=_restarts(restarts),
+        rng=_seeded(seed),
+        executor=executor,
+        deadline=deadline,
     )
+    if deadline.reached:
+        done = sum(c.name.startswith("p-identity") for c in candidates)
+        message = _stopped(deadline, time_limit, f"best of {done} of {restarts} restarts begun")
+        return _outcome(candidates, "time_limit", message)
     return _outcome(candidates, "feasible")
 
 
@@ -86,10 +111,33 @@ def _opt0_laplace(
     auto_rank=0,
     limit=_opt0_limit("gaussian"),
     description="OPT₀ Gaussian: best of I, T, IdTotal and the Def. 12 optimum (§3.2)",
+    honours_time_limit=True,
 )
 def _opt0_gaussian(problem: StrategySelection, *, time_limit: float | None = None) -> Outcome:
-    """The convex Def. 12 program by L-BFGS-B (checked against the SDP to 1e-4)."""
-    return _outcome(opt0_gaussian(problem.gram), "optimal")
+    """The convex Def. 12 program by L-BFGS-B (checked against the SDP to 1e-4).
+
+    ``optimal`` only when L-BFGS-B reported success in every ridge stage; otherwise
+    ``feasible`` with the stage that did not converge in the message and
+    ``info["converged"] = False``; ``time_limit`` (best point so far) when the limit stopped it.
+    """
+    deadline = Deadline(time_limit)
+    run = gaussian_run(problem.gram, deadline=deadline)
+    stages = [
+        {"ridge": s.ridge, "success": s.success, "iterations": s.iterations, "message": s.message}
+        for s in run.stages
+    ]
+    extra = {"converged": run.converged, "stages": stages}
+    if run.stopped:
+        what = f"{len(run.stages)} of {run.planned} L-BFGS-B stages begun; best point so far"
+        return _outcome(run.candidates, "time_limit", _stopped(deadline, time_limit, what), **extra)
+    if not run.converged:
+        failed = next(s for s in run.stages if not s.success)
+        message = (
+            f"L-BFGS-B did not converge in the stage with ridge {failed.ridge:g}·tr(V)/n after "
+            f"{failed.iterations} iterations: {failed.message}"
+        )
+        return _outcome(run.candidates, "feasible", message, **extra)
+    return _outcome(run.candidates, "optimal", **extra)
 
 
 @register(StrategySelection, "identity", "heuristic", 0.0, description="A = I")
@@ -145,8 +193,16 @@ for _solver, _largest, _tol in (("clarabel", 32, 1e-4), ("scs", CVXPY_MAX_N, 1e-
     )
 
 
+MAX_RESTARTS = 1000
+"""Most restarts a randomised optimizer accepts (each is a full optimisation)."""
+
+
 def _seeded(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)
+    return np.random.default_rng(integer("seed", seed, minimum=0))
+
+
+def _restarts(restarts: int) -> int:
+    return integer("restarts", restarts, minimum=1, maximum=MAX_RESTARTS)
 
 
 @register(
@@ -156,6 +212,7 @@ def _seeded(seed: int) -> np.random.Generator:
     0.0,
     auto_rank=0,
     description="OPT_⊗: block coordinate descent over the factors (§3.3)",
+    honours_time_limit=True,
 )
 def _opt_kron(
     problem: ProductStrategySelection,
@@ -164,8 +221,19 @@ def _opt_kron(
     restarts: int = 1,
     seed: int = 0,
 ) -> Outcome:
-    result = opt_kron(problem.terms, problem.noise, rng=_seeded(seed), restarts=restarts)
-    return Outcome(((1.0,), (tuple(result.factors),)), "feasible", info={"sweeps": result.sweeps})
+    deadline = Deadline(time_limit)
+    result = opt_kron(
+        problem.terms,
+        problem.noise,
+        rng=_seeded(seed),
+        restarts=_restarts(restarts),
+        deadline=deadline,
+    )
+    point = ((1.0,), (tuple(result.factors),))
+    if result.stopped:
+        message = _stopped(deadline, time_limit, f"best factors after {result.sweeps} sweep(s)")
+        return Outcome(point, "time_limit", message, info={"sweeps": result.sweeps})
+    return Outcome(point, "feasible", info={"sweeps": result.sweeps})
 
 
 @register(
@@ -174,6 +242,7 @@ def _opt_kron(
     "heuristic",
     0.0,
     description="OPT_+: an OPT_⊗ strategy per term, budget in closed form (§3.4)",
+    honours_time_limit=True,
 )
 def _opt_union(
     problem: ProductStrategySelection,
@@ -182,8 +251,18 @@ def _opt_union(
     restarts: int = 1,
     seed: int = 0,
 ) -> Outcome:
-    result = opt_union(problem.terms, problem.noise, rng=_seeded(seed), restarts=restarts)
+    deadline = Deadline(time_limit)
+    result = opt_union(
+        problem.terms,
+        problem.noise,
+        rng=_seeded(seed),
+        restarts=_restarts(restarts),
+        deadline=deadline,
+    )
     point = (tuple(result.shares), tuple(tuple(b.factors) for b in result.blocks))
+    if result.stopped:
+        message = _stopped(deadline, time_limit, "factors not yet optimised are the Identity")
+        return Outcome(point, "time_limit", message)
     return Outcome(point, "feasible")
 
 
@@ -209,6 +288,7 @@ OPT_M_MAX_ATTRIBUTES = min(15, MAX_ATTRIBUTES)
         else f"OPT_M needs d ≤ {OPT_M_MAX_ATTRIBUTES} attributes (d = {len(p.sizes)})"
     ),
     description="OPT_M: weighted marginals, corrected eigen-form error (§3.5)",
+    honours_time_limit=True,
 )
 def _opt_marginals(
     problem: ProductStrategySelection,
@@ -217,11 +297,16 @@ def _opt_marginals(
     restarts: int = 25,
     seed: int = 0,
 ) -> Outcome:
+    deadline = Deadline(time_limit)
     theta, _ = opt_marginals(
         surrogate_from_terms(problem.terms),
         problem.sizes,
         problem.noise,
-        restarts=restarts,
+        restarts=_restarts(restarts),
         rng=_seeded(seed),
+        deadline=deadline,
     )
+    if deadline.reached:
+        message = _stopped(deadline, time_limit, "best of the closed form and the runs begun")
+        return Outcome(MarginalStrategy(theta), "time_limit", message)
     return Outcome(MarginalStrategy(theta), "feasible")

@@ -11,6 +11,9 @@ strategy ⊗Aᵢ with unit-sensitivity factors, Theorem 6 gives the error
 - :func:`opt_union` (Def. 19): each product term gets its own OPT_⊗ strategy; the budget
   shares are the closed form of spec §3.4: bⱼ ∝ Eⱼ^{1/3} (Laplace, error (ΣEⱼ^{1/3})³) or
   bⱼ ∝ Eⱼ^{1/4} with Σbⱼ² = 1 (Gaussian, error (Σ√Eⱼ)²), answered by local least squares.
+
+Both take a :class:`~dpopt.solvers.hdmm_opt0.Deadline`, checked before each factor's OPT₀ (and
+inside it); when it has passed they return the best strategy so far with ``stopped=True``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpopt.models.matrix_mechanism import SUPPORT_TOL, gram_factor, project, range_basis
-from dpopt.solvers.hdmm_opt0 import Candidate, best, blas_limit, opt0_gaussian, opt0_laplace
+from dpopt.solvers.hdmm_opt0 import (
+    Candidate,
+    Deadline,
+    best,
+    blas_limit,
+    opt0_gaussian,
+    opt0_laplace,
+)
 
 Term = tuple[float, list[np.ndarray]]  # (w², per-attribute Grams)
 
@@ -48,20 +58,28 @@ def factor_costs(strategy: np.ndarray, grams: Sequence[np.ndarray]) -> np.ndarra
     return np.array([known[id(gram)] for gram in grams])
 
 
-def _opt0(gram: np.ndarray, noise: str, rng: np.random.Generator, restarts: int) -> Candidate:
+def _opt0(
+    gram: np.ndarray,
+    noise: str,
+    rng: np.random.Generator,
+    restarts: int,
+    deadline: Deadline | None = None,
+) -> Candidate:
     with blas_limit(gram.shape[0]):  # the factors are small: one BLAS thread (hdmm_opt0)
         if noise == "laplace":
-            return best(opt0_laplace(gram, restarts=restarts, rng=rng))
-        return best(opt0_gaussian(gram))
+            return best(opt0_laplace(gram, restarts=restarts, rng=rng, deadline=deadline))
+        return best(opt0_gaussian(gram, deadline=deadline))
 
 
 @dataclass(frozen=True)
 class KronResult:
-    """Factors of ⊗Aᵢ (unit sensitivity each), the error Σⱼwⱼ²∏ᵢC[i,j] and the sweeps run."""
+    """Factors of ⊗Aᵢ (unit sensitivity each), the error Σⱼwⱼ²∏ᵢC[i,j] and the sweeps run;
+    ``stopped``: a deadline ended the descent early (the factors are the best so far)."""
 
     factors: list[np.ndarray]
     error: float
     sweeps: int
+    stopped: bool = False
 
 
 def opt_kron(
@@ -71,8 +89,14 @@ def opt_kron(
     rng: np.random.Generator,
     restarts: int = 1,
     max_sweeps: int = MAX_SWEEPS,
+    deadline: Deadline | None = None,
 ) -> KronResult:
-    """OPT_⊗ (Def. 17/18) by block coordinate descent on the factors (spec §3.3)."""
+    """OPT_⊗ (Def. 17/18) by block coordinate descent on the factors (spec §3.3).
+
+    ``deadline`` is checked before each factor update (and inside its OPT₀); once it has
+    passed, the best factors so far (the Identity at the latest) are returned, stopped.
+    """
+    deadline = deadline or Deadline(None)
     weights = np.array([w for w, _ in terms])
     d = len(terms[0][1])
     sizes = [terms[0][1][i].shape[0] for i in range(d)]
@@ -84,28 +108,32 @@ def opt_kron(
     for sweeps in range(1, max_sweeps + 1):  # noqa: B007 — the count is reported
         previous = best_error
         for i in range(d):
+            if deadline.expired():
+                break
             others = np.prod(np.delete(costs, i, axis=0), axis=0) * weights
             if not np.all(np.isfinite(others)):
                 continue
             surrogate = sum(c * grams[i] for c, (_, grams) in zip(others, terms, strict=True))
             surrogate = surrogate / np.mean(others)
-            factors[i] = _opt0(surrogate, noise, rng, restarts).strategy
+            factors[i] = _opt0(surrogate, noise, rng, restarts, deadline).strategy
             costs[i] = factor_costs(factors[i], [grams[i] for _, grams in terms])
             error = float(weights @ np.prod(costs, axis=0))
             if error < best_error:
                 best_error, best_factors = error, list(factors)
-        if previous - best_error <= SWEEP_TOL * previous:
+        if deadline.reached or previous - best_error <= SWEEP_TOL * previous:
             break
-    return KronResult(best_factors, best_error, sweeps)
+    return KronResult(best_factors, best_error, sweeps, deadline.reached)
 
 
 @dataclass(frozen=True)
 class UnionResult:
-    """One OPT_⊗ strategy per term, its budget share bⱼ and the local least-squares error."""
+    """One OPT_⊗ strategy per term, its budget share bⱼ and the local least-squares error;
+    ``stopped``: a deadline left some factors at the Identity."""
 
     blocks: list[KronResult]
     shares: np.ndarray
     error: float
+    stopped: bool = False
 
 
 def union_shares(errors: np.ndarray, noise: str) -> tuple[np.ndarray, float]:
@@ -119,20 +147,31 @@ def union_shares(errors: np.ndarray, noise: str) -> tuple[np.ndarray, float]:
 
 
 def opt_union(
-    terms: Sequence[Term], noise: str, *, rng: np.random.Generator, restarts: int = 1
+    terms: Sequence[Term],
+    noise: str,
+    *,
+    rng: np.random.Generator,
+    restarts: int = 1,
+    deadline: Deadline | None = None,
 ) -> UnionResult:
     """OPT_+ (Def. 19): a Kronecker strategy per product term, budget split in closed form.
 
     One product's OPT_⊗ is ⊗ᵢ OPT₀(Vᵢ) (Def. 17: its error ∏ᵢ tr[(AᵢᵀAᵢ)⁺Vᵢ] separates), so
     each distinct factor Gram (``union_of_kron_terms`` shares arrays between terms) is
     optimised once: 13 OPT₀ runs instead of 33 × 4 × (≥ 2 sweeps) on Census SF1.
+    Once ``deadline`` has passed, the factors not yet optimised are the Identity (cost tr V),
+    and the result is ``stopped``.
     """
+    deadline = deadline or Deadline(None)
     solved: dict[int, tuple[np.ndarray, float]] = {}
 
     def factor(gram: np.ndarray) -> tuple[np.ndarray, float]:
         if id(gram) not in solved:
-            strategy = _opt0(gram, noise, rng, restarts).strategy
-            solved[id(gram)] = strategy, float(factor_costs(strategy, [gram])[0])
+            if deadline.expired():
+                solved[id(gram)] = np.eye(gram.shape[0]), float(np.trace(gram))
+            else:
+                strategy = _opt0(gram, noise, rng, restarts, deadline).strategy
+                solved[id(gram)] = strategy, float(factor_costs(strategy, [gram])[0])
         return solved[id(gram)]
 
     blocks = []
@@ -141,7 +180,7 @@ def opt_union(
         error = weight * float(np.prod([cost for _, cost in chosen]))
         blocks.append(KronResult([strategy for strategy, _ in chosen], error, 1))
     shares, error = union_shares(np.array([b.error for b in blocks]), noise)
-    return UnionResult(blocks, shares, error)
+    return UnionResult(blocks, shares, error, deadline.reached)
 
 
 def identity_error(terms: Sequence[Term]) -> float:

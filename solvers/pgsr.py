@@ -7,6 +7,13 @@ ChainPostProcess (3):       cpsat, chain-dp (exact).
 
 DP methods accept ``executor`` (a ``concurrent.futures.Executor``) to run the independent size
 subtrees in parallel. Infeasible domains give status ``infeasible`` naming the cell.
+
+Statuses: the relaxations' rounded points are judged by :func:`dpopt.solve` like any point, so
+one that breaks the model (consistency, faithfulness) is ``violated`` and one that meets it is
+``feasible`` (never ``optimal``: rounding certifies nothing); the relaxed objective and the
+violation report stay in ``info``. A heuristic's point outside the model is ``violated``.
+Time limits: ``cpsat`` and ``relaxed:<solver>`` honour ``time_limit``; the DPs and heuristics
+run to completion and refuse one.
 """
 
 from __future__ import annotations
@@ -121,7 +128,12 @@ def _topdown(problem: PostProcess, *, time_limit: float | None = None) -> Outcom
 
 
 def _round_relaxed(problem: Any, x: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
-    """Round half up (G9) and report, not repair, what the rounding broke."""
+    """Round half up (G9) and report, not repair, what the rounding broke.
+
+    The rounded point is the method's answer; :func:`dpopt.solve` calls it ``violated`` when
+    it breaks the model (its message gives the largest violation, ``info["violations"]`` the
+    counts per condition) and ``relaxed_objective`` is the relaxed QP's value.
+    """
     rounded = round_half_up(x)
     report = problem.violation_report(rounded)
     return rounded, {
@@ -226,10 +238,14 @@ def _checked(problem: Any, x: np.ndarray, info: dict | None = None) -> Outcome:
     """A heuristic's point is ``feasible`` only if it satisfies every constraint of ``problem``.
 
     The heuristics solve other problems (spec G8, and TopDown ignores narrowed domains), so
-    their points can leave the problem's domains; that is reported as an error, not hidden.
+    their points can leave the problem's domains; such a point is ``violated`` (the status
+    :func:`dpopt.solve` would give it too), never hidden.
     """
     violation = problem.violations(x)
-    if violation > 0:
-        message = f"the heuristic's point violates the model by {violation:g}"
-        return Outcome(x, "error", message, info or {})
+    if violation > problem.feasibility_tol:
+        message = (
+            f"the heuristic's point violates the model by {violation:g} > allowed "
+            f"{problem.feasibility_tol:g}"
+        )
+        return Outcome(x, "violated", message, info or {})
     return Outcome(x, "feasible", info=info or {})

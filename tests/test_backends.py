@@ -47,6 +47,14 @@ def test_cvxpy_time_limit_is_passed_and_reported() -> None:
     assert status == "time_limit" and "time_limit" in info["solver_detail"]
 
 
+def test_cvxpy_solver_without_a_time_option_refuses_a_time_limit() -> None:
+    # GLOP's limit ends in a solver failure and PDLP's was not seen to stop: both refuse one
+    # rather than run to completion silently.
+    for solver in ("glop", "pdlp", "scipy"):
+        with pytest.raises(ValueError, match=f"'{solver}' does not honour a time limit"):
+            solve_cvxpy(_least_squares(), solver, time_limit=1.0)
+
+
 def test_cvxpy_inaccurate_is_not_optimal() -> None:
     status, message, info = solve_cvxpy(_least_squares(), "scs", max_iters=2)
     assert status == "feasible" and info["solver_status"] == "optimal_inaccurate"
@@ -101,6 +109,23 @@ def test_registered_cvxpy_methods_and_any_installed_solver_by_name() -> None:
         assert solution.objective == pytest.approx(4.0, abs=1e-4)
     with pytest.raises(ValueError, match="cvxpy solver 'ecos2' is not installed"):
         dpopt.solve(problem, "cvxpy:ecos2")
+
+
+@pytest.mark.parametrize("solver", ["clarabel", "scs", "osqp", "highs"])
+def test_cvxpy_methods_honour_a_time_limit(solver: str) -> None:
+    problem = Projection(np.linspace(-1, 1, 2000))
+    method = f"cvxpy:{solver}"
+    assert dpopt.method_info(problem, method).honours_time_limit
+    solution = dpopt.solve(problem, method, time_limit=1e-9)
+    assert solution.status == "time_limit", solution.info
+    assert dpopt.solve(problem, method).status == "optimal"
+
+
+def test_cvxpy_methods_of_solvers_without_a_time_option_refuse_one() -> None:
+    problem = Projection(np.array([1.0, -2.0]))
+    assert not dpopt.method_info(problem, "cvxpy:scipy").honours_time_limit
+    with pytest.raises(ValueError, match="'cvxpy:scipy' does not honour a time limit"):
+        dpopt.solve(problem, "cvxpy:scipy", time_limit=1.0)
 
 
 def test_solver_options_reach_the_solver() -> None:
@@ -162,14 +187,18 @@ def test_cpsat_infeasible_invalid_and_time_limit() -> None:
         rng.uniform(0, 1, 400), rng.integers(1, 1000, 400).tolist(), 10_000, 1e9
     )
     status, _, info, x = solve_cpsat(hard, time_limit=1e-3, workers=1)
-    assert status in ("time_limit", "feasible") and info["workers"] == 1
-    assert (x is None) == (status == "time_limit")
+    # stopped by the limit: with its best solution so far (FEASIBLE) or none (UNKNOWN)
+    assert status == "time_limit" and info["workers"] == 1
+    assert (x is None) == (info["solver_status"] == "UNKNOWN")
+    if x is not None:
+        assert info["solver_status"] == "FEASIBLE" and "solver_objective" in info
     with pytest.raises(ValueError, match="workers"):
         solve_cpsat(hard, workers=0)
 
 
 def test_cpsat_method_reports_bound_and_gap() -> None:
     method = cpsat_method(lambda p: _scaled_knapsack(np.array([3.0, 4.0]), [1, 1], 1, 1))
+    assert method.info.honours_time_limit
     outcome = method.function(None, time_limit=None)
     assert outcome.status == "optimal" and outcome.x.tolist() == [0, 1]
     assert outcome.info["best_bound"] == -4.0 and outcome.info["gap"] == 0.0

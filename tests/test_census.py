@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -47,9 +48,30 @@ def test_from_records_computes_group_sizes() -> None:
     data = census.from_records(records, ["state"], sizes=[1, 2, 3])
     assert data.counts.tolist() == [[3, 1, 2], [2, 0, 1], [1, 1, 1]]  # c^US, c^GA, c^NY
     quantities = records.assign(cars=[0, 0, 0, 1, 2, 1, 1, 0, 0, 0, 3])
-    with_q = census.from_records(quantities, ["state"], sizes=[0, 1, 2, 3], quantity="cars")
+    with_q = census.from_records(
+        quantities, ["state"], sizes=[0, 1, 2, 3], quantity="cars", quantity_bound=3
+    )
     # group sizes: A 0, B 1, C 2, D 2, E 0, F 3
     assert with_q.counts[1:].tolist() == [[1, 1, 1, 0], [1, 0, 1, 1]]
+    assert with_q.step == 3
+
+
+def test_quantities_are_clipped_to_their_public_bound_and_set_the_sensitivity() -> None:
+    """One person with quantity q moves a group's size by q: a cumulative vector changes by q
+    in L1, so quantities are clipped to a public bound Q that the noise scale uses."""
+    records = pd.DataFrame({"unit": [1, 2, 2], "state": ["GA", "GA", "GA"], "q": [9, 1, 1]})
+    with pytest.raises(ValueError, match="quantity_bound"):
+        census.from_records(records, ["state"], sizes=range(0, 4), quantity="q")
+    data = census.from_records(
+        records, ["state"], sizes=range(0, 4), quantity="q", quantity_bound=2
+    )
+    assert data.counts[1].tolist() == [0, 0, 2, 0]  # unit 1's 9 is clipped to 2
+    assert census.sensitivity("cumulative", data) == 2
+    assert census.sensitivity("counts", data) == 2
+    measured = census.measure(data, "cumulative", epsilon=1.0, rng=np.random.default_rng(0))
+    assert measured.scale == pytest.approx(2 * 2 / 1.0)  # λ = Q·L/ε with L = 2 levels
+    with pytest.raises(ValueError, match="quantity_bound"):
+        census.from_records(records, ["state"], sizes=[1, 2], quantity_bound=2)
 
 
 @pytest.mark.parametrize(
@@ -95,7 +117,7 @@ def test_sizes_must_be_public_contiguous_and_include_zero_with_quantities() -> N
         census.from_frame(small_frame(), LEVELS, sizes=[1, 3])
     records = pd.DataFrame({"unit": [1, 1, 2], "state": ["GA", "GA", "NY"], "q": [0, 1, 0]})
     with pytest.raises(ValueError, match="sizes must include 0 when 'q'"):
-        census.from_records(records, ["state"], sizes=[1, 2], quantity="q")
+        census.from_records(records, ["state"], sizes=[1, 2], quantity="q", quantity_bound=1)
     split = pd.DataFrame({"unit": [1, 1], "state": ["GA", "NY"]})
     with pytest.raises(ValueError, match="unit 1 has members in more than one region"):
         census.from_records(split, ["state"], sizes=[1, 2])
@@ -123,23 +145,28 @@ def tiny() -> census.CensusData:
 @pytest.mark.parametrize(("query", "sensitivity"), [("counts", 2), ("cumulative", 1)])
 def test_measure_splits_the_budget_evenly_over_levels(query: str, sensitivity: int) -> None:
     accountant = dpopt.Accountant.pure(0.6)
-    measured = census.measure(tiny(), query, accountant=accountant, rng=np.random.default_rng(1))
-    assert [c.amount for c in accountant.ledger] == pytest.approx([0.2, 0.2, 0.2])
-    assert accountant.spent == pytest.approx(0.6, abs=1e-15)
-    # λ = Δ/(ε/L): 2L/ε for counts, L/ε for cumulative counts (spec §4).
-    assert measured.scale == pytest.approx(np.full(11, sensitivity * 3 / 0.6))
+    measured = census.measure(
+        tiny(), query, epsilon=0.6, accountant=accountant, rng=np.random.default_rng(1)
+    )
+    assert [c.amount for c in accountant.ledger] == [Fraction(0.6) / 3] * 3  # exact shares
+    assert accountant.spent == Fraction(0.6)  # exactly ε, no slack
+    # λ = Δ/(ε/L): 2L/ε for counts, L/ε for cumulative counts (spec §4), rounded up ≤ 2⁻⁵⁵.
+    assert measured.scale == pytest.approx(np.full(11, sensitivity * 3 / 0.6), rel=1e-15)
+    assert np.all(measured.scale >= sensitivity * 3 / 0.6)
     assert measured.noisy.dtype == np.int64 and not measured.noisy.flags.writeable
     with pytest.raises(dpopt.BudgetExceededError):
-        census.measure(tiny(), query, accountant=accountant, rng=np.random.default_rng(1))
+        census.measure(
+            tiny(), query, epsilon=1e-9, accountant=accountant, rng=np.random.default_rng(1)
+        )
+    assert len(accountant.ledger) == 3  # the refused measurement charged nothing
 
 
 def test_noise_has_the_stated_variance() -> None:
     data = census.synthetic(np.random.default_rng(0), states=20, counties=400, groups=10**6)
-    measured = census.measure(
-        data, "counts", accountant=dpopt.Accountant.pure(1.5), rng=np.random.default_rng(2)
-    )
+    measured = census.measure(data, "counts", epsilon=1.5, rng=np.random.default_rng(2))
     noise = (measured.noisy - data.counts).ravel()
-    expected = dpopt.privacy.double_geometric_variance(2 * 3 / 1.5)
+    expected = dpopt.privacy.DiscreteLaplace(2 * 3 / 1.5).variance
+    assert measured.sd == pytest.approx(np.sqrt(expected))
     # 12,630 draws: the sample variance's relative sd is ≈ √(2 + kurtosis excess)/√n < 3%.
     assert noise.var() == pytest.approx(expected, rel=0.1)
     assert abs(noise.mean()) < 4 * np.sqrt(expected / noise.size)
@@ -152,8 +179,8 @@ def test_every_mechanism_releases_pgsr_counts_and_spends_exactly_epsilon(mechani
     released = census.release(
         data, 1.0, mechanism, rng=np.random.default_rng(7), accountant=accountant
     )
-    assert accountant.spent == pytest.approx(1.0, abs=1e-15)
-    assert released.budget["spent"] == pytest.approx(1.0, abs=1e-15)
+    assert accountant.spent == 1  # exactly ε
+    assert released.budget["spent"] == 1.0
     assert released.counts.shape == data.counts.shape
     if census.MECHANISMS[mechanism].method.startswith("relaxed"):
         # relaxations report their violations instead of repairing them (spec G9)
@@ -176,9 +203,7 @@ def test_release_is_deterministic_for_a_seed_and_zero_noise_limit() -> None:
 
 def test_post_processing_sees_only_the_measurement() -> None:
     data = tiny()
-    measured = census.measure(
-        data, "counts", accountant=dpopt.Accountant.pure(1.0), rng=np.random.default_rng(4)
-    )
+    measured = census.measure(data, "counts", epsilon=1.0, rng=np.random.default_rng(4))
     counts, solution = census.post_process(measured, "pwl-dp")
     assert solution.status == "optimal"
     exact, reference = census.post_process(measured, "cpsat")
@@ -192,9 +217,7 @@ def test_post_processing_sees_only_the_measurement() -> None:
 
 def test_domains_double_until_feasible() -> None:
     data = tiny()
-    measured = census.measure(
-        data, "counts", accountant=dpopt.Accountant.pure(1.0), rng=np.random.default_rng(4)
-    )
+    measured = census.measure(data, "counts", epsilon=1.0, rng=np.random.default_rng(4))
     _, solution = census.post_process(measured, "pwl-dp", domain_sd=1e-3)
     assert solution.status == "optimal" and solution.info["domain_sd"] > 1e-3
 
@@ -245,3 +268,102 @@ def test_sensitivities_of_the_three_queries() -> None:
     assert worst["plain"].tolist() == [2, 2, 2]
     assert worst["cumulative"].tolist() == [1, 1, 1]
     assert worst["chain"].tolist() == level_sizes.tolist()  # 1, 3, 6 — spec §4
+
+
+# --- trust layer §4: census input that fails clearly, never wraps --------------------------
+
+
+def test_top_code_sums_distinct_raw_sizes_but_refuses_repeated_ones() -> None:
+    """Sizes 31 and 32 both top-code into "30 or more" and add up; the same raw size twice for
+    one region is a duplicate row, top-coded or not (it used to be summed silently)."""
+    frame = pd.DataFrame(
+        {"state": ["GA", "GA", "GA"], "county": ["a", "a", "b"], "size": [31, 32, 1]}
+    ).assign(count=[1, 2, 5])
+    data = census.from_frame(frame, LEVELS, range(1, 31), top_code=True)
+    assert data.counts[0, [0, -1]].tolist() == [5, 3]
+    repeated = frame.assign(size=[31, 31, 1])
+    with pytest.raises(ValueError, match=r"rows \[0, 1\] give the same region and size twice"):
+        census.from_frame(repeated, LEVELS, range(1, 31), top_code=True)
+
+
+def test_missing_and_colliding_region_ids_are_errors() -> None:
+    frame = pd.DataFrame({"state": ["GA", "NY"], "size": [1, 2], "count": [1, 2]})
+    hierarchy = pd.DataFrame({"state": ["GA", np.nan, "NY"]})
+    with pytest.raises(ValueError, match=r"hierarchy row 1, column 'state': missing region id"):
+        census.from_frame(frame, ["state"], [1, 2], hierarchy=hierarchy)
+    for first, second in [(1, "1"), (1, 1.0)]:
+        ids = pd.Series([first, second], dtype=object)  # as given, not cast to one dtype
+        clash = pd.DataFrame({"state": ids, "size": [1, 2], "count": [1, 2]})
+        with pytest.raises(ValueError, match=r"row 1, column 'state': region ids .* collide"):
+            census.from_frame(clash, ["state"], [1, 2])
+    empty = frame.assign(state=["GA", " "])
+    with pytest.raises(ValueError, match=r"row 1, column 'state': empty region id"):
+        census.from_frame(empty, ["state"], [1, 2])
+    records = pd.DataFrame({"unit": [1, "1"], "state": ["GA", "GA"]})
+    with pytest.raises(ValueError, match=r"row 1, column 'unit': unit ids '1' and 1"):
+        census.from_records(records, ["state"], [1, 2])
+    records = pd.DataFrame({"unit": [1, 2], "state": ["GA", None]})
+    with pytest.raises(ValueError, match=r"row 1, column 'state': missing region id"):
+        census.from_records(records, ["state"], [1, 2])
+    slash = pd.DataFrame(
+        {"state": ["a/b", "a"], "county": ["c", "b/c"], "size": [1, 1], "count": [1, 1]}
+    )
+    with pytest.raises(ValueError, match="both named 'a/b/c'"):
+        census.from_frame(slash, LEVELS, [1])
+
+
+def test_counts_are_exact_and_never_wrap() -> None:
+    """Counts above 2**53 are kept exactly (not rounded through float64); totals past 2**62,
+    the largest supported count, are refused (int64 used to wrap)."""
+    big = pd.DataFrame({"state": ["a", "b"], "size": [1, 1], "count": [2**61, 2**53 + 1]})
+    data = census.from_frame(big, ["state"], [1])
+    assert data.total == 2**61 + 2**53 + 1
+    assert data.counts[:, 0].tolist() == [2**61 + 2**53 + 1, 2**61, 2**53 + 1]
+    with pytest.raises(ValueError, match=r"over the largest supported total 2\*\*62"):
+        census.from_frame(big.assign(count=[2**62, 2**62]), ["state"], [1])
+    with pytest.raises(ValueError, match=r"row 0: count = .* is a float above 2\*\*53"):
+        census.from_frame(big.assign(count=[2.0**60, 1.0]), ["state"], [1])
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: census.from_frame(None, LEVELS, [1]), TypeError, "frame must be a pandas"),
+        (lambda: census.from_frame(small_frame(), "state", [1, 2, 3]), ValueError, "levels"),
+        (lambda: census.from_frame(small_frame(), [], [1, 2, 3]), ValueError, "levels"),
+        (lambda: census.from_frame(small_frame(), LEVELS, None), ValueError, "sizes"),
+        (lambda: census.from_frame(small_frame(), LEVELS, "ab"), ValueError, "sizes"),
+        (lambda: census.from_frame(small_frame(), LEVELS, [1, 2, True]), ValueError, "sizes"),
+        (
+            lambda: census.from_frame(small_frame(), LEVELS, [1, 2, 3], top_code="yes"),
+            ValueError,
+            "top_code must be True or False",
+        ),
+        (
+            lambda: census.from_frame(
+                small_frame().assign(count=["2", 1, 4, 1, 1]), LEVELS, [1, 2, 3]
+            ),
+            ValueError,
+            "row 0: count must be an integer",
+        ),
+        (
+            lambda: census.from_frame(small_frame(), LEVELS, [1, 2, 3], hierarchy=[["GA"]]),
+            TypeError,
+            "hierarchy must be a pandas DataFrame",
+        ),
+        (
+            lambda: census.from_records(small_frame(), LEVELS, [1, 2, 3], unit=["unit"]),
+            ValueError,
+            "unit must be a column name",
+        ),
+        (lambda: census.synthetic(np.random.default_rng(0), groups=10.5), ValueError, "groups"),
+        (lambda: census.synthetic(np.random.default_rng(0), states=2.5), ValueError, "states"),
+        (lambda: census.synthetic(np.random.default_rng(0), states=True), ValueError, "states"),
+        (lambda: census.synthetic(np.random.default_rng(0), sizes="30"), ValueError, "sizes"),
+        (lambda: census.synthetic(np.random.default_rng(0), groups=2**64), ValueError, "groups"),
+        (lambda: census.synthetic(np.random.default_rng(0), counties=10**9), ValueError, "cells"),
+    ],
+)
+def test_hostile_input_names_the_argument(call, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        call()

@@ -5,12 +5,18 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
+import sys
+import types
 from pathlib import Path
 
+import numpy as np
 import pytest
+from toy_problems import ToyQuadratic
 
 from dpopt import cli, compare
 from dpopt.compare import Record
+from dpopt.problem import Instance, Outcome, register
 
 
 def _record(
@@ -21,12 +27,14 @@ def _record(
     status: str = "optimal",
     violation: float = 0.0,
     tol: float = 1e-6,
-    **extra: object,
+    instance: str = "i1",
+    reference: float | None = None,
+    reference_tol: float | None = None,
 ) -> Record:
     return Record(
         family="toy",
         problem="Toy",
-        instance=str(extra.get("instance", "i1")),
+        instance=instance,
         size=3,
         method=method,
         kind=kind,
@@ -36,8 +44,8 @@ def _record(
         gap=math.nan,
         max_violation=violation,
         seconds=0.01,
-        reference=extra.get("reference"),
-        reference_tol=extra.get("reference_tol"),
+        reference=reference,
+        reference_tol=reference_tol,
     )
 
 
@@ -68,10 +76,71 @@ def test_check_flags_infeasible_exact_solution_and_errors() -> None:
 
 
 def test_check_flags_feasible_point_that_beats_the_exact_optimum() -> None:
-    failures = compare.check([_record("a", "exact", 10.0), _record("h", "heuristic", 9.0)])
+    failures = compare.check(
+        [_record("a", "exact", 10.0), _record("h", "heuristic", 9.0, status="feasible")]
+    )
     assert failures and "h found a feasible point" in failures[0]
-    infeasible = _record("r", "relaxation", 9.0, status="feasible", violation=1.0)
-    assert compare.check([_record("a", "exact", 10.0), infeasible]) == []
+    # a rounded relaxation that breaks the model is "violated": never a better feasible point
+    violated = _record("r", "relaxation", 9.0, status="violated", violation=1.0)
+    assert compare.check([_record("a", "exact", 10.0), violated]) == []
+
+
+def test_check_fails_when_no_exact_method_finished() -> None:
+    """An instance with exact methods none of which certified a result is a failure, and so is
+    a run that compared nothing (it used to print "check passed")."""
+    records = [
+        _record("a", "exact", math.nan, status="error"),
+        _record("b", "exact", 12.0, status="time_limit"),
+        _record("h", "heuristic", 11.0, status="feasible"),
+    ]
+    report = compare.check_report(records)
+    assert not report.passed and report.compared_solves == 0
+    assert any("toy/i1: no exact method certified a result" in f for f in report.failures)
+    assert any("b=time_limit" in f and "a=error" in f for f in report.failures)
+    assert "no instance was compared" in report.failures[-1]
+    assert report.summary().startswith("check failed: 0 solves compared on 0 instances")
+    # an exact method that stopped uncertified (feasible) does not count as finished either
+    uncertified = [_record("a", "exact", 10.0, status="feasible")]
+    assert any("no exact method certified" in f for f in compare.check(uncertified))
+    # a violated exact point is a failure of its own
+    violated = [_record("a", "exact", 10.0), _record("b", "exact", 9.0, status="violated")]
+    assert any("b ended with status violated" in f for f in compare.check(violated))
+
+
+def test_instances_without_exact_methods_are_not_compared_nor_failures() -> None:
+    records = [
+        _record("a", "exact", 10.0),
+        _record("b", "exact", math.nan, status="time_limit"),  # another one finished: fine
+        _record("h", "heuristic", 11.0, status="feasible"),
+        _record("r", "relaxation", 9.0, status="violated", violation=1.0),
+        _record("h", "heuristic", 3.0, status="feasible", instance="laplace"),
+    ]
+    report = compare.check_report(records)
+    assert report.passed, report.failures
+    assert [i.name for i in report.not_compared] == ["toy/laplace"]
+    assert report.compared_solves == 2  # a (optimal) and h (feasible); not b, r, nor laplace
+    assert report.summary() == (
+        "check passed: 2 solves compared on 1 instance; 1 instance had no exact method "
+        "(not compared): toy/laplace"
+    )
+    only_heuristics = compare.check_report(records[-1:])
+    assert not only_heuristics.passed
+    assert only_heuristics.failures == [
+        "no instance was compared: none had an exact method that certified a result "
+        "(1 instances run)"
+    ]
+
+
+def test_instances_every_exact_method_proves_infeasible_are_compared() -> None:
+    records = [
+        _record("a", "exact", math.nan, status="infeasible"),
+        _record("b", "exact", math.nan, status="infeasible"),
+        _record("h", "heuristic", math.nan, status="violated", violation=2.0),
+    ]
+    report = compare.check_report(records)
+    assert report.passed and report.compared_solves == 2
+    found = [*records[:2], _record("h", "heuristic", 4.0, status="feasible")]
+    assert any("every exact method says" in f for f in compare.check(found))
 
 
 def test_check_flags_feasibility_disagreement_and_bad_reference() -> None:
@@ -101,6 +170,79 @@ def test_cli_smoke_check_passes(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["compare", "--suite", "smoke", "--check", "--no-progress"]) == 0
     out, err = capsys.readouterr()
     assert "closed-form" in out and "check passed" in err
+    # Laplace strategy selection is non-convex: no exact method, listed as not compared
+    assert "(not compared): hdmm/prefix-16-laplace, hdmm/all-range-16-laplace" in err
+
+
+def test_cli_check_counts_only_the_solves_compared(capsys: pytest.CaptureFixture[str]) -> None:
+    arguments = "compare --family dgm --family hdmm --suite smoke --check --no-progress --json -"
+    assert cli.main(arguments.split()) == 0
+    out, err = capsys.readouterr()
+    rows = json.loads(out)
+    laplace = {"prefix-16-laplace", "all-range-16-laplace"}
+    compared = [
+        r for r in rows if r["status"] in ("optimal", "feasible") and r["instance"] not in laplace
+    ]
+    line = re.search(r"check passed: (\d+) solves compared on (\d+) instances", err)
+    assert line, err
+    assert int(line.group(1)) == len(compared) < len(rows)
+    assert int(line.group(2)) == len({r["instance"] for r in rows}) - len(laplace)
+
+
+# --- a toy family whose exact method never finishes ---------------------------------------
+
+
+class Stalls(ToyQuadratic):
+    """The toy model; its exact method errors, or stops at any time limit given."""
+
+
+@register(Stalls, "never-finishes", "exact", 0.0, honours_time_limit=True)
+def _never_finishes(problem: Stalls, *, time_limit: float | None = None) -> Outcome:
+    if time_limit is None:
+        return Outcome(None, "error", "diverged")
+    return Outcome(problem.target + 1.0, "time_limit", f"stopped after {time_limit} s")
+
+
+@register(Stalls, "runs-to-completion", "heuristic", 0.0)
+def _runs_to_completion(problem: Stalls, *, time_limit: float | None = None) -> Outcome:
+    return Outcome(problem.target + 0.5, "feasible")
+
+
+@pytest.fixture
+def toy_family(monkeypatch: pytest.MonkeyPatch) -> str:
+    module = types.ModuleType("dpopt_toy_family")
+    module.SUITES = {  # type: ignore[attr-defined]
+        "smoke": lambda rng: [Instance(f"stall-{t}", Stalls(t)) for t in (1.0, 2.0)]
+    }
+    monkeypatch.setitem(sys.modules, "dpopt_toy_family", module)
+    monkeypatch.setitem(compare.FAMILY_MODULES, "toy", "dpopt_toy_family")
+    return "toy"
+
+
+@pytest.mark.parametrize("time_limit", [[], ["--time-limit", "5"]])
+def test_cli_check_fails_when_no_exact_method_finishes(
+    toy_family: str, time_limit: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exact methods erroring (or timing out) on every instance: exit 1, never "passed"."""
+    arguments = ["compare", "--family", toy_family, "--suite", "smoke", "--check"]
+    assert cli.main([*arguments, "--no-progress", *time_limit]) == 1
+    out, err = capsys.readouterr()
+    assert "check passed" not in err
+    assert "toy/stall-1.0: no exact method certified a result" in err
+    assert "no instance was compared" in err
+    assert "check failed: 0 solves compared on 0 instances" in err
+    # --time-limit reaches the method that honours one, and only that one
+    status = "time_limit" if time_limit else "error"
+    assert re.search(rf"never-finishes\s+exact\s+{status}", out), out
+    assert re.search(r"runs-to-completion\s+heuristic\s+feasible", out), out
+
+
+def test_run_passes_the_time_limit_only_to_methods_that_honour_it(toy_family: str) -> None:
+    records = compare.run([toy_family], "smoke", time_limit=5.0, progress=False)
+    by_method = {r.method: r for r in records if r.instance == "stall-1.0"}
+    assert by_method["never-finishes"].message == "stopped after 5.0 s"
+    assert by_method["runs-to-completion"].status == "feasible"  # no ValueError record
+    assert np.isfinite(by_method["runs-to-completion"].objective)
 
 
 def test_cli_writes_json_csv_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -156,4 +298,39 @@ def test_cli_list_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["compare", "--help"])
     assert exit_info.value.code == 0
-    assert "--check" in capsys.readouterr().out
+    usage = " ".join(capsys.readouterr().out.split())
+    assert "--check" in usage and "not compared" in usage and "violated" in usage
+    assert "passed only to the methods that honour a time limit" in usage
+
+
+@pytest.mark.parametrize("option", ["--json", "--csv", "--plot"])
+def test_cli_checks_output_paths_before_running(
+    option: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran = []
+    monkeypatch.setattr(compare, "_solve_record", lambda *a: ran.append(a))
+    for path, why in ((tmp_path / "missing" / "out", "does not exist"), (tmp_path, "directory")):
+        assert cli.main(["compare", "--family", "dgm", "--suite", "smoke", option, str(path)]) == 2
+        assert why in capsys.readouterr().err
+    assert ran == []  # refused before a single solve
+
+
+def test_cli_interrupt_exits_130_with_valid_json(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = compare._solve_record
+    calls = []
+
+    def solve_twice(*args: object) -> Record:
+        calls.append(args)
+        if len(calls) > 2:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(compare, "_solve_record", solve_twice)
+    argv = ["compare", "--family", "dgm", "--suite", "smoke", "--json", "-", "--no-progress"]
+    assert cli.main(argv) == 130
+    captured = capsys.readouterr()
+    rows = json.loads(captured.out)  # the solves that finished, as valid JSON
+    assert len(rows) == 2
+    assert "interrupted after 2 solves" in captured.err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 import dpopt
 from dpopt.dgm import SPEC_CHAIN_A, SPEC_SQUARES_A, allocate_budget
 from dpopt.models.dgm_budget import BudgetAllocation
+from dpopt.privacy import Loss
 
 EXACT = ("closed-form", "cvxpy:clarabel", "cvxpy:scs")
 
@@ -100,14 +103,15 @@ def test_closed_form_agrees_with_both_cvxpy_backends(a: np.ndarray, total: float
 
 def test_allocate_budget_splits_the_accountants_remaining_budget() -> None:
     accountant = dpopt.Accountant.pure(1.0)
-    accountant.spend(0.1, "stage I")
+    accountant.spend(Loss.pure(0.1), "stage I")
     eps = allocate_budget(np.array(SPEC_CHAIN_A), accountant)
-    assert eps.sum() == pytest.approx(0.9, rel=1e-12)
-    assert accountant.spent == pytest.approx(0.1)
-    for i, share in enumerate(eps):
-        accountant.spend(share, f"node {i}")
+    assert sum(eps) == accountant.remaining  # exactly: spending them all fits
+    assert accountant.spent == Fraction(0.1)
+    closed = dpopt.solve(BudgetAllocation(SPEC_CHAIN_A, float(accountant.remaining))).x
+    assert [float(e) for e in eps] == pytest.approx(closed, rel=1e-14)
+    accountant.spend_all([(Loss.pure(share), f"node {i}") for i, share in enumerate(eps)])
     with pytest.raises(dpopt.BudgetExceededError):
-        accountant.spend(1e-6, "one more")
+        accountant.spend(Loss.pure(1e-300), "one more")
 
 
 @pytest.mark.parametrize(

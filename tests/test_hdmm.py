@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpopt
-from dpopt import hdmm
+from dpopt import hdmm, hdmm_sf1
 from dpopt import workload as wl
 from dpopt.models.matrix_mechanism import StrategySelection, strategy_error
-from dpopt.solvers.hdmm_opt0 import pidentity_loss, pidentity_strategy
+from dpopt.solvers.hdmm_opt0 import opt0_laplace, pidentity_loss, pidentity_strategy
 
 REL = 1e-6  # spec §6: closed forms to 1e-6 relative
 
@@ -72,6 +72,7 @@ def test_kronecker_factorisation() -> None:
     assert hdmm.svd_bound(workload) == pytest.approx(19.234422, rel=1e-6)
 
 
+@pytest.mark.paper
 def test_pidentity_example_10_and_gradient() -> None:
     """Spec §6 item 7 (Ex. 10 Θ): A, unit column L1 norms, objectives, the gradient."""
     theta = np.array([[1.0, 2, 3], [1, 1, 1]])
@@ -99,8 +100,19 @@ def test_pidentity_example_10_and_gradient() -> None:
         assert grad == pytest.approx(numeric, abs=1e-7 * max(1.0, loss))
 
 
+@pytest.mark.paper
+@pytest.mark.slow
 def test_table_values_at_n64() -> None:
-    """Tables 4–5 (spec §3.1–3.2) at n = 64 within 2 % of the paper's RMSE."""
+    """Tables 4–5 (spec §3.1–3.2) at n = 64: the OPT₀ column within 2 % of the paper's RMSE.
+
+    Gaussian OPT₀ is convex (Def. 12), so both ways. Laplace OPT₀ is a non-convex search whose
+    landing point moves with the seed and the BLAS kernel, so the paper (the best of the
+    authors' runs) is an upper bound only: the best of 25 restarts measured 1.0003–1.0008 ×
+    the paper over seeds 0–9 and eight OpenBLAS kernels (OPENBLAS_CORETYPE), and the spec's
+    5 restarts 1.0024, so 2 % is 8× the spread; the Identity strategy is 1.19–1.51 × (the
+    table's Identity column). It also meets what any landing point does: ≥ the SVD bound,
+    ≤ every candidate it took the best of, Identity included, and its error is the model's.
+    """
     sigma = dpopt.privacy.analytic_gaussian_sigma(1.0, 1e-6)
     for name, laplace, gaussian in (
         ("all-range", 5.55, 9.73),
@@ -109,11 +121,41 @@ def test_table_values_at_n64() -> None:
     ):
         workload = hdmm.one_d_workload(name, 64)
         m = workload.shape[0]
+        svdb = hdmm.svd_bound(workload)
         fitted = hdmm.optimize(workload, "laplace", restarts=25, seed=0)
         assert np.sqrt(2 * fitted.error / m) <= laplace * 1.02
+        assert svdb * (1 - 1e-9) <= fitted.error <= min(fitted.candidates.values()) * (1 + 1e-6)
+        assert fitted.error == pytest.approx(err(workload, fitted.matrix), rel=1e-9)
         gauss = hdmm.optimize(workload, "gaussian")
-        assert sigma * np.sqrt(gauss.error / m) <= gaussian * 1.02
-        assert gauss.error >= hdmm.svd_bound(workload) * (1 - 1e-9)
+        assert gaussian * 0.98 <= sigma * np.sqrt(gauss.error / m) <= gaussian * 1.02
+        assert gauss.error >= svdb * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("gram", [np.ones((51, 51)), "race1"], ids=["total51", "race1"])
+def test_laplace_opt0_scores_every_candidate_by_its_error(gram) -> None:
+    """OPT₀ takes the best of its candidates by their reported errors, so each reported error
+    must be the model's error at the candidate's strategy, hence never below the SVD bound.
+
+    A library bug found by this test, now fixed (restarts are scored by ``pidentity_error``).
+    On a rank-deficient Gram, L-BFGS-B drives the p-Identity Θ to 1e3–1e4, where
+    ``pidentity_loss``'s tr C₀ − ⟨RΘ, M⟩ cancels ~10 digits (tr C₀ ≈ 2e9 on race1), and it
+    stops where the rounding is lowest: on the Total Gram of n = 51, 34 of 40 restarts are
+    off by more than 1e-6, one reported 0.81 (SVD bound 1, true error 2.48) and was picked over
+    Total (1.0); on SF1's race1 (rank 7) one reported 0.18 (bound 2.90, true 9.66) and was
+    picked over a restart at 8.73. Through OPT_+ this moved Table 6 cells by up to 1.7 × (Loans
+    prefix marginals, seed 12) and off the closed form on marginal workloads (Adult seed 6,
+    Loans seeds 12, 15, 23), measured. A restart here is off with probability 0.4 (race1) to
+    0.85 (Total), so with 30 restarts the old scoring fails on any BLAS.
+    """
+    if isinstance(gram, str):
+        gram = hdmm_sf1.sf1_blocks()[gram].gram().dense()
+    values = np.linalg.eigvalsh(gram)  # SVD bound; rounding-level eigenvalues dropped
+    svdb = np.sqrt(values[values > 1e-12 * values.max()]).sum() ** 2 / gram.shape[0]
+    for candidate in opt0_laplace(gram, restarts=30, rng=np.random.default_rng(0)):
+        true = strategy_error(candidate.strategy, gram, "laplace")
+        if np.isfinite(true):
+            assert candidate.error == pytest.approx(true, rel=1e-6), candidate.name
+            assert candidate.error >= svdb * (1 - 1e-6), candidate.name
 
 
 small_grams = st.integers(min_value=2, max_value=10).flatmap(
@@ -154,6 +196,9 @@ def test_laplace_opt0_is_bounded_and_seeded(rows: list[list[int]], seed: int) ->
     assert hdmm.svd_bound(matrix) * (1 - 1e-9) <= first.objective
     assert first.objective <= np.trace(problem.gram) * (1 + 1e-12)
     assert first.max_violation < 1e-8
+    # the best of its restarts: the model's error at the returned strategy is the lowest error
+    # reported among the candidates (I, T, IdTotal, SVD and each p-Identity restart)
+    assert first.objective == pytest.approx(min(first.info["candidates"].values()), rel=1e-6)
 
 
 def test_permutation_and_scaling_invariance() -> None:
@@ -178,59 +223,6 @@ def test_expected_error_constants() -> None:
     assert hdmm.expected_error(workload, np.ones((1, 8))) == float("inf")  # unsupported
 
 
-@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
-def test_empirical_error_matches_expected_error(noise: str) -> None:
-    """Mean squared error over 4,000 noise draws vs the formula; z-test, false alarm ≈ 6e-5."""
-    workload = wl.Prefix(16)
-    strategy = hdmm.optimize(workload, noise, restarts=3).matrix
-    x = np.random.default_rng(0).integers(0, 50, 16).astype(float)
-    truth = workload @ x
-    rng = np.random.default_rng(1)
-    errors = np.array(
-        [
-            np.sum(
-                (
-                    workload
-                    @ hdmm.reconstruct(
-                        strategy,
-                        hdmm.measure(strategy, x, noise=noise, epsilon=1.0, delta=1e-6, rng=rng),
-                    )
-                    - truth
-                )
-                ** 2
-            )
-            for _ in range(4000)
-        ]
-    )
-    expected = hdmm.expected_error(workload, strategy, noise, epsilon=1.0, delta=1e-6)
-    assert abs(errors.mean() - expected) < 4 * errors.std() / np.sqrt(errors.size)
-
-
-def test_answer_charges_the_accountant() -> None:
-    accountant = dpopt.Accountant.pure(1.0)
-    answers, strategy = hdmm.answer(
-        wl.Prefix(8),
-        np.arange(8.0),
-        epsilon=0.4,
-        rng=np.random.default_rng(0),
-        accountant=accountant,
-        restarts=2,
-    )
-    assert answers.shape == (8,) and accountant.spent == pytest.approx(0.4)
-    assert strategy.sensitivity == pytest.approx(1.0)
-    zcdp = dpopt.Accountant.zcdp(1.0)
-    hdmm.measure(
-        np.eye(4),
-        np.zeros(4),
-        noise="gaussian",
-        epsilon=1.0,
-        delta=1e-6,
-        rng=np.random.default_rng(0),
-        accountant=zcdp,
-    )
-    assert zcdp.spent == pytest.approx(1 / (2 * 4.2246789**2), rel=1e-6)
-
-
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
@@ -245,7 +237,7 @@ def test_answer_charges_the_accountant() -> None:
         (
             lambda: hdmm.measure(np.eye(3), np.zeros(4), epsilon=1, rng=np.random.default_rng()),
             ValueError,
-            "x must have shape",
+            "x has 4 cells; the strategy has 3 columns",
         ),
         (lambda: hdmm.measure(np.eye(3), np.zeros(3), epsilon=1, rng=0), TypeError, "Generator"),
         (lambda: StrategySelection(np.ones((2, 3))), ValueError, "square"),
@@ -274,6 +266,7 @@ def test_error_of_a_nearly_singular_strategy_is_computed_stably() -> None:
     assert dpopt.solve(problem, "opt0-gaussian").objective == pytest.approx(9.0, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_scs_point_on_a_rank_deficient_workload_keeps_its_accuracy() -> None:
     """Width-32 ranges at n = 64 (rank 33): SCS's X has eigenvalues down to −1e-9; floored at
     1e-12·max they left W's range nearly unmeasured (error 241.9 against the optimum 139.83)."""

@@ -349,6 +349,7 @@ def ex15() -> np.ndarray:
     return surrogate_weights(wl.Marginals(EX15, 2))
 
 
+@pytest.mark.paper
 def test_ex15_baselines(ex15: np.ndarray) -> None:
     assert marginal_error(keyed({15: 1.0}, 4), ex15, EX15, "laplace") == pytest.approx(
         300_000, rel=REL
@@ -357,6 +358,7 @@ def test_ex15_baselines(ex15: np.ndarray) -> None:
     assert marginal_error(workload_theta, ex15, EX15, "laplace") == pytest.approx(206_964, rel=REL)
 
 
+@pytest.mark.paper
 def test_ex15_paper_strategy_and_lstsq_trap(ex15: np.ndarray) -> None:
     """Keys of {3,4}, {1,2,4}, {1,2,3} (1-based, attribute 1 = MSB) are 3, 13, 14."""
     keys = [wl.marginal_key(EX15, s) for s in ([2, 3], [0, 1, 3], [0, 1, 2])]
@@ -373,17 +375,38 @@ def test_ex15_paper_strategy_and_lstsq_trap(ex15: np.ndarray) -> None:
     assert abs(error - lstsq) > 9_000
 
 
+@pytest.mark.paper
 def test_ex15_opt_marginals(ex15: np.ndarray) -> None:
+    """Ex. 15, Laplace OPT_M (non-convex): the paper's optimum 62,886.1 is reached (spec §6 item
+    12: ≤ 62,900), at the paper's weights, by the best of the random restarts.
+
+    The Theorem 13 start descends to a local minimum at 73,173.6; one U[0,1) start reaches the
+    optimum's basin with probability 0.12 (7 of 60 seeds, measured), so the best of 100 misses
+    it with probability 0.88¹⁰⁰ ≈ 4e-6, whatever the seed and BLAS (50 restarts: 2e-3).
+    """
     theta, error = opt_marginals(
-        wl.Marginals(EX15, 2), EX15, "laplace", restarts=50, rng=np.random.default_rng(0)
+        wl.Marginals(EX15, 2), EX15, "laplace", restarts=100, rng=np.random.default_rng(0)
     )
-    assert 62_886.0 <= error <= 62_900
+    assert svd_bound_marginals(ex15, EX15) <= error <= 62_900
     assert theta.sum() == pytest.approx(1.0)
     assert error == pytest.approx(marginal_error(theta, ex15, EX15, "laplace"), rel=1e-12)
+    # the basin's minimum is unique: θ there is the paper's (rounded to 3 decimals) to 4e-4
     np.testing.assert_allclose(theta[[3, 13, 14]], [0.440, 0.308, 0.252], atol=2e-3)
-    again, _ = opt_marginals(ex15, EX15, "laplace", restarts=50, rng=np.random.default_rng(0))
+    again, _ = opt_marginals(ex15, EX15, "laplace", restarts=100, rng=np.random.default_rng(0))
     np.testing.assert_array_equal(theta, again)
-    assert error >= svd_bound_marginals(ex15, EX15)
+
+
+def test_opt_marginals_is_the_best_of_its_restarts(ex15: np.ndarray) -> None:
+    """More restarts from the same seed only add candidates (the first k starts are the same
+    draws), so the error never increases with them; with none, OPT_M is the better of the
+    Theorem 13 closed form and its descent."""
+    closed = marginal_error(closed_form_theta(ex15, EX15)[0], ex15, EX15, "laplace")
+    errors = [
+        opt_marginals(ex15, EX15, "laplace", restarts=k, rng=np.random.default_rng(3))[1]
+        for k in (0, 1, 5, 20)
+    ]
+    assert errors[0] <= closed
+    assert all(later <= earlier for earlier, later in itertools.pairwise(errors))
 
 
 # --- reconstruction (spec §4) ---------------------------------------------------------------------

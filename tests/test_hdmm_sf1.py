@@ -1,15 +1,20 @@
 """Census SF1 / SF1+ rows of HDMM Tables 6–7 (hdmm spec §5.2).
 
-Every optimizer column is checked against the paper to 2 % of the RMSE, except where ours is
-better by more than that; each such case is explained where it is asserted:
+The Gaussian optimizers (convex OPT₀, see test_hdmm_marginal_tables) and the baseline columns
+are deterministic: they are checked against the paper to 2 % of the RMSE (±0.01 for the
+baselines). The Laplace optimizers are seeded non-convex searches, whose landing point moves
+with the seed and the BLAS kernel: they are checked by the bounds every landing point meets
+and against the paper only as an upper bound, :data:`LAPLACE_MARGIN`. Where ours is better
+than the paper, the cause is asserted deterministically:
 
-- OPT_⊗, SF1+, Laplace (2.7 % better): the state attribute. Every SF1+ term carries the
+- OPT_⊗, SF1+, Laplace (1–3 % better): the state attribute. Every SF1+ term carries the
   same [I;T]₅₁ factor, so OPT_⊗(SF1+) = OPT_⊗(SF1) ⊗ OPT₀([I;T]₅₁) exactly (Theorem 6) and
   RMSE(SF1+) = RMSE(SF1)·√(c/52), c the state factor's error. The paper's 10.23/7.30 gives
   c = 102.1 = tr([I;T]₅₁ Gram), i.e. the Identity; IdTotal reaches c = 96.62.
-- OPT_+, Laplace (9–13 % better): our OPT₀ also tries the SVD-bound strategy, which the
-  reference's {I, T, IdTotal, p-Identity} lacks (age1: 47.7 vs 83.7, age3: 106.7 vs 115).
-  Without it our OPT_+ lands on the paper's values (0.96–1.01 × over 5 seeds).
+- OPT_+, Laplace (8–13 % better, measured): our OPT₀ also tries the SVD-bound strategy, which
+  the reference's {I, T, IdTotal, p-Identity} lacks (age1: 47.7 against 115 for I and IdTotal,
+  age3: 106.7 against 115). Without it our OPT_+ lands on the paper's values (0.96–1.01 ×
+  over seeds and BLAS kernels).
 - OPT_+, Gaussian: not reproduced (14.97 / 16.63 against 75.66 / 84.16). Gaussian OPT₀ is
   convex and reaches each factor's optimum (7 = rank on race1, 23 on age1, 103 on age3,
   SVDB 3.732 on [I;T]₂), so 52,120 is the true optimum of one Kronecker block per term.
@@ -26,14 +31,40 @@ import math
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from dpopt import hdmm, hdmm_columns, hdmm_sf1
 from dpopt import workload as wl
+from dpopt.models.marginal_algebra import (
+    closed_form_theta,
+    marginal_error,
+    surrogate_from_terms,
+    svd_bound_marginals,
+)
+from dpopt.models.matrix_mechanism import MarginalStrategy, ProductStrategySelection
 from dpopt.solvers import hdmm_kron
-from dpopt.solvers.hdmm_opt0 import best, idtotal_candidate, opt0_laplace
+from dpopt.solvers.hdmm_opt0 import (
+    best,
+    idtotal_candidate,
+    opt0_laplace,
+    static_candidates,
+    svd_candidate,
+)
 
 WORKLOADS = {"sf1": hdmm_sf1.sf1_workload, "sf1+": hdmm_sf1.sf1_plus_workload}
-TOL = 0.02  # RMSE within 2 % of the paper
+TOL = 0.02  # RMSE within 2 % of the paper, for the deterministic columns
+LAPLACE_MARGIN = 1.10
+"""Upper bound on ours / paper for the Laplace optimizers (non-convex searches).
+
+Measured over seeds 0–9 and, for seeds 0–2, OPENBLAS_NUM_THREADS=1 and eight OpenBLAS
+kernels (OPENBLAS_CORETYPE): OPT_⊗ 1.000–1.013 (SF1+: against the state-corrected target),
+OPT_M 0.995–1.011, OPT_+ 0.87–0.92, OPT_+ with the reference's candidates 0.95–1.02 (seeds
+0–11). A broken search still fails it: OPT₀ without p-Identity gives OPT_⊗ 1.31 × the paper,
+OPT_M from the Theorem 13 start alone 1.69 ×, OPT_+ from the reference's static candidates
+alone 1.82–1.85 × (measured). So does the library's mis-scored p-Identity restart
+(tests/test_hdmm.py::test_laplace_opt0_scores_every_candidate_by_its_error): with the
+reference's candidates, seed 8 gives 1.24 / 1.28, 0.97 / 0.99 once OPT₀ picks by true error.
+"""
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +116,7 @@ def test_sensitivities(workloads) -> None:
         assert workload.sensitivity_l2() ** 2 == pytest.approx(0.82 * total)
 
 
+@pytest.mark.paper
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])
 @pytest.mark.parametrize("name", ["sf1", "sf1+"])
 def test_baseline_columns(workloads, name: str, noise: str) -> None:
@@ -115,41 +147,86 @@ def state_factor_cost(noise: str) -> float:
     return idtotal_candidate(wl.IdentityTotal(hdmm_sf1.STATES).gram().dense(), noise).error
 
 
+def point_of(strategy: hdmm.ProductStrategy):
+    """The model's point for a ProductStrategy: (shares, blocks), or θ for OPT_M."""
+    if strategy.theta is not None:
+        return MarginalStrategy(strategy.theta)
+    return strategy.shares, strategy.blocks
+
+
+@pytest.mark.paper
 @pytest.mark.parametrize("name", ["sf1", "sf1+"])
-def test_laplace_optimizer_columns(workloads, name: str) -> None:
-    """Table 6: OPT_⊗, OPT_M and HDMM (= OPT_⊗) within 2 %; OPT_+ better (module docstring)."""
+def test_laplace_optimizer_columns(workloads, name: str, bounds) -> None:
+    """Table 6: OPT_⊗, OPT_+, OPT_M and HDMM at most :data:`LAPLACE_MARGIN` × the paper, inside
+    the bounds every landing point meets, and equal to the model's objective at the strategy."""
     workload = workloads[name]
+    terms = wl.union_of_kron_terms(workload)
     chosen = hdmm.optimize_product(workload, "laplace")
-    ours = {k: rmse(workload, "laplace", v) for k, v in chosen.candidates.items()}
+    errors = dict(chosen.candidates)
+    # HDMM keeps the best of its candidates, Identity included (spec §3.7, §6 item 14)
+    assert chosen.error == min(errors.values()) <= errors["identity"]
+    limits = bounds(terms, "laplace")
+    rel = 1e-9  # rounding: the bounds hold exactly
+    assert limits.kron_low * (1 - rel) <= errors["kron"] <= limits.identity * (1 + rel)
+    assert limits.union_low * (1 - rel) <= errors["union"] <= limits.union_static * (1 + rel)
+    weights, domain = surrogate_from_terms(terms), wl.domain(workload)
+    closed = marginal_error(closed_form_theta(weights, domain)[0], weights, domain, "laplace")
+    low = svd_bound_marginals(weights, domain)
+    assert low * (1 - rel) <= errors["marginals"] <= closed * (1 + rel)
+    problem = ProductStrategySelection(terms, "laplace")
+    with threadpool_limits(1, user_api="blas"):  # ~300 small eigen-decompositions
+        assert problem.objective(point_of(chosen)) == pytest.approx(chosen.error, rel=1e-9)
+    assert problem.violations(point_of(chosen)) < 1e-9
+    ours = {k: rmse(workload, "laplace", v) for k, v in errors.items()}
     ours["hdmm"] = rmse(workload, "laplace", chosen.error)
-    assert chosen.template == "kron"
-    assert ours["marginals"] == pytest.approx(paper("laplace", name, "marginals"), rel=TOL)
-    kron = paper("laplace", name, "kron")
+    target = {c: paper("laplace", name, c) for c in ("kron", "union", "marginals", "hdmm")}
     if name == "sf1+":  # the paper's state factor is the Identity (c = 102), ours IdTotal
-        assert ours["kron"] < kron * (1 - TOL)
-        kron *= math.sqrt(state_factor_cost("laplace") / 102)
-    assert ours["kron"] == pytest.approx(kron, rel=TOL)
-    assert ours["hdmm"] == ours["kron"]
-    assert ours["union"] < paper("laplace", name, "union") * 0.95  # the SVD candidate
+        for column in ("kron", "hdmm"):
+            target[column] *= math.sqrt(state_factor_cost("laplace") / 102)
+    for column, value in target.items():
+        assert ours[column] <= value * LAPLACE_MARGIN, column
 
 
+def test_svd_candidate_explains_the_laplace_union() -> None:
+    """Why our Laplace OPT_+ is below the paper's (module docstring): on age1 and age3 the
+    SVD-bound strategy beats Identity, Total and IdTotal, the reference's deterministic
+    candidates (its p-Identity restarts land at 83–87 on age1, measured)."""
+    blocks = hdmm_sf1.sf1_blocks()
+    for name, svd, others in (("age1", 47.72, 115.0), ("age3", 106.71, 115.0)):
+        gram = blocks[name].gram().dense()
+        assert svd_candidate(gram, "laplace").error == pytest.approx(svd, abs=5e-3)
+        reference = [*static_candidates(gram), idtotal_candidate(gram, "laplace")]
+        assert min(c.error for c in reference) == pytest.approx(others, rel=1e-9)
+
+
+@pytest.mark.paper
 @pytest.mark.parametrize("name", ["sf1", "sf1+"])
-def test_laplace_union_with_the_reference_candidates(workloads, name: str, monkeypatch) -> None:
+def test_laplace_union_with_the_reference_candidates(
+    workloads, name: str, monkeypatch, bounds
+) -> None:
     """Without the SVD-bound candidate (the reference's OPT₀: I, T, IdTotal, p-Identity), our
-    OPT_+ reproduces Table 6's 30.55 / 42.31. The tolerance is the seed spread of the
-    p-Identity restarts (measured 0.964–1.008 × over 5 seeds with 5 restarts), not 2 %."""
+    OPT_+ reaches Table 6's 30.55 / 42.31: at most :data:`LAPLACE_MARGIN` × the paper (0.95–1.02
+    measured), below the union of the reference's static candidates, above the SVD bounds."""
 
-    def reference_opt0(gram, noise, rng, restarts):
+    def reference_opt0(gram, noise, rng, restarts, *_):  # *_: hdmm_kron._opt0's other options
         return best([c for c in opt0_laplace(gram, restarts=restarts, rng=rng) if c.name != "svd"])
 
     monkeypatch.setattr(hdmm_kron, "_opt0", reference_opt0)
     workload = workloads[name]
-    union = hdmm_kron.opt_union(
-        wl.union_of_kron_terms(workload), "laplace", rng=np.random.default_rng(0), restarts=5
-    )
-    assert rmse(workload, "laplace", union.error) == pytest.approx(
-        paper("laplace", name, "union"), rel=0.04
-    )
+    terms = wl.union_of_kron_terms(workload)
+    union = hdmm_kron.opt_union(terms, "laplace", rng=np.random.default_rng(0), restarts=5)
+    limits = bounds(terms, "laplace")
+
+    def reference_static(gram: np.ndarray) -> float:
+        candidates = [*static_candidates(gram), idtotal_candidate(gram, "laplace")]
+        return min(c.error for c in candidates)
+
+    # (Σⱼ Eⱼ^{1/3})³ is increasing in each Eⱼ: a static-candidate block bounds OPT_+ above
+    static = [w * math.prod(map(reference_static, grams)) for w, grams in terms]
+    assert union.error <= math.fsum(np.cbrt(static)) ** 3 * (1 + 1e-9)
+    assert union.error >= limits.union_low * (1 - 1e-9)
+    ours = rmse(workload, "laplace", union.error)
+    assert ours <= paper("laplace", name, "union") * LAPLACE_MARGIN
 
 
 def gaussian_union_bounds(workload: wl.Matrix) -> tuple[float, float]:
@@ -178,6 +255,8 @@ def gaussian_union_bounds(workload: wl.Matrix) -> tuple[float, float]:
 GAUSSIAN_UNION = {"sf1": 14.9700, "sf1+": 16.6308}
 
 
+@pytest.mark.paper
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["sf1", "sf1+"])
 def test_gaussian_optimizer_columns(workloads, name: str) -> None:
     """Table 7: OPT_⊗, OPT_M and HDMM (= OPT_⊗) within 2 %. OPT_+ is not reproduced: the
@@ -197,6 +276,7 @@ def test_gaussian_optimizer_columns(workloads, name: str) -> None:
     assert ours["union"] == pytest.approx(GAUSSIAN_UNION[name], rel=1e-4)
 
 
+@pytest.mark.paper
 def test_sf1_plus_is_sf1_times_the_state_factor() -> None:
     """Every SF1+ term carries the same [I;T]₅₁, so a Kronecker strategy's error (Thm 6) is
     c·(its SF1 error), c the state factor's cost, and RMSE(SF1+) = RMSE(SF1)·√(c/52). The

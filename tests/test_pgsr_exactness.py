@@ -137,6 +137,7 @@ def relaxation_slack(problem, method: str, optimum: float) -> float:
 # --- Model 1: pwl-dp = dp-table = cpsat (spec §3.4 validation contract) ----------------------
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(instance=noisy_instances(uniform=False))
 def test_model_1_exact_methods_agree(instance: dict) -> None:
@@ -161,7 +162,8 @@ def test_model_1_exact_methods_agree(instance: dict) -> None:
         if method != "cpsat":
             assert solution.info["dp_objective"] == optimum  # C_root(n) = top-down cost
     # Relaxed optimum ≤ integer optimum (spec §6 invariants).
-    assert relaxed.status == "optimal"
+    assert relaxed.info["solver_status"] == "optimal"
+    assert relaxed.status == ("feasible" if relaxed.max_violation == 0 else "violated")
     assert relaxed.info["relaxed_objective"] <= optimum + relaxation_slack(
         problem, "relaxed:clarabel", optimum
     )
@@ -225,6 +227,7 @@ def _encode_cumulative(tree: Tree, counts: np.ndarray) -> np.ndarray:
     return cumulative(counts)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instance=noisy_instances(uniform=False, encode=_encode_cumulative))
 def test_model_2_heuristics_feasible_and_bounded(instance: dict) -> None:
@@ -254,7 +257,7 @@ def test_model_2_heuristics_feasible_and_bounded(instance: dict) -> None:
         elif solution.status != "feasible":
             # Narrowed Γ windows are only approximated by the heuristics' own domains; a point
             # outside them must not be called feasible.
-            assert solution.status in ("error", "infeasible"), (method, solution.status)
+            assert solution.status in ("violated", "infeasible"), (method, solution.status)
             continue
         assert solution.max_violation == 0, method
         assert_within(problem, solution.x)
@@ -266,6 +269,7 @@ def test_model_2_heuristics_feasible_and_bounded(instance: dict) -> None:
 # --- zero noise: every post-processor returns the truth at cost 0 (spec §6 invariants) -------
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), uniform=st.booleans())
 def test_zero_noise_returns_the_truth(data: st.DataObject, uniform: bool) -> None:

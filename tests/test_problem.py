@@ -8,27 +8,14 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+from toy_problems import ToyQuadratic
 
 import dpopt
-from dpopt.problem import Outcome, Problem, register
+from dpopt.problem import STATUSES, Outcome, Problem, register
 
 
-@dataclass(frozen=True, eq=False)
-class Nearest(Problem):
+class Nearest(ToyQuadratic):
     """Toy model: min (x - target)² s.t. x ≥ 0 (violation = max(0, -x))."""
-
-    target: float
-    family: ClassVar[str] = "toy"
-
-    @property
-    def size(self) -> int:
-        return 1
-
-    def objective(self, x: float) -> float:
-        return (x - self.target) ** 2
-
-    def violations(self, x: float) -> float:
-        return max(0.0, -x)
 
 
 @register(Nearest, "clip", "exact", 0.0, auto_rank=1)
@@ -53,9 +40,50 @@ def _unclipped(problem: Nearest, *, time_limit: float | None = None, shift: floa
     return Outcome(problem.target + shift, "feasible", "not clipped")
 
 
-@register(Nearest, "gives-up", "heuristic", 0.0)
+@register(Nearest, "gives-up", "heuristic", 0.0, honours_time_limit=True)
 def _gives_up(problem: Nearest, *, time_limit: float | None = None) -> Outcome:
     return Outcome(None, "time_limit", f"stopped after {time_limit} s")
+
+
+@dataclass(frozen=True, eq=False)
+class Noisy(Problem):
+    """Toy model whose check is floating point: min (x - 1)² s.t. x ≤ 1 (violation max(0, x-1)),
+    with a numerical floor of 1e-9 on that scale."""
+
+    family: ClassVar[str] = "toy"
+    feasibility_tol: ClassVar[float] = 1e-9
+
+    @property
+    def size(self) -> int:
+        return 1
+
+    def objective(self, x: float) -> float:
+        return (x - 1.0) ** 2 if x > -100 else math.inf
+
+    def violations(self, x: float) -> float:
+        return max(0.0, x - 1.0)
+
+
+@register(Noisy, "claims", "exact", 1e-6, honours_time_limit=True)
+def _claims(
+    problem: Noisy,
+    *,
+    time_limit: float | None = None,
+    x: float | None = 1.0,
+    status: str = "optimal",
+) -> Outcome:
+    """Returns whatever point and status it is told to: the judge is solve()."""
+    return Outcome(x, status, "as told")  # type: ignore[arg-type]
+
+
+@register(Noisy, "exact-no-tol", "exact", 0.0)
+def _exact_no_tol(problem: Noisy, *, time_limit: float | None = None, x: float = 1.0) -> Outcome:
+    return Outcome(x, "optimal")
+
+
+@register(Noisy, "rounds", "relaxation", 0.0)
+def _rounds(problem: Noisy, *, time_limit: float | None = None, x: float = 1.0) -> Outcome:
+    return Outcome(x, "optimal", info={"relaxed_objective": 0.0})
 
 
 def test_methods_lists_registered_methods_with_kinds() -> None:
@@ -93,8 +121,8 @@ def test_objective_and_violation_come_from_the_model_not_the_solver() -> None:
     assert solution.info["solver_objective"] == -123.0
     assert solution.max_violation == 0.0
     relaxed = dpopt.solve(Nearest(-2.0), "unclipped")
-    assert (relaxed.objective, relaxed.max_violation, relaxed.status) == (0.0, 2.0, "feasible")
-    assert relaxed.info["message"] == "not clipped"
+    assert (relaxed.objective, relaxed.max_violation, relaxed.status) == (0.0, 2.0, "violated")
+    assert relaxed.info["message"].endswith("not clipped")
     assert relaxed.kind == "relaxation"
 
 
@@ -115,6 +143,66 @@ def test_missing_point_gives_nan_objective_and_time_limit_is_passed() -> None:
     solution = dpopt.solve(Nearest(1.0), "gives-up", time_limit=2.5)
     assert solution.x is None and math.isnan(solution.objective)
     assert solution.status == "time_limit" and "2.5" in solution.info["message"]
+
+
+# --- statuses that never lie (trust layer §3) -------------------------------------------------
+
+
+def test_status_set_has_violated_and_outcome_carries_every_status() -> None:
+    assert STATUSES == ("optimal", "feasible", "violated", "infeasible", "time_limit", "error")
+    for status in STATUSES:
+        assert Outcome(1.0, status).status == status  # type: ignore[arg-type]
+
+
+def test_optimal_point_beyond_the_method_tol_is_violated_also_in_strict_mode() -> None:
+    solution = dpopt.solve(Noisy(), "claims", x=1.0 + 6.5e-5)
+    assert solution.status == "violated" and solution.x == 1.0 + 6.5e-5
+    assert solution.max_violation == pytest.approx(6.5e-5)
+    message = solution.info["message"]
+    assert "violates the model by 6.5e-05 > allowed 1e-06" in message and "as told" in message
+    assert solution.info["method_status"] == "optimal"
+    with pytest.raises(dpopt.SolverError, match=r"'violated'.*6\.5e-05") as err:
+        dpopt.solve(Noisy(), "claims", x=1.0 + 6.5e-5, strict=True)
+    assert err.value.solution.status == "violated"
+    feasible = dpopt.solve(Noisy(), "claims", x=1.0 + 1e-3, status="feasible")
+    assert feasible.status == "violated"
+
+
+def test_a_point_within_the_allowed_violation_keeps_its_status() -> None:
+    within = dpopt.solve(Noisy(), "claims", x=1.0 + 5e-7)
+    assert within.status == "optimal" and "method_status" not in within.info
+    # a method with tol 0 is floored by the problem's feasibility_tol (1e-9), not failed by it
+    assert dpopt.solve(Noisy(), "exact-no-tol", x=1.0 + 1e-12).status == "optimal"
+    beyond = dpopt.solve(Noisy(), "exact-no-tol", x=1.0 + 1e-7)
+    assert beyond.status == "violated" and "feasibility_tol 1e-09" in beyond.info["message"]
+    assert dpopt.problem.allowed_violation(Noisy(), dpopt.method_info(Noisy(), "claims")) == 1e-6
+
+
+def test_only_exact_methods_can_say_optimal() -> None:
+    solution = dpopt.solve(Noisy(), "rounds")
+    assert solution.status == "feasible" and solution.info["method_status"] == "optimal"
+    assert "relaxation does not certify optimality" in solution.info["message"]
+    assert solution.info["relaxed_objective"] == 0.0
+    assert dpopt.solve(Noisy(), "rounds", x=2.0).status == "violated"
+
+
+def test_claims_without_a_point_or_with_an_infinite_objective_are_errors() -> None:
+    missing = dpopt.solve(Noisy(), "claims", x=None)
+    assert missing.status == "error" and "returned no point" in missing.info["message"]
+    infinite = dpopt.solve(Noisy(), "claims", x=-200.0)
+    assert infinite.status == "error" and "objective inf" in infinite.info["message"]
+    for status in ("infeasible", "time_limit", "error", "violated"):
+        assert dpopt.solve(Noisy(), "claims", x=5.0, status=status).status == status
+
+
+def test_time_limit_refused_by_a_method_that_runs_to_completion() -> None:
+    assert not dpopt.method_info(Nearest(1.0), "clip").honours_time_limit
+    assert dpopt.method_info(Nearest(1.0), "gives-up").honours_time_limit
+    with pytest.raises(ValueError, match="'clip' does not honour a time limit: it runs to"):
+        dpopt.solve(Nearest(1.0), "clip", time_limit=1.0)
+    with pytest.raises(ValueError, match="'fast' does not honour a time limit"):
+        dpopt.solve(Nearest(1.0), time_limit=1.0)  # auto picks "fast"
+    assert dpopt.solve(Nearest(1.0), "clip").status == "optimal"
 
 
 def test_options_are_passed_and_unknown_ones_rejected() -> None:

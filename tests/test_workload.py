@@ -363,3 +363,93 @@ def test_kron_on_a_million_cells() -> None:
 def test_bad_input_names_the_argument(build, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         build()
+
+
+# --- trust layer §4: inputs that fail clearly, never hang, never wrap -------------------------
+
+
+def test_kron_of_unions_sensitivity_is_polynomial() -> None:
+    """Column norms of A⊗B are products of A's and B's, so ‖⊗ᵢ Wᵢ‖ = ∏ᵢ ‖Wᵢ‖ (L1, and L2²);
+    the 2^d Kronecker terms of a Kron of d unions are never multiplied out (the probe: 16
+    factors took 6 s, 40 never ended)."""
+    from test_fuzz_values import hang_guard
+
+    union = VStack([Prefix(3), Suffix(3)])  # column norms [4, 4, 4], no common peak per term
+    matrix = Kron([union] * 40)
+    with hang_guard(10):
+        assert matrix.sensitivity_l1() == pytest.approx(4.0**40, rel=1e-12)
+        assert matrix.sensitivity_l2() ** 2 == pytest.approx(4.0**40, rel=1e-12)
+        assert len(matrix._norm_form("l1")) == 1  # one product of per-factor vectors
+        nested = VStack([Kron([union] * 30), Kron([Identity(3)] * 30)])
+        assert nested.sensitivity_l1() == pytest.approx(4.0**30 + 1, rel=1e-12)
+    small = Kron([union, VStack([Identity(2), Total(2)]), Weighted(union, 0.5)])
+    dense = small.dense()
+    assert small.sensitivity_l1() == pytest.approx(np.abs(dense).sum(0).max())
+    assert small.sensitivity_l2() == pytest.approx(np.sqrt((dense**2).sum(0).max()))
+    np.testing.assert_allclose(small.column_norms_l1(), np.abs(dense).sum(0))
+
+
+def test_kron_of_unions_gram_terms_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """union_of_kron_terms multiplies a Kron of unions out only up to MAX_TERMS terms; past
+    it a one-attribute union factor is summed into one Gram (the same WᵀW)."""
+    from test_fuzz_values import hang_guard
+
+    union = VStack([Identity(2), Weighted(Total(2), 0.5)])
+    with hang_guard(10):
+        terms = wl.union_of_kron_terms(Kron([union] * 40))  # 2^40 terms multiplied out
+    assert len(terms) <= wl.MAX_TERMS
+    monkeypatch.setattr(wl, "MAX_TERMS", 8)
+    small = Kron([union, Prefix(2), union, union, union])  # 16 terms multiplied out
+    terms = wl.union_of_kron_terms(small)
+    assert len(terms) == 8
+    gram = sum(w * reduce(np.kron, grams) for w, grams in terms)
+    np.testing.assert_allclose(gram, small.dense().T @ small.dense(), atol=1e-12)
+    with pytest.raises(ValueError, match="MAX_TERMS"):  # unions over two attributes
+        wl.union_of_kron_terms(Kron([VStack([Kron([union, union])] * 3)] * 3))
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        (lambda: Kron(None), "factors must be a list of Matrix"),
+        (lambda: Kron(Identity(2)), "factors must be a list of Matrix"),
+        (lambda: Kron(np.array(5)), "factors must be a list of Matrix"),
+        (lambda: VStack(5), "blocks must be a list of Matrix"),
+        (lambda: Sum("ab"), "terms must be a list of Matrix"),
+        (lambda: Explicit("abc"), "matrix must be an array of numbers"),
+        (lambda: Explicit([[object()]]), "matrix must be an array of numbers"),
+        (lambda: Explicit([[1], [1, 2]]), "matrix must be an array of numbers of a regular"),
+        (lambda: Identity(True), "n must be an integer"),
+        (lambda: Identity("3"), "n must be an integer"),
+        (lambda: Identity(2.5), "n must be an integer"),
+        (lambda: Identity(1e20), "n = 1e.20 is a float above 2..53"),
+        (lambda: Marginal(None, [0]), "domain must be a sequence"),
+        (lambda: Marginal([2], None), "attrs must be a sequence"),
+        (lambda: Marginals([2] * 40, 20), "MAX_MARGINALS"),
+        (lambda: wl.marginal_weights(5), "matrix must be a dpopt.workload.Matrix"),
+        (lambda: wl.domain(None), "matrix must be a dpopt.workload.Matrix"),
+        (lambda: wl.union_of_kron_terms("W"), "matrix must be a dpopt.workload.Matrix"),
+        (lambda: wl.hierarchical(2**40), "SPARSE_LIMIT"),
+        (lambda: wl.wavelet(2**40), "SPARSE_LIMIT"),
+        (lambda: wl.hb(2**40), "SPARSE_LIMIT"),
+        (lambda: Identity(2**40).sensitivity_l1(), "NORM_LIMIT"),
+        (lambda: Identity(2**20).gram(), "DENSE_LIMIT"),
+        (lambda: Weighted(Identity(2), 1e300).gram(), "overflows"),
+        (lambda: Kron([Weighted(Identity(2), 1e200)] * 2).sensitivity_l1(), "overflows"),
+        (lambda: Identity(3).matvec("abc"), "x must be an array of numbers"),
+    ],
+)
+def test_hostile_input_names_the_argument(build, match: str) -> None:
+    """None, strings, booleans, wrong types, huge sizes: a ValueError naming the argument
+    (before: TypeError/AttributeError/MemoryError from numpy, or a hang)."""
+    from test_fuzz_values import hang_guard
+
+    with hang_guard(10), pytest.raises(ValueError, match=match):
+        build()
+
+
+def test_sizes_are_exact_integers() -> None:
+    """2**53 + 1 is a valid size and stays itself (it used to be rounded through float64)."""
+    assert Identity(2**53 + 1).n == 2**53 + 1
+    assert Kron([Identity(2**20)] * 3).sensitivity_l1() == 1.0  # n = 2**60 cells
+    assert wl.hb_branching(2**62) == (18, 15)  # O(log n), not O(n log n)

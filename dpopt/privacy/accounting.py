@@ -1,0 +1,298 @@
+"""Typed privacy budgets: a :class:`Loss` says what a measurement costs, an :class:`Accountant`
+says what may still be spent.
+
+Three kinds of budget, composed sequentially by adding up:
+
+- ``pure``: ε-DP (Dwork et al. 2006);
+- ``zcdp``: ρ-zCDP (Bun & Steinke 2016);
+- ``approx``: (ε, δ)-DP under basic composition (ε's add, δ's add).
+
+A :class:`Loss` carries every form a mechanism's guarantee has. The conversions are written
+once, in its constructors: ε-DP implies (ε²/2)-zCDP (Bun & Steinke, Prop. 1.4) and (ε, 0)-DP;
+a Gaussian measurement is ρ-zCDP and, when it was calibrated for (ε, δ), (ε, δ)-DP. A charge
+whose loss has no form of the accountant's kind is refused with an error that says why (a
+zCDP or Gaussian loss has no pure ε).
+
+All amounts are exact :class:`fractions.Fraction` (a float is read as the dyadic rational it
+is). Charges are compared with the total exactly: there is no slack, so the total can never be
+exceeded, not even by a rounding error. Shares that must add up to a budget are computed with
+:func:`exact_shares`, which makes them add up exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+
+from dpopt.privacy.samplers import exact_fraction
+
+__all__ = ["KINDS", "Accountant", "BudgetExceededError", "Charge", "Loss", "exact_shares"]
+
+Kind = Literal["pure", "zcdp", "approx"]
+KINDS: tuple[Kind, ...] = ("pure", "zcdp", "approx")
+Amount = Fraction | tuple[Fraction, Fraction]
+
+
+class BudgetExceededError(RuntimeError):
+    """A charge would take an :class:`Accountant` past its total."""
+
+
+def _delta(value: Any) -> Fraction:
+    delta = exact_fraction("delta", value)
+    if delta >= 1:
+        raise ValueError(f"delta must be in (0, 1), got {value!r}")
+    return delta
+
+
+@dataclass(frozen=True)
+class Loss:
+    """The privacy loss of one measurement, in every form it has (None: not of that kind).
+
+    Build it with :meth:`pure`, :meth:`zcdp`, :meth:`approx` or :meth:`gaussian`, which hold
+    the conversion rules.
+    """
+
+    epsilon: Fraction | None = None
+    rho: Fraction | None = None
+    approx_dp: tuple[Fraction, Fraction] | None = None
+    description: str = ""
+
+    @classmethod
+    def pure(cls, epsilon: Any) -> Loss:
+        """ε-DP, hence (ε²/2)-zCDP (Bun & Steinke 2016, Prop. 1.4) and (ε, 0)-DP."""
+        eps = exact_fraction("epsilon", epsilon)
+        return cls(eps, eps * eps / 2, (eps, Fraction(0)), f"{float(eps):.6g}-DP")
+
+    @classmethod
+    def zcdp(cls, rho: Any) -> Loss:
+        """ρ-zCDP only: converting it to (ε, δ) needs a δ, so it is refused elsewhere."""
+        value = exact_fraction("rho", rho)
+        return cls(None, value, None, f"{float(value):.6g}-zCDP")
+
+    @classmethod
+    def approx(cls, epsilon: Any, delta: Any) -> Loss:
+        """(ε, δ)-DP with δ > 0: no pure or zCDP form."""
+        eps, dlt = exact_fraction("epsilon", epsilon), _delta(delta)
+        return cls(None, None, (eps, dlt), f"({float(eps):.6g}, {float(dlt):.3g})-DP")
+
+    @classmethod
+    def gaussian(cls, rho: Any, epsilon: Any = None, delta: Any = None) -> Loss:
+        """A Gaussian measurement: ρ-zCDP, and (ε, δ)-DP when calibrated for that pair."""
+        value = exact_fraction("rho", rho)
+        pair = None
+        if epsilon is not None or delta is not None:
+            pair = (exact_fraction("epsilon", epsilon), _delta(delta))
+        text = f"Gaussian, {float(value):.6g}-zCDP"
+        if pair is not None:
+            text += f", ({float(pair[0]):.6g}, {float(pair[1]):.3g})-DP"
+        return cls(None, value, pair, text)
+
+    def amount(self, kind: Kind) -> Amount | None:
+        """This loss as an amount of ``kind`` (None when it has no such form)."""
+        return {"pure": self.epsilon, "zcdp": self.rho, "approx": self.approx_dp}[kind]
+
+
+@dataclass(frozen=True)
+class Charge:
+    """One entry of an accountant's ledger: what was charged, in the accountant's kind."""
+
+    label: str
+    amount: Amount
+    loss: Loss
+
+
+def _add(a: Amount, b: Amount) -> Amount:
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return (a[0] + b[0], a[1] + b[1])
+    assert isinstance(a, Fraction) and isinstance(b, Fraction)
+    return a + b
+
+
+def _within(spent: Amount, total: Amount) -> bool:
+    if isinstance(spent, tuple) and isinstance(total, tuple):
+        return spent[0] <= total[0] and spent[1] <= total[1]
+    assert isinstance(spent, Fraction) and isinstance(total, Fraction)
+    return spent <= total
+
+
+def _show(amount: Amount) -> str:
+    if isinstance(amount, tuple):
+        return f"(ε={float(amount[0]):.6g}, δ={float(amount[1]):.3g})"
+    return f"{float(amount):.6g}"
+
+
+class Accountant:
+    """A privacy budget of one kind under sequential composition.
+
+    Build with :meth:`pure`, :meth:`zcdp`, :meth:`approx` (or :meth:`zcdp_for` from a target
+    (ε, δ)); charge with :meth:`spend` or, for several charges that stand or fall together,
+    :meth:`spend_all`.
+    """
+
+    def __init__(self, kind: Kind, total: Amount):
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        self.kind: Kind = kind
+        self.total: Amount = total
+        self._ledger: list[Charge] = []
+
+    @classmethod
+    def pure(cls, epsilon: Any) -> Accountant:
+        """A pure ε-DP budget."""
+        return cls("pure", exact_fraction("epsilon", epsilon))
+
+    @classmethod
+    def zcdp(cls, rho: Any) -> Accountant:
+        """A ρ-zCDP budget."""
+        return cls("zcdp", exact_fraction("rho", rho))
+
+    @classmethod
+    def zcdp_for(cls, epsilon: Any, delta: Any) -> Accountant:
+        """The largest ρ-zCDP budget that implies (ε, δ)-DP by the tight conversion
+        (:func:`~dpopt.privacy.calibration.cdp_rho`)."""
+        from dpopt.privacy.calibration import cdp_rho
+
+        return cls.zcdp(cdp_rho(epsilon, delta))
+
+    @classmethod
+    def approx(cls, epsilon: Any, delta: Any) -> Accountant:
+        """An (ε, δ)-DP budget under basic composition."""
+        return cls("approx", (exact_fraction("epsilon", epsilon), _delta(delta)))
+
+    @property
+    def ledger(self) -> tuple[Charge, ...]:
+        return tuple(self._ledger)
+
+    @property
+    def spent(self) -> Amount:
+        """The exact sum of the charges."""
+        zero: Amount = (Fraction(0), Fraction(0)) if self.kind == "approx" else Fraction(0)
+        for charge in self._ledger:
+            zero = _add(zero, charge.amount)
+        return zero
+
+    @property
+    def remaining(self) -> Amount:
+        """What may still be spent (exact)."""
+        spent = self.spent
+        if isinstance(spent, tuple) and isinstance(self.total, tuple):
+            return (self.total[0] - spent[0], self.total[1] - spent[1])
+        assert isinstance(spent, Fraction) and isinstance(self.total, Fraction)
+        return self.total - spent
+
+    def _amount(self, loss: Loss, label: str) -> Amount:
+        if not isinstance(loss, Loss):
+            raise TypeError(
+                f"a charge must be a dpopt.privacy.Loss (Loss.pure(ε), Loss.zcdp(ρ), …), "
+                f"got {type(loss).__name__}: a bare number would not say which kind it is"
+            )
+        amount = loss.amount(self.kind)
+        if amount is None:
+            hint = {
+                "pure": "a pure ε-DP accountant cannot pay for it: use Accountant.zcdp(…) "
+                "or Accountant.approx(…)",
+                "zcdp": "an (ε, δ) guarantee has no zCDP form: use Accountant.approx(…)",
+                "approx": "a zCDP loss needs a δ to become (ε, δ): use Accountant.zcdp(…), "
+                "or Loss.gaussian(ρ, ε, δ) for a calibrated Gaussian",
+            }[self.kind]
+            raise ValueError(f"{label!r} is {loss.description}; {hint}")
+        return amount
+
+    def check(self, charges: Iterable[tuple[Loss, str]]) -> list[Amount]:
+        """The amounts of ``charges`` in this accountant's kind; raises unless all fit.
+
+        Nothing is spent: a mechanism calls this before it reads any data, then
+        :meth:`spend_all` with the same charges.
+        """
+        items = list(charges)
+        amounts = [self._amount(loss, label) for loss, label in items]
+        total = self.spent
+        for amount in amounts:
+            total = _add(total, amount)
+        if not _within(total, self.total):
+            labels = ", ".join(label for _, label in items)
+            raise BudgetExceededError(
+                f"{labels!s} ask(s) for {_show(_add_all(amounts, self.kind))} ({self.kind}) but "
+                f"only {_show(self.remaining)} of {_show(self.total)} remains"
+            )
+        return amounts
+
+    def spend(self, loss: Loss, label: str) -> None:
+        """Record one charge; :class:`BudgetExceededError` if it does not fit."""
+        self.spend_all([(loss, label)])
+
+    def spend_all(self, charges: Sequence[tuple[Loss, str]]) -> None:
+        """Record several charges at once, or none of them if together they do not fit."""
+        amounts = self.check(charges)
+        for (loss, label), amount in zip(charges, amounts, strict=True):
+            self._ledger.append(Charge(str(label), amount, loss))
+
+    def split(self, weights: Sequence[float]) -> list[Fraction]:
+        """Shares of the remaining budget proportional to ``weights`` (exact; nothing spent)."""
+        if self.kind == "approx":
+            raise ValueError("split is defined for pure and zCDP budgets; split ε and δ yourself")
+        remaining = self.remaining
+        assert isinstance(remaining, Fraction)
+        return exact_shares(remaining, weights)
+
+    def report(self) -> dict[str, Any]:
+        """What was spent, as plain data (floats, and the exact values as strings)."""
+
+        def plain(amount: Amount) -> Any:
+            if isinstance(amount, tuple):
+                return {"epsilon": float(amount[0]), "delta": float(amount[1])}
+            return float(amount)
+
+        def exact(amount: Amount) -> Any:
+            if isinstance(amount, tuple):
+                return {"epsilon": str(amount[0]), "delta": str(amount[1])}
+            return str(amount)
+
+        return {
+            "kind": self.kind,
+            "total": plain(self.total),
+            "spent": plain(self.spent),
+            "remaining": plain(self.remaining),
+            "exact": {"total": exact(self.total), "spent": exact(self.spent)},
+            "charges": [
+                {"label": c.label, "amount": plain(c.amount), "loss": c.loss.description}
+                for c in self._ledger
+            ],
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"Accountant({self.kind}, total={_show(self.total)}, spent={_show(self.spent)}, "
+            f"charges={len(self._ledger)})"
+        )
+
+
+def _add_all(amounts: Sequence[Amount], kind: Kind) -> Amount:
+    total: Amount = (Fraction(0), Fraction(0)) if kind == "approx" else Fraction(0)
+    for amount in amounts:
+        total = _add(total, amount)
+    return total
+
+
+def exact_shares(total: Any, weights: Sequence[float]) -> list[Fraction]:
+    """Fractions proportional to ``weights`` that add up to ``total`` exactly.
+
+    ``weights`` are finite, ≥ 0, with a positive entry; each is read as an exact rational.
+    """
+    budget = exact_fraction("total", total)
+    values = np.asarray(weights, dtype=np.float64)
+    if (
+        values.ndim != 1
+        or values.size == 0
+        or not np.all(np.isfinite(values))
+        or np.any(values < 0)
+        or not np.any(values > 0)
+    ):
+        raise ValueError("weights must be a 1-D array of finite numbers >= 0 with a positive one")
+    exact = [Fraction(float(v)) for v in values]
+    whole = sum(exact, Fraction(0))
+    return [budget * w / whole for w in exact]
