@@ -2,12 +2,18 @@
 
 Every optimization step is stated as an exact declarative model (cvxpy, OR-Tools CP-SAT) and
 solved fast by a specialized path that is checked against that model.
+
+``import dpopt`` loads only the core contract (:func:`solve`, :func:`methods`, the budget
+types); the mechanism modules (``dpopt.hdmm``, ``dpopt.census``, ``dpopt.dgm``), the models,
+the solvers and ``dpopt.compare`` load on first attribute access, and the solver back-ends
+(cvxpy, OR-Tools) on first use.
 """
 
-from dpopt import models, solvers  # type: ignore[attr-defined]  # package-dir mapped
-from dpopt.privacy import Accountant, BudgetExceededError
+import importlib
+from typing import Any
+
+from dpopt.privacy.accounting import Accountant, BudgetExceededError
 from dpopt.problem import (
-    Instance,
     MethodInfo,
     Outcome,
     Problem,
@@ -20,10 +26,26 @@ from dpopt.problem import (
     solve,
 )
 
+_SUBMODULES = (
+    "census",
+    "census_data",
+    "cli",
+    "compare",
+    "dgm",
+    "hdmm",
+    "hierarchy",
+    "models",
+    "paper",
+    "privacy",
+    "problem",
+    "solvers",
+    "validation",
+    "workload",
+)
+
 __all__ = [
     "Accountant",
     "BudgetExceededError",
-    "Instance",
     "MethodInfo",
     "Outcome",
     "Problem",
@@ -31,9 +53,19 @@ __all__ = [
     "SolverError",
     "method_info",
     "methods",
-    "models",
     "refusal",
     "register",
     "solve",
-    "solvers",
+    *_SUBMODULES,
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a submodule on first access (``dpopt.hdmm``), as scipy does."""
+    if name in _SUBMODULES:
+        return importlib.import_module(f"dpopt.{name}")
+    raise AttributeError(f"module 'dpopt' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_SUBMODULES))

@@ -44,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument(
         "--family",
         action="append",
-        choices=sorted(compare.FAMILY_MODULES),
+        choices=sorted(compare.FAMILY_SUITES),
         help="family to run (repeatable; default: every family)",
     )
     cmp.add_argument(
@@ -102,7 +102,7 @@ def _version() -> str:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    families = args.family or list(compare.FAMILY_MODULES)
+    families = args.family or list(compare.FAMILY_SUITES)
     if args.list:
         listing = {f: sorted(compare.suites(f)) for f in families}
         print(

@@ -14,7 +14,6 @@ Workloads are dense arrays or :mod:`dpopt.workload` matrices (anything with ``sh
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -22,11 +21,8 @@ from typing import Any
 import numpy as np
 
 from dpopt import workload as wl
-from dpopt.models.marginal_algebra import marginal_reconstruct, surrogate_from_terms
+from dpopt.models.marginal_algebra import surrogate_from_terms
 from dpopt.models.matrix_mechanism import (
-    NOISES,
-    Noise,
-    ProductStrategySelection,
     StrategySelection,
     sensitivity,
     strategy_error,
@@ -35,16 +31,18 @@ from dpopt.privacy import (
     Accountant,
     ExactStack,
     Loss,
+    Noise,
     analytic_gaussian_sigma,
     draw,
     histogram,
+    noise_kind,
     prepare_gaussian,
     prepare_laplace,
 )
-from dpopt.problem import Instance, solve
+from dpopt.problem import solve
 from dpopt.solvers.hdmm import MAX_RESTARTS, OPT_M_MAX_ATTRIBUTES
 from dpopt.solvers.hdmm_kron import identity_error, opt_kron, opt_union
-from dpopt.solvers.hdmm_marginals import opt_marginals
+from dpopt.solvers.hdmm_marginals import marginal_reconstruct, opt_marginals
 from dpopt.validation import choice, finite_array, integer, positive_number
 
 __all__ = [
@@ -72,12 +70,6 @@ def _randomised(restarts: Any, seed: Any) -> tuple[int, int]:
     )
 
 
-def _noise(noise: str) -> Noise:
-    if not isinstance(noise, str) or noise not in NOISES:
-        raise ValueError(f"noise must be one of {NOISES}, got {noise!r}")
-    return noise  # type: ignore[return-value]
-
-
 def gram_of(workload: Any) -> np.ndarray:
     """WᵀW as a dense n × n array (a workload matrix's implicit Gram, densified)."""
     if isinstance(workload, np.ndarray):
@@ -95,7 +87,7 @@ def _rows(workload: Any) -> int:
 def noise_variance(noise: str, epsilon: float, delta: float | None = None) -> float:
     """Per-query noise variance of a unit-sensitivity strategy: 2/ε² or σ(ε, δ)² (spec §1)."""
     epsilon = positive_number("epsilon", epsilon)
-    if _noise(noise) == "laplace":
+    if noise_kind(noise) == "laplace":
         return 2.0 / epsilon / epsilon
     if delta is None:
         raise ValueError("delta is required for Gaussian noise")
@@ -118,7 +110,7 @@ def expected_error(
     strategy = finite_array("strategy", strategy, ndim=2)
     if strategy.shape[1] != gram.shape[0]:
         raise ValueError(f"strategy must have {gram.shape[0]} columns, got {strategy.shape}")
-    return noise_variance(noise, epsilon, delta) * strategy_error(strategy, gram, _noise(noise))
+    return noise_variance(noise, epsilon, delta) * strategy_error(strategy, gram, noise_kind(noise))
 
 
 def rmse(
@@ -174,7 +166,7 @@ def optimize(
     Laplace: ``restarts`` seeded p-Identity runs (p = max(1, n/16) by default) through the
     optional ``executor``; Gaussian: the convex Def. 12 program. Deterministic for a seed.
     """
-    problem = StrategySelection(gram_of(workload), _noise(noise))
+    problem = StrategySelection(gram_of(workload), noise_kind(noise))
     restarts, seed = _randomised(restarts, seed)
     if p is not None:
         p = integer("p", p, minimum=1, maximum=problem.size)
@@ -227,7 +219,7 @@ def optimize_product(
     them and Identity (OPT_HDMM, spec §3.7), so the result is never worse than Identity.
     ``restarts`` is per OPT₀ call inside OPT_⊗/OPT_+ (OPT_M uses at least 5).
     """
-    noise = _noise(noise)
+    noise = noise_kind(noise)
     restarts, seed = _randomised(restarts, seed)
     template = choice("template", template, ("auto", "kron", "union", "marginals", "identity"))
     terms = wl.union_of_kron_terms(workload)
@@ -303,7 +295,7 @@ class Measurement:
 def _stack(strategy: Any, noise: str | None) -> tuple[ExactStack, Noise, str, np.ndarray | None]:
     """The strategy as exact stacked blocks, with its noise, template and marginal weights."""
     if noise is not None:
-        noise = _noise(noise)
+        noise = noise_kind(noise)
     if isinstance(strategy, ProductStrategy):
         if noise is not None and noise != strategy.noise:
             raise ValueError(f"noise {noise!r} differs from the strategy's {strategy.noise!r}")
@@ -318,7 +310,7 @@ def _stack(strategy: Any, noise: str | None) -> tuple[ExactStack, Noise, str, np
             raise ValueError(f"noise {noise!r} differs from the strategy's {strategy.noise!r}")
         matrix, chosen, template = strategy.matrix, strategy.noise, strategy.template
     else:
-        matrix, chosen, template = strategy, _noise(noise or "laplace"), "given"
+        matrix, chosen, template = strategy, noise_kind(noise or "laplace"), "given"
     dense = finite_array("strategy", matrix, ndim=2)
     # a strategy scaled to unit sensitivity; measure() adds noise for that sensitivity
     return ExactStack.from_blocks([(1.0, (dense,))]), chosen, template, None
@@ -439,7 +431,7 @@ def answer(
         )
     if not isinstance(strategy, Strategy):
         error = unit_tse / noise_variance(noise, 1.0, 1e-6)
-        strategy = Strategy(matrix, _noise(noise), "given", error, {"given": error})
+        strategy = Strategy(matrix, noise_kind(noise), "given", error, {"given": error})
     measured = measure(strategy, x, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
     estimate = reconstruct(measured)
     assert isinstance(estimate, np.ndarray)
@@ -447,175 +439,3 @@ def answer(
 
 
 # --- dpopt compare suites ----------------------------------------------------------------------
-
-SIGMA = 4.2246789  # analytic Gaussian σ at ε = 1, δ = 1e-6 (spec §1)
-
-# Table 4 (Laplace) and Table 5 (Gaussian) OPT₀ RMSE at ε = 1 (δ = 1e-6), spec §5.1.
-PAPER_OPT0 = {
-    ("laplace", "all-range"): {64: 5.55, 256: 8.07, 1024: 11.08},
-    ("laplace", "prefix"): {64: 5.32, 256: 7.35, 1024: 9.58},
-    ("laplace", "width32"): {64: 5.88, 256: 6.34, 1024: 6.41},
-    ("laplace", "permuted"): {64: 5.55, 256: 8.06, 1024: 11.08},
-    ("gaussian", "all-range"): {64: 9.73, 256: 12.26, 1024: 14.85},
-    ("gaussian", "prefix"): {64: 8.87, 256: 10.66, 1024: 12.49},
-    ("gaussian", "width32"): {64: 8.74, 256: 9.93, 1024: 10.08},
-    ("gaussian", "permuted"): {64: 9.73, 256: 12.26, 1024: 14.85},
-}
-# Tables give 2 decimals; "within 2 %" on the RMSE is 4.04 % on the squared error.
-TABLE_TOL = 1.02**2 - 1
-
-
-def one_d_workload(name: str, n: int) -> Any:
-    """The 1-D workloads of Tables 4–5 (permuted: AllRange with RandomState(0) column order)."""
-    if name == "all-range":
-        return wl.AllRange(n)
-    if name == "prefix":
-        return wl.Prefix(n)
-    if name == "width32":
-        return wl.WidthRanges(n, 32)
-    if name == "permuted":
-        order = np.random.RandomState(0).permutation(n)  # the paper's fixed public order
-        gram = wl.AllRange(n).gram().dense()[np.ix_(order, order)]
-        return _GramOnly(gram, n * (n + 1) // 2)
-    raise ValueError(f"unknown 1-D workload {name!r}")
-
-
-@dataclass(frozen=True)
-class _GramOnly:
-    """A workload known through its Gram (the permuted range workload of the tables)."""
-
-    gram_matrix: np.ndarray
-    rows: int
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return (self.rows, self.gram_matrix.shape[0])
-
-    def gram(self) -> wl.Explicit:
-        return wl.Explicit(self.gram_matrix)
-
-
-def paper_reference(noise: Noise, rmse_value: float, rows: int) -> float:
-    """The unscaled error whose RMSE at ε = 1 (δ = 1e-6) is ``rmse_value``."""
-    return rmse_value**2 * rows / noise_variance(noise, 1.0, 1e-6)
-
-
-def _table_instances(sizes: tuple[int, ...]) -> Callable[[np.random.Generator], list[Instance]]:
-    def instances(rng: np.random.Generator) -> list[Instance]:
-        out = []
-        for (noise, name), values in PAPER_OPT0.items():
-            for n in sizes:
-                workload = one_d_workload(name, n)
-                problem = StrategySelection(gram_of(workload), noise)
-                reference = paper_reference(noise, values[n], workload.shape[0])
-                out.append(
-                    Instance(
-                        f"table{4 if noise == 'laplace' else 5}-{name}-{n}",
-                        problem,
-                        reference=reference,
-                        reference_tol=TABLE_TOL,
-                    )
-                )
-        return out
-
-    return instances
-
-
-def _smoke(rng: np.random.Generator) -> list[Instance]:
-    return [
-        Instance(f"{name}-16-{noise}", StrategySelection(gram_of(one_d_workload(name, 16)), noise))
-        for name in ("prefix", "all-range")
-        for noise in NOISES
-    ]
-
-
-def _opt0_timing(rng: np.random.Generator) -> list[Instance]:
-    """The issue's timing target: p-Identity, p = n/16, one restart, on AllRange(n)."""
-    return [
-        Instance(
-            f"allrange-{n}-one-restart",
-            StrategySelection(wl.AllRange(n).gram().dense()),
-            options={"opt0-laplace": {"restarts": 1}},
-        )
-        for n in (1024, 2048)
-    ]
-
-
-# Tables 6–7 (spec §5.2), CPS rows: paper HDMM RMSE at ε = 1 (δ = 1e-6 for Gaussian).
-CPS_DOMAIN = (50, 100, 7, 4, 2)
-PAPER_CPS = {
-    ("laplace", "all-marginals"): 4.84,
-    ("laplace", "prefix-marginals"): 40.59,
-    ("gaussian", "all-marginals"): 7.85,
-    ("gaussian", "prefix-marginals"): 29.48,
-}
-
-
-def cps_workload(name: str) -> wl.Matrix:
-    """CPS workloads of Tables 6–7: all marginals ⊗[I;T], or P₅₀⊗P₁₀₀⊗[I;T]⊗[I;T]⊗[I;T]."""
-    if name == "all-marginals":
-        return wl.Kron([wl.IdentityTotal(n) for n in CPS_DOMAIN])
-    if name == "prefix-marginals":
-        return wl.Kron(
-            [wl.Prefix(50), wl.Prefix(100), *(wl.IdentityTotal(n) for n in CPS_DOMAIN[2:])]
-        )
-    raise ValueError(f"unknown CPS workload {name!r}")
-
-
-def _cps_instances(rng: np.random.Generator) -> list[Instance]:
-    out = []
-    for (noise, name), value in PAPER_CPS.items():
-        workload = cps_workload(name)
-        rows = workload.shape[0]
-        problem = ProductStrategySelection(wl.union_of_kron_terms(workload), noise, rows)
-        out.append(
-            Instance(
-                f"table{6 if noise == 'laplace' else 7}-cps-{name}",
-                problem,
-                reference=paper_reference(noise, value, rows),
-                reference_tol=TABLE_TOL,
-            )
-        )
-    return out
-
-
-def _paper_md_workloads() -> list[tuple[str, str, wl.Matrix, dict[str, float]]]:
-    """(table label, noise, workload, paper HDMM RMSE per noise) of the Census, Adult and Loans
-    rows of Tables 6–7 (spec §5.2); imported lazily, the table modules import this one."""
-    from dpopt import hdmm_marginal_tables as md
-    from dpopt import hdmm_sf1 as sf1
-
-    out = [
-        (f"census-{name}", workload, {n: sf1.PAPER_SF1[n, name]["hdmm"] for n in NOISES})
-        for name, workload in (("sf1", sf1.sf1_workload()), ("sf1+", sf1.sf1_plus_workload()))
-    ]
-    for dataset, name in md.PAPER_ROWS:
-        paper = {n: md.PAPER[n, dataset, name]["hdmm"] for n in NOISES}
-        out.append((f"{dataset}-{name}", md.table_workload(dataset, name), paper))
-    return [(label, noise, w, paper) for label, w, paper in out for noise in NOISES]
-
-
-def _paper_md_instances(rng: np.random.Generator) -> list[Instance]:
-    out = _cps_instances(rng)
-    for label, noise, workload, paper in _paper_md_workloads():
-        rows = workload.shape[0]
-        problem = ProductStrategySelection(wl.union_of_kron_terms(workload), noise, rows)
-        out.append(
-            Instance(
-                f"table{6 if noise == 'laplace' else 7}-{label}",
-                problem,
-                reference=paper_reference(noise, paper[noise], rows),
-                reference_tol=TABLE_TOL,
-                options={"opt-marginals": {"restarts": 3}},  # spec §5.2: 3 restarts on Adult
-            )
-        )
-    return out
-
-
-SUITES: dict[str, Callable[[np.random.Generator], list[Instance]]] = {
-    "smoke": _smoke,
-    "small": _table_instances((64,)),
-    "tables": _table_instances((64, 256, 1024)),
-    "tables-md": _paper_md_instances,
-    "opt0-timing": _opt0_timing,
-}

@@ -35,6 +35,7 @@ floor on its ``violations`` scale.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import math
 import time
@@ -244,7 +245,17 @@ def register_family(
     _FAMILIES.setdefault(problem_type, {})[prefix] = _MethodFamily(prefix, make)
 
 
+def load_methods() -> None:
+    """Register the built-in methods: import ``dpopt.solvers`` once, on first use.
+
+    The registry is a plugin point: solvers register themselves on import, so the core never
+    names them; this only makes sure the built-in ones are loaded before a lookup.
+    """
+    importlib.import_module("dpopt.solvers")
+
+
 def _registered(problem_type: type) -> Iterator[RegisteredMethod]:
+    load_methods()
     seen: set[str] = set()
     for cls in problem_type.__mro__:
         for name, method in _REGISTRY.get(cls, {}).items():
@@ -260,6 +271,7 @@ def _method_name(name: Any) -> str:
 
 
 def _lookup(problem: Problem | type[Problem], name: str) -> RegisteredMethod:
+    load_methods()
     _method_name(name)
     kind = problem if isinstance(problem, type) else type(problem)
     for method in _registered(kind):
@@ -446,19 +458,3 @@ def method_info(problem: Problem | type[Problem], method: str) -> MethodInfo:
     """The :class:`MethodInfo` of ``method`` for ``problem`` or a Problem type (on-demand
     families included)."""
     return _lookup(problem, method).info
-
-
-@dataclass(frozen=True)
-class Instance:
-    """A named benchmark instance of a ``dpopt compare`` suite.
-
-    ``reference`` is a published value of the objective to compare against (a paper's table
-    entry, say), with ``reference_tol`` the relative agreement claimed for it. ``options`` maps
-    a method name to the options it runs with on this instance (say one restart for a timing).
-    """
-
-    name: str
-    problem: Problem
-    reference: float | None = None
-    reference_tol: float | None = None
-    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)

@@ -48,14 +48,14 @@ MAX_ATTRIBUTES = 26
 Terms = list[tuple[float, list[np.ndarray]]]
 
 
-def _size(name: str, value: Any, minimum: int = 1) -> int:
+def positive_size(name: str, value: Any, minimum: int = 1) -> int:
     number = nonnegative_integer(name, value)
     if number < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return number
 
 
-def _exact_log(name: str, n: int, base: int) -> int:
+def exact_log(name: str, n: int, base: int) -> int:
     """L with base**L == n, or ValueError naming ``name``."""
     levels, rest = 0, n
     while rest % base == 0 and rest > 1:
@@ -208,7 +208,7 @@ class _Block(Matrix):
     """A 1-D 0/1 query block on n cells with a closed-form Gram (hdmm spec §2)."""
 
     def __init__(self, n: int) -> None:
-        self.n = _size("n", n)
+        self.n = positive_size("n", n)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.n})"
@@ -402,7 +402,7 @@ class WidthRanges(_Block):
 
     def __init__(self, n: int, k: int) -> None:
         super().__init__(n)
-        self.k = _size("k", k)
+        self.k = positive_size("k", k)
         if self.k > self.n:
             raise ValueError(f"k must be <= n = {self.n}, got {k!r}")
 
@@ -822,7 +822,7 @@ def _sequence(name: str, value: Any, what: str) -> tuple:
 
 def _domain_arg(sizes: Sequence[int]) -> tuple[int, ...]:
     items = _sequence("domain", sizes, "attribute sizes")
-    out = tuple(_size(f"domain[{i}]", n) for i, n in enumerate(items))
+    out = tuple(positive_size(f"domain[{i}]", n) for i, n in enumerate(items))
     if not out:
         raise ValueError("domain must list at least one attribute size")
     return out
@@ -925,81 +925,3 @@ def marginal_weights(matrix: Matrix) -> np.ndarray:
 
     visit(matrix, 1.0)
     return out
-
-
-# --- 1-D baselines (hdmm spec §5.1) -----------------------------------------------------------
-
-
-def _levels(n: int, widths: list[int], data: Callable[[], np.ndarray] | None = None) -> Explicit:
-    """Rows of consecutive width-w intervals tiling [0, n), one level per entry of ``widths``
-    (a level's last interval is short when w does not divide n); entries ``data()`` (ones by
-    default), refused past DENSE_LIMIT stored entries."""
-    if len(widths) * n > SPARSE_LIMIT:
-        raise ValueError(
-            f"n = {n} with {len(widths)} levels needs {len(widths) * n} stored entries, over "
-            f"SPARSE_LIMIT = {SPARSE_LIMIT}"
-        )
-    starts = np.concatenate([i * n + np.arange(0, n, w) for i, w in enumerate(widths)])
-    indptr = np.append(starts, len(widths) * n)
-    indices = np.tile(np.arange(n), len(widths))
-    values = np.ones(len(widths) * n) if data is None else data()
-    return Explicit(sparse.csr_array((values, indices, indptr), shape=(len(starts), n)))
-
-
-def hierarchical(n: int, branching: int = 2) -> Explicit:
-    """H_b: every node's interval of the b-ary hierarchy on n = b^L cells, root included
-    (hdmm spec §5.1; sensitivity L + 1)."""
-    n = _size("n", n)
-    branching = _size("branching", branching, minimum=2)
-    levels = _exact_log("n", n, branching)
-    widths = [n // branching**level for level in range(levels + 1)]
-    return _levels(n, widths)
-
-
-def wavelet(n: int) -> Explicit:
-    """Unnormalised Haar matrix (Privelet) on n = 2^L cells: the total, then per level and node
-    +1 on the left half and −1 on the right (hdmm spec §5.1; sensitivity L + 1)."""
-    n = _size("n", n)
-    levels = _exact_log("n", n, 2)
-    widths = [n] + [n >> level for level in range(levels)]
-
-    def signs() -> np.ndarray:
-        halves = [np.tile(np.repeat([1.0, -1.0], w // 2), n // w) for w in widths[1:]]
-        return np.concatenate([np.ones(n), *halves])
-
-    return _levels(n, widths, signs)
-
-
-def hb_branching(n: int) -> tuple[int, int]:
-    """(b, h) of HB (Qardaji et al.): b minimises (b−1)h³ − 2(b+1)h²/3 with h the smallest
-    height with bʰ ≥ n (hdmm spec §5.1); b = n (h = 1, the identity) is allowed.
-
-    For a fixed h the cost increases with b, so only the smallest b with bʰ ≥ n can win for
-    that h: O(log n) candidates, ties to the smaller b.
-    """
-    n = _size("n", n)
-    if n == 1:
-        return 1, 1
-    best: tuple[float, int, int] | None = None
-    for h in range(1, (n - 1).bit_length() + 1):
-        b = max(2, round(n ** (1.0 / h)))
-        while b**h < n:
-            b += 1
-        while b > 2 and (b - 1) ** h >= n:
-            b -= 1
-        if h > 1 and b ** (h - 1) >= n:
-            continue  # h is not the smallest height for b
-        cost = (b - 1) * h**3 - 2 * (b + 1) * h**2 / 3
-        if best is None or (cost, b) < (best[0], best[1]):
-            best = (cost, b, h)
-    assert best is not None
-    return best[1], best[2]
-
-
-def hb(n: int) -> Explicit:
-    """HB: the b-ary hierarchy of :func:`hb_branching` without its root, intervals of width
-    b^(h−1), …, b, 1 tiling [0, n) (the last one of a level may be short); sensitivity h."""
-    n = _size("n", n)
-    branching, height = hb_branching(n)
-    widths = [branching**k for k in range(height - 1, -1, -1)]
-    return _levels(n, widths)

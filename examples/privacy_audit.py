@@ -13,7 +13,7 @@ import argparse
 import json
 import time
 
-from dpopt.audits import AUDITS, run_audit
+from dpopt.compare.audits import AUDITS, run_audit
 
 
 def main() -> None:

@@ -16,14 +16,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from dpopt import workload as wl
-from dpopt.models.matrix_mechanism import NOISES, Noise
-from dpopt.validation import choice, finite_array, nonnegative_integer
+from dpopt.privacy.mechanisms import Noise, noise_kind
+from dpopt.validation import finite_array, nonnegative_integer
 
 MAX_ATTRIBUTES = 24
 """Largest d handled: vectors over marginals have 2^d entries."""
@@ -65,7 +64,7 @@ def _vector(name: str, value: ArrayLike, sizes: tuple[int, ...]) -> np.ndarray:
     return arr
 
 
-def _theta(theta: ArrayLike, sizes: tuple[int, ...], name: str = "theta") -> np.ndarray:
+def theta_vector(theta: ArrayLike, sizes: tuple[int, ...], name: str = "theta") -> np.ndarray:
     """A key-indexed vector with entries >= 0."""
     arr = _vector(name, theta, sizes)
     bad = np.flatnonzero(arr < 0)
@@ -74,11 +73,7 @@ def _theta(theta: ArrayLike, sizes: tuple[int, ...], name: str = "theta") -> np.
     return arr
 
 
-def checked_noise(noise: str) -> Noise:
-    return choice("noise", noise, NOISES)  # type: ignore[return-value]
-
-
-def _bits(d: int) -> np.ndarray:
+def key_bits(d: int) -> np.ndarray:
     """(2^d, d) table of key bits, attribute 1 first (MSB)."""
     return (np.arange(2**d)[:, None] >> np.arange(d - 1, -1, -1)) & 1
 
@@ -103,7 +98,7 @@ def multiplicity(domain: Sequence[int]) -> np.ndarray:
     return _kron_vector(np.column_stack([np.ones_like(n), n - 1]))
 
 
-def _kron_apply(factors: np.ndarray, v: np.ndarray) -> np.ndarray:
+def kron_apply(factors: np.ndarray, v: np.ndarray) -> np.ndarray:
     """(⊗ᵢ factors[i]) v for 2×2 factors, MSB first, in O(d·2^d)."""
     out = v
     for i, f in enumerate(factors):
@@ -111,30 +106,30 @@ def _kron_apply(factors: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out.ravel()
 
 
-def _y_factors(sizes: tuple[int, ...]) -> np.ndarray:
+def y_factors(sizes: tuple[int, ...]) -> np.ndarray:
     return np.array([[[n, 1.0], [0.0, 1.0]] for n in sizes])
 
 
-def _y_inv_factors(sizes: tuple[int, ...]) -> np.ndarray:
+def y_inv_factors(sizes: tuple[int, ...]) -> np.ndarray:
     return np.array([[[1.0 / n, -1.0 / n], [0.0, 1.0]] for n in sizes])
 
 
 def y_matvec(domain: Sequence[int], v: ArrayLike) -> np.ndarray:
     """Y v with Y = ⊗ᵢ[[nᵢ, 1], [0, 1]]: eigenvalues κ = Y w of 𝔾(w) (Thm 9, spec §3.5)."""
     sizes = domain_sizes(domain)
-    return _kron_apply(_y_factors(sizes), _vector("v", v, sizes))
+    return kron_apply(y_factors(sizes), _vector("v", v, sizes))
 
 
 def y_rmatvec(domain: Sequence[int], v: ArrayLike) -> np.ndarray:
     """Yᵀ v (spec §3.5)."""
     sizes = domain_sizes(domain)
-    return _kron_apply(_y_factors(sizes).transpose(0, 2, 1), _vector("v", v, sizes))
+    return kron_apply(y_factors(sizes).transpose(0, 2, 1), _vector("v", v, sizes))
 
 
 def y_solve(domain: Sequence[int], v: ArrayLike) -> np.ndarray:
     """Y⁻¹ v with Y⁻¹ = ⊗ᵢ[[1/nᵢ, −1/nᵢ], [0, 1]] (spec §3.5)."""
     sizes = domain_sizes(domain)
-    return _kron_apply(_y_inv_factors(sizes), _vector("v", v, sizes))
+    return kron_apply(y_inv_factors(sizes), _vector("v", v, sizes))
 
 
 # --- workload surrogates (Thm 10) -------------------------------------------------------------
@@ -180,9 +175,9 @@ class Surrogate:
 def surrogate(w: ArrayLike, sizes: tuple[int, ...]) -> Surrogate:
     """Validate w and compute κ_w ≥ 0; ValueError if κ_w has a clearly negative entry."""
     w = _vector("w", w, sizes)
-    factors = _y_factors(sizes)
-    kappa = _kron_apply(factors, w)
-    scale = W_RTOL * _kron_apply(factors, np.abs(w))
+    factors = y_factors(sizes)
+    kappa = kron_apply(factors, w)
+    scale = W_RTOL * kron_apply(factors, np.abs(w))
     bad = np.flatnonzero(kappa < -scale)
     if bad.size:
         raise ValueError(
@@ -190,12 +185,12 @@ def surrogate(w: ArrayLike, sizes: tuple[int, ...]) -> Surrogate:
         )
     mult = multiplicity(sizes)
     kappa = np.where((kappa > scale) & (mult > 0), kappa, 0.0)
-    return Surrogate(sizes, kappa, mult, _kron_apply(factors, np.ones_like(w)))
+    return Surrogate(sizes, kappa, mult, kron_apply(factors, np.ones_like(w)))
 
 
-def _support(sizes: tuple[int, ...], reach: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, ...]:
+def support(sizes: tuple[int, ...], reach: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, ...]:
     """κ_u = Y u and S = {κ_u > 0} under the relative threshold U_RTOL (reach = Y·1)."""
-    kappa_u = _kron_apply(_y_factors(sizes), u)
+    kappa_u = kron_apply(y_factors(sizes), u)
     return kappa_u, kappa_u > U_RTOL * u.max(initial=0.0) * reach
 
 
@@ -203,13 +198,13 @@ def surrogate_loss(sur: Surrogate, x: np.ndarray, noise: Noise) -> tuple[float, 
     """Error and gradient in the OPT_M variable x: θ (Laplace) or u = θ² (Gaussian);
     (+inf, 0) where 𝕄 does not support the workload (spec §3.5)."""
     u = x * x if noise == "laplace" else x
-    kappa_u, on = _support(sur.sizes, sur.reach, u)
+    kappa_u, on = support(sur.sizes, sur.reach, u)
     if np.any(~on & (sur.kappa > 0)):
         return math.inf, np.zeros_like(x)
     safe = np.where(on, kappa_u, 1.0)
     core = float(np.sum(np.where(on, sur.mult * sur.kappa / safe, 0.0)))
     r = np.where(on, sur.mult * sur.kappa / safe**2, 0.0)
-    d_core = -_kron_apply(_y_factors(sur.sizes).transpose(0, 2, 1), r)  # ∂core/∂u = −Yᵀr
+    d_core = -kron_apply(y_factors(sur.sizes).transpose(0, 2, 1), r)  # ∂core/∂u = −Yᵀr
     total = float(x.sum())
     if noise == "laplace":
         return total**2 * core, total**2 * 2.0 * x * d_core + 2.0 * total * core
@@ -225,15 +220,15 @@ def marginal_loss(
     """Unscaled error of 𝕄 and its gradient in the OPT_M variable: x = θ ≥ 0 for Laplace,
     ‖θ‖² = (Σθ)²; x = u = θ² ≥ 0 for Gaussian, ‖θ‖² = Σu (spec §3.5). +inf off support."""
     sizes = domain_sizes(domain)
-    return surrogate_loss(surrogate(w, sizes), _theta(x, sizes, "x"), checked_noise(noise))
+    return surrogate_loss(surrogate(w, sizes), theta_vector(x, sizes, "x"), noise_kind(noise))
 
 
 def marginal_error(theta: ArrayLike, w: ArrayLike, domain: Sequence[int], noise: str) -> float:
     """‖θ‖²·Σ_{a∈S} mult(a)κ_w(a)/κ_u(a), the exact unscaled error of 𝕄(θ) on a workload
     with surrogate w; +inf if 𝕄(θ) does not support it (corrected Thm 11, spec §3.5)."""
     sizes = domain_sizes(domain)
-    theta = _theta(theta, sizes)
-    noise = checked_noise(noise)
+    theta = theta_vector(theta, sizes)
+    noise = noise_kind(noise)
     return surrogate_loss(surrogate(w, sizes), theta if noise == "laplace" else theta**2, noise)[0]
 
 
@@ -242,85 +237,3 @@ def svd_bound_marginals(w: ArrayLike, domain: Sequence[int]) -> float:
     sizes = domain_sizes(domain)
     sur = surrogate(w, sizes)
     return float(np.sum(sur.mult * np.sqrt(sur.kappa))) ** 2 / math.prod(sizes)
-
-
-def closed_form(sur: Surrogate) -> tuple[np.ndarray, bool]:
-    root = np.sqrt(sur.kappa)
-    u = _kron_apply(_y_inv_factors(sur.sizes), root)
-    scale = W_RTOL * _kron_apply(np.abs(_y_inv_factors(sur.sizes)), root)
-    return np.sqrt(np.maximum(u, 0.0)), not np.any(u < -scale)
-
-
-def closed_form_theta(w: ArrayLike, domain: Sequence[int]) -> tuple[np.ndarray, bool]:
-    """θ = √(Y⁻¹√(Y w)) (Thm 13), imaginary entries clipped to 0 (the paper's fallback).
-
-    ``exact`` is True when no entry needed clipping; 𝕄(θ) then attains the SVD bound under
-    Gaussian noise and is optimal (spec §3.5, §7 item 17).
-    """
-    sizes = domain_sizes(domain)
-    return closed_form(surrogate(w, sizes))
-
-
-# --- dense strategy and reconstruction (spec §4) ------------------------------------------------
-
-
-def marginal_strategy_dense(theta: ArrayLike, domain: Sequence[int]) -> np.ndarray:
-    """Dense 𝕄(θ): blocks θ(a)·⊗ᵢ(aᵢ ? I : T) for the keys with θ(a) > 0, ascending (Def. 20).
-
-    For tests on small domains (n ≤ DENSE_MAX_N).
-    """
-    sizes = domain_sizes(domain)
-    theta = _theta(theta, sizes)
-    n = math.prod(sizes)
-    if n > DENSE_MAX_N:
-        raise ValueError(f"domain {sizes} has n = {n} cells, over DENSE_MAX_N = {DENSE_MAX_N}")
-    keys = np.flatnonzero(theta > 0)
-    if not keys.size:
-        raise ValueError("theta must have a positive entry")
-    bits = _bits(len(sizes))
-    rows = [
-        theta[a]
-        * reduce(
-            np.kron,
-            [np.eye(m) if b else np.ones((1, m)) for m, b in zip(sizes, bits[a], strict=True)],
-        )
-        for a in keys
-    ]
-    return np.vstack(rows)
-
-
-def marginal_reconstruct(
-    theta: ArrayLike, y_blocks: dict[int, Any], domain: Sequence[int]
-) -> np.ndarray:
-    """x̂ = 𝔾⁺(θ²)𝕄ᵀ(θ)y, the least-squares (minimum-norm) estimate from 𝕄(θ) (spec §4).
-
-    ``y_blocks[a]`` is the measured marginal a (∏_{aᵢ=1} nᵢ entries, C order, attribute 1
-    slowest), for exactly the keys with θ(a) > 0. 𝔾⁺(u) = 𝔾(Y⁻¹κ_u⁺) (spec §3.5, §7 item 3).
-    Returns x̂ flat in np.kron order.
-    """
-    sizes = domain_sizes(domain)
-    theta = _theta(theta, sizes)
-    d = len(sizes)
-    keys = np.flatnonzero(theta > 0)
-    if not isinstance(y_blocks, dict) or set(y_blocks) != set(keys.tolist()):
-        got = sorted(y_blocks, key=str) if isinstance(y_blocks, dict) else type(y_blocks).__name__
-        raise ValueError(
-            f"y_blocks must map exactly the keys with theta > 0 {keys.tolist()}, got {got}"
-        )
-    bits = _bits(d)
-    z = np.zeros(sizes)
-    for a in keys:
-        shape = tuple(m if b else 1 for m, b in zip(sizes, bits[a], strict=True))
-        block = finite_array(f"y_blocks[{a}]", y_blocks[a])
-        if block.size != math.prod(shape):
-            expected = tuple(m for m, b in zip(sizes, bits[a], strict=True) if b)
-            raise ValueError(f"y_blocks[{a}] must have shape {expected}, got {block.shape}")
-        z = z + theta[a] * block.reshape(shape)  # 𝕄ᵀy: a sum of broadcasts
-    u = theta**2
-    kappa_u, on = _support(sizes, _kron_apply(_y_factors(sizes), np.ones_like(u)), u)
-    v = _kron_apply(_y_inv_factors(sizes), np.where(on, 1.0 / np.where(on, kappa_u, 1.0), 0.0))
-    xhat = np.zeros(sizes)
-    for a in np.flatnonzero(v):
-        totals = tuple(i for i in range(d) if not bits[a, i])
-        xhat = xhat + v[a] * z.sum(axis=totals, keepdims=True)
-    return xhat.ravel()

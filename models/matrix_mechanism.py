@@ -21,16 +21,15 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import cvxpy as cp
 import numpy as np
 
+from dpopt.models.marginal_algebra import marginal_error, surrogate_from_terms
+from dpopt.privacy.mechanisms import Noise, noise_kind
 from dpopt.problem import Problem
-from dpopt.validation import choice, finite_array, integer, positive_number
-
-Noise = Literal["laplace", "gaussian"]
-NOISES = ("laplace", "gaussian")
+from dpopt.validation import finite_array, integer, positive_number
 
 
 def sensitivity(strategy: np.ndarray, noise: Noise) -> float:
@@ -117,7 +116,7 @@ class StrategySelection(Problem):
             raise ValueError(f"gram[{i}, {i}] must be >= 0 (WᵀW is PSD), got {diagonal[i]}")
         if not np.any(diagonal > 0):
             raise ValueError("gram must have a positive diagonal entry (W must not be zero)")
-        choice("noise", self.noise, NOISES)
+        noise_kind(self.noise)
         object.__setattr__(self, "gram", gram)
 
     @property
@@ -263,7 +262,7 @@ class ProductStrategySelection(Problem):
     feasibility_tol: ClassVar[float] = SUPPORT_TOL
 
     def __post_init__(self) -> None:
-        choice("noise", self.noise, NOISES)
+        noise_kind(self.noise)
         object.__setattr__(self, "rows", integer("rows", self.rows, minimum=1))
         object.__setattr__(self, "terms", _validated_terms(self.terms))
 
@@ -286,8 +285,6 @@ class ProductStrategySelection(Problem):
 
     def objective(self, point: Any) -> float:
         if isinstance(point, MarginalStrategy):
-            from dpopt.models.marginal_algebra import marginal_error, surrogate_from_terms
-
             weights = surrogate_from_terms(self.terms)
             return marginal_error(point.theta, weights, self.sizes, self.noise)
         shares, blocks = point

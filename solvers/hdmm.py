@@ -29,6 +29,7 @@ from dpopt.models.matrix_mechanism import (
     cvxpy_model,
 )
 from dpopt.problem import Outcome, Status, register
+from dpopt.solvers import hdmm_baselines as baselines
 from dpopt.solvers.cvxpy_backend import register_cvxpy
 from dpopt.solvers.hdmm_kron import opt_kron, opt_union
 from dpopt.solvers.hdmm_marginals import opt_marginals
@@ -164,9 +165,9 @@ def _register_baseline(
     )
 
 
-_register_baseline("h2", wl.hierarchical, "H2: binary hierarchy with root (§5.1)", True)
-_register_baseline("wavelet", wl.wavelet, "Privelet: unnormalised Haar (§5.1)", True)
-_register_baseline("hb", wl.hb, "HB: Qardaji et al.'s hierarchy, no root (§5.1)", False)
+_register_baseline("h2", baselines.hierarchical, "H2: binary hierarchy with root (§5.1)", True)
+_register_baseline("wavelet", baselines.wavelet, "Privelet: unnormalised Haar (§5.1)", True)
+_register_baseline("hb", baselines.hb, "HB: Qardaji et al.'s hierarchy, no root (§5.1)", False)
 
 
 def _cvxpy_limit(largest: int) -> Callable[[StrategySelection], str | None]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import reduce
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -17,17 +19,23 @@ from threadpoolctl import threadpool_limits
 
 from dpopt import workload as wl
 from dpopt.models.marginal_algebra import (
-    Noise,
+    DENSE_MAX_N,
+    W_RTOL,
     Surrogate,
-    checked_noise,
-    closed_form,
     domain_sizes,
+    key_bits,
+    kron_apply,
+    support,
     surrogate,
     surrogate_loss,
     surrogate_weights,
+    theta_vector,
+    y_factors,
+    y_inv_factors,
 )
+from dpopt.privacy import Noise, noise_kind
 from dpopt.solvers.hdmm_opt0 import Deadline
-from dpopt.validation import nonnegative_integer
+from dpopt.validation import finite_array, nonnegative_integer
 
 PENALTY = 1e300
 """Finite loss, with zero gradient, where 𝕄 does not support the workload (spec §7 item 14)."""
@@ -84,7 +92,7 @@ def opt_marginals(
     """
     deadline = deadline or Deadline(None)
     sizes = domain_sizes(domain)
-    noise = checked_noise(noise)
+    noise = noise_kind(noise)
     restarts = nonnegative_integer("restarts", restarts)
     if isinstance(workload, wl.Matrix):
         if wl.domain(workload) != sizes:
@@ -106,3 +114,88 @@ def opt_marginals(
     errors = [surrogate_loss(sur, t if noise == "laplace" else t**2, noise)[0] for t in candidates]
     best = int(np.argmin(errors))
     return candidates[best], errors[best]
+
+
+# --- the Theorem-13 closed form (spec §3.5) ------------------------------------------------
+
+
+def closed_form(sur: Surrogate) -> tuple[np.ndarray, bool]:
+    root = np.sqrt(sur.kappa)
+    u = kron_apply(y_inv_factors(sur.sizes), root)
+    scale = W_RTOL * kron_apply(np.abs(y_inv_factors(sur.sizes)), root)
+    return np.sqrt(np.maximum(u, 0.0)), not np.any(u < -scale)
+
+
+def closed_form_theta(w: ArrayLike, domain: Sequence[int]) -> tuple[np.ndarray, bool]:
+    """θ = √(Y⁻¹√(Y w)) (Thm 13), imaginary entries clipped to 0 (the paper's fallback).
+
+    ``exact`` is True when no entry needed clipping; 𝕄(θ) then attains the SVD bound under
+    Gaussian noise and is optimal (spec §3.5, §7 item 17).
+    """
+    sizes = domain_sizes(domain)
+    return closed_form(surrogate(w, sizes))
+
+
+# --- dense strategy and reconstruction (spec §4) -------------------------------------------
+
+
+def marginal_strategy_dense(theta: ArrayLike, domain: Sequence[int]) -> np.ndarray:
+    """Dense 𝕄(θ): blocks θ(a)·⊗ᵢ(aᵢ ? I : T) for the keys with θ(a) > 0, ascending (Def. 20).
+
+    For tests on small domains (n ≤ DENSE_MAX_N).
+    """
+    sizes = domain_sizes(domain)
+    theta = theta_vector(theta, sizes)
+    n = math.prod(sizes)
+    if n > DENSE_MAX_N:
+        raise ValueError(f"domain {sizes} has n = {n} cells, over DENSE_MAX_N = {DENSE_MAX_N}")
+    keys = np.flatnonzero(theta > 0)
+    if not keys.size:
+        raise ValueError("theta must have a positive entry")
+    bits = key_bits(len(sizes))
+    rows = [
+        theta[a]
+        * reduce(
+            np.kron,
+            [np.eye(m) if b else np.ones((1, m)) for m, b in zip(sizes, bits[a], strict=True)],
+        )
+        for a in keys
+    ]
+    return np.vstack(rows)
+
+
+def marginal_reconstruct(
+    theta: ArrayLike, y_blocks: dict[int, Any], domain: Sequence[int]
+) -> np.ndarray:
+    """x̂ = 𝔾⁺(θ²)𝕄ᵀ(θ)y, the least-squares (minimum-norm) estimate from 𝕄(θ) (spec §4).
+
+    ``y_blocks[a]`` is the measured marginal a (∏_{aᵢ=1} nᵢ entries, C order, attribute 1
+    slowest), for exactly the keys with θ(a) > 0. 𝔾⁺(u) = 𝔾(Y⁻¹κ_u⁺) (spec §3.5, §7 item 3).
+    Returns x̂ flat in np.kron order.
+    """
+    sizes = domain_sizes(domain)
+    theta = theta_vector(theta, sizes)
+    d = len(sizes)
+    keys = np.flatnonzero(theta > 0)
+    if not isinstance(y_blocks, dict) or set(y_blocks) != set(keys.tolist()):
+        got = sorted(y_blocks, key=str) if isinstance(y_blocks, dict) else type(y_blocks).__name__
+        raise ValueError(
+            f"y_blocks must map exactly the keys with theta > 0 {keys.tolist()}, got {got}"
+        )
+    bits = key_bits(d)
+    z = np.zeros(sizes)
+    for a in keys:
+        shape = tuple(m if b else 1 for m, b in zip(sizes, bits[a], strict=True))
+        block = finite_array(f"y_blocks[{a}]", y_blocks[a])
+        if block.size != math.prod(shape):
+            expected = tuple(m for m, b in zip(sizes, bits[a], strict=True) if b)
+            raise ValueError(f"y_blocks[{a}] must have shape {expected}, got {block.shape}")
+        z = z + theta[a] * block.reshape(shape)  # 𝕄ᵀy: a sum of broadcasts
+    u = theta**2
+    kappa_u, on = support(sizes, kron_apply(y_factors(sizes), np.ones_like(u)), u)
+    v = kron_apply(y_inv_factors(sizes), np.where(on, 1.0 / np.where(on, kappa_u, 1.0), 0.0))
+    xhat = np.zeros(sizes)
+    for a in np.flatnonzero(v):
+        totals = tuple(i for i in range(d) if not bits[a, i])
+        xhat = xhat + v[a] * z.sum(axis=totals, keepdims=True)
+    return xhat.ravel()

@@ -19,7 +19,8 @@ from functools import partial
 
 import numpy as np
 
-from dpopt.models.pgsr import PostProcess, Tree
+from dpopt.hierarchy import Tree
+from dpopt.models.pgsr import PostProcess
 from dpopt.solvers.cost_tables import (
     Splitter,
     Table,

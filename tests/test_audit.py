@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dpopt import privacy
-from dpopt.audits import AUDITS, run_audit
+from dpopt.compare.audits import AUDITS, run_audit
 from dpopt.privacy.audit import epsilon_lower_bound
 
 

@@ -11,7 +11,8 @@ import pytest
 
 import dpopt
 from dpopt import census
-from dpopt.models.pgsr import Tree, chain_from_counts, cumulative
+from dpopt.hierarchy import Tree
+from dpopt.models.pgsr import chain_from_counts, cumulative
 
 LEVELS = ["state", "county"]
 

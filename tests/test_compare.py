@@ -6,8 +6,6 @@ import csv
 import json
 import math
 import re
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +13,8 @@ import pytest
 from toy_problems import ToyQuadratic
 
 from dpopt import cli, compare
-from dpopt.compare import Record
-from dpopt.problem import Instance, Outcome, register
+from dpopt.compare import Instance, Record, runner
+from dpopt.problem import Outcome, register
 
 
 def _record(
@@ -210,12 +208,8 @@ def _runs_to_completion(problem: Stalls, *, time_limit: float | None = None) -> 
 
 @pytest.fixture
 def toy_family(monkeypatch: pytest.MonkeyPatch) -> str:
-    module = types.ModuleType("dpopt_toy_family")
-    module.SUITES = {  # type: ignore[attr-defined]
-        "smoke": lambda rng: [Instance(f"stall-{t}", Stalls(t)) for t in (1.0, 2.0)]
-    }
-    monkeypatch.setitem(sys.modules, "dpopt_toy_family", module)
-    monkeypatch.setitem(compare.FAMILY_MODULES, "toy", "dpopt_toy_family")
+    suites = {"smoke": lambda rng: [Instance(f"stall-{t}", Stalls(t)) for t in (1.0, 2.0)]}
+    monkeypatch.setitem(compare.FAMILY_SUITES, "toy", suites)
     return "toy"
 
 
@@ -308,7 +302,7 @@ def test_cli_checks_output_paths_before_running(
     option: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ran = []
-    monkeypatch.setattr(compare, "_solve_record", lambda *a: ran.append(a))
+    monkeypatch.setattr(runner, "_solve_record", lambda *a: ran.append(a))
     for path, why in ((tmp_path / "missing" / "out", "does not exist"), (tmp_path, "directory")):
         assert cli.main(["compare", "--family", "dgm", "--suite", "smoke", option, str(path)]) == 2
         assert why in capsys.readouterr().err
@@ -318,7 +312,7 @@ def test_cli_checks_output_paths_before_running(
 def test_cli_interrupt_exits_130_with_valid_json(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    real = compare._solve_record
+    real = runner._solve_record
     calls = []
 
     def solve_twice(*args: object) -> Record:
@@ -327,7 +321,7 @@ def test_cli_interrupt_exits_130_with_valid_json(
             raise KeyboardInterrupt
         return real(*args)
 
-    monkeypatch.setattr(compare, "_solve_record", solve_twice)
+    monkeypatch.setattr(runner, "_solve_record", solve_twice)
     argv = ["compare", "--family", "dgm", "--suite", "smoke", "--json", "-", "--no-progress"]
     assert cli.main(argv) == 130
     captured = capsys.readouterr()

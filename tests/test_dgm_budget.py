@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dpopt
-from dpopt.dgm import SPEC_CHAIN_A, SPEC_SQUARES_A, allocate_budget
+from dpopt.compare.dgm import SPEC_CHAIN_A, SPEC_SQUARES_A
+from dpopt.dgm import allocate_budget
 from dpopt.models.dgm_budget import BudgetAllocation
 from dpopt.privacy import Loss
 

@@ -14,6 +14,7 @@ from scipy import sparse
 from test_fuzz_values import FUZZ, hostile, one_hostile, outcome
 
 from dpopt import workload as wl
+from dpopt.solvers import hdmm_baselines as baselines
 
 BLOCKS = [wl.Identity, wl.Total, wl.IdentityTotal, wl.Prefix, wl.Suffix, wl.AllRange]
 SIZES = st.integers(min_value=1, max_value=5)
@@ -184,10 +185,10 @@ def test_baselines(name: str, n: Any, branching: Any) -> None:
     """Huge n is refused (SPARSE_LIMIT) before anything of size n is allocated; hb_branching
     is O(log n)."""
     call = {
-        "hierarchical": lambda: wl.hierarchical(n, branching),
-        "wavelet": lambda: wl.wavelet(n),
-        "hb": lambda: wl.hb(n),
-        "hb_branching": lambda: wl.hb_branching(n),
+        "hierarchical": lambda: baselines.hierarchical(n, branching),
+        "wavelet": lambda: baselines.wavelet(n),
+        "hb": lambda: baselines.hb(n),
+        "hb_branching": lambda: baselines.hb_branching(n),
     }[name]
     ok, result = outcome(call, "n", "branching")
     if ok and name != "hb_branching":

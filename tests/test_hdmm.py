@@ -8,9 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpopt
-from dpopt import hdmm, hdmm_sf1
+from dpopt import hdmm
 from dpopt import workload as wl
 from dpopt.models.matrix_mechanism import StrategySelection, strategy_error
+from dpopt.paper import hdmm_sf1, hdmm_tables
+from dpopt.solvers import hdmm_baselines as baselines
 from dpopt.solvers.hdmm_opt0 import opt0_laplace, pidentity_loss, pidentity_strategy
 
 REL = 1e-6  # spec §6: closed forms to 1e-6 relative
@@ -38,7 +40,7 @@ def test_identity_and_workload_strategies(n: int) -> None:
 )
 def test_hierarchical_strategy_errors(n, prefix_l1, prefix_l2, range_l1, range_l2) -> None:
     """Spec §6 item 3 (H2, root included)."""
-    h2 = wl.hierarchical(n).dense()
+    h2 = baselines.hierarchical(n).dense()
     assert err(wl.Prefix(n), h2) == pytest.approx(prefix_l1, rel=REL)
     assert err(wl.Prefix(n), h2, "gaussian") == pytest.approx(prefix_l2, rel=REL)
     assert err(wl.AllRange(n), h2) == pytest.approx(range_l1, rel=REL)
@@ -67,7 +69,7 @@ def test_svd_bound(workload, value: float) -> None:
 def test_kronecker_factorisation() -> None:
     """Spec §6 item 5: Theorems 3–5 on P₄ ⊗ I₃."""
     workload = wl.Kron([wl.Prefix(4), wl.Identity(3)])
-    strategy = np.kron(wl.hierarchical(4).dense(), np.eye(3))
+    strategy = np.kron(baselines.hierarchical(4).dense(), np.eye(3))
     assert err(workload, strategy) == pytest.approx(486 / 7, rel=REL)
     assert hdmm.svd_bound(workload) == pytest.approx(19.234422, rel=1e-6)
 
@@ -119,7 +121,7 @@ def test_table_values_at_n64() -> None:
         ("prefix", 5.32, 8.87),
         ("width32", 5.88, 8.74),
     ):
-        workload = hdmm.one_d_workload(name, 64)
+        workload = hdmm_tables.one_d_workload(name, 64)
         m = workload.shape[0]
         svdb = hdmm.svd_bound(workload)
         fitted = hdmm.optimize(workload, "laplace", restarts=25, seed=0)

@@ -15,6 +15,8 @@ import dpopt
 from dpopt import hdmm
 from dpopt import workload as wl
 from dpopt.models.matrix_mechanism import StrategySelection
+from dpopt.paper import hdmm_tables
+from dpopt.solvers import hdmm_baselines as baselines
 
 COLUMNS = ("identity", "h2", "wavelet", "hb", "svdb")
 # (noise, workload, n): Identity, H2, Wavelet, HB, SVDB — Tables 4 (Laplace) and 5 (Gaussian)
@@ -46,7 +48,7 @@ CASES = [pytest.param(*key, marks=pytest.mark.slow) if key[2] == 256 else key fo
 @pytest.mark.paper
 @pytest.mark.parametrize(("noise", "name", "n"), CASES)
 def test_baseline_columns(noise: str, name: str, n: int) -> None:
-    workload = hdmm.one_d_workload(name, n)
+    workload = hdmm_tables.one_d_workload(name, n)
     problem = StrategySelection(hdmm.gram_of(workload), noise)
     variance = hdmm.noise_variance(noise, 1.0, 1e-6)
     rows = workload.shape[0]
@@ -61,12 +63,12 @@ def test_baseline_columns(noise: str, name: str, n: int) -> None:
 
 def test_hb_branching() -> None:
     """HB is the identity at n = 64 (spec §5.1); b = 16, h = 2 at 256; b = 32 at 1024."""
-    assert wl.hb_branching(64) == (64, 1)
-    assert wl.hb_branching(256) == (16, 2)
-    assert wl.hb_branching(1024) == (32, 2)
-    strategy = wl.hb(100).dense()  # n not a power of b: short last intervals, still a tiling
+    assert baselines.hb_branching(64) == (64, 1)
+    assert baselines.hb_branching(256) == (16, 2)
+    assert baselines.hb_branching(1024) == (32, 2)
+    strategy = baselines.hb(100).dense()  # n not a power of b: short last intervals, still a tiling
     assert (strategy.sum(axis=1) > 0).all()
-    assert set(strategy.sum(axis=0)) == {wl.hb_branching(100)[1]}
+    assert set(strategy.sum(axis=0)) == {baselines.hb_branching(100)[1]}
 
 
 def test_power_of_two_baselines_refuse_other_sizes() -> None:

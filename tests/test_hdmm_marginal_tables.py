@@ -39,22 +39,17 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from dpopt import hdmm_marginal_tables as tables
 from dpopt import workload as wl
-from dpopt.hdmm_columns import table_rmse
-from dpopt.models.marginal_algebra import (
-    closed_form_theta,
-    marginal_error,
-    surrogate_from_terms,
-    svd_bound_marginals,
-)
+from dpopt.models.marginal_algebra import marginal_error, surrogate_from_terms, svd_bound_marginals
 from dpopt.models.matrix_mechanism import (
     MarginalStrategy,
     ProductStrategySelection,
     strategy_error,
 )
+from dpopt.paper import hdmm_marginal_tables as tables
+from dpopt.paper.hdmm_columns import table_rmse
 from dpopt.solvers.hdmm_kron import UnionResult, opt_kron, opt_union, union_shares
-from dpopt.solvers.hdmm_marginals import opt_marginals
+from dpopt.solvers.hdmm_marginals import closed_form_theta, opt_marginals
 
 ROWS = list(tables.PAPER)
 

@@ -13,11 +13,8 @@ import pytest
 from dpopt import workload as wl
 from dpopt.models.marginal_algebra import (
     characteristic,
-    closed_form_theta,
     marginal_error,
     marginal_loss,
-    marginal_reconstruct,
-    marginal_strategy_dense,
     multiplicity,
     surrogate_weights,
     svd_bound_marginals,
@@ -25,7 +22,12 @@ from dpopt.models.marginal_algebra import (
     y_rmatvec,
     y_solve,
 )
-from dpopt.solvers.hdmm_marginals import opt_marginals
+from dpopt.solvers.hdmm_marginals import (
+    closed_form_theta,
+    marginal_reconstruct,
+    marginal_strategy_dense,
+    opt_marginals,
+)
 
 REL = 1e-6  # spec §6: closed forms to 1e-6 relative
 DOM = (2, 3, 4)

@@ -16,14 +16,11 @@ import pytest
 import dpopt
 from dpopt import hdmm
 from dpopt import workload as wl
-from dpopt.models.marginal_algebra import (
-    closed_form_theta,
-    marginal_error,
-    surrogate_weights,
-    svd_bound_marginals,
-)
+from dpopt.models.marginal_algebra import marginal_error, surrogate_weights, svd_bound_marginals
 from dpopt.models.matrix_mechanism import ProductStrategySelection
+from dpopt.paper import hdmm_tables
 from dpopt.solvers.hdmm_kron import identity_error, opt_kron, opt_union, union_shares
+from dpopt.solvers.hdmm_marginals import closed_form_theta
 
 SIGMA = 4.2246789
 LAPLACE_MARGIN = 1.10
@@ -98,7 +95,7 @@ def test_cps_rows_of_tables_6_and_7(noise: str, name: str, paper: float, bounds)
     best deterministic candidate. Gaussian OPT₀ is convex: within 2 % of the paper. Laplace:
     at most :data:`LAPLACE_MARGIN` × the paper; on all marginals the deterministic IdTotal
     product (spec §5.2: 4.853) alone reproduces the paper within 2 %."""
-    workload = hdmm.cps_workload(name)
+    workload = hdmm_tables.cps_workload(name)
     strategy = hdmm.optimize_product(workload, noise, template="kron")
     variance = 2.0 if noise == "laplace" else SIGMA**2
 
@@ -142,7 +139,7 @@ def test_cps_marginals_row(noise: str, paper: float) -> None:
     2 % of the paper. Laplace (non-convex): between the SVD bound and the Theorem 13 start,
     at most :data:`LAPLACE_MARGIN` × the paper.
     """
-    workload = hdmm.cps_workload("all-marginals")
+    workload = hdmm_tables.cps_workload("all-marginals")
     strategy = hdmm.optimize_product(workload, noise, template="marginals")
     variance = 2.0 if noise == "laplace" else SIGMA**2
     ours = np.sqrt(variance * strategy.error / workload.shape[0])

@@ -33,16 +33,13 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from dpopt import hdmm, hdmm_columns, hdmm_sf1
+from dpopt import hdmm
 from dpopt import workload as wl
-from dpopt.models.marginal_algebra import (
-    closed_form_theta,
-    marginal_error,
-    surrogate_from_terms,
-    svd_bound_marginals,
-)
+from dpopt.models.marginal_algebra import marginal_error, surrogate_from_terms, svd_bound_marginals
 from dpopt.models.matrix_mechanism import MarginalStrategy, ProductStrategySelection
+from dpopt.paper import hdmm_columns, hdmm_sf1
 from dpopt.solvers import hdmm_kron
+from dpopt.solvers.hdmm_marginals import closed_form_theta
 from dpopt.solvers.hdmm_opt0 import (
     best,
     idtotal_candidate,

@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import dpopt
+from dpopt.hierarchy import Tree
 from dpopt.models.pgsr import (
     ChainPostProcess,
     CumulativePostProcess,
     PostProcess,
-    Tree,
     chain_from_counts,
     counts_from_chain,
     cumulative,

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 import dpopt
+from dpopt.hierarchy import Tree
 from dpopt.models.pgsr import (
     ChainPostProcess,
     CumulativePostProcess,
     PostProcess,
-    Tree,
     chain_from_counts,
     counts_from_chain,
     cumulative,

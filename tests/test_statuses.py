@@ -19,7 +19,7 @@ import pytest
 import dpopt
 from dpopt import hdmm
 from dpopt import workload as wl
-from dpopt.dgm import _random_weights
+from dpopt.compare.dgm import random_weights
 from dpopt.models.dgm_budget import BudgetAllocation
 from dpopt.models.matrix_mechanism import ProductStrategySelection, StrategySelection
 from dpopt.models.pgsr import ChainPostProcess, CumulativePostProcess, PostProcess
@@ -65,7 +65,7 @@ def test_rounded_relaxation_that_meets_the_model_is_feasible_not_optimal() -> No
 
 
 def _allocation(seed: int, n: int = 2000) -> BudgetAllocation:
-    return BudgetAllocation(_random_weights(np.random.default_rng(seed), n, 6.0), 0.9)
+    return BudgetAllocation(random_weights(np.random.default_rng(seed), n, 6.0), 0.9)
 
 
 @pytest.mark.parametrize("seed", [3, 4])

@@ -11,6 +11,7 @@ import pytest
 from scipy import sparse
 
 from dpopt import workload as wl
+from dpopt.solvers import hdmm_baselines as baselines
 from dpopt.workload import (
     AllRange,
     Explicit,
@@ -175,11 +176,11 @@ def test_spec_sensitivities(n: int) -> None:
     """hdmm spec §5.1/§6: ‖Prefix‖₁ = n; H2 and Haar have ‖·‖₁ = ‖·‖₂² = log₂n + 1."""
     assert Prefix(n).sensitivity_l1() == n
     levels = math.log2(n) + 1
-    for strategy in (wl.hierarchical(n), wl.wavelet(n)):
+    for strategy in (baselines.hierarchical(n), baselines.wavelet(n)):
         assert strategy.sensitivity_l1() == pytest.approx(levels)
         assert strategy.sensitivity_l2() ** 2 == pytest.approx(levels)
-    assert wl.hierarchical(n).shape == (2 * n - 1, n)
-    assert wl.wavelet(n).shape == (n, n)
+    assert baselines.hierarchical(n).shape == (2 * n - 1, n)
+    assert baselines.wavelet(n).shape == (n, n)
 
 
 def test_all_range_4_sensitivity_is_the_middle_cell() -> None:
@@ -203,13 +204,13 @@ def unscaled_error(strategy: wl.Matrix, work: wl.Matrix, kind: str) -> float:
     ],
 )
 def test_h2_errors_match_spec_section_6(n: int, work: type, l1: float, l2: float) -> None:
-    assert unscaled_error(wl.hierarchical(n), work(n), "l1") == pytest.approx(l1, rel=1e-9)
-    assert unscaled_error(wl.hierarchical(n), work(n), "l2") == pytest.approx(l2, rel=1e-9)
+    assert unscaled_error(baselines.hierarchical(n), work(n), "l1") == pytest.approx(l1, rel=1e-9)
+    assert unscaled_error(baselines.hierarchical(n), work(n), "l2") == pytest.approx(l2, rel=1e-9)
 
 
 @pytest.mark.parametrize(
     ("strategy", "laplace", "gaussian"),
-    [(wl.hierarchical(64), 11.28, 12.74), (wl.wavelet(64), 10.11, 11.42)],
+    [(baselines.hierarchical(64), 11.28, 12.74), (baselines.wavelet(64), 10.11, 11.42)],
 )
 def test_table_4_and_5_all_range_64(strategy: wl.Explicit, laplace: float, gaussian: float) -> None:
     """RMSE = √(2·err/m) (Laplace) and σ√(err/m) (Gaussian) at ε = 1 (hdmm spec §5.1)."""
@@ -222,11 +223,13 @@ def test_table_4_and_5_all_range_64(strategy: wl.Explicit, laplace: float, gauss
 
 
 def test_hierarchy_rows_are_dyadic_intervals() -> None:
-    h = wl.hierarchical(4).dense()
+    h = baselines.hierarchical(4).dense()
     np.testing.assert_array_equal(h[:3], [[1, 1, 1, 1], [1, 1, 0, 0], [0, 0, 1, 1]])
     np.testing.assert_array_equal(h[3:], np.eye(4))
-    np.testing.assert_array_equal(wl.hierarchical(9, branching=3).dense()[1], [1, 1, 1] + [0] * 6)
-    haar = wl.wavelet(4).dense()
+    np.testing.assert_array_equal(
+        baselines.hierarchical(9, branching=3).dense()[1], [1, 1, 1] + [0] * 6
+    )
+    haar = baselines.wavelet(4).dense()
     np.testing.assert_array_equal(
         haar, [[1, 1, 1, 1], [1, 1, -1, -1], [1, -1, 0, 0], [0, 0, 1, -1]]
     )
@@ -355,9 +358,9 @@ def test_kron_on_a_million_cells() -> None:
         (lambda: Marginal((2, 3), (0, 0)), "attrs"),
         (lambda: Marginal((2, 0), (0,)), r"domain\[1\]"),
         (lambda: Marginals((2, 3), 3), "k"),
-        (lambda: wl.hierarchical(6), "n"),
-        (lambda: wl.hierarchical(8, branching=1), "branching"),
-        (lambda: wl.wavelet(12), "n"),
+        (lambda: baselines.hierarchical(6), "n"),
+        (lambda: baselines.hierarchical(8, branching=1), "branching"),
+        (lambda: baselines.wavelet(12), "n"),
     ],
 )
 def test_bad_input_names_the_argument(build, match: str) -> None:
@@ -429,9 +432,9 @@ def test_kron_of_unions_gram_terms_are_bounded(monkeypatch: pytest.MonkeyPatch) 
         (lambda: wl.marginal_weights(5), "matrix must be a dpopt.workload.Matrix"),
         (lambda: wl.domain(None), "matrix must be a dpopt.workload.Matrix"),
         (lambda: wl.union_of_kron_terms("W"), "matrix must be a dpopt.workload.Matrix"),
-        (lambda: wl.hierarchical(2**40), "SPARSE_LIMIT"),
-        (lambda: wl.wavelet(2**40), "SPARSE_LIMIT"),
-        (lambda: wl.hb(2**40), "SPARSE_LIMIT"),
+        (lambda: baselines.hierarchical(2**40), "SPARSE_LIMIT"),
+        (lambda: baselines.wavelet(2**40), "SPARSE_LIMIT"),
+        (lambda: baselines.hb(2**40), "SPARSE_LIMIT"),
         (lambda: Identity(2**40).sensitivity_l1(), "NORM_LIMIT"),
         (lambda: Identity(2**20).gram(), "DENSE_LIMIT"),
         (lambda: Weighted(Identity(2), 1e300).gram(), "overflows"),
@@ -452,4 +455,4 @@ def test_sizes_are_exact_integers() -> None:
     """2**53 + 1 is a valid size and stays itself (it used to be rounded through float64)."""
     assert Identity(2**53 + 1).n == 2**53 + 1
     assert Kron([Identity(2**20)] * 3).sensitivity_l1() == 1.0  # n = 2**60 cells
-    assert wl.hb_branching(2**62) == (18, 15)  # O(log n), not O(n log n)
+    assert baselines.hb_branching(2**62) == (18, 15)  # O(log n), not O(n log n)

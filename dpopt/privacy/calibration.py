@@ -18,9 +18,6 @@ import functools
 import math
 from typing import Any
 
-from scipy.optimize import brentq, minimize_scalar
-from scipy.special import log_ndtr, ndtr
-
 from dpopt.validation import positive_number
 
 __all__ = [
@@ -49,6 +46,8 @@ def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> fl
 
     δ(σ) = Φ(Δ/2σ − εσ/Δ) − e^ε Φ(−Δ/2σ − εσ/Δ), the second term in log space.
     """
+    from scipy.special import log_ndtr, ndtr  # scipy loads on first use: import dpopt is cheap
+
     sigma = positive_number("sigma", sigma)
     epsilon = positive_number("epsilon", epsilon)
     ratio = positive_number("sensitivity", sensitivity) / sigma
@@ -75,6 +74,8 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
         low, high = high, high * 2
     while excess(low) < 0:
         low /= 2
+    from scipy.optimize import brentq
+
     return sensitivity * brentq(excess, low, high, xtol=1e-15, rtol=1e-14)
 
 
@@ -94,6 +95,8 @@ def cdp_delta(rho: float, epsilon: float) -> float:
         shift = math.exp(log_shift)
         alpha = 1 + shift
         return shift * (alpha * rho - epsilon) - log_shift + alpha * math.log1p(-1 / alpha)
+
+    from scipy.optimize import minimize_scalar
 
     best = minimize_scalar(
         log_delta, bounds=(-30.0, 30.0), method="bounded", options={"xatol": 1e-12}

@@ -46,7 +46,9 @@ from dpopt.privacy.samplers import (
 
 __all__ = [
     "GRID_SLACK_BITS",
+    "NOISES",
     "Dyadic",
+    "Noise",
     "NoisyAnswers",
     "Prepared",
     "draw",
@@ -54,10 +56,23 @@ __all__ = [
     "exponential_mechanism_probabilities",
     "gaussian_mechanism",
     "laplace_mechanism",
+    "noise_kind",
     "prepare_gaussian",
     "prepare_laplace",
     "snap",
 ]
+
+Noise = Literal["laplace", "gaussian"]
+"""The two additive noises of a release: (discrete) Laplace for ε-DP, Gaussian for zCDP."""
+NOISES: tuple[Noise, ...] = ("laplace", "gaussian")
+
+
+def noise_kind(noise: Any) -> Noise:
+    """``noise`` if it is one of :data:`NOISES`; else a ValueError naming the field."""
+    if not isinstance(noise, str) or noise not in NOISES:
+        raise ValueError(f"noise must be one of {NOISES}, got {noise!r}")
+    return noise  # type: ignore[return-value]
+
 
 GRID_SLACK_BITS = {"laplace": 20, "gaussian": 12}
 """The grid is fine enough that rounding adds at most 2⁻²⁰ (Laplace) or 2⁻¹² (Gaussian) of the
@@ -196,7 +211,7 @@ class NoisyAnswers:
 
     values: np.ndarray
     grid_bits: int
-    noise: Literal["laplace", "gaussian"]
+    noise: Noise
     scale: float
     variance: float
     loss: Loss
@@ -208,7 +223,7 @@ class Prepared:
 
     label: str
     loss: Loss
-    noise: Literal["laplace", "gaussian"]
+    noise: Noise
     sampler: DiscreteLaplace | DiscreteGaussian
     shifted: np.ndarray
     bits: int

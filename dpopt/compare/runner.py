@@ -1,10 +1,11 @@
 """Solver comparison runs: every applicable method on every instance of a suite.
 
-Each family module exposes ``SUITES``, a mapping from suite name to a function that builds the
-instances from a ``numpy.random.Generator``. :func:`run` solves each instance with each method,
-records the model's own objective and violation, and :func:`check` turns the records into the
-correctness oracle: exact methods must agree within their tolerances, be feasible, and never be
-beaten by a feasible point from any other method. :func:`check_report` also says what was
+Each family's suite module (:mod:`dpopt.compare.hdmm`, …) exposes ``SUITES``, a mapping from
+suite name to a function that builds the instances from a ``numpy.random.Generator``.
+:func:`run` solves each instance with each method, records the model's own objective and
+violation, and :func:`check` turns the records into the correctness oracle: exact methods must
+agree within their tolerances, be feasible, and never be beaten by a feasible point from any
+other method. :func:`check_report` also says what was
 actually compared: an instance counts only when an exact method certified its optimum (or all
 exact methods agreed it is infeasible), and a solve only when its result was checked.
 """
@@ -13,21 +14,27 @@ from __future__ import annotations
 
 import csv
 import fnmatch
-import importlib
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from dpopt.problem import CLAIMS_FEASIBLE, Instance, method_info, methods, solve
+from dpopt.compare import census, dgm, hdmm
+from dpopt.compare.instance import Instance
+from dpopt.problem import CLAIMS_FEASIBLE, method_info, methods, solve
 
-FAMILY_MODULES = {"dgm": "dpopt.dgm", "census": "dpopt.census", "hdmm": "dpopt.hdmm"}
-SUITE_ORDER = ("smoke", "small", "medium", "large")
+Builder = Callable[[np.random.Generator], list[Instance]]
+
+FAMILY_SUITES: dict[str, dict[str, Builder]] = {
+    "dgm": dgm.SUITES,
+    "census": census.SUITES,
+    "hdmm": hdmm.SUITES,
+}
+"""Family → suite name → instance builder."""
 
 
 @dataclass
@@ -51,16 +58,11 @@ class Record:
     message: str = ""
 
 
-def family_module(family: str) -> ModuleType:
-    """The module that defines ``family``'s suites."""
-    if family not in FAMILY_MODULES:
-        raise ValueError(f"unknown family {family!r}; known: {', '.join(FAMILY_MODULES)}")
-    return importlib.import_module(FAMILY_MODULES[family])
-
-
-def suites(family: str) -> dict[str, Callable[[np.random.Generator], list[Instance]]]:
+def suites(family: str) -> dict[str, Builder]:
     """Suite name → instance builder for ``family``."""
-    return dict(family_module(family).SUITES)
+    if family not in FAMILY_SUITES:
+        raise ValueError(f"unknown family {family!r}; known: {', '.join(FAMILY_SUITES)}")
+    return dict(FAMILY_SUITES[family])
 
 
 def instances(family: str, suite: str, seed: int) -> list[Instance]:

@@ -20,7 +20,7 @@ import numpy as np
 
 from dpopt import census, hdmm
 from dpopt import workload as wl
-from dpopt.census_input import CensusData
+from dpopt.census_data import CensusData
 from dpopt.privacy.audit import (
     AuditResult,
     epsilon_lower_bound,

@@ -22,12 +22,12 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from dpopt import workload as wl
-from dpopt.hdmm_columns import table_rmse, union_sensitivity
 from dpopt.models.marginal_algebra import (
-    checked_noise,
     surrogate_from_terms,
     svd_bound_marginals,
 )
+from dpopt.paper.hdmm_columns import table_rmse, union_sensitivity
+from dpopt.privacy import noise_kind
 from dpopt.solvers.hdmm_kron import identity_error, opt_kron, opt_union
 from dpopt.solvers.hdmm_marginals import opt_marginals
 
@@ -164,7 +164,7 @@ def optimizer_error(
     ``restarts`` is per OPT₀ call (kron, union) or the number of random OPT_M starts besides
     the Theorem-13 one; each optimizer draws from its own ``default_rng(seed)``.
     """
-    noise = checked_noise(noise)
+    noise = noise_kind(noise)
     terms = wl.union_of_kron_terms(workload)
     rng = np.random.default_rng(seed)
     if optimizer in ("kron", "union"):
@@ -191,7 +191,7 @@ def reproduce(
 
     ``restarts`` per OPT₀ call, ``marginal_restarts`` random OPT_M starts (spec §5.2 used 3).
     """
-    key = (checked_noise(noise), dataset, name)
+    key = (noise_kind(noise), dataset, name)
     if key not in PAPER:
         raise ValueError(f"no Adult/Loans row {key}")
     workload = table_workload(dataset, name)

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpopt.models.pgsr import Tree
+from dpopt.hierarchy import Tree
 from dpopt.validation import MAX_COUNT, boolean, integer, integer_array
 
 # US household sizes 1..7 (2010 Census SF1 shares, %); the tail beyond 7 continues

@@ -13,7 +13,7 @@ import numpy as np
 
 from dpopt import workload as wl
 from dpopt.hdmm import noise_variance
-from dpopt.models.marginal_algebra import checked_noise
+from dpopt.privacy import noise_kind
 from dpopt.solvers.hdmm_kron import identity_error
 
 
@@ -25,8 +25,8 @@ def _terms_of(workload: wl.Matrix) -> list[tuple[float, list[np.ndarray]]]:
 
 def table_rmse(noise: str, error: float, rows: int) -> float:
     """RMSE at ε = 1 (δ = 1e-6) of an unscaled error: √(variance·error/m), variance 2 or σ²
-    (spec §1); the inverse of ``hdmm.paper_reference``."""
-    return math.sqrt(noise_variance(checked_noise(noise), 1.0, 1e-6) * error / rows)
+    (spec §1); the inverse of ``hdmm_tables.paper_reference``."""
+    return math.sqrt(noise_variance(noise_kind(noise), 1.0, 1e-6) * error / rows)
 
 
 def identity_rmse(workload: wl.Matrix, noise: str) -> float:
@@ -43,7 +43,7 @@ def union_sensitivity(workload: wl.Matrix, noise: str) -> float:
     when every term peaks on a common cell. SF1's terms do not (is_hisp and not_hisp peak on
     different cells): 50 here against an exact 41, yet Tables 6–7 use the bound.
     """
-    kind = "l1" if checked_noise(noise) == "laplace" else "l2sq"
+    kind = "l1" if noise_kind(noise) == "laplace" else "l2sq"
     _terms_of(workload)  # validates the union-of-Kronecker structure
     total = math.fsum(
         c * math.prod(float(v.max()) for v in vectors) for c, vectors in workload._norm_terms(kind)

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_fuzz_values import FUZZ, SCALARS, hostile, outcome
 
-from dpopt.census_input import (
+from dpopt.census_data import (
     CensusData,
     from_frame,
     from_records,

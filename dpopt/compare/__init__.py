@@ -1,0 +1,49 @@
+"""``dpopt compare``: every applicable method on every instance of a suite, and the check.
+
+- :mod:`~dpopt.compare.runner` — :func:`run`, :func:`check`, :func:`check_report` and the
+  table/JSON/CSV/plot writers;
+- :mod:`~dpopt.compare.instance` — :class:`Instance`, a named benchmark instance;
+- :mod:`~dpopt.compare.hdmm`, :mod:`~dpopt.compare.census`, :mod:`~dpopt.compare.dgm` — each
+  family's suites (``SUITES``);
+- :mod:`~dpopt.compare.audits` — empirical privacy audits of the mechanisms.
+"""
+
+from dpopt.compare.instance import Instance
+from dpopt.compare.runner import (
+    FAMILY_SUITES,
+    CheckReport,
+    InstanceCheck,
+    Interrupted,
+    Record,
+    best_exact,
+    check,
+    check_report,
+    format_table,
+    instances,
+    records_as_dicts,
+    run,
+    suites,
+    write_csv,
+    write_json,
+    write_plot,
+)
+
+__all__ = [
+    "FAMILY_SUITES",
+    "CheckReport",
+    "Instance",
+    "InstanceCheck",
+    "Interrupted",
+    "Record",
+    "best_exact",
+    "check",
+    "check_report",
+    "format_table",
+    "instances",
+    "records_as_dicts",
+    "run",
+    "suites",
+    "write_csv",
+    "write_json",
+    "write_plot",
+]

@@ -1,0 +1,122 @@
+"""The public region hierarchy shared by census input, the PGSR models and the mechanisms.
+
+census-pgsr spec §1.3: regions 0..R−1 with ``parents[i]`` the parent of region i (−1 for the
+single root). A hierarchy is public: it is never measured.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["Tree"]
+
+
+class Tree:
+    """A rooted region hierarchy built from a parent array, with the orders the DPs need.
+
+    Regions are numbered 0..R−1. ``children`` lists are in increasing region index, which fixes
+    the DFS and post-order used by the chain model.
+    """
+
+    def __init__(self, parents: np.ndarray):
+        self.parents = parents
+        self.size = parents.size
+        roots = np.flatnonzero(parents == -1)
+        if roots.size != 1:
+            raise ValueError(f"parents must contain exactly one root (-1), found {roots.size}")
+        self.root = int(roots[0])
+        bad = np.flatnonzero((parents < -1) | (parents >= self.size))
+        if bad.size:
+            raise ValueError(
+                f"parents[{bad[0]}] = {parents[bad[0]]} is not a region index "
+                f"in 0..{self.size - 1} or -1"
+            )
+        order = np.argsort(parents, kind="stable")
+        counts = np.bincount(parents[parents >= 0], minlength=self.size)
+        self.child_ptr = np.concatenate(([0], np.cumsum(counts)))
+        self.child_idx = order[1:]  # order[0] is the root (parent −1 sorts first)
+        self.depth = np.full(self.size, -1, dtype=np.int64)
+        self.bfs = self._breadth_first()
+
+    def _breadth_first(self) -> np.ndarray:
+        visited = [np.array([self.root])]
+        self.depth[self.root] = 0
+        level = 0
+        while visited[-1].size:
+            level += 1
+            frontier = visited[-1]
+            nxt = np.concatenate([self.children(int(r)) for r in frontier])
+            if np.any(self.depth[nxt] >= 0):
+                raise ValueError("parents must describe a tree, but a region is reached twice")
+            self.depth[nxt] = level
+            visited.append(nxt)
+        reached = np.concatenate(visited)
+        if reached.size != self.size:
+            lost = np.setdiff1d(np.arange(self.size), reached)[0]
+            raise ValueError(
+                f"parents must describe a tree, but region {lost} is on a cycle "
+                "that does not reach the root"
+            )
+        return reached
+
+    def children(self, region: int) -> np.ndarray:
+        return self.child_idx[self.child_ptr[region] : self.child_ptr[region + 1]]
+
+    @cached_property
+    def internal(self) -> np.ndarray:
+        """Regions with children, in breadth-first order."""
+        return self.bfs[np.diff(self.child_ptr)[self.bfs] > 0]
+
+    @cached_property
+    def is_leaf(self) -> np.ndarray:
+        return np.diff(self.child_ptr) == 0
+
+    @cached_property
+    def leaf_parents(self) -> np.ndarray:
+        """Regions whose children are all leaves (the last level of a uniform tree)."""
+        has_child = ~self.is_leaf
+        inner_child = np.zeros(self.size, dtype=bool)
+        inner_child[self.parents[has_child & (self.parents >= 0)]] = True
+        return has_child & ~inner_child
+
+    @cached_property
+    def levels(self) -> int:
+        return int(self.depth.max()) + 1
+
+    @cached_property
+    def uniform_depth(self) -> bool:
+        return bool(np.all(self.depth[self.is_leaf] == self.levels - 1))
+
+    @cached_property
+    def postorder(self) -> np.ndarray:
+        """Regions in depth-first post-order (children in increasing index)."""
+        out: list[int] = []
+        stack = [(self.root, False)]
+        while stack:
+            region, expanded = stack.pop()
+            if expanded:
+                out.append(region)
+                continue
+            stack.append((region, True))
+            stack.extend((int(c), False) for c in self.children(region)[::-1])
+        return np.array(out, dtype=np.int64)
+
+    @cached_property
+    def aggregation(self) -> sp.csr_matrix:
+        """Sparse (internal × regions) matrix with rows e_parent − Σ e_child (consistency)."""
+        rows, cols, vals = [], [], []
+        for row, region in enumerate(self.internal):
+            kids = self.children(int(region))
+            rows += [row] * (kids.size + 1)
+            cols += [int(region), *kids.tolist()]
+            vals += [1] + [-1] * kids.size
+        return sp.csr_matrix((vals, (rows, cols)), shape=(self.internal.size, self.size))
+
+    def child_sums(self, x: np.ndarray) -> np.ndarray:
+        """Σ_{c ∈ ch(r)} x[c] for every region r (zeros at leaves)."""
+        sums = np.zeros_like(x)
+        np.add.at(sums, self.parents[self.parents >= 0], x[self.parents >= 0])
+        return sums

@@ -1,0 +1,8 @@
+"""Reproductions of the papers' tables: published values, the workloads behind them, and the
+functions that recompute each column (installed, so ``dpopt compare --suite tables`` runs them).
+
+- :mod:`~dpopt.paper.hdmm_tables` — HDMM Tables 4–5 (1-D OPT₀) and the CPS rows of 6–7;
+- :mod:`~dpopt.paper.hdmm_sf1` — the Census SF1 / SF1+ workloads and their rows of Tables 6–7;
+- :mod:`~dpopt.paper.hdmm_marginal_tables` — the Adult and Loans rows of Tables 6–7;
+- :mod:`~dpopt.paper.hdmm_columns` — the baseline columns (Identity, Laplace/Gaussian on W).
+"""
