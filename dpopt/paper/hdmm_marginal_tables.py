@@ -9,7 +9,7 @@ from the Gram terms Σⱼ wⱼ² ⊗ᵢ Vᵢ⁽ʲ⁾ (spec §2) or the marginal 
 - SVDB: the corrected Theorem 12 on the marginal weights (spec §3.5, §7 item 2).
 - OPT_⊗ (spec §3.3), OPT_+ (spec §3.4), OPT_M (spec §3.5) and HDMM, their minimum (spec §3.7).
 
-Where the results differ from the printed tables, ``tests/test_hdmm_marginal_tables.py``
+Where the results differ from the printed tables, ``tests/paper/test_hdmm_marginal_tables.py``
 says why, row by row.
 """
 

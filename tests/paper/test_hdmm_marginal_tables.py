@@ -97,14 +97,14 @@ Nehalem, Prescott, Zen, Core2, Atom, Barcelona (Haswell is this machine's defaul
 0.98–1.16 over seeds 0–29 with each OPT₀ picking its best candidate by its true error (1.16:
 Adult prefix, seed 6, one p-Identity restart per factor). 1.25 still fails OPT₀ without
 p-Identity on the prefix workloads (OPT_⊗ 1.13–1.46, OPT_+ 1.31–1.67, measured); OPT_M without
-its descents (1.12–1.19 here) is caught by tests/test_hdmm_product.py and
-tests/test_hdmm_sf1.py, where it is 1.7–2.2 ×.
+its descents (1.12–1.19 here) is caught by tests/oracle/test_hdmm_product.py and
+tests/paper/test_hdmm_sf1.py, where it is 1.7–2.2 ×.
 
 OPT_+ on the prefix workloads is not reproduced: ours is never below 1.03 × the paper (seeds
 0–29), as on Loans small marginals, where the paper is below the proven minimum (_UNION_L).
 
 Above 1.25 today: OPT₀ sometimes keeps a p-Identity restart whose reported loss lost its
-digits (tests/test_hdmm.py::test_laplace_opt0_scores_every_candidate_by_its_error), which
+digits (tests/oracle/test_hdmm.py::test_laplace_opt0_scores_every_candidate_by_its_error), which
 moved OPT_+ to 1.29–1.71 × on 4 of 30 seeds. That is a library bug, not a landing point.
 """
 MARGINAL_RESTARTS = {("laplace", "adult", "3d-marginals"): 1}  # 2–4 s per start at d = 14

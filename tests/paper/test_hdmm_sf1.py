@@ -59,7 +59,7 @@ OPT_M 0.995–1.011, OPT_+ 0.87–0.92, OPT_+ with the reference's candidates 0.
 0–11). A broken search still fails it: OPT₀ without p-Identity gives OPT_⊗ 1.31 × the paper,
 OPT_M from the Theorem 13 start alone 1.69 ×, OPT_+ from the reference's static candidates
 alone 1.82–1.85 × (measured). So does the library's mis-scored p-Identity restart
-(tests/test_hdmm.py::test_laplace_opt0_scores_every_candidate_by_its_error): with the
+(tests/oracle/test_hdmm.py::test_laplace_opt0_scores_every_candidate_by_its_error): with the
 reference's candidates, seed 8 gives 1.24 / 1.28, 0.97 / 0.99 once OPT₀ picks by true error.
 """
 
