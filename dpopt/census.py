@@ -43,7 +43,7 @@ from dpopt.models.pgsr import (
     decumulate,
 )
 from dpopt.privacy import Accountant, Loss, draw, exact_shares, prepare_laplace
-from dpopt.problem import Problem, Solution, method_info, solve
+from dpopt.problem import Problem, Solution, Status, method_info, solve
 from dpopt.validation import choice, finite_array, integer_array, positive_number
 
 __all__ = [
@@ -80,7 +80,7 @@ class Mechanism:
     """A PGSR mechanism: which query is noised and which method post-processes it."""
 
     query: Query
-    problem: type[Problem]
+    problem: type[PostProcess] | type[CumulativePostProcess] | type[ChainPostProcess]
     method: str
     paper: str
 
@@ -256,7 +256,9 @@ def build_problem(
     domain_sd = _domain_sd(domain_sd)
     target, sd = _target(measurement, spec)
     probe = PROBE[spec.problem]
-    options = {"executor": executor} if executor is not None and probe in DP_METHODS else {}
+    options: dict[str, Any] = (
+        {"executor": executor} if executor is not None and probe in DP_METHODS else {}
+    )
     multiplier, total = domain_sd, measurement.total
     while True:
         delta = np.ceil(multiplier * sd).astype(np.int64)
@@ -276,7 +278,7 @@ def build_problem(
         problem = spec.problem(measurement.parents, target, total, domain)
         info = {k: v for k, v in solution.info.items() if k != "message"}
         violation = problem.violations(anchor)
-        status = "feasible" if violation <= problem.feasibility_tol else "violated"
+        status: Status = "feasible" if violation <= problem.feasibility_tol else "violated"
         solution = replace(solution, status=status, info=info, max_violation=violation)
     return problem, solution
 
@@ -420,6 +422,3 @@ def level_errors(data: CensusData, counts: np.ndarray) -> dict[str, Any]:
         "mean_per_level": (per_level / (regions * data.sizes.size)).tolist(),
         "consistency_violations": check["consistency_violations"],
     }
-
-
-# --- dpopt compare suites ---------------------------------------------------------------------

@@ -125,22 +125,6 @@ class CensusData:
     def levels(self) -> int:
         return self.tree.levels
 
-    def level_of(self) -> np.ndarray:
-        """Each region's level, 0 for the root."""
-        return self.tree.depth
-
-    def to_frame(self) -> pd.DataFrame:
-        """Long format: region name, level, size, count (one row per region and size)."""
-        regions = np.repeat(np.arange(self.parents.size), self.sizes.size)
-        return pd.DataFrame(
-            {
-                "region": np.asarray(self.names, dtype=object)[regions],
-                "level": self.tree.depth[regions],
-                "size": np.tile(self.sizes, self.parents.size),
-                "count": self.counts.ravel(),
-            }
-        )
-
 
 # --- validation helpers ------------------------------------------------------------------------
 
@@ -419,11 +403,11 @@ def _show(path: tuple) -> str:
 
 def from_frame(
     frame: pd.DataFrame,
-    levels: Sequence[str],
-    sizes: Sequence[int],
+    levels: Sequence[Hashable],
+    sizes: Sequence[int] | np.ndarray,
     *,
-    size: str = "size",
-    count: str = "count",
+    size: Hashable = "size",
+    count: Hashable = "count",
     hierarchy: pd.DataFrame | None = None,
     top_code: bool = False,
     step: int = 1,
@@ -544,7 +528,17 @@ def _refuse_duplicates(
         )
 
 
-def _check_aggregates(frame, levels, paths, region, is_leaf, column, group_count, counts, sizes):
+def _check_aggregates(
+    frame: pd.DataFrame,
+    levels: Sequence[Hashable],
+    paths: list,
+    region: np.ndarray,
+    is_leaf: np.ndarray,
+    column: np.ndarray,
+    group_count: np.ndarray,
+    counts: np.ndarray,
+    sizes: np.ndarray,
+) -> None:
     """Aggregate rows (trailing level cells empty) must equal the sums of their leaves.
     Rows top-coded into one size add up first; sums are exact Python ints."""
     given: dict[tuple[int, int], list] = {}
@@ -571,11 +565,11 @@ def _fresh(label: str, taken: Sequence[Hashable]) -> str:
 
 def from_records(
     records: pd.DataFrame,
-    levels: Sequence[str],
-    sizes: Sequence[int],
+    levels: Sequence[Hashable],
+    sizes: Sequence[int] | np.ndarray,
     *,
-    unit: str = "unit",
-    quantity: str | None = None,
+    unit: Hashable = "unit",
+    quantity: Hashable | None = None,
     quantity_bound: int | None = None,
     hierarchy: pd.DataFrame | None = None,
     top_code: bool = False,

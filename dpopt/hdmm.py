@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import Executor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dpopt import workload as wl
-from dpopt.models.marginal_algebra import surrogate_from_terms
+from dpopt.models.marginal_algebra import svd_bound_marginals
 from dpopt.models.matrix_mechanism import (
+    ProductPoint,
+    ProductStrategySelection,
     StrategySelection,
     sensitivity,
     strategy_error,
@@ -41,8 +43,7 @@ from dpopt.privacy import (
 )
 from dpopt.problem import solve
 from dpopt.solvers.hdmm import MAX_RESTARTS, OPT_M_MAX_ATTRIBUTES
-from dpopt.solvers.hdmm_kron import identity_error, opt_kron, opt_union
-from dpopt.solvers.hdmm_marginals import marginal_reconstruct, opt_marginals
+from dpopt.solvers.hdmm_marginals import marginal_reconstruct
 from dpopt.validation import choice, finite_array, integer, positive_number
 
 __all__ = [
@@ -107,10 +108,15 @@ def expected_error(
     TSE = c · ‖A‖² · tr[(AᵀA)⁺ WᵀW]; +inf if A does not support W.
     """
     gram = gram_of(workload)
-    strategy = finite_array("strategy", strategy, ndim=2)
-    if strategy.shape[1] != gram.shape[0]:
-        raise ValueError(f"strategy must have {gram.shape[0]} columns, got {strategy.shape}")
-    return noise_variance(noise, epsilon, delta) * strategy_error(strategy, gram, noise_kind(noise))
+    matrix = _strategy_matrix(strategy, gram.shape[0])
+    return noise_variance(noise, epsilon, delta) * strategy_error(matrix, gram, noise_kind(noise))
+
+
+def _strategy_matrix(strategy: Any, cells: int) -> np.ndarray:
+    matrix = finite_array("strategy", strategy, ndim=2)
+    if matrix.shape[1] != cells:
+        raise ValueError(f"strategy must have {cells} columns, got {matrix.shape}")
+    return matrix
 
 
 def rmse(
@@ -128,13 +134,32 @@ def rmse(
 
 def svd_bound(workload: Any) -> float:
     """SVDB(W) = (Σλ)²/n over the singular values λ of W (Def. 11): a lower bound on the
-    unscaled error of every supporting strategy (Prop. 5)."""
+    unscaled error ‖A‖²·tr[(AᵀA)⁺WᵀW] of every supporting strategy A (Prop. 5). Multiply by
+    the noise variance (:func:`noise_variance`) for a bound on the expected total squared error.
+
+    A marginal workload (:class:`~dpopt.workload.Marginals`, or a stack of weighted
+    :class:`~dpopt.workload.Marginal` blocks) is bounded in closed form without densifying its
+    Gram (corrected Thm 12, spec §3.5); any other workload through its dense Gram.
+    """
+    weights = _marginal_weights(workload)
+    if weights is not None:
+        return svd_bound_marginals(weights, wl.domain(workload))
     gram = gram_of(workload)
     values = np.linalg.eigvalsh(gram)
     # eigenvalues at rounding level are zeros of a rank-deficient Gram: dropped, as their square
     # roots (~1e-8·√max) would lift the bound above errors that strategies reach
     values = values[values > values.size * np.finfo(float).eps * max(values.max(), 1e-300)]
     return float(np.sqrt(values).sum() ** 2 / gram.shape[0])
+
+
+def _marginal_weights(workload: Any) -> np.ndarray | None:
+    """The marginal weights w of a marginal workload (spec §3.5), None for any other."""
+    if not isinstance(workload, wl.Matrix):
+        return None
+    try:
+        return wl.marginal_weights(workload)
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -185,26 +210,50 @@ def optimize(
 
 @dataclass(frozen=True)
 class ProductStrategy:
-    """A strategy on a multi-dimensional domain: blocks bⱼ·(A₁⁽ʲ⁾ ⊗ … ⊗ A_d⁽ʲ⁾) (spec §3.3–3.4).
+    """An optimised strategy on a multi-dimensional domain (spec §3.3–3.7): the model's
+    :class:`~dpopt.models.matrix_mechanism.ProductPoint`, the template that won, its unscaled
+    error and every template's error.
 
     One block is an OPT_⊗ (or Identity) strategy answered by global least squares; several
     blocks are an OPT_+ strategy answered by local least squares per block (spec §3.4, with
-    the 1/cⱼ the paper omits, §7 item 8). Every factor has unit sensitivity, so the stacked
-    strategy's sensitivity is Σbⱼ (Laplace) or √Σbⱼ² (Gaussian), both 1 by construction.
+    the 1/cⱼ the paper omits, §7 item 8); ``theta`` marks an OPT_M strategy. Every factor has
+    unit sensitivity, so the stacked strategy's sensitivity is Σbⱼ (Laplace) or √Σbⱼ²
+    (Gaussian), both 1 by construction.
     """
 
     noise: Noise
     template: str
     error: float
     candidates: dict[str, float]
-    shares: tuple[float, ...]
-    blocks: tuple[tuple[np.ndarray, ...], ...]
-    theta: np.ndarray | None = None  # marginal weights when template == "marginals"
+    point: ProductPoint
+
+    @property
+    def shares(self) -> tuple[float, ...]:
+        return self.point.shares
+
+    @property
+    def blocks(self) -> tuple[tuple[np.ndarray, ...], ...]:
+        return self.point.blocks
+
+    @property
+    def theta(self) -> np.ndarray | None:
+        """Marginal weights θ when ``template == "marginals"``."""
+        return self.point.theta
 
     @property
     def measured_blocks(self) -> list[tuple[float, tuple[np.ndarray, ...]]]:
         """(weight, factors) of every block, as :func:`measure` stacks them."""
         return list(zip(self.shares, self.blocks, strict=True))
+
+
+TEMPLATES = ("auto", "kron", "union", "marginals", "identity")
+METHOD_OF = {
+    "identity": "identity",
+    "kron": "opt-kron",
+    "union": "opt-union",
+    "marginals": "opt-marginals",
+}
+"""The registered ProductStrategySelection method behind each template."""
 
 
 def optimize_product(
@@ -217,56 +266,31 @@ def optimize_product(
 ) -> ProductStrategy:
     """OPT_⊗, OPT_+ and OPT_M on a union of Kronecker products; ``auto`` keeps the best of
     them and Identity (OPT_HDMM, spec §3.7), so the result is never worse than Identity.
-    ``restarts`` is per OPT₀ call inside OPT_⊗/OPT_+ (OPT_M uses at least 5).
+    ``restarts`` is per OPT₀ call inside OPT_⊗/OPT_+ (OPT_M uses at least 5). Each template
+    runs its registered method (:data:`METHOD_OF`) through :func:`dpopt.solve`.
     """
     noise = noise_kind(noise)
     restarts, seed = _randomised(restarts, seed)
-    template = choice("template", template, ("auto", "kron", "union", "marginals", "identity"))
-    terms = wl.union_of_kron_terms(workload)
-    rng = np.random.default_rng(seed)
-    sizes = [g.shape[0] for g in terms[0][1]]
-    options: dict[str, ProductStrategy] = {
-        "identity": ProductStrategy(
-            noise, "identity", identity_error(terms), {}, (1.0,), (tuple(np.eye(n) for n in sizes),)
-        )
-    }
-    if template in ("auto", "kron"):
-        kron = opt_kron(terms, noise, rng=rng, restarts=restarts)
-        options["kron"] = ProductStrategy(
-            noise, "kron", kron.error, {}, (1.0,), (tuple(kron.factors),)
-        )
-    if template in ("auto", "union") and len(terms) > 1:
-        union = opt_union(terms, noise, rng=rng, restarts=restarts)
-        options["union"] = ProductStrategy(
-            noise,
-            "union",
-            union.error,
-            {},
-            tuple(float(b) for b in union.shares),
-            tuple(tuple(block.factors) for block in union.blocks),
-        )
-    if template in ("auto", "marginals") and len(sizes) <= OPT_M_MAX_ATTRIBUTES:
-        options["marginals"] = _marginal_strategy(terms, sizes, noise, rng, max(restarts, 5))
-    pick = min(options.values(), key=lambda s: s.error) if template == "auto" else options[template]
-    return replace(pick, candidates={k: v.error for k, v in options.items()})
-
-
-def _marginal_strategy(
-    terms: Any, sizes: list[int], noise: Noise, rng: np.random.Generator, restarts: int
-) -> ProductStrategy:
-    """OPT_M as a product strategy: one I/T block per marginal with θ(a) > 0 (Def. 20)."""
-    theta, error = opt_marginals(
-        surrogate_from_terms(terms), sizes, noise, restarts=restarts, rng=rng
-    )
-    keys = np.flatnonzero(theta > 0)
-    d = len(sizes)
-    blocks = tuple(
-        tuple(np.eye(n) if (a >> (d - 1 - i)) & 1 else np.ones((1, n)) for i, n in enumerate(sizes))
-        for a in keys
-    )
-    return ProductStrategy(
-        noise, "marginals", error, {}, tuple(theta[keys].tolist()), blocks, theta
-    )
+    template = choice("template", template, TEMPLATES)
+    problem = ProductStrategySelection(wl.union_of_kron_terms(workload), noise)
+    options: dict[str, dict[str, Any]] = {"identity": {}}
+    options["kron"] = {"restarts": restarts, "seed": seed}
+    if len(problem.terms) > 1:
+        options["union"] = {"restarts": restarts, "seed": seed}
+    if len(problem.sizes) <= OPT_M_MAX_ATTRIBUTES:
+        options["marginals"] = {"restarts": max(restarts, 5), "seed": seed}
+    if template not in ("auto", *options):
+        raise ValueError(f"template {template!r} does not apply to this workload")
+    found: dict[str, tuple[float, ProductPoint]] = {}
+    for name in options if template == "auto" else (template,):
+        solution = solve(problem, METHOD_OF[name], **options[name])
+        if solution.status not in ("optimal", "feasible"):
+            message = solution.info.get("message", "")
+            raise RuntimeError(f"{METHOD_OF[name]} returned {solution.status}: {message}")
+        found[name] = (solution.objective, solution.x)
+    best = min(found, key=lambda t: found[t][0])
+    candidates = {t: error for t, (error, _) in found.items()}
+    return ProductStrategy(noise, best, found[best][0], candidates, found[best][1])
 
 
 @dataclass(frozen=True, eq=False)
@@ -423,19 +447,16 @@ def answer(
     before any budget is spent."""
     if strategy is None:
         strategy = optimize(workload, noise, restarts=restarts, seed=seed)
-    matrix = strategy.matrix if isinstance(strategy, Strategy) else np.asarray(strategy, float)
-    unit_tse = expected_error(workload, matrix, noise)  # at ε = 1, δ = 1e-6; checks the shape
-    if not math.isfinite(unit_tse):
+    if not isinstance(strategy, Strategy):  # a matrix: its error on W, computed once
+        gram = gram_of(workload)
+        matrix = _strategy_matrix(strategy, gram.shape[0])
+        error = strategy_error(matrix, gram, noise_kind(noise))
+        strategy = Strategy(matrix, noise_kind(noise), "given", error, {"given": error})
+    if not math.isfinite(strategy.error):
         raise ValueError(
             "strategy does not support the workload: W A⁺A ≠ W, so A x cannot answer every query"
         )
-    if not isinstance(strategy, Strategy):
-        error = unit_tse / noise_variance(noise, 1.0, 1e-6)
-        strategy = Strategy(matrix, noise_kind(noise), "given", error, {"given": error})
     measured = measure(strategy, x, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
     estimate = reconstruct(measured)
     assert isinstance(estimate, np.ndarray)
     return workload @ estimate, strategy
-
-
-# --- dpopt compare suites ----------------------------------------------------------------------

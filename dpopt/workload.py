@@ -444,8 +444,9 @@ class Explicit(Matrix):
 
     def __init__(self, matrix: ArrayLike | sparse.sparray | sparse.spmatrix) -> None:
         if sparse.issparse(matrix):
-            if matrix.dtype.kind not in "biuf":
-                raise ValueError(f"matrix must have real entries, got dtype {matrix.dtype}")
+            sparse_matrix: Any = matrix  # issparse narrows nothing: scipy ships no type stubs
+            if sparse_matrix.dtype.kind not in "biuf":
+                raise ValueError(f"matrix must have real entries, got dtype {sparse_matrix.dtype}")
             self.matrix = sparse.csr_array(matrix, dtype=np.float64)
             values = self.matrix.data
         elif isinstance(matrix, np.ndarray) and matrix.dtype in (np.float64, np.bool_):
@@ -528,6 +529,14 @@ def _leaf_norms(matrix: Matrix, kind: str) -> np.ndarray:
             f"column norms of {matrix!r} need a length-{n} vector, over NORM_LIMIT = {NORM_LIMIT}"
         )
     return matrix._own_norms(kind)
+
+
+def _array_sum(arrays: Iterable[np.ndarray]) -> np.ndarray:
+    """``sum(arrays)``, 0 + a₁ + a₂ + … (a new array), of a non-empty iterable of arrays."""
+    total = sum(arrays)
+    if isinstance(total, int):  # only sum() of nothing is the int 0
+        raise ValueError("no arrays to add")
+    return total
 
 
 def _matrices(name: str, items: Iterable[Matrix]) -> list[Matrix]:
@@ -619,7 +628,7 @@ class VStack(Matrix):
     def _rmatvec(self, y: np.ndarray) -> np.ndarray:
         ends = np.cumsum([b.shape[0] for b in self.blocks])
         parts = np.split(y, ends[:-1])
-        return sum(b._rmatvec(part) for b, part in zip(self.blocks, parts, strict=True))
+        return _array_sum(b._rmatvec(part) for b, part in zip(self.blocks, parts, strict=True))
 
     def _dense(self) -> np.ndarray:
         return np.vstack([b._dense() for b in self.blocks])
@@ -647,13 +656,13 @@ class Sum(Matrix):
         return self.terms[0].shape
 
     def _matvec(self, x: np.ndarray) -> np.ndarray:
-        return sum(t._matvec(x) for t in self.terms)
+        return _array_sum(t._matvec(x) for t in self.terms)
 
     def _rmatvec(self, y: np.ndarray) -> np.ndarray:
-        return sum(t._rmatvec(y) for t in self.terms)
+        return _array_sum(t._rmatvec(y) for t in self.terms)
 
     def _dense(self) -> np.ndarray:
-        return sum(t._dense() for t in self.terms)
+        return _array_sum(t._dense() for t in self.terms)
 
     def trace(self) -> float:
         """tr Σ Wⱼ = Σ tr Wⱼ."""
@@ -742,7 +751,7 @@ def _sum_1d(factor: Matrix, terms: Terms, count: int) -> Terms | None:
     MAX_TERMS (exact: (A;B)⊗C and a single factor AᵀA + BᵀB give the same Gram)."""
     if count * len(terms) <= MAX_TERMS or any(len(vs) != 1 for _, vs in terms):
         return None
-    total = sum(c * vs[0] for c, vs in terms)
+    total = _array_sum(c * vs[0] for c, vs in terms)
     total.setflags(write=False)
     return [(1.0, [total])]
 
@@ -752,7 +761,7 @@ def _collapse(factor: Matrix, terms: Terms, count: int) -> Terms | None:
     COLLAPSE_LIMIT cells (exact: column norms of a union add up)."""
     if factor.shape[1] > COLLAPSE_LIMIT:
         return None
-    return [(1.0, [sum(c * reduce(np.kron, vs) for c, vs in terms)])]
+    return [(1.0, [_array_sum(c * reduce(np.kron, vs) for c, vs in terms)])]
 
 
 def _matrix_arg(name: str, matrix: Any) -> Matrix:
@@ -831,7 +840,7 @@ def _domain_arg(sizes: Sequence[int]) -> tuple[int, ...]:
 def _attrs_arg(attrs: Iterable[int], d: int) -> tuple[int, ...]:
     out = _sequence("attrs", attrs, "attribute indices")
     for a in out:
-        if isinstance(a, bool) or not isinstance(a, numbers.Integral) or not 0 <= a < d:
+        if isinstance(a, bool) or not isinstance(a, numbers.Integral) or not 0 <= int(a) < d:
             raise ValueError(f"attrs must be attribute indices in [0, {d}), got {a!r}")
     if len(set(out)) != len(out):
         raise ValueError(f"attrs must not repeat an attribute, got {out}")
@@ -890,7 +899,7 @@ class Marginals(VStack):
                 f"MAX_MARGINALS = {MAX_MARGINALS}"
             )
         identities, totals = [Identity(n) for n in sizes], [Total(n) for n in sizes]
-        blocks = []
+        blocks: list[Matrix] = []
         for attrs in itertools.combinations(range(len(sizes)), self.k):
             block = Marginal.__new__(Marginal)
             block._build(sizes, attrs, identities, totals)

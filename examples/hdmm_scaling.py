@@ -1,11 +1,13 @@
 """HDMM scaling (paper Fig. 2–3): OPT₀ time per iteration vs n, OPT_⊗ time vs dimensions.
 
-    python examples/hdmm_scaling.py [--max-n 8192] [--plot scaling.png]
+    python examples/hdmm_scaling.py [--max-n 8192] [--max-d 10] [--out examples/output]
+        [--no-plot]
 
 OPT₀ Laplace: one objective + gradient evaluation of the p-Identity loss (p = n/16) on
 AllRange(n), median of 5 (spec §5.3: the paper's figure times 100 such evaluations).
 OPT_⊗: a full optimisation of a union of 10 ⊗AllRange(10) products (the paper's Fig. 3
-workload, nᵢ = 10) for d = 2 … 10. Prints the growth exponents of a log-log fit.
+workload, nᵢ = 10) for d = 2 … 10. Prints the growth exponents of a log-log fit and plots both
+curves to ``hdmm_scaling.png`` in ``--out``. Quickest run: ``--max-n 1024 --max-d 4``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 import time
 
 import numpy as np
+import plot_output
 
 from dpopt import workload as wl
 from dpopt.solvers.hdmm_kron import opt_kron
@@ -48,9 +51,12 @@ def exponent(x: list[int], y: list[float]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--max-n", type=int, default=8192)
-    parser.add_argument("--plot", help="write a PNG with both curves")
+    parser.add_argument("--max-n", type=int, default=8192, help="largest n of OPT₀ (≥ 1024)")
+    parser.add_argument("--max-d", type=int, default=10, help="most dimensions of OPT_⊗ (≥ 3)")
+    plot_output.add_arguments(parser)
     args = parser.parse_args()
+    if args.max_n < 1024 or args.max_d < 3:
+        parser.error("the fits need --max-n ≥ 1024 and --max-d ≥ 3")
     sizes = [n for n in (64, 128, 256, 512, 1024, 2048, 4096, 8192) if n <= args.max_n]
     opt0 = []
     for n in sizes:
@@ -59,13 +65,13 @@ def main() -> None:
     large = [i for i, n in enumerate(sizes) if n >= 512]
     slope = exponent([sizes[i] for i in large], [opt0[i] for i in large])
     print(f"growth exponent (n ≥ 512): {slope:.2f} (O(pn²) with p = n/16 is 3)")
-    dims = list(range(2, 11))
+    dims = list(range(2, args.max_d + 1))
     kron = []
     for d in dims:
         kron.append(time_kron(d))
         print(f"OPT_⊗ d = {d:2d}: {kron[-1]:7.2f} s", flush=True)
     print(f"growth exponent in d: {exponent(dims, kron):.2f}")
-    if args.plot:
+    if not args.no_plot:
         import matplotlib
 
         matplotlib.use("Agg")
@@ -81,9 +87,7 @@ def main() -> None:
             yscale="log",
             title="OPT_⊗, 10 products, 5 sweeps",
         )
-        figure.tight_layout()
-        figure.savefig(args.plot, dpi=120)
-        print(f"wrote {args.plot}")
+        plot_output.save(figure, args.out, "hdmm_scaling.png")
 
 
 if __name__ == "__main__":

@@ -86,12 +86,6 @@ def _kron_vector(pairs: np.ndarray) -> np.ndarray:
     return reduce(np.kron, pairs)
 
 
-def characteristic(domain: Sequence[int]) -> np.ndarray:
-    """c(a) = ∏ᵢ (nᵢ if aᵢ = 0 else 1), the cells summed per query (Def. 21)."""
-    n = np.asarray(domain_sizes(domain), dtype=np.float64)
-    return _kron_vector(np.column_stack([n, np.ones_like(n)]))
-
-
 def multiplicity(domain: Sequence[int]) -> np.ndarray:
     """mult(a) = ∏_{aᵢ=1}(nᵢ − 1) = ⊗ᵢ[1, nᵢ − 1], the rank of eigenvalue κ(a) (spec §3.5)."""
     n = np.asarray(domain_sizes(domain), dtype=np.float64)
@@ -112,24 +106,6 @@ def y_factors(sizes: tuple[int, ...]) -> np.ndarray:
 
 def y_inv_factors(sizes: tuple[int, ...]) -> np.ndarray:
     return np.array([[[1.0 / n, -1.0 / n], [0.0, 1.0]] for n in sizes])
-
-
-def y_matvec(domain: Sequence[int], v: ArrayLike) -> np.ndarray:
-    """Y v with Y = ⊗ᵢ[[nᵢ, 1], [0, 1]]: eigenvalues κ = Y w of 𝔾(w) (Thm 9, spec §3.5)."""
-    sizes = domain_sizes(domain)
-    return kron_apply(y_factors(sizes), _vector("v", v, sizes))
-
-
-def y_rmatvec(domain: Sequence[int], v: ArrayLike) -> np.ndarray:
-    """Yᵀ v (spec §3.5)."""
-    sizes = domain_sizes(domain)
-    return kron_apply(y_factors(sizes).transpose(0, 2, 1), _vector("v", v, sizes))
-
-
-def y_solve(domain: Sequence[int], v: ArrayLike) -> np.ndarray:
-    """Y⁻¹ v with Y⁻¹ = ⊗ᵢ[[1/nᵢ, −1/nᵢ], [0, 1]] (spec §3.5)."""
-    sizes = domain_sizes(domain)
-    return kron_apply(y_inv_factors(sizes), _vector("v", v, sizes))
 
 
 # --- workload surrogates (Thm 10) -------------------------------------------------------------
@@ -159,7 +135,12 @@ def surrogate_weights(workload: wl.Matrix) -> np.ndarray:
 
 def surrogate_from_terms(terms: Sequence[tuple[float, Sequence[np.ndarray]]]) -> np.ndarray:
     """Theorem 10's w from the Gram terms (w², [Vᵢ]) of ``union_of_kron_terms``."""
-    return sum(w2 * _kron_vector(np.array([_factor_pair(v) for v in grams])) for w2, grams in terms)
+    total = sum(
+        w2 * _kron_vector(np.array([_factor_pair(v) for v in grams])) for w2, grams in terms
+    )
+    if isinstance(total, int):  # only sum() of no terms is the int 0
+        raise ValueError("terms must hold at least one Gram term")
+    return total
 
 
 @dataclass(frozen=True)
@@ -212,15 +193,6 @@ def surrogate_loss(sur: Surrogate, x: np.ndarray, noise: Noise) -> tuple[float, 
 
 
 # --- error, bound, closed form (spec §3.5, §6 items 10–11) --------------------------------------
-
-
-def marginal_loss(
-    x: ArrayLike, w: ArrayLike, domain: Sequence[int], noise: str
-) -> tuple[float, np.ndarray]:
-    """Unscaled error of 𝕄 and its gradient in the OPT_M variable: x = θ ≥ 0 for Laplace,
-    ‖θ‖² = (Σθ)²; x = u = θ² ≥ 0 for Gaussian, ‖θ‖² = Σu (spec §3.5). +inf off support."""
-    sizes = domain_sizes(domain)
-    return surrogate_loss(surrogate(w, sizes), theta_vector(x, sizes, "x"), noise_kind(noise))
 
 
 def marginal_error(theta: ArrayLike, w: ArrayLike, domain: Sequence[int], noise: str) -> float:

@@ -60,18 +60,14 @@ def project(values: np.ndarray, basis: np.ndarray, factor: np.ndarray) -> tuple[
     workload); and the projector QQᵀ is exact where (AᵀA)⁺(AᵀA) is off by cond(AᵀA)·eps.
     """
     projected = basis.T @ factor
-    residual = np.linalg.norm(factor - basis @ projected) / max(np.linalg.norm(factor), 1e-300)
+    scale = max(float(np.linalg.norm(factor)), 1e-300)
+    residual = float(np.linalg.norm(factor - basis @ projected)) / scale
     return float(residual), float(np.sum(projected**2 / values[:, None]))
 
 
 def support_and_trace(strategy: np.ndarray, factor: np.ndarray) -> tuple[float, float]:
     """:func:`project` for one strategy and one workload factor."""
     return project(*range_basis(strategy), factor)
-
-
-def unsupported_part(strategy: np.ndarray, gram: np.ndarray) -> float:
-    """‖W(I − A⁺A)‖_F / ‖W‖_F: 0 exactly when A supports W (W A⁺ A = W)."""
-    return support_and_trace(strategy, gram_factor(gram))[0]
 
 
 def supported_trace(strategy: np.ndarray, gram: np.ndarray) -> float:
@@ -211,7 +207,12 @@ def cvxpy_model(problem: StrategySelection) -> tuple[cp.Problem, Callable[[], np
     x = cp.Variable(gram.shape, PSD=True)
     model = cp.Problem(cp.Minimize(cp.matrix_frac(factor, x)), [cp.diag(x) <= 1])
 
-    return model, lambda: strategy_from_gram(x.value)
+    def point() -> np.ndarray:
+        if x.value is None:
+            raise ValueError("the SDP returned no point")
+        return strategy_from_gram(np.asarray(x.value))
+
+    return model, point
 
 
 def strategy_from_gram(x: np.ndarray) -> np.ndarray:
@@ -232,24 +233,51 @@ def strategy_from_gram(x: np.ndarray) -> np.ndarray:
 Term = tuple[float, list[np.ndarray]]  # (w², per-attribute Grams): one Kronecker term of WᵀW
 
 
-@dataclass(frozen=True)
-class MarginalStrategy:
-    """The marginal strategy 𝕄(θ) = [θ(a)·⊗ᵢ(aᵢ ? I : T)]ₐ (Def. 20), answered by global
-    least squares; θ is indexed by key a with attribute 1 the most significant bit."""
+@dataclass(frozen=True, eq=False)
+class ProductPoint:
+    """A strategy on a multi-dimensional domain, the point of :class:`ProductStrategySelection`.
 
-    theta: np.ndarray
+    Blocks bⱼ·(A₁⁽ʲ⁾ ⊗ … ⊗ A_d⁽ʲ⁾) of unit-sensitivity factors (spec §3.3–3.4): one block is
+    an OPT_⊗ (or Identity) strategy, one block per term an OPT_+ strategy. With ``theta`` it is
+    the marginal strategy 𝕄(θ) = [θ(a)·⊗ᵢ(aᵢ ? I : T)]ₐ of Def. 20 (θ indexed by key a, attribute
+    1 the most significant bit), whose blocks are those marginals with θ(a) > 0.
+    """
+
+    shares: tuple[float, ...]
+    blocks: tuple[tuple[np.ndarray, ...], ...]
+    theta: np.ndarray | None = None
+
+    @classmethod
+    def kron(cls, factors: Any) -> ProductPoint:
+        """One Kronecker block A₁ ⊗ … ⊗ A_d with the whole budget."""
+        return cls((1.0,), (tuple(factors),))
+
+    @classmethod
+    def marginals(cls, theta: Any, sizes: Any) -> ProductPoint:
+        """𝕄(θ) on a domain of attribute ``sizes``."""
+        theta = np.asarray(theta, dtype=np.float64)
+        keys = np.flatnonzero(theta > 0)
+        d = len(sizes)
+        blocks = tuple(
+            tuple(
+                np.eye(n) if (a >> (d - 1 - i)) & 1 else np.ones((1, n))
+                for i, n in enumerate(sizes)
+            )
+            for a in keys
+        )
+        return cls(tuple(theta[keys].tolist()), blocks, theta)
 
 
 @dataclass(frozen=True, eq=False)
 class ProductStrategySelection(Problem):
     """Strategy selection for W with Gram Σⱼ wⱼ² ⊗ᵢ Vᵢ⁽ʲ⁾ (hdmm spec §3.3–3.4).
 
-    A point is ``(shares, blocks)``: blocks of unit-sensitivity factors (A₁, …, A_d). One
+    A point is a :class:`ProductPoint`: blocks of unit-sensitivity factors (A₁, …, A_d). One
     block is a Kronecker strategy answering every term by least squares (Theorem 6 error
     Σⱼ wⱼ² ∏ᵢ tr[(AᵢᵀAᵢ)⁺Vᵢ⁽ʲ⁾]); k blocks (one per term, shares bⱼ) are a union strategy
     with local least squares, error Σⱼ Eⱼ/bⱼ² (spec §7 item 18). ``violations`` is how far
     the shares exceed the unit budget (Σb ≤ 1 Laplace, Σb² ≤ 1 Gaussian) or a factor's
-    sensitivity exceeds 1. A :class:`MarginalStrategy` point is scored with the corrected
+    sensitivity exceeds 1. A marginal point (``theta`` set) is scored with the corrected
     eigen-form error of spec §3.5 on the Theorem 10 surrogate of the terms.
     """
 
@@ -283,11 +311,11 @@ class ProductStrategySelection(Problem):
     def sizes(self) -> tuple[int, ...]:
         return tuple(g.shape[0] for g in self.terms[0][1])
 
-    def objective(self, point: Any) -> float:
-        if isinstance(point, MarginalStrategy):
+    def objective(self, point: ProductPoint) -> float:
+        if point.theta is not None:
             weights = surrogate_from_terms(self.terms)
             return marginal_error(point.theta, weights, self.sizes, self.noise)
-        shares, blocks = point
+        shares, blocks = point.shares, point.blocks
         if len(blocks) == 1:
             return self._block_error(blocks[0], self.terms) / shares[0] ** 2
         if len(blocks) != len(self.terms):
@@ -297,12 +325,12 @@ class ProductStrategySelection(Problem):
             for share, block, term in zip(shares, blocks, self.terms, strict=True)
         )
 
-    def violations(self, point: Any) -> float:
-        if isinstance(point, MarginalStrategy):
+    def violations(self, point: ProductPoint) -> float:
+        if point.theta is not None:
             theta = point.theta
             norm = theta.sum() if self.noise == "laplace" else np.sqrt(np.sum(theta**2))
             return float(max(norm - 1.0, -theta.min(), 0.0))
-        shares, blocks = point
+        shares, blocks = point.shares, point.blocks
         budget = np.sum(shares) if self.noise == "laplace" else np.sqrt(np.sum(np.square(shares)))
         worst = max(sensitivity(np.asarray(f, float), self.noise) for b in blocks for f in b)
         return float(max(budget - 1.0, worst - 1.0, 0.0))

@@ -71,6 +71,7 @@ class _CensusCounts(Problem):
         self.tree  # noqa: B018 — validate the hierarchy eagerly
 
     def _validated_domain(self, shape: tuple[int, ...], total: int) -> tuple[np.ndarray, ...]:
+        bounds: tuple[np.ndarray, ...]
         if self.domain is None:
             bounds = (np.zeros(shape, np.int64), np.full(shape, total, np.int64))
         else:

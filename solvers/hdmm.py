@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Executor
+from typing import Any
 
 import numpy as np
 
 from dpopt import workload as wl
 from dpopt.models.marginal_algebra import MAX_ATTRIBUTES, surrogate_from_terms
 from dpopt.models.matrix_mechanism import (
-    MarginalStrategy,
+    ProductPoint,
     ProductStrategySelection,
     StrategySelection,
     cvxpy_model,
@@ -127,7 +128,7 @@ def _opt0_gaussian(problem: StrategySelection, *, time_limit: float | None = Non
         {"ridge": s.ridge, "success": s.success, "iterations": s.iterations, "message": s.message}
         for s in run.stages
     ]
-    extra = {"converged": run.converged, "stages": stages}
+    extra: dict[str, Any] = {"converged": run.converged, "stages": stages}
     if run.stopped:
         what = f"{len(run.stages)} of {run.planned} L-BFGS-B stages begun; best point so far"
         return _outcome(run.candidates, "time_limit", _stopped(deadline, time_limit, what), **extra)
@@ -230,7 +231,7 @@ def _opt_kron(
         restarts=_restarts(restarts),
         deadline=deadline,
     )
-    point = ((1.0,), (tuple(result.factors),))
+    point = ProductPoint.kron(result.factors)
     if result.stopped:
         message = _stopped(deadline, time_limit, f"best factors after {result.sweeps} sweep(s)")
         return Outcome(point, "time_limit", message, info={"sweeps": result.sweeps})
@@ -260,7 +261,8 @@ def _opt_union(
         restarts=_restarts(restarts),
         deadline=deadline,
     )
-    point = (tuple(result.shares), tuple(tuple(b.factors) for b in result.blocks))
+    shares = tuple(float(b) for b in result.shares)
+    point = ProductPoint(shares, tuple(tuple(b.factors) for b in result.blocks))
     if result.stopped:
         message = _stopped(deadline, time_limit, "factors not yet optimised are the Identity")
         return Outcome(point, "time_limit", message)
@@ -271,7 +273,7 @@ def _opt_union(
 def _product_identity(
     problem: ProductStrategySelection, *, time_limit: float | None = None
 ) -> Outcome:
-    return Outcome(((1.0,), (tuple(np.eye(n) for n in problem.sizes),)), "feasible")
+    return Outcome(ProductPoint.kron(np.eye(n) for n in problem.sizes), "feasible")
 
 
 # OPT_M's vectors have 2^d entries; the paper runs it up to d = 15 (spec §3.7).
@@ -309,5 +311,5 @@ def _opt_marginals(
     )
     if deadline.reached:
         message = _stopped(deadline, time_limit, "best of the closed form and the runs begun")
-        return Outcome(MarginalStrategy(theta), "time_limit", message)
-    return Outcome(MarginalStrategy(theta), "feasible")
+        return Outcome(ProductPoint.marginals(theta, problem.sizes), "time_limit", message)
+    return Outcome(ProductPoint.marginals(theta, problem.sizes), "feasible")

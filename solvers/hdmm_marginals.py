@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from functools import reduce
 from typing import Any
 
 import numpy as np
@@ -139,25 +138,31 @@ def closed_form_theta(w: ArrayLike, domain: Sequence[int]) -> tuple[np.ndarray, 
 # --- dense strategy and reconstruction (spec §4) -------------------------------------------
 
 
+def _kron_all(factors: list[np.ndarray]) -> np.ndarray:
+    out = factors[0]
+    for factor in factors[1:]:
+        out = np.kron(out, factor)
+    return out
+
+
 def marginal_strategy_dense(theta: ArrayLike, domain: Sequence[int]) -> np.ndarray:
     """Dense 𝕄(θ): blocks θ(a)·⊗ᵢ(aᵢ ? I : T) for the keys with θ(a) > 0, ascending (Def. 20).
 
     For tests on small domains (n ≤ DENSE_MAX_N).
     """
     sizes = domain_sizes(domain)
-    theta = theta_vector(theta, sizes)
+    weights = theta_vector(theta, sizes)
     n = math.prod(sizes)
     if n > DENSE_MAX_N:
         raise ValueError(f"domain {sizes} has n = {n} cells, over DENSE_MAX_N = {DENSE_MAX_N}")
-    keys = np.flatnonzero(theta > 0)
+    keys = np.flatnonzero(weights > 0)
     if not keys.size:
         raise ValueError("theta must have a positive entry")
     bits = key_bits(len(sizes))
     rows = [
-        theta[a]
-        * reduce(
-            np.kron,
-            [np.eye(m) if b else np.ones((1, m)) for m, b in zip(sizes, bits[a], strict=True)],
+        weights[a]
+        * _kron_all(
+            [np.eye(m) if b else np.ones((1, m)) for m, b in zip(sizes, bits[a], strict=True)]
         )
         for a in keys
     ]
@@ -174,9 +179,9 @@ def marginal_reconstruct(
     Returns x̂ flat in np.kron order.
     """
     sizes = domain_sizes(domain)
-    theta = theta_vector(theta, sizes)
+    weights = theta_vector(theta, sizes)
     d = len(sizes)
-    keys = np.flatnonzero(theta > 0)
+    keys = np.flatnonzero(weights > 0)
     if not isinstance(y_blocks, dict) or set(y_blocks) != set(keys.tolist()):
         got = sorted(y_blocks, key=str) if isinstance(y_blocks, dict) else type(y_blocks).__name__
         raise ValueError(
@@ -184,18 +189,18 @@ def marginal_reconstruct(
         )
     bits = key_bits(d)
     z = np.zeros(sizes)
-    for a in keys:
+    for a in keys.tolist():
         shape = tuple(m if b else 1 for m, b in zip(sizes, bits[a], strict=True))
         block = finite_array(f"y_blocks[{a}]", y_blocks[a])
         if block.size != math.prod(shape):
             expected = tuple(m for m, b in zip(sizes, bits[a], strict=True) if b)
             raise ValueError(f"y_blocks[{a}] must have shape {expected}, got {block.shape}")
-        z = z + theta[a] * block.reshape(shape)  # 𝕄ᵀy: a sum of broadcasts
-    u = theta**2
+        z = z + weights[a] * block.reshape(shape)  # 𝕄ᵀy: a sum of broadcasts
+    u = weights**2
     kappa_u, on = support(sizes, kron_apply(y_factors(sizes), np.ones_like(u)), u)
     v = kron_apply(y_inv_factors(sizes), np.where(on, 1.0 / np.where(on, kappa_u, 1.0), 0.0))
     xhat = np.zeros(sizes)
-    for a in np.flatnonzero(v):
+    for a in np.flatnonzero(v).tolist():
         totals = tuple(i for i in range(d) if not bits[a, i])
         xhat = xhat + v[a] * z.sum(axis=totals, keepdims=True)
     return xhat.ravel()

@@ -156,15 +156,15 @@ for problem_type, build in (
         description="convex relaxation, rounded half up",
     )
 
-for problem_type, build in (
+for cpsat_type, cpsat_build in (
     (PostProcess, cpsat_model_1),
     (CumulativePostProcess, cpsat_model_2),
     (ChainPostProcess, cpsat_model_3),
 ):
     add_method(
-        problem_type,
+        cpsat_type,
         cpsat_method(
-            build,
+            cpsat_build,
             limit=_cpsat_limit,
             auto_rank=1,
             description="quadratic integer program in CP-SAT",

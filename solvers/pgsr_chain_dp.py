@@ -42,14 +42,15 @@ def solve_chain_dp(problem: ChainPostProcess) -> tuple[np.ndarray, int]:
     lower, upper = problem.lower[regions, sizes], problem.upper[regions, sizes]
     equal = problem.equal_to_next
     minimiser = np.empty(regions.size, dtype=np.int64)
-    table: Table | None = squared_table(int(lower[0]), int(upper[0]), int(noisy[0]))
+    table = squared_table(int(lower[0]), int(upper[0]), int(noisy[0]))
     for i in range(regions.size):
         if i:
-            table = _next_table(
+            following = _next_table(
                 table, bool(equal[i - 1]), int(lower[i]), int(upper[i]), int(noisy[i])
             )
-        if table is None:
-            raise Infeasible(int(regions[i]), int(sizes[i]))
+            if following is None:
+                raise Infeasible(int(regions[i]), int(sizes[i]))
+            table = following
         minimiser[i] = table.lo + int(np.argmin(table.cost))
     if not table.lo <= problem.total <= table.hi:
         raise Infeasible(int(regions[-1]), int(sizes[-1]))

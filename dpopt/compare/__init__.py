@@ -11,6 +11,7 @@
 from dpopt.compare.instance import Instance
 from dpopt.compare.runner import (
     FAMILY_SUITES,
+    SUITE_TIMES,
     CheckReport,
     InstanceCheck,
     Interrupted,
@@ -18,8 +19,11 @@ from dpopt.compare.runner import (
     best_exact,
     check,
     check_report,
+    format_listing,
+    format_summary,
     format_table,
     instances,
+    list_suites,
     records_as_dicts,
     run,
     suites,
@@ -30,6 +34,7 @@ from dpopt.compare.runner import (
 
 __all__ = [
     "FAMILY_SUITES",
+    "SUITE_TIMES",
     "CheckReport",
     "Instance",
     "InstanceCheck",
@@ -38,8 +43,11 @@ __all__ = [
     "best_exact",
     "check",
     "check_report",
+    "format_listing",
+    "format_summary",
     "format_table",
     "instances",
+    "list_suites",
     "records_as_dicts",
     "run",
     "suites",

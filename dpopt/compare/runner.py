@@ -16,6 +16,7 @@ import csv
 import fnmatch
 import json
 import math
+import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -348,16 +349,39 @@ def check(records: Sequence[Record]) -> list[str]:
     return check_report(records).failures
 
 
+WHY_STATUSES = ("error", "violated", "time_limit")
+"""Statuses whose row in :func:`format_table` carries the method's message (``why``)."""
+
+WHY_WIDTH = 60
+"""Characters of a message shown in the ``why`` column; JSON/CSV keep the whole ``message``."""
+
+STATUS_ORDER = ("optimal", "feasible", "violated", "infeasible", "time_limit", "error")
+
+
+def _why(record: Record) -> str:
+    """The reason beside an ``error``/``violated``/``time_limit`` row: the record's message on
+    one line, cut to :data:`WHY_WIDTH` characters (ending in "…" when cut)."""
+    if record.status not in WHY_STATUSES:
+        return ""
+    text = " ".join(record.message.split()) or "(no message)"
+    return text if len(text) <= WHY_WIDTH else text[: WHY_WIDTH - 1].rstrip() + "…"
+
+
 def format_table(records: Sequence[Record]) -> str:
     """A plain-text table of the records, one line per (instance, method).
 
     When instances carry a published reference value, a ``vs_ref`` column gives
-    objective / reference.
+    objective / reference. When a row is ``error``, ``violated`` or ``time_limit``, a trailing
+    ``why`` column gives its message, cut to :data:`WHY_WIDTH` characters (the JSON and CSV
+    records carry it whole as ``message``).
     """
     with_reference = any(r.reference is not None for r in records)
+    with_why = any(r.status in WHY_STATUSES for r in records)
     header = "family instance size method kind status objective gap max_viol seconds".split() + (
         ["vs_ref"] if with_reference else []
     )
+    if with_why:
+        header.append("why")
     rows = [header]
     for r in records:
         row = [
@@ -374,6 +398,8 @@ def format_table(records: Sequence[Record]) -> str:
         ]
         if with_reference:
             row.append(_num(r.objective / r.reference, ".6f") if r.reference else "-")
+        if with_why:
+            row.append(_why(r))
         rows.append(row)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = [
@@ -381,6 +407,109 @@ def format_table(records: Sequence[Record]) -> str:
         for row in rows
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def format_summary(records: Sequence[Record], report: CheckReport | None = None) -> str:
+    """The line printed after the table: solves by status, then what the oracle compared.
+
+    ``report`` is :func:`check_report` of ``records`` (computed when not given), e.g. for the
+    smoke suites ``68 solves: 30 optimal, 31 feasible, 7 violated; check: 51 solves compared
+    on 12 instances, all agree; 2 instances not compared (no exact method)``. A failing check
+    says how many failures on how many instances; ``--check`` lists them.
+    """
+    if report is None:
+        report = check_report(records)
+    counts: dict[str, int] = {}
+    for record in records:
+        counts[record.status] = counts.get(record.status, 0) + 1
+    order = [s for s in STATUS_ORDER if s in counts] + sorted(set(counts) - set(STATUS_ORDER))
+    by_status = ", ".join(f"{counts[s]} {s}" for s in order)
+    line = f"{_plural(len(records), 'solve')}" + (f": {by_status}" if by_status else "")
+    compared = report.compared_instances
+    line += (
+        f"; check: {_plural(report.compared_solves, 'solve')} compared on "
+        f"{_plural(len(compared), 'instance')}, "
+    )
+    if report.passed:
+        line += "all agree"
+    else:
+        failed = [i for i in report.instances if i.failures]
+        line += f"{_plural(len(report.failures), 'failure')}"
+        if failed:
+            line += f" on {_plural(len(failed), 'instance')}"
+        line += " (--check lists them)"
+    skipped = report.not_compared
+    if skipped:
+        line += f"; {_plural(len(skipped), 'instance')} not compared (no exact method)"
+    return line
+
+
+# Measured 2026-11-23 on the 2-core development machine with load average < 2, by
+# `time dpopt compare --family F --suite S --no-progress` (whole command, start-up included).
+# A suite still running after 5 minutes was stopped there and is quoted as "long, > 5 min",
+# not estimated. Re-measure when a suite or a method changes; never time at list time.
+_LONG = "long, > 5 min"
+SUITE_TIMES: dict[tuple[str, str], str] = {
+    ("dgm", "smoke"): "~3 s",
+    ("dgm", "small"): "~3 s",
+    ("dgm", "medium"): _LONG,
+    ("dgm", "large"): "~4 s",
+    ("census", "smoke"): "~3 s",
+    ("census", "small"): "~4 s",
+    ("census", "medium"): "~45 s",
+    ("census", "large"): _LONG,
+    ("hdmm", "smoke"): "~3 s",
+    ("hdmm", "small"): "~55 s",
+    ("hdmm", "tables"): _LONG,
+    ("hdmm", "tables-md"): "~1.8 min",
+    ("hdmm", "opt0-timing"): "~1 min",
+}
+"""(family, suite) → rough wall time of ``dpopt compare --family F --suite S --no-progress``
+(whole command, start-up included), measured once on a 2-core machine (see the comment
+above); :func:`list_suites` quotes it, "unknown" for a suite not in here."""
+
+
+def list_suites(families: Sequence[str], seed: int = 0) -> dict[str, dict[str, dict[str, Any]]]:
+    """family → suite → ``{"instances": [names], "time": rough run time}`` (instances built
+    with ``seed``; the time from :data:`SUITE_TIMES`, "unknown" when not measured)."""
+    return {
+        family: {
+            suite: {
+                "instances": [i.name for i in instances(family, suite, seed)],
+                "time": SUITE_TIMES.get((family, suite), "unknown"),
+            }
+            for suite in sorted(suites(family))
+        }
+        for family in families
+    }
+
+
+def format_listing(listing: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """``dpopt compare --list``: per family its suites, then per suite the rough run time
+    and the instance names."""
+    lines = []
+    for family, by_suite in listing.items():
+        lines.append(f"{family}: {', '.join(by_suite)}")
+        for suite, entry in by_suite.items():
+            names = entry["instances"]
+            text = f"{suite} ({entry['time']}; {_plural(len(names), 'instance')}): " + ", ".join(
+                names
+            )
+            lines.append(
+                textwrap.fill(
+                    text,
+                    width=100,
+                    initial_indent="  ",
+                    subsequent_indent="      ",
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                )
+            )
     return "\n".join(lines)
 
 

@@ -19,17 +19,14 @@ import itertools
 import math
 from collections.abc import Iterable, Sequence
 
-import numpy as np
-
 from dpopt import workload as wl
-from dpopt.models.marginal_algebra import (
-    surrogate_from_terms,
-    svd_bound_marginals,
-)
+from dpopt.hdmm import METHOD_OF, svd_bound
+from dpopt.models.matrix_mechanism import ProductStrategySelection
 from dpopt.paper.hdmm_columns import table_rmse, union_sensitivity
 from dpopt.privacy import noise_kind
-from dpopt.solvers.hdmm_kron import identity_error, opt_kron, opt_union
-from dpopt.solvers.hdmm_marginals import opt_marginals
+from dpopt.problem import solve
+from dpopt.solvers.hdmm_kron import identity_error
+from dpopt.validation import choice
 
 ADULT_DOMAIN = (100, 100, 100, 99, 85, 42, 16, 15, 9, 7, 6, 5, 2, 2)
 LOANS_DOMAIN = (101, 101, 101, 101, 3, 8, 36, 6, 51, 4, 5, 15)
@@ -147,12 +144,6 @@ def table_workload(dataset: str, name: str) -> wl.VStack:
 # --- columns (unscaled errors; RMSE at ε = 1) -------------------------------------------------
 
 
-def svd_bound(workload: wl.Matrix) -> float:
-    """SVDB (1/n)(Σₐ mult(a)√κ_w(a))² of a marginal workload (corrected Thm 12, spec §3.5);
-    ValueError for other workloads, whose Gram is not 𝔾(w)."""
-    return svd_bound_marginals(wl.marginal_weights(workload), wl.domain(workload))
-
-
 OPTIMIZERS = ("kron", "union", "marginals")
 
 
@@ -162,18 +153,14 @@ def optimizer_error(
     """Unscaled error of OPT_⊗ ("kron"), OPT_+ ("union") or OPT_M ("marginals").
 
     ``restarts`` is per OPT₀ call (kron, union) or the number of random OPT_M starts besides
-    the Theorem-13 one; each optimizer draws from its own ``default_rng(seed)``.
+    the Theorem-13 one; each optimizer runs its registered method with ``seed``.
     """
-    noise = noise_kind(noise)
-    terms = wl.union_of_kron_terms(workload)
-    rng = np.random.default_rng(seed)
-    if optimizer in ("kron", "union"):
-        solver = opt_kron if optimizer == "kron" else opt_union
-        return solver(terms, noise, rng=rng, restarts=restarts).error
-    if optimizer == "marginals":
-        weights = surrogate_from_terms(terms)
-        return opt_marginals(weights, wl.domain(workload), noise, restarts=restarts, rng=rng)[1]
-    raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
+    template = choice("optimizer", optimizer, OPTIMIZERS)
+    problem = ProductStrategySelection(wl.union_of_kron_terms(workload), noise_kind(noise))
+    solution = solve(problem, METHOD_OF[template], restarts=restarts, seed=seed, strict=False)
+    if solution.status not in ("optimal", "feasible"):
+        raise RuntimeError(f"{METHOD_OF[template]} returned {solution.status}")
+    return solution.objective
 
 
 def reproduce(
@@ -207,7 +194,7 @@ def reproduce(
         elif column == "laplace":
             errors[column] = workload.shape[0] * union_sensitivity(workload, noise) ** 2
         elif column == "svdb":
-            errors[column] = svd_bound(workload)
+            errors[column] = svd_bound(workload)  # closed form: a marginal workload
         elif column in OPTIMIZERS or column == "hdmm":
             for optimizer in OPTIMIZERS if column == "hdmm" else (column,):
                 if optimizer not in errors:

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from dpopt import workload as wl
@@ -145,7 +147,11 @@ SF1_TERMS = (
 
 
 def _factor(name: str, n: int, blocks: dict[str, wl.Explicit]) -> wl.Matrix:
-    simple = {"I": wl.Identity, "T": wl.Total, "IT": wl.IdentityTotal}
+    simple: dict[str, Callable[[int], wl.Matrix]] = {
+        "I": wl.Identity,
+        "T": wl.Total,
+        "IT": wl.IdentityTotal,
+    }
     return simple[name](n) if name in simple else blocks[name]
 
 

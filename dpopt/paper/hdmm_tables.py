@@ -19,7 +19,7 @@ from dpopt.paper import hdmm_sf1 as sf1
 from dpopt.privacy import NOISES, Noise
 
 # Table 4 (Laplace) and Table 5 (Gaussian) OPT₀ RMSE at ε = 1 (δ = 1e-6), spec §5.1.
-PAPER_OPT0 = {
+PAPER_OPT0: dict[tuple[Noise, str], dict[int, float]] = {
     ("laplace", "all-range"): {64: 5.55, 256: 8.07, 1024: 11.08},
     ("laplace", "prefix"): {64: 5.32, 256: 7.35, 1024: 9.58},
     ("laplace", "width32"): {64: 5.88, 256: 6.34, 1024: 6.41},
@@ -70,7 +70,7 @@ def paper_reference(noise: Noise, rmse_value: float, rows: int) -> float:
 
 # Tables 6–7 (spec §5.2), CPS rows: paper HDMM RMSE at ε = 1 (δ = 1e-6 for Gaussian).
 CPS_DOMAIN = (50, 100, 7, 4, 2)
-PAPER_CPS = {
+PAPER_CPS: dict[tuple[Noise, str], float] = {
     ("laplace", "all-marginals"): 4.84,
     ("laplace", "prefix-marginals"): 40.59,
     ("gaussian", "all-marginals"): 7.85,
@@ -89,14 +89,19 @@ def cps_workload(name: str) -> wl.Matrix:
     raise ValueError(f"unknown CPS workload {name!r}")
 
 
-def marginal_table_workloads() -> list[tuple[str, str, wl.Matrix, dict[str, float]]]:
+def marginal_table_workloads() -> list[tuple[str, Noise, wl.Matrix, dict[Noise, float]]]:
     """(table label, noise, workload, paper HDMM RMSE per noise) of the Census, Adult and Loans
     rows of Tables 6–7 (spec §5.2)."""
-    out = [
+    out: list[tuple[str, wl.Matrix, dict[Noise, float]]] = [
         (f"census-{name}", workload, {n: sf1.PAPER_SF1[n, name]["hdmm"] for n in NOISES})
         for name, workload in (("sf1", sf1.sf1_workload()), ("sf1+", sf1.sf1_plus_workload()))
     ]
     for dataset, name in md.PAPER_ROWS:
-        paper = {n: md.PAPER[n, dataset, name]["hdmm"] for n in NOISES}
+        paper: dict[Noise, float] = {}
+        for n in NOISES:
+            value = md.PAPER[n, dataset, name]["hdmm"]
+            if value is None:  # the paper prints an HDMM value in every row of PAPER_ROWS
+                raise ValueError(f"no paper HDMM value for {n} {dataset} {name}")
+            paper[n] = value
         out.append((f"{dataset}-{name}", md.table_workload(dataset, name), paper))
     return [(label, noise, w, paper) for label, w, paper in out for noise in NOISES]

@@ -27,7 +27,9 @@ from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from dpopt.privacy.calibration import cdp_rho
 from dpopt.privacy.samplers import exact_fraction
 
 __all__ = ["KINDS", "Accountant", "BudgetExceededError", "Charge", "Loss", "exact_shares"]
@@ -154,8 +156,6 @@ class Accountant:
     def zcdp_for(cls, epsilon: Any, delta: Any) -> Accountant:
         """The largest ρ-zCDP budget that implies (ε, δ)-DP by the tight conversion
         (:func:`~dpopt.privacy.calibration.cdp_rho`)."""
-        from dpopt.privacy.calibration import cdp_rho
-
         return cls.zcdp(cdp_rho(epsilon, delta))
 
     @classmethod
@@ -278,7 +278,7 @@ def _add_all(amounts: Sequence[Amount], kind: Kind) -> Amount:
     return total
 
 
-def exact_shares(total: Any, weights: Sequence[float]) -> list[Fraction]:
+def exact_shares(total: Any, weights: ArrayLike) -> list[Fraction]:
     """Fractions proportional to ``weights`` that add up to ``total`` exactly.
 
     ``weights`` are finite, ≥ 0, with a positive entry; each is read as an exact rational.

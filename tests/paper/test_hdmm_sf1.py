@@ -36,7 +36,7 @@ from threadpoolctl import threadpool_limits
 from dpopt import hdmm
 from dpopt import workload as wl
 from dpopt.models.marginal_algebra import marginal_error, surrogate_from_terms, svd_bound_marginals
-from dpopt.models.matrix_mechanism import MarginalStrategy, ProductStrategySelection
+from dpopt.models.matrix_mechanism import ProductPoint, ProductStrategySelection
 from dpopt.paper import hdmm_columns, hdmm_sf1
 from dpopt.solvers import hdmm_kron
 from dpopt.solvers.hdmm_marginals import closed_form_theta
@@ -144,11 +144,9 @@ def state_factor_cost(noise: str) -> float:
     return idtotal_candidate(wl.IdentityTotal(hdmm_sf1.STATES).gram().dense(), noise).error
 
 
-def point_of(strategy: hdmm.ProductStrategy):
-    """The model's point for a ProductStrategy: (shares, blocks), or θ for OPT_M."""
-    if strategy.theta is not None:
-        return MarginalStrategy(strategy.theta)
-    return strategy.shares, strategy.blocks
+def point_of(strategy: hdmm.ProductStrategy) -> ProductPoint:
+    """The model's point for a ProductStrategy."""
+    return strategy.point
 
 
 @pytest.mark.paper

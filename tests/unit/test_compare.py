@@ -328,3 +328,160 @@ def test_cli_interrupt_exits_130_with_valid_json(
     rows = json.loads(captured.out)  # the solves that finished, as valid JSON
     assert len(rows) == 2
     assert "interrupted after 2 solves" in captured.err
+
+
+# --- the table's summary line, the why column, --help and --list --------------------------
+
+
+def test_summary_counts_statuses_and_what_was_compared() -> None:
+    records = [
+        _record("a", "exact", 10.0),
+        _record("b", "exact", 10.0 + 5e-6),
+        _record("h", "heuristic", 12.0, status="feasible"),
+        _record("c", "exact", math.nan, status="time_limit"),
+        _record("h", "heuristic", 3.0, status="feasible", instance="laplace"),
+        _record("r", "relaxation", 9.0, status="violated", violation=1.0, instance="i2"),
+        _record("a", "exact", 9.5, instance="i2"),
+        _record("e", "exact", math.nan, status="error", instance="i3"),
+        _record("a", "exact", 7.0, instance="i3"),
+    ]
+    assert runner.format_summary(records) == (
+        "9 solves: 4 optimal, 2 feasible, 1 violated, 1 time_limit, 1 error; "
+        "check: 5 solves compared on 3 instances, 1 failure on 1 instance (--check lists them); "
+        "1 instance not compared (no exact method)"
+    )
+    agreeing = records[:3]
+    report = compare.check_report(agreeing)
+    assert runner.format_summary(agreeing, report) == (
+        "3 solves: 2 optimal, 1 feasible; check: 3 solves compared on 1 instance, all agree"
+    )
+
+
+def test_summary_of_a_run_that_compared_nothing() -> None:
+    records = [_record("h", "heuristic", 3.0, status="feasible")]
+    assert runner.format_summary(records) == (
+        "1 solve: 1 feasible; check: 0 solves compared on 0 instances, 1 failure "
+        "(--check lists them); 1 instance not compared (no exact method)"
+    )
+
+
+def test_cli_prints_the_summary_after_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["compare", "--family", "dgm", "--suite", "smoke", "--no-progress"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    rows = lines[2:-1]  # header, rule, rows, summary
+    assert rows and all(line.startswith("dgm ") for line in rows)
+    optimal = sum(" optimal " in row for row in rows)
+    feasible = sum(" feasible " in row for row in rows)
+    assert optimal + feasible == len(rows)
+    instances = len({row.split()[1] for row in rows})
+    assert lines[-1] == (
+        f"{len(rows)} solves: {optimal} optimal, {feasible} feasible; check: {len(rows)} solves "
+        f"compared on {instances} instances, all agree"
+    )
+
+
+def test_cli_summary_goes_to_stderr_with_json_on_stdout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    arguments = "compare --family dgm --suite smoke --methods closed-form --json - --no-progress"
+    assert cli.main(arguments.split()) == 0
+    out, err = capsys.readouterr()
+    rows = json.loads(out)
+    assert f"{len(rows)} solves: {len(rows)} optimal; check: {len(rows)} solves compared" in err
+
+
+def test_table_shows_why_beside_error_violated_and_time_limit_rows() -> None:
+    long = "ValueError: " + "the solver could not factor the KKT matrix " * 3
+    rows = [
+        _record("a", "exact", 10.0),
+        _record("e", "exact", math.nan, status="error"),
+        _record("r", "relaxation", 9.0, status="violated", violation=1.0),
+        _record("t", "exact", 11.0, status="time_limit"),
+    ]
+    rows[0].message = "a message of an optimal row is not shown"
+    rows[1].message = long
+    rows[2].message = "violation 1 > tol 1e-06"
+    table = compare.format_table(rows).splitlines()
+    assert table[0].split()[-1] == "why"
+    assert "not shown" not in table[2] and table[2].endswith("0.0100")  # seconds, no why
+    why = long[: runner.WHY_WIDTH - 1].rstrip() + "…"
+    assert table[3].endswith("  " + why) and len(why) <= runner.WHY_WIDTH
+    assert table[4].endswith("  violation 1 > tol 1e-06")
+    assert table[5].endswith("  (no message)")
+    # multi-line messages stay on their row
+    rows[2].message = "first line\n  second line"
+    assert compare.format_table(rows).splitlines()[4].endswith("  first line second line")
+    # no such row: no why column
+    assert "why" not in compare.format_table(rows[:1]).splitlines()[0]
+
+
+def test_cli_table_says_why_and_json_keeps_the_whole_message(
+    toy_family: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "out.json"
+    arguments = ["compare", "--family", toy_family, "--suite", "smoke", "--no-progress"]
+    assert cli.main([*arguments, "--json", str(path), "--csv", str(tmp_path / "out.csv")]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"never-finishes\s+exact\s+error\s.*\s{2}diverged$", out, re.M), out
+    assert not re.search(r"runs-to-completion.*diverged", out)
+    rows = json.loads(path.read_text())
+    assert {r["message"] for r in rows if r["method"] == "never-finishes"} == {"diverged"}
+    with (tmp_path / "out.csv").open() as handle:
+        assert {r["message"] for r in csv.DictReader(handle)} == {"diverged", ""}
+    assert out.strip().splitlines()[-1] == (
+        "4 solves: 2 feasible, 2 error; check: 0 solves compared on 0 instances, "
+        "5 failures on 2 instances (--check lists them)"
+    )
+
+
+def test_cli_help_explains_the_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["compare", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "vs_ref objective / reference, shown when instances carry a published reference" in text
+    assert "relative reference_tol" in text
+    assert "gap (objective - best) / max(1, |best|)" in text
+    assert "max_viol the largest constraint violation" in text
+    assert f"cut to {runner.WHY_WIDTH} characters" in text
+    assert "1.0404 is an RMSE 2 % above the paper" in text  # "%" survived the formatting
+
+
+def test_cli_list_names_instances_and_run_times(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["compare", "--family", "dgm", "--family", "hdmm", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "dgm: large, medium, small, smoke" in out.splitlines()
+    smoke = re.search(r"^  smoke \((.*); 3 instances\): (.*)$", out, re.M)
+    assert smoke, out
+    assert smoke.group(1) == runner.SUITE_TIMES["dgm", "smoke"]
+    assert smoke.group(2) == "spec-T1-chain, spec-T2-squares, random-n20"
+    # hdmm tables: 24 instances, wrapped onto indented lines, every name listed once
+    tables = out[out.index("  tables (") : out.index("  tables-md (")]
+    assert "; 24 instances): table4-all-range-64, " in tables
+    assert all(line.startswith("      ") for line in tables.splitlines()[1:])
+    names = [i.name for i in compare.instances("hdmm", "tables", 0)]
+    assert tables.split("): ", 1)[1].split() == [f"{n}," for n in names[:-1]] + [names[-1]]
+    assert "census:" not in out and "8r-k3-PostProcess" not in out
+
+
+def test_cli_list_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["compare", "--family", "hdmm", "--list", "--json", "-"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert list(listing) == ["hdmm"]
+    assert sorted(listing["hdmm"]) == sorted(compare.suites("hdmm"))
+    smoke = listing["hdmm"]["smoke"]
+    assert smoke["instances"] == [i.name for i in compare.instances("hdmm", "smoke", 0)]
+    assert "prefix-16-laplace" in smoke["instances"]
+    assert smoke["time"] == runner.SUITE_TIMES["hdmm", "smoke"]
+
+
+def test_every_suite_has_a_measured_run_time() -> None:
+    """--list quotes a figure for every suite; a new suite needs one (measure it, see
+    runner.SUITE_TIMES), else it lists as "unknown"."""
+    missing = [
+        (family, suite)
+        for family in compare.FAMILY_SUITES
+        for suite in compare.suites(family)
+        if (family, suite) not in runner.SUITE_TIMES
+    ]
+    assert missing == []
+    assert all(re.search(r"\d|long", figure) for figure in runner.SUITE_TIMES.values())

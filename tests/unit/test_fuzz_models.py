@@ -159,8 +159,7 @@ def test_marginal_algebra(case: tuple[str | None, dict]) -> None:
         theta = np.ones(2 ** len(domain)) if isinstance(domain, list) else [1.0]
     w = theta
     for call, names in [
-        (lambda: ma.y_matvec(domain, theta), ("domain", "v")),
-        (lambda: ma.characteristic(domain), ("domain",)),
+        (lambda: ma.multiplicity(domain), ("domain",)),
         (lambda: ma.marginal_error(theta, w, domain, noise), ("domain", "theta", "w", "noise")),
         (lambda: closed_form_theta(w, domain), ("domain", "w")),
         (lambda: ma.svd_bound_marginals(w, domain), ("domain", "w")),

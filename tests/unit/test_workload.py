@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
+from dpopt import privacy
 from dpopt import workload as wl
 from dpopt.solvers import hdmm_baselines as baselines
 from dpopt.workload import (
@@ -29,7 +30,7 @@ from dpopt.workload import (
     WidthRanges,
 )
 
-SIGMA = 4.2246789  # analytic Gaussian, ε = 1, δ = 1e-6 (hdmm spec §1)
+SIGMA = privacy.analytic_gaussian_sigma(1.0, 1e-6)  # hdmm spec §1: 4.2246789
 SIZES = [1, 2, 5, 8, 33]
 BLOCKS = {
     "identity": Identity,
