@@ -4,9 +4,9 @@ Every optimization step is stated as an exact declarative model (cvxpy, OR-Tools
 solved fast by a specialized path that is checked against that model.
 
 ``import dpopt`` loads only the core contract (:func:`solve`, :func:`methods`, the budget
-types); the mechanism modules (``dpopt.hdmm``, ``dpopt.census``, ``dpopt.dgm``), the models,
-the solvers and ``dpopt.compare`` load on first attribute access, and the solver back-ends
-(cvxpy, OR-Tools) on first use.
+types); the mechanism modules (``dpopt.hdmm``, ``dpopt.eigen``, ``dpopt.census``,
+``dpopt.dgm``), the models, the solvers and ``dpopt.compare`` load on first attribute access,
+and the solver back-ends (cvxpy, OR-Tools) on first use.
 """
 
 import importlib
@@ -32,6 +32,7 @@ _SUBMODULES = (
     "cli",
     "compare",
     "dgm",
+    "eigen",
     "hdmm",
     "hierarchy",
     "models",

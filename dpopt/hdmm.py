@@ -14,8 +14,9 @@ Workloads are dense arrays or :mod:`dpopt.workload` matrices (anything with ``sh
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -164,13 +165,15 @@ def _marginal_weights(workload: Any) -> np.ndarray | None:
 
 @dataclass(frozen=True)
 class Strategy:
-    """An optimised strategy: the matrix, which template won, its unscaled error."""
+    """An optimised strategy: the matrix, which template won, its unscaled error, every
+    candidate template's error, and the optimizer's ``details`` (its ``Solution.info``)."""
 
     matrix: np.ndarray
     noise: Noise
     template: str
     error: float
     candidates: dict[str, float]
+    details: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def sensitivity(self) -> float:
@@ -226,6 +229,7 @@ class ProductStrategy:
     error: float
     candidates: dict[str, float]
     point: ProductPoint
+    details: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def shares(self) -> tuple[float, ...]:
@@ -438,16 +442,23 @@ def answer(
     delta: float | None = None,
     rng: np.random.Generator,
     accountant: Accountant | None = None,
-    strategy: Strategy | np.ndarray | None = None,
+    strategy: Strategy | ProductStrategy | np.ndarray | None = None,
     restarts: int = 25,
     seed: int = 0,
-) -> tuple[np.ndarray, Strategy]:
-    """Optimise a strategy (data-independent, free) unless one is given (a Strategy or a
-    matrix), measure, reconstruct, answer W x̂. A strategy that does not support W is refused
-    before any budget is spent."""
+) -> tuple[np.ndarray, Strategy | ProductStrategy]:
+    """Optimise a strategy (data-independent, free) unless one is given (a Strategy, a
+    one-block or marginal ProductStrategy, or a matrix), measure, reconstruct, answer W x̂.
+    A strategy that does not support W, or whose blocks are answered separately (OPT_+), is
+    refused before any budget is spent."""
     if strategy is None:
         strategy = optimize(workload, noise, restarts=restarts, seed=seed)
-    if not isinstance(strategy, Strategy):  # a matrix: its error on W, computed once
+    if isinstance(strategy, ProductStrategy):
+        if len(strategy.blocks) > 1 and strategy.theta is None:
+            raise ValueError(
+                "a union (OPT_+) strategy answers each term from its own block: use measure() "
+                "and reconstruct(), which return one estimate per block"
+            )
+    elif not isinstance(strategy, Strategy):  # a matrix: its error on W, computed once
         gram = gram_of(workload)
         matrix = _strategy_matrix(strategy, gram.shape[0])
         error = strategy_error(matrix, gram, noise_kind(noise))

@@ -332,6 +332,17 @@ class Prefix(_Block):
     def trace(self) -> float:
         return float(self.n)
 
+    def gram_eigenpairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """σₖ = 1/(4 sin²((2k−1)π/(2(2n+1)))), qₖ(j) ∝ cos((2k−1)(2j−1)π/(2(2n+1))) for
+        k, j = 1 … n (eigen-design spec §5 (e)); σ descending, eigenvectors as rows."""
+        k = np.arange(1, self.n + 1)
+        angle = np.pi / (2 * (2 * self.n + 1))
+        # the integer argument is reduced mod the period first: sin/cos of a large float lose
+        # ~eps·|x| absolute, which would break the exact symmetries of the spectrum
+        vectors = np.cos((np.outer(2 * k - 1, 2 * k - 1) % (4 * (2 * self.n + 1))) * angle)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        return 1.0 / (4.0 * np.sin((2 * k - 1) * angle) ** 2), vectors
+
 
 class Suffix(_Block):
     """Row k is the range [k, n−1] (upper-triangular ones)."""
@@ -395,6 +406,16 @@ class AllRange(_Block):
     def _counts(self) -> np.ndarray:
         j = self._cells()
         return (j + 1.0) * (self.n - j)
+
+    def gram_eigenpairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """σₖ = (n+1)/(4 sin²(kπ/(2(n+1)))) with the DST-I eigenvectors
+        qₖ(j) = √(2/(n+1))·sin(jkπ/(n+1)), k, j = 1 … n (eigen-design spec §5 (e));
+        σ descending, eigenvectors as rows."""
+        k = np.arange(1, self.n + 1)
+        values = (self.n + 1) / (4.0 * np.sin(k * np.pi / (2 * (self.n + 1))) ** 2)
+        turns = np.outer(k, k) % (2 * (self.n + 1))  # reduced exactly, as in Prefix
+        vectors = np.sqrt(2.0 / (self.n + 1)) * np.sin(turns * np.pi / (self.n + 1))
+        return values, vectors
 
 
 class WidthRanges(_Block):
@@ -934,3 +955,18 @@ def marginal_weights(matrix: Matrix) -> np.ndarray:
 
     visit(matrix, 1.0)
     return out
+
+
+def gram_eigenpairs(matrix: Matrix) -> tuple[np.ndarray, np.ndarray]:
+    """(σ, Q): the eigenvalues of WᵀW in descending order and its orthonormal eigenvectors as
+    the rows of Q, so WᵀW = Qᵀdiag(σ)Q. AllRange and Prefix (and weighted copies) in closed
+    form, O(n²); any other workload by a dense eigendecomposition of its Gram."""
+    matrix = _matrix_arg("matrix", matrix)
+    weight = 1.0
+    if isinstance(matrix, Weighted):
+        weight, matrix = _squared_weight(matrix), matrix.matrix
+    if isinstance(matrix, AllRange | Prefix):
+        values, vectors = matrix.gram_eigenpairs()
+        return weight * values, vectors
+    values, vectors = np.linalg.eigh(weight * matrix.gram().dense())
+    return values[::-1], vectors[:, ::-1].T

@@ -1,6 +1,22 @@
 """Backend adapters and fast paths (installed as ``dpopt.solvers``). Importing this package
 registers every method with the core registry."""
 
-from dpopt.solvers import cpsat_backend, cvxpy_backend, dgm_budget, hdmm, pgsr
+from dpopt.solvers import (
+    cpsat_backend,
+    cvxpy_backend,
+    dgm_budget,
+    eigen_design,
+    eigen_weighting,
+    hdmm,
+    pgsr,
+)
 
-__all__ = ["cpsat_backend", "cvxpy_backend", "dgm_budget", "hdmm", "pgsr"]
+__all__ = [
+    "cpsat_backend",
+    "cvxpy_backend",
+    "dgm_budget",
+    "eigen_design",
+    "eigen_weighting",
+    "hdmm",
+    "pgsr",
+]

@@ -32,9 +32,10 @@ from dpopt.models.matrix_mechanism import (
 from dpopt.problem import Outcome, Status, register
 from dpopt.solvers import hdmm_baselines as baselines
 from dpopt.solvers.cvxpy_backend import register_cvxpy
+from dpopt.solvers.deadline import Deadline
 from dpopt.solvers.hdmm_kron import opt_kron, opt_union
 from dpopt.solvers.hdmm_marginals import opt_marginals
-from dpopt.solvers.hdmm_opt0 import Deadline, best, gaussian_run, opt0_laplace
+from dpopt.solvers.hdmm_opt0 import best, gaussian_run, opt0_laplace
 from dpopt.validation import integer
 
 CVXPY_MAX_N = 64

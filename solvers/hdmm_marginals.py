@@ -33,7 +33,7 @@ from dpopt.models.marginal_algebra import (
     y_inv_factors,
 )
 from dpopt.privacy import Noise, noise_kind
-from dpopt.solvers.hdmm_opt0 import Deadline
+from dpopt.solvers.deadline import Deadline
 from dpopt.validation import finite_array, nonnegative_integer
 
 PENALTY = 1e300

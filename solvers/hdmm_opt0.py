@@ -19,8 +19,6 @@ and the candidates found so far are returned (``deadline.reached`` tells the cal
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -29,52 +27,13 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize, minimize_scalar
-from threadpoolctl import ThreadpoolController
 
 from dpopt.models.matrix_mechanism import gram_factor, strategy_from_gram, supported_trace
-
-_BLAS = ThreadpoolController()
-# Below this n, BLAS runs on one thread: on small factors (OPT_⊗ calls OPT₀ on ≤ 101 × 101
-# Grams) idle OpenBLAS threads made OPT₀ 4× (Laplace) to 30× (Gaussian) slower on 2 busy
-# cores (measured on the Loans workloads of Table 6).
-MULTITHREAD_MIN_N = 512
-
-
-def blas_threads(n: int) -> int:
-    """BLAS threads worth using on an n × n OPT₀ problem."""
-    return (os.cpu_count() or 1) if n >= MULTITHREAD_MIN_N else 1
-
-
-def blas_limit(n: int) -> Any:
-    """Context limiting BLAS to :func:`blas_threads` (n) threads."""
-    return _BLAS.limit(limits=blas_threads(n), user_api="blas")
-
+from dpopt.solvers.blas import BLAS, blas_limit, blas_threads
+from dpopt.solvers.deadline import Deadline
 
 # Finite penalty for points where the objective is undefined (spec §7 item 14).
 PENALTY = 1e300
-
-
-class Deadline:
-    """A wall-clock limit for an optimizer, checked between iterations (``time.monotonic``).
-
-    ``Deadline(None)`` never expires. :meth:`expired` records that the limit was seen, so
-    ``reached`` is True exactly when some check stopped work early. :meth:`callback` is an
-    L-BFGS-B callback that stops the run (``StopIteration``) once the limit has passed.
-    """
-
-    def __init__(self, seconds: float | None = None):
-        self.end = None if seconds is None else time.monotonic() + float(seconds)
-        self.reached = False
-
-    def expired(self) -> bool:
-        if not self.reached and self.end is not None and time.monotonic() >= self.end:
-            self.reached = True
-        return self.reached
-
-    def callback(self, intermediate_result: Any) -> None:
-        """For ``scipy.optimize.minimize(..., callback=...)``: stop once the limit passed."""
-        if self.expired():
-            raise StopIteration
 
 
 def _never() -> Deadline:
@@ -156,7 +115,7 @@ def optimize_pidentity(
     deadline = deadline or _never()
 
     def fun(flat: np.ndarray) -> tuple[float, np.ndarray]:
-        with _BLAS.limit(limits=loss_threads, user_api="blas"):
+        with BLAS.limit(limits=loss_threads, user_api="blas"):
             loss, grad = pidentity_loss(flat.reshape(p, n), gram)
         if not np.isfinite(loss) or loss < 0:
             return PENALTY, np.zeros_like(flat)
@@ -165,7 +124,7 @@ def optimize_pidentity(
     start = rng.random((p, n))
     if deadline.expired():
         return None
-    with _BLAS.limit(limits=1, user_api="blas"):
+    with BLAS.limit(limits=1, user_api="blas"):
         result = minimize(
             fun,
             start.ravel(),

@@ -21,6 +21,7 @@ LAYERS = {
     "census": 3,
     "census_data": 3,
     "dgm": 3,
+    "eigen": 3,
     "compare": 4,
     "paper": 4,
     "cli": 4,

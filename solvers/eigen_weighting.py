@@ -1,0 +1,300 @@
+"""Methods for the query-weighting problems of Eigen-Design (eigen-design spec §2).
+
+:class:`~dpopt.models.eigen_design.EigenWeighting` (Program 1, min Σ cᵢ/uᵢ s.t. Sᵀu ≤ 1):
+
+- ``ipm`` (exact) — a primal–dual interior-point method on the program itself that stops on a
+  duality-gap certificate: every iterate gives a feasible u (scaled into Sᵀu ≤ 1) and a dual
+  bound from μ ≥ 0 (spec §2, Lagrange dual: max 2Σ√(cᵢ(Sμ)ᵢ) − Σμ, maximised over the scale
+  of μ in closed form, (Σ√(cᵢ(Sμ)ᵢ))²/Σμ). "optimal" means (primal − dual)/primal ≤ 1e-8;
+  ``info["gap"]`` is that relative gap. Before it runs, identical design rows merge into one
+  query of cost (Σ√cᵢ)² (their optimal split is uᵢ ∝ √cᵢ) and identical constraints into one;
+  the certificate is always taken on the original program.
+- ``cvxpy-sdp:clarabel``, ``cvxpy-sdp:scs`` (exact) — the literal SDP with 2×2 blocks.
+- ``cvxpy:clarabel``, ``cvxpy:scs`` (exact) — the ``inv_pos`` (rotated-cone) form.
+
+:class:`~dpopt.models.eigen_design.DesignWeighting` (any design set): ``cvxpy:clarabel``,
+``cvxpy:scs`` on the matrix_frac form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg
+
+from dpopt.models.eigen_design import (
+    DesignWeighting,
+    EigenWeighting,
+    inv_pos_model,
+    matrix_frac_model,
+    sdp_model,
+)
+from dpopt.problem import Outcome, Status, register
+from dpopt.solvers.blas import blas_limit
+from dpopt.solvers.cvxpy_backend import register_cvxpy
+from dpopt.solvers.deadline import Deadline
+from dpopt.validation import positive_number
+
+GAP_TOL = 1e-8
+"""Relative duality gap at which ``ipm`` stops and reports "optimal"."""
+
+MIN_GAP = 1e-13
+"""The smallest gap ``ipm`` accepts: the sums behind the certificate carry ~1e-15 rounding."""
+
+MAX_ITERATIONS = 200
+# Rows (or columns) of S closer than this, relative to max S, are merged by the presolve; the
+# certificate is on the original program, so a merge can cost accuracy but never correctness.
+DUPLICATE_TOL = 1e-13
+CVXPY_MAX_QUERIES = 512  # Clarabel took 3.2 s at k = 512 (spec §7)
+GENERAL_MAX_CELLS = 64  # the matrix_frac form is an n × n SDP
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """A feasible weighting ``u`` (Sᵀu ≤ 1), its objective ``primal`` and the dual bound
+    ``dual`` ≤ optimum from ``mu`` ≥ 0; ``gap`` = (primal − dual)/primal."""
+
+    u: np.ndarray
+    mu: np.ndarray
+    primal: float
+    dual: float
+
+    @property
+    def gap(self) -> float:
+        return (self.primal - self.dual) / self.primal
+
+
+def certify(costs: np.ndarray, squares: np.ndarray, u: np.ndarray, mu: np.ndarray) -> Certificate:
+    """u scaled into Sᵀu ≤ 1 and the dual value of μ at its best scale (module docstring)."""
+    used = costs > 0
+    feasible = u / max(float((u @ squares).max()), 1e-300)
+    with np.errstate(divide="ignore"):
+        primal = float(np.sum(costs[used] / feasible[used]))
+    root = float(np.sum(np.sqrt(costs * np.maximum(squares @ mu, 0.0))))
+    total = float(mu.sum())
+    dual = root * root / total if total > 0 else 0.0
+    return Certificate(feasible, mu, primal, dual)
+
+
+def _groups(matrix: np.ndarray) -> list[np.ndarray]:
+    """Indices of identical rows of ``matrix`` (within DUPLICATE_TOL·max), grouped.
+
+    Rows are hashed by two fixed random projections, sorted, and neighbours compared whole."""
+    probes = np.random.default_rng(0).standard_normal((matrix.shape[1], 2))
+    keys = matrix @ probes
+    order = np.lexsort((keys[:, 1], keys[:, 0]))
+    tol = DUPLICATE_TOL * max(float(np.abs(matrix).max()), 1e-300)
+    groups: list[list[int]] = []
+    for index in order:
+        if groups and np.abs(matrix[index] - matrix[groups[-1][0]]).max() <= tol:
+            groups[-1].append(int(index))
+        else:
+            groups.append([int(index)])
+    return [np.asarray(g) for g in groups]
+
+
+@dataclass(frozen=True)
+class Presolved:
+    """Program 1 with identical queries and identical constraints merged: original query
+    ``queries[t]`` belongs to merged query ``group[t]``, with share ``share[t]`` = √cᵢ/Σ_g√c
+    of its weight; ``columns`` keeps one original constraint per merged constraint."""
+
+    costs: np.ndarray
+    squares: np.ndarray
+    queries: np.ndarray
+    group: np.ndarray
+    share: np.ndarray
+    columns: np.ndarray
+
+    @classmethod
+    def of(cls, costs: np.ndarray, squares: np.ndarray) -> Presolved:
+        used = np.flatnonzero(costs > 0)
+        rows = [used[g] for g in _groups(squares[used])]
+        queries = np.concatenate(rows)
+        group = np.repeat(np.arange(len(rows)), [r.size for r in rows])
+        root = np.sqrt(costs[queries])
+        total = np.bincount(group, weights=root)
+        columns = np.array([g[0] for g in _groups(squares.T)])
+        merged = squares[np.ix_([r[0] for r in rows], columns)]
+        return cls(total**2, merged, queries, group, root / total[group], columns)
+
+    def expand(self, u: np.ndarray, mu: np.ndarray, k: int, n: int) -> tuple[np.ndarray, ...]:
+        """(u, μ) of the original program (k queries, n constraints): a merged weight split
+        ∝ √cᵢ (the optimal split of a fixed total), μ on one of identical constraints."""
+        full_u = np.zeros(k)
+        full_u[self.queries] = u[self.group] * self.share
+        full_mu = np.zeros(n)
+        full_mu[self.columns] = mu
+        return full_u, full_mu
+
+
+def _max_step(value: np.ndarray, step: np.ndarray) -> float:
+    falling = step < 0
+    return min(1.0, float((-value[falling] / step[falling]).min())) if falling.any() else 1.0
+
+
+@dataclass(frozen=True)
+class _Newton:
+    """The factored Newton system of the interior point at (u, s, μ) (see below)."""
+
+    squares: np.ndarray
+    factor: tuple[np.ndarray, bool]
+    dual_residual: np.ndarray
+    primal_residual: np.ndarray
+    slack: np.ndarray
+    mu: np.ndarray
+
+    @classmethod
+    def at(
+        cls,
+        costs: np.ndarray,
+        squares: np.ndarray,
+        u: np.ndarray,
+        slack: np.ndarray,
+        mu: np.ndarray,
+    ) -> _Newton:
+        weighted = squares * np.sqrt(mu / slack)
+        normal = weighted @ weighted.T
+        normal[np.diag_indices(u.size)] += 2.0 * costs / u**3
+        factor = linalg.cho_factor(normal, lower=True, check_finite=False)
+        dual_residual = squares @ mu - costs / u**2
+        return cls(squares, factor, dual_residual, u @ squares + slack - 1.0, slack, mu)
+
+    def direction(self, complementarity: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(Δu, Δs, Δμ) for the target μ∘s = ``complementarity``."""
+        scaled = (self.mu * self.primal_residual - complementarity) / self.slack
+        du = linalg.cho_solve(self.factor, -self.dual_residual - self.squares @ scaled)
+        ds = -self.primal_residual - du @ self.squares
+        return du, ds, (-complementarity - self.mu * ds) / self.slack
+
+
+def _interior_point(
+    costs: np.ndarray,
+    squares: np.ndarray,
+    check: Callable[[np.ndarray, np.ndarray], bool],
+    deadline: Deadline,
+) -> tuple[int, str]:
+    """Mehrotra predictor–corrector on min Σcᵢ/uᵢ s.t. Sᵀu + s = 1, s ≥ 0 (all cᵢ > 0).
+
+    Newton on the KKT system −c/u² + Sμ = 0, Sᵀu + s = 1, μ∘s = τ reduces to the k × k system
+    (diag(2c/u³) + S diag(μ/s) Sᵀ) Δu = r, solved by Cholesky. ``check(u, μ)`` returns True
+    to stop (certified). Returns (iterations, why it stopped early or "")."""
+    n = squares.shape[1]
+    u = np.full(squares.shape[0], 0.5 / float(squares.sum(axis=0).max()))
+    slack = 1.0 - u @ squares
+    mu = np.full(n, float(np.mean(costs / u**2)) / float(squares.sum(axis=1).mean()))
+    for iteration in range(MAX_ITERATIONS):
+        if check(u, mu):
+            return iteration, ""
+        if deadline.expired():
+            return iteration, "time limit"
+        try:
+            newton = _Newton.at(costs, squares, u, slack, mu)
+        except linalg.LinAlgError:
+            return iteration, "the Newton system lost positive definiteness"
+        direction = newton.direction
+        tau = float(mu @ slack) / n
+        du, ds, dmu = direction(mu * slack)
+        primal_step = min(_max_step(slack, ds), _max_step(u, du))
+        dual_step = _max_step(mu, dmu)
+        predicted = float((slack + primal_step * ds) @ (mu + dual_step * dmu)) / n
+        centring = (predicted / tau) ** 3 * tau
+        du, ds, dmu = direction(mu * slack + ds * dmu - centring)
+        primal_step = 0.99 * min(_max_step(slack, ds), _max_step(u, du))
+        dual_step = 0.99 * _max_step(mu, dmu)
+        u, slack, mu = u + primal_step * du, slack + primal_step * ds, mu + dual_step * dmu
+    return MAX_ITERATIONS, f"{MAX_ITERATIONS} iterations"
+
+
+def certified_weighting(
+    costs: np.ndarray, squares: np.ndarray, *, tol: float = GAP_TOL, deadline: Deadline
+) -> tuple[Certificate, int, str]:
+    """The best certificate of the interior-point run on the presolved program, the number of
+    iterations and why it stopped short of ``tol`` ("" when certified)."""
+    scale = float(costs.max())
+    scaled = costs / scale
+    presolved = Presolved.of(scaled, squares)
+    primal: list[tuple[float, np.ndarray]] = []  # the best feasible u so far
+    dual: list[tuple[float, np.ndarray]] = []  # the best dual bound so far
+
+    def check(u: np.ndarray, mu: np.ndarray) -> bool:
+        found = certify(scaled, squares, *presolved.expand(u, mu, *squares.shape))
+        if not primal or found.primal < primal[0][0]:
+            primal[:] = [(found.primal, found.u)]
+        if not dual or found.dual > dual[0][0]:
+            dual[:] = [(found.dual, found.mu)]
+        return primal[0][0] - dual[0][0] <= tol * primal[0][0]
+
+    with blas_limit(presolved.costs.size):
+        iterations, stopped = _interior_point(presolved.costs, presolved.squares, check, deadline)
+    (best, u), (bound, mu) = primal[0], dual[0]
+    return Certificate(u, mu * scale, best * scale, bound * scale), iterations, stopped
+
+
+@register(
+    EigenWeighting,
+    "ipm",
+    "exact",
+    GAP_TOL,
+    auto_rank=0,
+    honours_time_limit=True,
+    description="interior point on Program 1, stops on a certified duality gap ≤ 1e-8",
+)
+def _ipm(
+    problem: EigenWeighting, *, time_limit: float | None = None, gap: float = GAP_TOL
+) -> Outcome:
+    """``optimal`` when the relative duality gap is ≤ ``gap`` (at most 1e-8; a smaller one
+    pins the weights down further: they are accurate to about √gap, the objective to gap);
+    otherwise the best feasible point with its certified gap (``feasible``, or ``time_limit``).
+    """
+    gap = positive_number("gap", gap)
+    if not MIN_GAP <= gap <= GAP_TOL:
+        raise ValueError(f"gap must be in [{MIN_GAP}, {GAP_TOL}], got {gap}")
+    deadline = Deadline(time_limit)
+    found, iterations, stopped = certified_weighting(
+        problem.costs, problem.squares, tol=gap, deadline=deadline
+    )
+    info = {"gap": found.gap, "dual_bound": found.dual, "iterations": iterations}
+    if found.gap <= gap:
+        return Outcome(found.u, "optimal", info=info)
+    status: Status = "time_limit" if deadline.reached else "feasible"
+    message = f"stopped ({stopped}) at a certified relative gap of {found.gap:.2e}"
+    return Outcome(found.u, status, message, info=info)
+
+
+def _query_limit(problem: EigenWeighting) -> str | None:
+    if problem.size > CVXPY_MAX_QUERIES:
+        return f"{problem.size} design queries > {CVXPY_MAX_QUERIES} (ipm has no limit)"
+    return None
+
+
+# At default tolerances Clarabel's weights were off by 4e-5 on all-range n = 4 while its
+# objective was exact (spec §7 T5); SCS needs eps ≈ 1e-9 (spec §8 item 15).
+for _prefix, _build, _what in (
+    ("cvxpy-sdp", sdp_model, "Program 1 verbatim: 2×2 PSD blocks"),
+    ("cvxpy", inv_pos_model, "Program 1 as Σ c·inv_pos(u) (rotated cones)"),
+):
+    register_cvxpy(
+        EigenWeighting,
+        _build,
+        prefix=_prefix,
+        tols={"scs": 1e-6},
+        solver_tols={"scs": 1e-9},
+        limit=_query_limit,
+        description=_what,
+    )
+
+register_cvxpy(
+    DesignWeighting,
+    matrix_frac_model,
+    tols={"scs": 1e-5},
+    solver_tols={"scs": 1e-9},
+    limit=lambda p: (
+        None
+        if p.gram.shape[0] <= GENERAL_MAX_CELLS
+        else f"the matrix_frac SDP is limited to n ≤ {GENERAL_MAX_CELLS} cells"
+    ),
+    description="min matrix_frac(B, Qᵀdiag(u)Q) s.t. (Q∘Q)ᵀu ≤ 1 (any design set)",
+)
