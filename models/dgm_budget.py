@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import cvxpy as cp
 import numpy as np
 
 from dpopt.problem import Problem
+
+if TYPE_CHECKING:
+    import cvxpy as cp
 from dpopt.validation import finite_array, positive_array, positive_number
 
 
@@ -82,6 +84,8 @@ def cvxpy_model(problem: BudgetAllocation) -> tuple[cp.Problem, Callable[[], np.
     within 1e-14 and 1e-8, and SCS at eps 1e-8 solves n = 1,000 in 2 s instead of stopping
     inaccurate after 30–50 s (measured, ``dpopt.dgm._random_weights``).
     """
+    import cvxpy as cp
+
     weights = problem.a / problem.a.max()
     n = weights.size
     share = cp.Variable(n)

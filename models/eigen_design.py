@@ -25,9 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import cvxpy as cp
 import numpy as np
 
 from dpopt.models.matrix_mechanism import (
@@ -41,6 +40,9 @@ from dpopt.problem import Problem
 from dpopt.validation import finite_array
 
 # Program 1 checks Σᵢ uᵢSᵢⱼ ≤ 1 in floating point: a point that meets it exactly can show a
+
+if TYPE_CHECKING:
+    import cvxpy as cp
 # few eps of excess (the column sums of k terms).
 WEIGHTING_FEASIBILITY_TOL = 1e-12
 
@@ -219,6 +221,8 @@ def sdp_model(problem: EigenWeighting) -> tuple[cp.Problem, Callable[[], np.ndar
     """Program 1 verbatim: min Σ cᵢvᵢ s.t. [[uᵢ, 1], [1, vᵢ]] ⪰ 0, Sᵀu ≤ 1 (c scaled to max 1).
 
     Queries with cᵢ = 0 keep only uᵢ ≥ 0 (their block would only force uᵢ > 0)."""
+    import cvxpy as cp
+
     used, costs = _scaled_costs(problem)
     u = cp.Variable(problem.size, nonneg=True)
     v = cp.Variable(used.size)
@@ -230,6 +234,8 @@ def sdp_model(problem: EigenWeighting) -> tuple[cp.Problem, Callable[[], np.ndar
 def inv_pos_model(problem: EigenWeighting) -> tuple[cp.Problem, Callable[[], np.ndarray]]:
     """Program 1 in DCP form: min Σ cᵢ·inv_pos(uᵢ) s.t. Sᵀu ≤ 1 (the 2×2 LMI is a rotated
     second-order cone; spec §2 (b))."""
+    import cvxpy as cp
+
     used, costs = _scaled_costs(problem)
     u = cp.Variable(problem.size, nonneg=True)
     objective = cp.Minimize(costs @ cp.inv_pos(u[used]))
@@ -239,6 +245,8 @@ def inv_pos_model(problem: EigenWeighting) -> tuple[cp.Problem, Callable[[], np.
 def matrix_frac_model(problem: DesignWeighting) -> tuple[cp.Problem, Callable[[], np.ndarray]]:
     """The general form: min matrix_frac(B, Σᵢ uᵢqᵢᵀqᵢ) s.t. (Q∘Q)ᵀu ≤ 1, u ≥ 0, with
     BBᵀ = V/tr V (the argmin does not depend on the scale of V)."""
+    import cvxpy as cp
+
     factor = gram_factor(problem.gram / np.trace(problem.gram))
     design = problem.design
     u = cp.Variable(problem.size, nonneg=True)

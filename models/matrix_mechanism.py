@@ -21,9 +21,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import cvxpy as cp
 import numpy as np
 from scipy import linalg
 from scipy.linalg import lapack
@@ -31,6 +30,9 @@ from scipy.linalg import lapack
 from dpopt.models.marginal_algebra import marginal_error, surrogate_from_terms
 from dpopt.privacy.mechanisms import Noise, noise_kind
 from dpopt.problem import Problem
+
+if TYPE_CHECKING:
+    import cvxpy as cp
 from dpopt.validation import finite_array, integer, positive_number
 
 
@@ -255,6 +257,8 @@ def cvxpy_model(problem: StrategySelection) -> tuple[cp.Problem, Callable[[], np
 
     V is divided by its trace for conditioning (the argmin does not change).
     """
+    import cvxpy as cp
+
     gram = problem.gram / np.trace(problem.gram)
     factor = gram_factor(gram)
     x = cp.Variable(gram.shape, PSD=True)

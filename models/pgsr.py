@@ -22,14 +22,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import cvxpy as cp
 import numpy as np
-from ortools.sat.python import cp_model
 
 from dpopt.hierarchy import Tree
 from dpopt.problem import Problem
+
+if TYPE_CHECKING:
+    import cvxpy as cp
+    from ortools.sat.python import cp_model
 from dpopt.validation import MAX_COUNT, integer_array, nonnegative_integer
 
 
@@ -274,7 +276,7 @@ def counts_from_chain(tree: Tree, chain: np.ndarray) -> np.ndarray:
 
 # --- exact models ---------------------------------------------------------------------------
 
-CpsatBuild = tuple[cp_model.CpModel, Callable[[cp_model.CpSolver], np.ndarray]]
+CpsatBuild = tuple["cp_model.CpModel", Callable[["cp_model.CpSolver"], np.ndarray]]
 
 
 # Widest domain for which a cell's square is encoded by its chords (one linear cut per unit
@@ -290,6 +292,8 @@ def _cpsat_base(problem: _CensusCounts) -> tuple[cp_model.CpModel, np.ndarray]:
     square at every integer v (spec G15: the separable convex objective as a PWL epigraph).
     The chords make the LP relaxation tight, which is what lets CP-SAT prove optimality.
     """
+    from ortools.sat.python import cp_model
+
     model = cp_model.CpModel()
     regions, sizes = problem.noisy.shape
     cells = np.empty((regions, sizes), dtype=object)
@@ -349,7 +353,7 @@ def cpsat_model_3(problem: ChainPostProcess) -> CpsatBuild:
     return model, _reader(cells)
 
 
-CvxpyBuild = tuple[cp.Problem, Callable[[], np.ndarray]]
+CvxpyBuild = tuple["cp.Problem", Callable[[], np.ndarray]]
 
 
 def _relaxation(problem: _CensusCounts, monotone: bool) -> CvxpyBuild:
@@ -359,6 +363,8 @@ def _relaxation(problem: _CensusCounts, monotone: bool) -> CvxpyBuild:
     and the solver works on numbers of the size of the noise rather than of the counts (with
     counts in the millions Clarabel otherwise reports feasible instances infeasible).
     """
+    import cvxpy as cp
+
     noisy = problem.noisy.astype(np.float64)
     y = cp.Variable(noisy.shape)
     root = problem.tree.root

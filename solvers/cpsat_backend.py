@@ -18,19 +18,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-from ortools.sat.python import cp_model
 
 from dpopt.problem import Kind, Limit, MethodInfo, Outcome, Problem, RegisteredMethod, Status
 
-_STATUS: dict[Any, Status] = {
-    cp_model.OPTIMAL: "optimal",
-    cp_model.FEASIBLE: "feasible",
-    cp_model.INFEASIBLE: "infeasible",
-    cp_model.UNKNOWN: "time_limit",
-    cp_model.MODEL_INVALID: "error",
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
+# CP-SAT's status names (OR-Tools is imported on first solve, not with dpopt.solvers)
+_STATUS: dict[str, Status] = {
+    "OPTIMAL": "optimal",
+    "FEASIBLE": "feasible",
+    "INFEASIBLE": "infeasible",
+    "UNKNOWN": "time_limit",
+    "MODEL_INVALID": "error",
 }
 
 DEFAULT_WORKERS = 2
@@ -76,6 +79,8 @@ def solve_cpsat(
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
+    from ortools.sat.python import cp_model
+
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = int(workers)
     solver.parameters.random_seed = int(seed)
@@ -83,12 +88,13 @@ def solve_cpsat(
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = float(time_limit)
     raw = solver.solve(built.model)
-    status = _STATUS.get(raw, "error")
+    name = solver.status_name(raw)
+    status = _STATUS.get(name, "error")
     if status == "feasible" and time_limit is not None:
         status = "time_limit"  # stopped by the limit, with the best solution found so far
     info: dict[str, Any] = {
         "solver": "cp-sat",
-        "solver_status": solver.status_name(raw),
+        "solver_status": name,
         "objective_scale": built.objective_scale,
         "coefficient_rounding": built.coefficient_rounding,
         "wall_time": solver.wall_time,
@@ -97,7 +103,7 @@ def solve_cpsat(
         "workers": int(workers),
     }
     x = None
-    if raw in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if name in ("OPTIMAL", "FEASIBLE"):
         objective = solver.objective_value / built.objective_scale
         bound = solver.best_objective_bound / built.objective_scale
         info.update(
@@ -106,7 +112,7 @@ def solve_cpsat(
             gap=(objective - bound) / max(1.0, abs(objective)),
         )
         x = built.extract(solver)
-    message = "" if status == "optimal" else f"CP-SAT status {solver.status_name(raw)}"
+    message = "" if status == "optimal" else f"CP-SAT status {name}"
     if status == "error":
         message += f": {built.model.validate()}"
     return status, message, info, x

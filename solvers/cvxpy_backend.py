@@ -24,11 +24,10 @@ limit ends in a solver failure; PDLP; SciPy) refuse a time limit.
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
-
-import cvxpy as cp
+from typing import TYPE_CHECKING, Any
 
 from dpopt.problem import (
     Kind,
@@ -43,14 +42,18 @@ from dpopt.problem import (
 )
 from dpopt.validation import positive_number
 
-Builder = Callable[[Any], tuple[cp.Problem, Callable[[], Any]]]
+if TYPE_CHECKING:
+    import cvxpy as cp
+
+Builder = Callable[[Any], tuple["cp.Problem", Callable[[], Any]]]
 PostProcess = Callable[[Any, Any], tuple[Any, Mapping[str, Any]]]
 
+# cvxpy's status strings (cvxpy is imported on first solve, not with dpopt.solvers)
 _STATUS = {
-    cp.OPTIMAL: "optimal",
-    cp.OPTIMAL_INACCURATE: "feasible",
-    cp.USER_LIMIT: "time_limit",
-    cp.INFEASIBLE: "infeasible",
+    "optimal": "optimal",
+    "optimal_inaccurate": "feasible",
+    "user_limit": "time_limit",
+    "infeasible": "infeasible",
 }
 
 # How a generic time limit and tolerance are spelled for each solver. Only solvers listed here
@@ -80,8 +83,23 @@ def honours_time_limit(solver: str) -> bool:
 
 
 def installed_solvers() -> list[str]:
-    """Names of the cvxpy solvers installed here, lower-case."""
+    """Names of the cvxpy solvers installed here, lower-case (imports cvxpy)."""
+    import cvxpy as cp
+
     return [name.lower() for name in cp.installed_solvers()]
+
+
+# The Python package behind each solver listed by default, checked without importing cvxpy.
+_PACKAGE = {"clarabel": "clarabel", "scs": "scs", "osqp": "osqp", "ecos": "ecos"}
+
+
+def _listed_installed(solvers: Sequence[str]) -> list[str]:
+    """The solvers of ``solvers`` whose package is importable (all of them unknown to
+    :data:`_PACKAGE` are checked through cvxpy)."""
+    if any(s.lower() not in _PACKAGE for s in solvers):
+        installed = set(installed_solvers())
+        return [s for s in solvers if s.lower() in installed]
+    return [s for s in solvers if importlib.util.find_spec(_PACKAGE[s.lower()]) is not None]
 
 
 def solve_cvxpy(
@@ -100,6 +118,8 @@ def solve_cvxpy(
     the solver unchanged. ``info`` holds cvxpy's status, the solver's objective value and its
     statistics (time, iterations).
     """
+    import cvxpy as cp
+
     name = solver.upper()
     if name not in cp.installed_solvers():
         raise ValueError(
@@ -143,7 +163,7 @@ def solve_cvxpy(
         if status == "feasible" and "time_limit" in detail:
             status = "time_limit"
     message = "" if status == "optimal" else f"cvxpy status {model.status}"
-    if model.status == cp.USER_LIMIT:
+    if model.status == "user_limit":
         message += " (the solver stopped at its time or iteration limit)"
     return status, message, info
 
@@ -259,11 +279,11 @@ def register_cvxpy(
             description=description,
         )
 
-    installed = set(installed_solvers())
-    for position, solver in enumerate(s for s in solvers if s.lower() in installed):
+    for position, solver in enumerate(_listed_installed(solvers)):
         add_method(problem_type, make(solver, auto_rank if position == 0 else None))
 
     def on_demand(solver: str) -> RegisteredMethod:
+        installed = installed_solvers()
         if solver.lower() not in installed:
             raise ValueError(
                 f"unknown method '{prefix}:{solver}': cvxpy solver {solver!r} is "
