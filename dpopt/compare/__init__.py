@@ -3,8 +3,8 @@
 - :mod:`~dpopt.compare.runner` — :func:`run`, :func:`check`, :func:`check_report` and the
   table/JSON/CSV/plot writers;
 - :mod:`~dpopt.compare.instance` — :class:`Instance`, a named benchmark instance;
-- :mod:`~dpopt.compare.hdmm`, :mod:`~dpopt.compare.census`, :mod:`~dpopt.compare.dgm` — each
-  family's suites (``SUITES``);
+- :mod:`~dpopt.compare.hdmm`, :mod:`~dpopt.compare.census`, :mod:`~dpopt.compare.dgm`,
+  :mod:`~dpopt.compare.eigen` — each family's suites (``SUITES``);
 - :mod:`~dpopt.compare.audits` — empirical privacy audits of the mechanisms.
 """
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from dpopt.compare import census, dgm, hdmm
+from dpopt.compare import census, dgm, eigen, hdmm
 from dpopt.compare.instance import Instance
 from dpopt.problem import CLAIMS_FEASIBLE, method_info, methods, solve
 
@@ -34,6 +34,7 @@ FAMILY_SUITES: dict[str, dict[str, Builder]] = {
     "dgm": dgm.SUITES,
     "census": census.SUITES,
     "hdmm": hdmm.SUITES,
+    "eigen": eigen.SUITES,
 }
 """Family → suite name → instance builder."""
 
@@ -468,6 +469,9 @@ SUITE_TIMES: dict[tuple[str, str], str] = {
     ("hdmm", "tables"): _LONG,
     ("hdmm", "tables-md"): "~1.8 min",
     ("hdmm", "opt0-timing"): "~1 min",
+    ("eigen", "smoke"): "~3 s",
+    ("eigen", "small"): "~1.7 min",
+    ("eigen", "medium"): "~4 min",
 }
 """(family, suite) → rough wall time of ``dpopt compare --family F --suite S --no-progress``
 (whole command, start-up included), measured once on a 2-core machine (see the comment

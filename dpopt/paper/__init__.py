@@ -4,5 +4,7 @@ functions that recompute each column (installed, so ``dpopt compare --suite tabl
 - :mod:`~dpopt.paper.hdmm_tables` — HDMM Tables 4–5 (1-D OPT₀) and the CPS rows of 6–7;
 - :mod:`~dpopt.paper.hdmm_sf1` — the Census SF1 / SF1+ workloads and their rows of Tables 6–7;
 - :mod:`~dpopt.paper.hdmm_marginal_tables` — the Adult and Loans rows of Tables 6–7;
-- :mod:`~dpopt.paper.hdmm_columns` — the baseline columns (Identity, Laplace/Gaussian on W).
+- :mod:`~dpopt.paper.hdmm_columns` — the baseline columns (Identity, Laplace/Gaussian on W);
+- :mod:`~dpopt.paper.eigen_ratios` — Eigen-Design's experiments (Li & Miklau, Sec. 5) as
+  error ratios to the SVD bound, beside OPT₀, the exact SDP and the baselines.
 """
