@@ -11,7 +11,7 @@
     the error ratio eigen/OPT₀ and its square root (the RMSE ratio).
 (c) Kronecker workloads, designed factor by factor: AllRange(256)⊗AllRange(256) and
     AllRange(64)⊗Prefix(64)⊗AllRange(64), each in a fresh process: seconds, the peak resident
-    set of that process (``resource.getrusage(RUSAGE_SELF).ru_maxrss``, after imports and a
+    set of that process (``VmHWM``, see ``benchmarking.maxrss_mib``, after imports and a
     warm-up, and at the end) and the peak of Python-tracked allocations during a second
     design (``tracemalloc``; numpy reports its buffers to it). A product-domain Gram would
     need 8·n² bytes (34 GB at 256², 550 GB at 64³).
@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import plot_output
+from benchmarking import Competitor, child_json, fmt, maxrss_mib, text_table, timed
 
 import dpopt
 from dpopt import eigen, hdmm
@@ -114,18 +114,12 @@ def weighting(n: int, repeats: int) -> dict[str, Any]:
     }
 
 
-def _timed(function: Callable[[], Any]) -> tuple[Any, float]:
-    start = time.perf_counter()
-    value = function()
-    return value, time.perf_counter() - start
-
-
 def design_scaling(sizes: Sequence[int], opt0_max: int) -> list[dict[str, Any]]:
     """(b) eigen.design on AllRange(n) and, for n ≤ ``opt0_max``, Gaussian OPT₀."""
     eigen.design(wl.AllRange(8))  # warm up (lazy imports)
     rows = []
     for n in sizes:
-        found, seconds = _timed(lambda n=n: eigen.design(wl.AllRange(n)))
+        found, seconds = timed(lambda n=n: eigen.design(wl.AllRange(n)))
         row: dict[str, Any] = {
             "n": n,
             "eigen_seconds": seconds,
@@ -136,7 +130,7 @@ def design_scaling(sizes: Sequence[int], opt0_max: int) -> list[dict[str, Any]]:
             "ratio": None,
         }
         if n <= opt0_max:
-            strategy, row["opt0_seconds"] = _timed(
+            strategy, row["opt0_seconds"] = timed(
                 lambda n=n: hdmm.optimize(wl.AllRange(n), "gaussian")
             )
             row["opt0_error"] = strategy.error
@@ -150,17 +144,13 @@ def _kron(spec: Sequence[tuple[str, int]]) -> wl.Kron:
     return wl.Kron([FACTORS[name](size) for name, size in spec])
 
 
-def _maxrss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
 def kron_child(spec: Sequence[tuple[str, int]]) -> dict[str, Any]:
     """(c), run in a fresh process: seconds, peak RSS and tracemalloc peak of one design."""
     workload = _kron(spec)
     eigen.design(_kron([(name, 4) for name, _ in spec]))  # warm up (lazy imports)
-    rss_before = _maxrss_mib()
-    found, seconds = _timed(lambda: eigen.design(workload))
-    rss_after = _maxrss_mib()
+    rss_before = maxrss_mib()
+    found, seconds = timed(lambda: eigen.design(workload))
+    rss_after = maxrss_mib()
     tracemalloc.start()
     eigen.design(workload)
     traced_peak = tracemalloc.get_traced_memory()[1] / 2**20
@@ -184,13 +174,7 @@ def kron_scaling(specs: Sequence[Sequence[tuple[str, int]]]) -> list[dict[str, A
     rows = []
     for spec in specs:
         argument = json.dumps([list(item) for item in spec])
-        output = subprocess.run(
-            [sys.executable, str(SCRIPT), "--child-kron", argument],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        rows.append(json.loads(output.splitlines()[-1]))
+        rows.append(child_json(SCRIPT, "--child-kron", argument))
         print(f"    (c) {rows[-1]['workload']}: done", flush=True)
     return rows
 
@@ -218,46 +202,6 @@ def measure(sizes: Sizes, opt0_max: int, repeats: int) -> dict[str, Any]:
     return {"weighting": a, "design": b, "kron": c, "process": d}
 
 
-class Competitor:
-    """(e) a process multiplying 2,000 × 2,000 matrices forever, BLAS on every core."""
-
-    CODE = (
-        "import numpy as np\n"
-        "a = np.random.default_rng(0).random((2000, 2000))\n"
-        "while True:\n"
-        "    b = a @ a\n"
-    )
-
-    def __enter__(self) -> Competitor:
-        threads = str(os.cpu_count() or 1)
-        env = {**os.environ, **dict.fromkeys(("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"), threads)}
-        self.process = subprocess.Popen([sys.executable, "-c", self.CODE], env=env)
-        time.sleep(2.0)  # let it start multiplying
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.process.terminate()
-        self.process.wait()
-
-
-def _fmt(value: Any, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
-
-
-def _table(header: list[str], rows: list[list[str]], left: int = 1) -> str:
-    """Plain-text columns: the first ``left`` left-aligned, the numbers right-aligned."""
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = [
-        "  ".join(
-            c.ljust(w) if i < left else c.rjust(w)
-            for i, (c, w) in enumerate(zip(r, widths, strict=True))
-        ).rstrip()
-        for r in [header, *rows]
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def report(runs: dict[str, dict[str, Any]]) -> str:
     """The tables (a)–(d), one row per run ("quiet", "busy")."""
     out = []
@@ -268,17 +212,17 @@ def report(runs: dict[str, dict[str, Any]]) -> str:
             [
                 label,
                 str(a["n"]),
-                _fmt(a["ipm_seconds"], ".4f"),
-                _fmt(a["clarabel_seconds"], ".4f"),
+                fmt(a["ipm_seconds"], ".4f"),
+                fmt(a["clarabel_seconds"], ".4f"),
                 f"{a['speedup']:.1f}×",
-                _fmt(a["ipm_objective"], ".10g"),
-                _fmt(a["clarabel_objective"], ".10g"),
-                _fmt(a["relative_difference"], ".1e"),
+                fmt(a["ipm_objective"], ".10g"),
+                fmt(a["clarabel_objective"], ".10g"),
+                fmt(a["relative_difference"], ".1e"),
             ]
         )
     header = "run n ipm_s clarabel_s speed-up ipm_objective clarabel_objective rel_diff".split()
     out += ["(a) Program 1 on AllRange eigen-queries (Solution.seconds, median)", ""]
-    out += [_table(header, a_rows), ""]
+    out += [text_table(header, a_rows), ""]
     b_rows = []
     for label, run in runs.items():
         for row in run["design"]:
@@ -287,18 +231,18 @@ def report(runs: dict[str, dict[str, Any]]) -> str:
                 [
                     label,
                     str(row["n"]),
-                    _fmt(row["eigen_seconds"], ".2f"),
-                    _fmt(row["opt0_seconds"], ".2f"),
-                    _fmt(row["eigen_error"], ".6e"),
-                    _fmt(row["opt0_error"], ".6e"),
-                    _fmt(ratio, ".4f"),
-                    _fmt(None if ratio is None else ratio**0.5, ".4f"),
-                    _fmt(row["eigen_svdb"], ".4f"),
+                    fmt(row["eigen_seconds"], ".2f"),
+                    fmt(row["opt0_seconds"], ".2f"),
+                    fmt(row["eigen_error"], ".6e"),
+                    fmt(row["opt0_error"], ".6e"),
+                    fmt(ratio, ".4f"),
+                    fmt(None if ratio is None else ratio**0.5, ".4f"),
+                    fmt(row["eigen_svdb"], ".4f"),
                 ]
             )
     header = "run n eigen_s opt0_s eigen_error opt0_error ratio rmse_ratio eigen/svdb".split()
     out += ["(b) eigen.design vs Gaussian OPT₀ on AllRange(n) (wall seconds)", ""]
-    out += [_table(header, b_rows), ""]
+    out += [text_table(header, b_rows), ""]
     c_rows = []
     for label, run in runs.items():
         for row in run["kron"]:
@@ -308,12 +252,12 @@ def report(runs: dict[str, dict[str, Any]]) -> str:
                     row["workload"],
                     row["strategy"],
                     str(row["cells"]),
-                    _fmt(row["seconds"], ".2f"),
-                    _fmt(row["rss_before_mib"], ".0f"),
-                    _fmt(row["rss_peak_mib"], ".0f"),
-                    _fmt(row["traced_peak_mib"], ".1f"),
-                    _fmt(row["gram_gib"], ".3g"),
-                    _fmt(row["eigen_svdb"], ".4f"),
+                    fmt(row["seconds"], ".2f"),
+                    fmt(row["rss_before_mib"], ".0f"),
+                    fmt(row["rss_peak_mib"], ".0f"),
+                    fmt(row["traced_peak_mib"], ".1f"),
+                    fmt(row["gram_gib"], ".3g"),
+                    fmt(row["eigen_svdb"], ".4f"),
                 ]
             )
     header = [
@@ -328,15 +272,15 @@ def report(runs: dict[str, dict[str, Any]]) -> str:
         "dense_gram_GiB",
         "eigen/svdb",
     ]
-    out += ["(c) Kronecker workloads, factor by factor (fresh process each; RSS = ru_maxrss)", ""]
-    out += [_table(header, c_rows, left=3), ""]
+    out += ["(c) Kronecker workloads, factor by factor (fresh process each; RSS = VmHWM)", ""]
+    out += [text_table(header, c_rows, left=3), ""]
     d_rows = [
-        [label, _fmt(run["process"]["median"], ".2f"), _fmt(run["process"]["min"], ".2f")]
+        [label, fmt(run["process"]["median"], ".2f"), fmt(run["process"]["min"], ".2f")]
         for label, run in runs.items()
     ]
     command = next(iter(runs.values()))["process"]["command"]
     out += [f'(d) whole process: python -c "{command}"', ""]
-    out += [_table(["run", "median_s", "min_s"], d_rows)]
+    out += [text_table(["run", "median_s", "min_s"], d_rows)]
     return "\n".join(out)
 
 
