@@ -27,11 +27,14 @@ from dpopt.problem import (
 )
 
 _SUBMODULES = (
+    "bayesnet",
+    "bif",
     "census",
     "census_data",
     "cli",
     "compare",
     "dgm",
+    "dgm_evaluation",
     "eigen",
     "hdmm",
     "hierarchy",

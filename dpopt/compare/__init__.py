@@ -10,6 +10,7 @@
 
 from dpopt.compare.instance import Instance
 from dpopt.compare.runner import (
+    FAMILY_EXPERIMENTS,
     FAMILY_SUITES,
     SUITE_TIMES,
     CheckReport,
@@ -19,6 +20,7 @@ from dpopt.compare.runner import (
     best_exact,
     check,
     check_report,
+    experiments,
     format_listing,
     format_summary,
     format_table,
@@ -33,6 +35,7 @@ from dpopt.compare.runner import (
 )
 
 __all__ = [
+    "FAMILY_EXPERIMENTS",
     "FAMILY_SUITES",
     "SUITE_TIMES",
     "CheckReport",
@@ -43,6 +46,7 @@ __all__ = [
     "best_exact",
     "check",
     "check_report",
+    "experiments",
     "format_listing",
     "format_summary",
     "format_table",

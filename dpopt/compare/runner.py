@@ -38,6 +38,10 @@ FAMILY_SUITES: dict[str, dict[str, Builder]] = {
 }
 """Family → suite name → instance builder."""
 
+FAMILY_EXPERIMENTS: dict[str, dict[str, dgm.Experiment]] = {"dgm": dgm.EXPERIMENTS}
+"""Family → experiment suite → (seed, progress) → (rows, report): suites that run a mechanism
+end to end and print its own table (no solver comparison, so no --check)."""
+
 
 @dataclass
 class Record:
@@ -65,6 +69,12 @@ def suites(family: str) -> dict[str, Builder]:
     if family not in FAMILY_SUITES:
         raise ValueError(f"unknown family {family!r}; known: {', '.join(FAMILY_SUITES)}")
     return dict(FAMILY_SUITES[family])
+
+
+def experiments(family: str) -> dict[str, dgm.Experiment]:
+    """Experiment suite name → experiment for ``family`` (empty for most families)."""
+    suites(family)  # an unknown family raises
+    return dict(FAMILY_EXPERIMENTS.get(family, {}))
 
 
 def instances(family: str, suite: str, seed: int) -> list[Instance]:
@@ -460,6 +470,9 @@ SUITE_TIMES: dict[tuple[str, str], str] = {
     ("dgm", "small"): "~3 s",
     ("dgm", "medium"): _LONG,
     ("dgm", "large"): "~4 s",
+    ("dgm", "networks"): "~6 s",
+    ("dgm", "paper-smoke"): "~3 s",
+    ("dgm", "paper"): "~40 s",
     ("census", "smoke"): "~3 s",
     ("census", "small"): "~4 s",
     ("census", "medium"): "~45 s",
@@ -480,7 +493,8 @@ above); :func:`list_suites` quotes it, "unknown" for a suite not in here."""
 
 def list_suites(families: Sequence[str], seed: int = 0) -> dict[str, dict[str, dict[str, Any]]]:
     """family → suite → ``{"instances": [names], "time": rough run time}`` (instances built
-    with ``seed``; the time from :data:`SUITE_TIMES`, "unknown" when not measured)."""
+    with ``seed``; the time from :data:`SUITE_TIMES`, "unknown" when not measured); experiment
+    suites have no instances and ``"experiment": True``."""
     return {
         family: {
             suite: {
@@ -488,6 +502,14 @@ def list_suites(families: Sequence[str], seed: int = 0) -> dict[str, dict[str, d
                 "time": SUITE_TIMES.get((family, suite), "unknown"),
             }
             for suite in sorted(suites(family))
+        }
+        | {
+            suite: {
+                "instances": [],
+                "experiment": True,
+                "time": SUITE_TIMES.get((family, suite), "unknown"),
+            }
+            for suite in sorted(experiments(family))
         }
         for family in families
     }
@@ -504,6 +526,8 @@ def format_listing(listing: dict[str, dict[str, dict[str, Any]]]) -> str:
             text = f"{suite} ({entry['time']}; {_plural(len(names), 'instance')}): " + ", ".join(
                 names
             )
+            if entry.get("experiment"):
+                text = f"{suite} ({entry['time']}; an experiment: a mechanism end to end)"
             lines.append(
                 textwrap.fill(
                     text,

@@ -102,10 +102,10 @@ def test_closed_form_agrees_with_both_cvxpy_backends(a: np.ndarray, total: float
     assert uniform.objective >= closed.objective * (1 - 1e-12)  # Cauchy–Schwarz, spec §6.2
 
 
-def test_allocate_budget_splits_the_accountants_remaining_budget() -> None:
+def test_allocate_budget_splits_a_remaining_budget_exactly() -> None:
     accountant = dpopt.Accountant.pure(1.0)
     accountant.spend(Loss.pure(0.1), "stage I")
-    eps = allocate_budget(np.array(SPEC_CHAIN_A), accountant)
+    eps = allocate_budget(np.array(SPEC_CHAIN_A), accountant.remaining)
     assert sum(eps) == accountant.remaining  # exactly: spending them all fits
     assert accountant.spent == Fraction(0.1)
     closed = dpopt.solve(BudgetAllocation(SPEC_CHAIN_A, float(accountant.remaining))).x

@@ -1,0 +1,485 @@
+"""Discrete Bayesian networks: the public structure and domains, CPDs, records and counts.
+
+dgm-budget spec §1: a DAG over discrete attributes X_1..X_n, each with a public domain (every
+state, also those the data never shows), CPDs Θ[x_i | x_pa_i], and per node the contingency
+table T_i over S_i = Pa_i ∪ {X_i}. Here a node's CPD and its table are arrays of shape
+``(*cards[parents[i]], cards[i])``: parents first, in the node's evidence order, then the node.
+
+The structure and domains are public; data (records, counts) are private and enter only
+through :meth:`Network.encode` and :meth:`Network.count_tables`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpopt import bif
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Network", "load", "quiet_pgmpy"]
+
+ROW_SUM_TOL = 1e-3
+"""How far a CPD row may sum from 1 before it is rejected (bnlearn rows are rounded, e.g. 0.999);
+rows within it are renormalized."""
+
+
+@contextmanager
+def quiet_pgmpy() -> Iterator[None]:
+    """Import pgmpy without its own deprecation notices (pgmpy 1.1 warns, FutureWarning, about
+    its modules while importing them)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=FutureWarning, module="pgmpy")
+        yield
+
+
+def _topological(names: Sequence[str], parents: Mapping[str, Sequence[str]]) -> list[str]:
+    """Kahn's order, ties in the given order; a cycle is reported with its nodes."""
+    pending = {v: set(parents.get(v, ())) for v in names}
+    order: list[str] = []
+    while pending:
+        ready = [v for v in names if v in pending and not pending[v]]
+        if not ready:
+            raise ValueError(f"the graph is cyclic: {_cycle(pending)}")
+        for v in ready:
+            del pending[v]
+            order.append(v)
+        for waiting in pending.values():
+            waiting.difference_update(ready)
+    return order
+
+
+def _cycle(pending: dict[str, set[str]]) -> str:
+    """One directed cycle among the nodes left by Kahn's algorithm, as 'A → B → A'."""
+    node = next(iter(pending))
+    seen: list[str] = []
+    while node not in seen:
+        seen.append(node)
+        node = min(pending[node])
+    loop = [*seen[seen.index(node) :], node]
+    return " → ".join(reversed(loop))
+
+
+@dataclass(frozen=True, eq=False)
+class Network:
+    """A discrete Bayesian network, nodes in topological order.
+
+    Build it with :meth:`from_parents`, :func:`load` (a bundled bnlearn name, a BIF file or a
+    pgmpy model) or :meth:`from_pgmpy`. ``parents[i]`` are node indices (all < i), in the
+    order of the CPD's axes; ``cpds`` is ``None`` for a structure without parameters.
+    """
+
+    nodes: tuple[str, ...]
+    parents: tuple[tuple[int, ...], ...]
+    states: tuple[tuple[str, ...], ...]
+    cpds: tuple[np.ndarray, ...] | None = None
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        n = len(self.nodes)
+        if n == 0 or len(self.parents) != n or len(self.states) != n:
+            raise ValueError("nodes, parents and states must have one entry per node (≥ 1)")
+        if len(set(self.nodes)) != n:
+            raise ValueError("node names must be distinct")
+        for i, (node, given, labels) in enumerate(
+            zip(self.nodes, self.parents, self.states, strict=True)
+        ):
+            if any(not isinstance(p, int) or not 0 <= p < i for p in given) or len(
+                set(given)
+            ) != len(given):
+                raise ValueError(
+                    f"node {node!r}: parents {given} must be distinct indices of earlier nodes "
+                    "(nodes in topological order; a cycle cannot be ordered)"
+                )
+            if not labels or len(set(labels)) != len(labels):
+                raise ValueError(f"node {node!r}: states must be non-empty and distinct")
+        if self.cpds is not None and (
+            len(self.cpds) != n
+            or any(c.shape != self.table_shape(i) for i, c in enumerate(self.cpds))
+        ):
+            raise ValueError("cpds must hold one table of shape table_shape(i) per node")
+
+    @classmethod
+    def from_parents(
+        cls,
+        parents: Mapping[str, Sequence[str]],
+        states: Mapping[str, Sequence[Any]],
+        cpds: Mapping[str, Any] | None = None,
+        *,
+        name: str = "",
+    ) -> Network:
+        """A network from each node's parents and states (and CPDs, shaped as above).
+
+        Raises ``ValueError`` for a cyclic graph, an unknown parent, a node without states or
+        with repeated states, or a CPD of the wrong shape, with negative entries or with rows
+        not summing to 1 (within :data:`ROW_SUM_TOL`; such rows are renormalized).
+        """
+        names = list(states)
+        if not names:
+            raise ValueError("a network needs at least one node")
+        for node, given in parents.items():
+            unknown = [p for p in (node, *given) if p not in states]
+            if unknown:
+                raise ValueError(f"node {node!r}: {unknown} have no states (unknown nodes)")
+            if node in given or len(set(given)) != len(given):
+                raise ValueError(f"node {node!r}: parents {list(given)} repeat or include itself")
+        for node, listed in states.items():
+            labels = tuple(str(s) for s in listed)
+            if not labels or len(set(labels)) != len(labels):
+                raise ValueError(f"node {node!r}: states must be non-empty and distinct: {labels}")
+        order = _topological(names, parents)
+        index = {v: i for i, v in enumerate(order)}
+        network = cls(
+            tuple(order),
+            tuple(tuple(index[p] for p in parents.get(v, ())) for v in order),
+            tuple(tuple(str(s) for s in states[v]) for v in order),
+            None,
+            name,
+        )
+        if cpds is None:
+            return network
+        missing = [v for v in order if v not in cpds]
+        if missing:
+            raise ValueError(f"no CPD for nodes {missing}")
+        return network.with_cpds([cpds[v] for v in order])
+
+    @classmethod
+    def from_bif(cls, source: str | Path, *, name: str = "") -> Network:
+        """A network from a ``.bif``/``.bif.gz`` file (see :mod:`dpopt.bif`)."""
+        states, parents, cpds = bif.parse(bif.read_text(source))
+        return cls.from_parents(parents, states, cpds, name=name or Path(source).name)
+
+    @classmethod
+    def from_pgmpy(cls, model: Any) -> Network:
+        """A network from a pgmpy ``DiscreteBayesianNetwork`` (its CPDs, if it has them)."""
+        cpds = {cpd.variable: cpd for cpd in model.get_cpds()}
+        states: dict[str, Sequence[Any]] = {}
+        parents: dict[str, Sequence[str]] = {}
+        tables: dict[str, np.ndarray] = {}
+        for node in model.nodes():
+            if node in cpds:
+                cpd = cpds[node]
+                evidence = list(cpd.variables[1:])
+                states[node] = cpd.state_names[node]
+                values = np.asarray(cpd.get_values(), dtype=np.float64)
+                tables[node] = values.T.reshape(*cpd.cardinality[1:], cpd.cardinality[0])
+                parents[node] = evidence
+            else:
+                parents[node] = list(model.get_parents(node))
+        if tables and len(tables) != len(parents):
+            raise ValueError("the pgmpy model has CPDs for some nodes only")
+        if not tables:
+            raise ValueError("the pgmpy model has no CPDs: its states are unknown")
+        return cls.from_parents(parents, states, tables, name=str(getattr(model, "name", "")))
+
+    def with_cpds(self, cpds: Sequence[Any]) -> Network:
+        """This structure with the given CPDs (validated, rows renormalized)."""
+        if len(cpds) != len(self.nodes):
+            raise ValueError(f"need {len(self.nodes)} CPDs, got {len(cpds)}")
+        checked = []
+        for i, cpd in enumerate(cpds):
+            table = np.array(cpd, dtype=np.float64)
+            if table.shape != self.table_shape(i):
+                raise ValueError(
+                    f"CPD of {self.nodes[i]!r} has shape {table.shape}, "
+                    f"expected {self.table_shape(i)} (parents' states, then the node's)"
+                )
+            sums = table.sum(axis=-1)
+            if not np.all(np.isfinite(table)) or np.any(table < 0):
+                raise ValueError(f"CPD of {self.nodes[i]!r} has negative or non-finite entries")
+            if np.any(np.abs(sums - 1) > ROW_SUM_TOL):
+                raise ValueError(f"CPD of {self.nodes[i]!r} has rows not summing to 1")
+            table /= sums[..., None]
+            table.setflags(write=False)
+            checked.append(table)
+        return Network(self.nodes, self.parents, self.states, tuple(checked), self.name)
+
+    # --- structure (public) ---------------------------------------------------------------
+
+    @cached_property
+    def cards(self) -> np.ndarray:
+        """|dom(X_i)| per node."""
+        return np.array([len(s) for s in self.states], dtype=np.int64)
+
+    def table_shape(self, i: int) -> tuple[int, ...]:
+        """Shape of node i's CPD and count table: (*cards of its parents, card of i)."""
+        return (*(int(self.cards[p]) for p in self.parents[i]), int(self.cards[i]))
+
+    @cached_property
+    def children(self) -> tuple[tuple[int, ...], ...]:
+        kids: list[list[int]] = [[] for _ in self.nodes]
+        for i, given in enumerate(self.parents):
+            for p in given:
+                kids[p].append(i)
+        return tuple(tuple(k) for k in kids)
+
+    @cached_property
+    def heights(self) -> np.ndarray:
+        """h_i: edges on the longest directed path from X_i to a sink (spec §7 item 7)."""
+        height = np.zeros(len(self.nodes), dtype=np.int64)
+        for i in reversed(range(len(self.nodes))):
+            if self.children[i]:
+                height[i] = 1 + max(height[c] for c in self.children[i])
+        return height
+
+    @cached_property
+    def out_degrees(self) -> np.ndarray:
+        """o_i: the number of children."""
+        return np.array([len(k) for k in self.children], dtype=np.int64)
+
+    @cached_property
+    def ancestors(self) -> tuple[frozenset[int], ...]:
+        """Γ(X_i): every node with a directed path to X_i."""
+        found: list[frozenset[int]] = []
+        for given in self.parents:
+            found.append(frozenset(given).union(*(found[p] for p in given)))
+        return tuple(found)
+
+    @cached_property
+    def mean_sensitivity(self) -> np.ndarray:
+        """Δ^N_i of Eq. 8 from the CPDs (uniform ones if the network has none), 0 for a leaf.
+
+        By the definition (Eq. 9 as spec §3.3 reads it): Σ_y ∂P[Y=y]/∂Θ[x_i|x_pa_i] is the
+        sum over every assignment of Γ(Y) ∪ {Y} agreeing with (x_i, x_pa_i) of the product of
+        the other CPD entries, i.e. one tensor contraction of the CPDs of Γ(Y) ∪ {Y} without
+        X_i's, left open on (Pa_i, X_i); Δ_i averages it over the cells of S_i, over the
+        children Y (each weighted 1/|dom Y|). Spec §3.3 proves it equals
+        (1/|dom Pa_i|)·mean_Y 1/|dom Y| for any CPDs; the tests use that as the oracle.
+        """
+        from opt_einsum import contract
+
+        cpds = self.cpds or tuple(
+            np.full(self.table_shape(i), 1.0 / self.cards[i]) for i in range(len(self.nodes))
+        )
+        delta = np.zeros(len(self.nodes))
+        for i, kids in enumerate(self.children):
+            if not kids:
+                continue
+            total = np.zeros(self.table_shape(i))
+            for child in kids:
+                family = sorted((self.ancestors[child] | {child}) - {i})
+                operands: list[Any] = []
+                for j in family:
+                    operands += [cpds[j], [*self.parents[j], j]]
+                total += contract(*operands, [*self.parents[i], i]) / self.cards[child]
+            delta[i] = float(total.mean()) / len(kids)
+        return delta
+
+    @cached_property
+    def weights(self) -> np.ndarray:
+        """W[i] = (h_i+1)(o_i+1)(Δ^N_i+1), Eq. 7: ≥ 1, and 1 for every leaf."""
+        return (self.heights + 1) * (self.out_degrees + 1) * (self.mean_sensitivity + 1)
+
+    @property
+    def eta(self) -> int:
+        """η = max_i (in-degree + out-degree) + 1 (Sec. 4)."""
+        return int(max(len(p) + o for p, o in zip(self.parents, self.out_degrees, strict=True))) + 1
+
+    def treewidth(self) -> int:
+        """κ: an upper bound on the treewidth of the moral graph (networkx min-fill-in
+        elimination; exact on the small networks; spec §7 item 8)."""
+        import networkx as nx
+        from networkx.algorithms.approximation import treewidth_min_fill_in
+
+        moral = nx.Graph()
+        moral.add_nodes_from(range(len(self.nodes)))
+        for i, given in enumerate(self.parents):
+            family = (*given, i)
+            moral.add_edges_from((a, b) for a in family for b in family if a < b)
+        return int(treewidth_min_fill_in(moral)[0])
+
+    @property
+    def free_parameters(self) -> int:
+        """Σ_i (|dom X_i| − 1)·|dom Pa_i| (the 'Parameters' column of spec §5)."""
+        return int(
+            sum(
+                (self.cards[i] - 1) * np.prod(self.table_shape(i)[:-1])
+                for i in range(len(self.nodes))
+            )
+        )
+
+    def _require_cpds(self) -> tuple[np.ndarray, ...]:
+        if self.cpds is None:
+            raise ValueError(f"network {self.name!r} has no CPDs")
+        return self.cpds
+
+    # --- records --------------------------------------------------------------------------
+
+    def _flat_index(self, codes: np.ndarray, columns: Sequence[int]) -> np.ndarray:
+        """Row-major index of each record's values on ``columns`` (axes in that order)."""
+        cells = int(np.prod([self.cards[c] for c in columns]))
+        kind: type[np.signedinteger[Any]] = np.int32 if cells < 2**31 else np.int64
+        flat: np.ndarray = np.zeros(codes.shape[0], dtype=kind)
+        for c in columns:
+            flat *= self.cards[c]
+            flat += codes[:, c]
+        return flat
+
+    def sample_codes(self, records: int, rng: np.random.Generator) -> np.ndarray:
+        """``records`` rows drawn from the CPDs by forward sampling: state indices, shape (m, n).
+
+        Synthetic data for experiments, not a release: float draws are fine here.
+        """
+        cpds = self._require_cpds()
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        codes = np.zeros((records, len(self.nodes)), dtype=np.int16, order="F")
+        for i, cpd in enumerate(cpds):
+            rows = cpd.reshape(-1, self.cards[i])
+            config = self._flat_index(codes, self.parents[i])
+            cumulative = np.cumsum(rows, axis=1)[:, :-1]
+            draw = rng.random(records)
+            codes[:, i] = (draw[:, None] >= cumulative[config]).sum(axis=1)
+        return codes
+
+    def sample(self, records: int, rng: np.random.Generator) -> pd.DataFrame:
+        """Records drawn from the CPDs, as a DataFrame of categorical columns."""
+        return self.decode(self.sample_codes(records, rng))
+
+    def decode(self, codes: np.ndarray) -> pd.DataFrame:
+        """State indices (m, n) → a DataFrame with one categorical column per node."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                v: pd.Categorical.from_codes(codes[:, i], categories=list(self.states[i]))
+                for i, v in enumerate(self.nodes)
+            }
+        )
+
+    def encode(self, data: Any) -> np.ndarray:
+        """A DataFrame of records → state indices of shape (m, n), node order (Fortran order:
+        each node's column is contiguous, which is how :meth:`count_tables` reads it).
+
+        Raises ``ValueError`` for missing or extra columns, missing values, values outside a
+        node's states (strings are matched to the states; numbers by their text, e.g. 1 →
+        '1'), or no records; ``TypeError`` if ``data`` is not a DataFrame.
+        """
+        import pandas as pd
+
+        if not isinstance(data, pd.DataFrame):
+            raise TypeError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+        columns = [str(c) for c in data.columns]
+        missing = sorted(set(self.nodes) - set(columns))
+        extra = sorted(set(columns) - set(self.nodes))
+        if missing or extra or len(set(columns)) != len(columns):
+            raise ValueError(
+                f"data columns must be the network's nodes: missing {missing}, extra {extra}"
+                + (", repeated names" if len(set(columns)) != len(columns) else "")
+            )
+        if len(data) == 0:
+            raise ValueError("data has no records")
+        label = {str(c): c for c in data.columns}
+        codes = np.empty((len(data), len(self.nodes)), dtype=np.int16, order="F")
+        for i, node in enumerate(self.nodes):
+            codes[:, i] = self._column_codes(node, data[label[node]], self.states[i])
+        return codes
+
+    @staticmethod
+    def _column_codes(node: str, column: pd.Series, states: tuple[str, ...]) -> np.ndarray:
+        import pandas as pd
+
+        index = pd.Index(states)
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            lookup = np.append(index.get_indexer(column.cat.categories.astype(str)), -1).astype(
+                np.int16
+            )
+            codes = lookup[column.cat.codes.to_numpy()]  # code −1 (missing) → lookup[−1] = −1
+        else:
+            codes = index.get_indexer(column)
+        if (codes < 0).any():
+            absent = column.isna()
+            if absent.any():
+                raise ValueError(f"column {node!r} has {int(absent.sum())} missing values")
+            if not isinstance(column.dtype, pd.CategoricalDtype):
+                codes = index.get_indexer(column.astype(str))  # numbers matched by their text
+        outside = codes < 0
+        if outside.any():
+            shown = sorted({str(v) for v in column[outside].unique()[:5]})
+            raise ValueError(
+                f"column {node!r}: {int(outside.sum())} values outside its states "
+                f"{list(states)}, e.g. {shown}"
+            )
+        return np.asarray(codes, dtype=np.int16)
+
+    def count_tables(self, codes: np.ndarray) -> list[np.ndarray]:
+        """T_i for every node: the counts of (parents, node) over all cells, zeros included."""
+        return [
+            np.bincount(
+                self._flat_index(codes, (*self.parents[i], i)),
+                minlength=int(np.prod(self.table_shape(i))),
+            ).reshape(self.table_shape(i))
+            for i in range(len(self.nodes))
+        ]
+
+    # --- pgmpy ----------------------------------------------------------------------------
+
+    def pgmpy_graph(self) -> Any:
+        """The structure as a pgmpy ``DiscreteBayesianNetwork`` without CPDs."""
+        with quiet_pgmpy():
+            from pgmpy.models import DiscreteBayesianNetwork
+
+        model = DiscreteBayesianNetwork()
+        model.add_nodes_from(self.nodes)
+        model.add_edges_from(
+            (self.nodes[p], v)
+            for v, given in zip(self.nodes, self.parents, strict=True)
+            for p in given
+        )
+        return model
+
+    def to_pgmpy(self) -> Any:
+        """A pgmpy ``DiscreteBayesianNetwork`` with these CPDs and state names."""
+        with quiet_pgmpy():
+            from pgmpy.factors.discrete import TabularCPD
+
+        cpds = self._require_cpds()
+        model = self.pgmpy_graph()
+        for i, node in enumerate(self.nodes):
+            evidence = [self.nodes[p] for p in self.parents[i]]
+            model.add_cpds(
+                TabularCPD(
+                    node,
+                    int(self.cards[i]),
+                    cpds[i].reshape(-1, self.cards[i]).T,
+                    evidence=evidence or None,
+                    evidence_card=[int(self.cards[p]) for p in self.parents[i]] or None,
+                    state_names={
+                        v: list(self.states[self.nodes.index(v)]) for v in (node, *evidence)
+                    },
+                )
+            )
+        if self.name:
+            model.name = self.name
+        return model
+
+
+def load(source: Any) -> Network:
+    """A network from a bundled bnlearn name (:data:`dpopt.bif.BUNDLED`), a BIF file path, a
+    pgmpy ``DiscreteBayesianNetwork`` or a :class:`Network` (returned as is)."""
+    if isinstance(source, Network):
+        return source
+    if isinstance(source, str | Path):
+        if isinstance(source, str) and source in bif.BUNDLED:
+            states, parents, cpds = bif.parse(bif.bundled_text(source))
+            return Network.from_parents(parents, states, cpds, name=source)
+        if Path(source).is_file():
+            return Network.from_bif(source)
+        raise ValueError(
+            f"{source!r} is neither a bundled network ({', '.join(bif.BUNDLED)}) nor a BIF file"
+        )
+    if hasattr(source, "get_cpds") and hasattr(source, "nodes"):
+        return Network.from_pgmpy(source)
+    raise TypeError(
+        "network must be a bundled name, a BIF path, a pgmpy DiscreteBayesianNetwork or a "
+        f"dpopt.bayesnet.Network, got {type(source).__name__}"
+    )

@@ -1,0 +1,140 @@
+"""Reading Bayesian networks in the BIF format, and the bundled bnlearn networks.
+
+The bnlearn repository's networks (``dpopt/data/bnlearn/``, see its ``README.md``) ship with
+dpopt so that they load offline: pgmpy 1.1 fetches them from the Hugging Face Hub, which a
+machine without that network cannot reach. The parser reads the discrete BIF subset those
+files use (``variable`` blocks with ``type discrete [k] {states}``, ``probability`` blocks with
+``table`` rows or one ``(parent states) probabilities`` row per parent configuration); a test
+checks it against pgmpy's ``BIFReader`` on every bundled network. It is dependency-free, so
+loading alarm takes milliseconds instead of pgmpy's 2 s import and 1.2 s parse.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["BUNDLED", "bundled_text", "parse"]
+
+BUNDLED = (
+    "asia",
+    "cancer",
+    "earthquake",
+    "survey",
+    "sachs",
+    "child",
+    "insurance",
+    "alarm",
+    "water",
+    "hailfinder",
+    "hepar2",
+    "win95pts",
+    "andes",
+    "pathfinder",
+)
+"""Bundled bnlearn networks, smallest first (pass a name to :func:`dpopt.bayesnet.load`)."""
+
+_VARIABLE = re.compile(
+    r"variable\s+([^\s{]+)\s*\{[^{}]*?type\s+discrete\s*\[\s*(\d+)\s*\]\s*\{([^}]*)\}", re.S
+)
+_PROBABILITY = re.compile(r"probability\s*\(\s*([^|)]+?)\s*(?:\|\s*([^)]*?))?\s*\)\s*\{([^}]*)\}")
+_ROW = re.compile(r"^\(([^)]*)\)\s*(.*)$", re.S)
+
+Parsed = tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]], dict[str, np.ndarray]]
+
+
+def bundled_text(name: str) -> str:
+    """The BIF text of a bundled network."""
+    if name not in BUNDLED:
+        raise ValueError(f"unknown bundled network {name!r}; bundled: {', '.join(BUNDLED)}")
+    data = resources.files("dpopt").joinpath("data", "bnlearn", f"{name}.bif.gz").read_bytes()
+    return gzip.decompress(data).decode("utf-8")
+
+
+def read_text(path: str | Path) -> str:
+    """The text of a ``.bif`` or gzip-compressed ``.bif.gz`` file."""
+    raw = Path(path).read_bytes()
+    return (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8")
+
+
+def _split(items: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in items.split(",") if item.strip())
+
+
+def _numbers(text: str, where: str) -> np.ndarray:
+    try:
+        return np.array([float(v) for v in _split(text)], dtype=np.float64)
+    except ValueError as error:
+        raise ValueError(f"BIF: {where}: {error}") from None
+
+
+def _table(
+    node: str, parents: tuple[str, ...], body: str, states: dict[str, tuple[str, ...]]
+) -> np.ndarray:
+    """One CPD as an array of shape (*cards(parents), card(node))."""
+    shape = tuple(len(states[p]) for p in (*parents, node))
+    table = np.full(shape, np.nan)
+    for entry in (e.strip() for e in body.split(";")):
+        if not entry:
+            continue
+        if entry.startswith("table"):
+            if parents:
+                raise ValueError(f"BIF: probability ({node} | ...): 'table' rows with parents")
+            values = _numbers(entry[len("table") :], f"probability ({node})")
+            if values.size != shape[-1]:
+                raise ValueError(
+                    f"BIF: probability ({node}): {values.size} values, {shape[-1]} states"
+                )
+            table[...] = values
+            continue
+        row = _ROW.match(entry)
+        if row is None:
+            raise ValueError(f"BIF: probability ({node}): cannot read {entry[:40]!r}")
+        config = _split(row.group(1))
+        if len(config) != len(parents):
+            raise ValueError(f"BIF: probability ({node}): row {config} for parents {parents}")
+        try:
+            index = tuple(states[p].index(s) for p, s in zip(parents, config, strict=True))
+        except ValueError:
+            raise ValueError(
+                f"BIF: probability ({node}): unknown parent state in {config}"
+            ) from None
+        values = _numbers(row.group(2), f"probability ({node}) row {config}")
+        if values.size != shape[-1]:
+            raise ValueError(f"BIF: probability ({node}) row {config}: wrong number of values")
+        table[index] = values
+    if np.isnan(table).any():
+        raise ValueError(f"BIF: probability ({node}): some parent configurations have no row")
+    return table
+
+
+def parse(text: str) -> Parsed:
+    """(states, parents, cpds) of a BIF text, keyed by node name in the file's order."""
+    states: dict[str, tuple[str, ...]] = {}
+    for match in _VARIABLE.finditer(text):
+        node, listed = match.group(1), _split(match.group(3))
+        if len(listed) != int(match.group(2)) or len(set(listed)) != len(listed):
+            raise ValueError(
+                f"BIF: variable {node} declares {match.group(2)} states, lists {listed}"
+            )
+        states[node] = listed
+    if not states:
+        raise ValueError("BIF: no discrete variable found")
+    parents: dict[str, tuple[str, ...]] = {}
+    cpds: dict[str, np.ndarray] = {}
+    for block in _PROBABILITY.finditer(text):
+        node = block.group(1).strip()
+        given = _split(block.group(2) or "")
+        unknown = [v for v in (node, *given) if v not in states]
+        if unknown:
+            raise ValueError(f"BIF: probability ({node}) names undeclared variables {unknown}")
+        parents[node] = given
+        cpds[node] = _table(node, given, block.group(3), states)
+    missing = [v for v in states if v not in cpds]
+    if missing:
+        raise ValueError(f"BIF: no probability block for {missing}")
+    return states, parents, cpds

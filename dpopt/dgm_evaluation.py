@@ -1,0 +1,270 @@
+"""The DGM paper's error metrics (dgm-budget spec §4, §5 "Metrics", §7 items 9–10).
+
+A private network is scored against a reference — the non-private MLE on the same data
+(:func:`dpopt.dgm.maximum_likelihood`, spec §7 item 9) — on
+
+- its parameters: per CPD, L1 = Σ|Θ − Θ̃| and KL = Σ Θ̃·ln(Θ̃/Θ) over all entries (KL of the
+  noisy from the reference, the paper's direction), averaged over nodes;
+- inference queries P[X] and P[X | Y], answered exactly by pgmpy's variable elimination:
+  L1 = Σ_{x,y} |P[x|y] − P̃[x|y]| and KL over the (x, y) with P(y) > 0, averaged over queries;
+- MAP queries argmax_x P[X = x | Y = y]: the share answered as the reference answers them
+  (ties broken by the first assignment in the states' order);
+- the scale-normalized error μ = (δ_L1 − LB)/(UB − LB) of Sec. 5.2 with the bounds of
+  Theorems 4.1–4.2 over the CPD entries (LB is a diagnostic only: spec §4 shows it can fail).
+
+Reference probabilities of 0 are floored at :data:`KL_FLOOR` in KL (spec §7 item 9), and the
+number of entries where that happened is reported.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpopt.bayesnet import Network, quiet_pgmpy
+
+__all__ = [
+    "KL_FLOOR",
+    "MAX_QUERY_CELLS",
+    "Inference",
+    "Query",
+    "error_bounds",
+    "evaluate",
+    "map_accuracy",
+    "parameter_errors",
+    "query_errors",
+    "random_queries",
+]
+
+KL_FLOOR = 1e-12
+"""Reference probabilities below this count as this in KL (spec §7 item 9)."""
+MAX_QUERY_CELLS = 4096
+"""The largest joint domain |dom(X ∪ Y)| of a random query. The spec's sizes (uniform from 1
+to n − 1) would ask for up to 10¹⁷ exact answers on alarm; larger sets are cut at this cap."""
+
+
+def _kl(private: np.ndarray, reference: np.ndarray) -> tuple[float, int]:
+    """Σ p̃·ln(p̃/max(p, floor)) over entries with p̃ > 0, and how many had p < floor ≤ p̃
+    (the entries where the unfloored KL would be infinite)."""
+    positive = private > 0
+    floored = np.maximum(reference, KL_FLOOR)
+    terms = private[positive] * np.log(private[positive] / floored[positive])
+    return float(terms.sum()), int(np.count_nonzero((private >= KL_FLOOR) & (reference < KL_FLOOR)))
+
+
+def _cpds(network: Network) -> tuple[np.ndarray, ...]:
+    if network.cpds is None:
+        raise ValueError(f"network {network.name!r} has no CPDs")
+    return network.cpds
+
+
+def _same_structure(reference: Network, private: Network) -> None:
+    if (reference.nodes, reference.parents, reference.states) != (
+        private.nodes,
+        private.parents,
+        private.states,
+    ):
+        raise ValueError("the reference and private networks must have the same structure")
+
+
+def parameter_errors(reference: Network, private: Network) -> dict[str, float]:
+    """Mean over nodes of the CPD's L1 and KL(private ‖ reference) (spec §7 item 9)."""
+    _same_structure(reference, private)
+    l1, kl, floored = [], [], 0
+    for theta, noisy in zip(_cpds(reference), _cpds(private), strict=True):
+        l1.append(float(np.abs(theta - noisy).sum()))
+        divergence, count = _kl(noisy, theta)
+        kl.append(divergence)
+        floored += count
+    return {"l1": float(np.mean(l1)), "kl": float(np.mean(kl)), "kl_floored": floored}
+
+
+@dataclass(frozen=True)
+class Query:
+    """P[X | Y] (``evidence`` empty: the marginal P[X]); for MAP, ``values`` fixes Y = y.
+
+    Node indices refer to the network's node order.
+    """
+
+    targets: tuple[int, ...]
+    evidence: tuple[int, ...] = ()
+    values: tuple[int, ...] | None = None
+
+
+def _pick(order: np.ndarray, size: int, cards: np.ndarray, budget: int) -> list[int]:
+    """The first ``size`` nodes of ``order`` whose joint domain stays within ``budget``."""
+    chosen: list[int] = []
+    cells = 1
+    for node in order:
+        if len(chosen) == size:
+            break
+        if cells * int(cards[node]) <= budget:
+            chosen.append(int(node))
+            cells *= int(cards[node])
+    return chosen
+
+
+def random_queries(
+    network: Network,
+    count: int,
+    rng: np.random.Generator,
+    *,
+    conditional: bool,
+    evidence_values: bool = False,
+    max_cells: int = MAX_QUERY_CELLS,
+) -> list[Query]:
+    """``count`` random queries (spec §7 item 9 [REC]): |X| uniform in 1..n−1 and, when
+    ``conditional``, |Y| uniform in 1..n−|X|, disjoint. Nodes are taken in random order,
+    skipping any that would take |dom(X ∪ Y)| past ``max_cells``; the first |X| taken are X
+    (at most all but one when conditional), the rest Y. With ``evidence_values`` the values of
+    Y are drawn from ``network``'s CPDs (a MAP query's evidence)."""
+    n = len(network.nodes)
+    if n < (3 if conditional else 2):
+        raise ValueError(f"network {network.name!r} is too small for random queries")
+    queries = []
+    for _ in range(count):
+        order = rng.permutation(n)
+        x_size = int(rng.integers(1, n))
+        y_size = int(rng.integers(1, n - x_size + 1)) if conditional else 0
+        chosen = _pick(order, x_size + y_size, network.cards, max_cells)
+        split = min(x_size, len(chosen) - 1) if conditional else len(chosen)
+        targets, evidence = chosen[:split], chosen[split:]
+        values = None
+        if evidence_values and evidence:
+            record = network.sample_codes(1, rng)[0]
+            values = tuple(int(record[v]) for v in evidence)
+        queries.append(Query(tuple(targets), tuple(evidence), values))
+    return queries
+
+
+class Inference:
+    """Exact joint distributions of a network by pgmpy's variable elimination; build it once
+    and pass it instead of the network to answer many queries on one model."""
+
+    def __init__(self, network: Network):
+        with quiet_pgmpy():
+            from pgmpy.inference import VariableElimination
+
+        self.network = network
+        self.engine = VariableElimination(network.to_pgmpy())
+
+    def joint(self, nodes: Sequence[int]) -> np.ndarray:
+        """P[nodes] as an array with axes in the order of ``nodes``."""
+        names = [self.network.nodes[v] for v in nodes]
+        factor = self.engine.query(names, joint=True, show_progress=False)
+        axes = [list(factor.variables).index(name) for name in names]
+        values = np.transpose(np.asarray(factor.values, dtype=np.float64), axes)
+        for axis, v in enumerate(nodes):  # pgmpy orders states as the CPDs gave them
+            states = factor.state_names[self.network.nodes[v]]
+            if list(states) != list(self.network.states[v]):
+                raise ValueError(f"pgmpy returned states {states} for {self.network.nodes[v]}")
+            assert values.shape[axis] == len(states)
+        return values
+
+    def conditional(self, query: Query) -> tuple[np.ndarray, np.ndarray]:
+        """(P[X | Y] with axes (X..., Y...), P[Y]) of a query; rows with P(y) = 0 are 0."""
+        joint = self.joint([*query.targets, *query.evidence])
+        x_axes = tuple(range(len(query.targets)))
+        evidence = joint.sum(axis=x_axes) if query.evidence else np.array(joint.sum())
+        safe = np.where(evidence > 0, evidence, 1.0)
+        return joint / safe, evidence
+
+
+def query_errors(
+    reference: Network | Inference, private: Network | Inference, queries: Sequence[Query]
+) -> dict[str, float]:
+    """Mean over queries of L1 and KL(private ‖ reference) of P[X | Y] over (x, y) with
+    P(y) > 0 (spec §5 "Metrics", §7 item 9)."""
+    _same_structure(_network(reference), _network(private))
+    if not queries:
+        raise ValueError("query_errors needs at least one query")
+    exact, noisy = _engine(reference), _engine(private)
+    l1, kl, floored = [], [], 0
+    for query in queries:
+        truth, weight = exact.conditional(query)
+        estimate, _ = noisy.conditional(query)
+        seen = np.broadcast_to(weight > 0, truth.shape)
+        l1.append(float(np.abs(truth - estimate)[seen].sum()))
+        divergence, count = _kl(estimate[seen], truth[seen])
+        kl.append(divergence)
+        floored += count
+    return {"l1": float(np.mean(l1)), "kl": float(np.mean(kl)), "kl_floored": floored}
+
+
+def _engine(model: Network | Inference) -> Inference:
+    return model if isinstance(model, Inference) else Inference(model)
+
+
+def _network(model: Network | Inference) -> Network:
+    return model.network if isinstance(model, Inference) else model
+
+
+def _map(inference: Inference, query: Query) -> tuple[int, ...]:
+    """argmax_x P[X = x, Y = y], the first maximum in the states' (row-major) order."""
+    joint = inference.joint([*query.targets, *query.evidence])
+    values = query.values or ()
+    index: tuple[Any, ...] = (Ellipsis, *values)
+    table = joint[index] if values else joint
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(table)), table.shape))
+
+
+def map_accuracy(
+    reference: Network | Inference, private: Network | Inference, queries: Sequence[Query]
+) -> float:
+    """ρ = the share of MAP queries the private network answers as the reference does."""
+    _same_structure(_network(reference), _network(private))
+    if not queries:
+        raise ValueError("map_accuracy needs at least one query")
+    exact, noisy = _engine(reference), _engine(private)
+    return sum(_map(exact, q) == _map(noisy, q) for q in queries) / len(queries)
+
+
+def error_bounds(reference: Network, private: Network) -> dict[str, float]:
+    """The bounds of Thm 4.1 (LB = √(η−1)·δmin·φmin^(η−2)) and Thm 4.2 (UB = 2ηd^κ·δmax)
+    over every CPD entry, δ = |Θ − Θ̃| and φ = Θ (spec §7 item 10)."""
+    _same_structure(reference, private)
+    theta = np.concatenate([c.ravel() for c in _cpds(reference)])
+    noisy = np.concatenate([c.ravel() for c in _cpds(private)])
+    delta = np.abs(theta - noisy)
+    eta = reference.eta
+    lower = math.sqrt(eta - 1) * float(delta.min()) * float(theta.min()) ** (eta - 2)
+    upper = 2 * eta * float(reference.cards.max()) ** reference.treewidth() * float(delta.max())
+    return {"lower": lower, "upper": upper}
+
+
+def evaluate(
+    reference: Network | Inference,
+    private: Network,
+    *,
+    marginal: Sequence[Query],
+    conditional: Sequence[Query],
+    maps: Sequence[Query],
+) -> dict[str, float]:
+    """Every metric in one flat record; μ is computed from the marginal and conditional
+    queries' mean L1 (Sec. 5.2). Pass the reference as an :class:`Inference` to reuse it."""
+    exact, noisy = _engine(reference), Inference(private)
+    parameters = parameter_errors(exact.network, private)
+    marginals = query_errors(exact, noisy, marginal)
+    conditionals = query_errors(exact, noisy, conditional)
+    bounds = error_bounds(exact.network, private)
+    l1 = (marginals["l1"] * len(marginal) + conditionals["l1"] * len(conditional)) / (
+        len(marginal) + len(conditional)
+    )
+    span = bounds["upper"] - bounds["lower"]
+    return {
+        "parameter_l1": parameters["l1"],
+        "parameter_kl": parameters["kl"],
+        "marginal_l1": marginals["l1"],
+        "marginal_kl": marginals["kl"],
+        "conditional_l1": conditionals["l1"],
+        "conditional_kl": conditionals["kl"],
+        "map_accuracy": map_accuracy(exact, noisy, maps),
+        "mu": (l1 - bounds["lower"]) / span if span > 0 else math.nan,
+        "kl_floored": parameters["kl_floored"]
+        + marginals["kl_floored"]
+        + conditionals["kl_floored"],
+    }
