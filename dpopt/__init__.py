@@ -5,8 +5,8 @@ solved fast by a specialized path that is checked against that model.
 
 ``import dpopt`` loads only the core contract (:func:`solve`, :func:`methods`, the budget
 types); the mechanism modules (``dpopt.hdmm``, ``dpopt.eigen``, ``dpopt.census``,
-``dpopt.dgm``), the models, the solvers and ``dpopt.compare`` load on first attribute access,
-and the solver back-ends (cvxpy, OR-Tools) on first use.
+``dpopt.dgm``, ``dpopt.relational``), the models, the solvers and ``dpopt.compare`` load on
+first attribute access, and the solver back-ends (cvxpy, OR-Tools) on first use.
 """
 
 import importlib
@@ -42,6 +42,10 @@ _SUBMODULES = (
     "paper",
     "privacy",
     "problem",
+    "relational",
+    "relational_data",
+    "relational_evaluation",
+    "relational_synth",
     "solvers",
     "validation",
     "workload",

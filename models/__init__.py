@@ -4,7 +4,14 @@
 import importlib
 from typing import Any
 
-__all__ = ["dgm_budget", "eigen_design", "marginal_algebra", "matrix_mechanism", "pgsr"]
+__all__ = [
+    "dgm_budget",
+    "eigen_design",
+    "marginal_algebra",
+    "matrix_mechanism",
+    "pgsr",
+    "relational_qp",
+]
 
 
 def __getattr__(name: str) -> Any:

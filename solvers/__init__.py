@@ -9,6 +9,7 @@ from dpopt.solvers import (
     eigen_weighting,
     hdmm,
     pgsr,
+    relational_qp,
 )
 
 __all__ = [
@@ -19,4 +20,5 @@ __all__ = [
     "eigen_weighting",
     "hdmm",
     "pgsr",
+    "relational_qp",
 ]

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from dpopt.compare import census, dgm, eigen, hdmm
+from dpopt.compare import census, dgm, eigen, hdmm, relational
 from dpopt.compare.instance import Instance
 from dpopt.problem import CLAIMS_FEASIBLE, method_info, methods, solve
 
@@ -35,6 +35,7 @@ FAMILY_SUITES: dict[str, dict[str, Builder]] = {
     "census": census.SUITES,
     "hdmm": hdmm.SUITES,
     "eigen": eigen.SUITES,
+    "relational": relational.SUITES,
 }
 """Family → suite name → instance builder."""
 
@@ -485,6 +486,9 @@ SUITE_TIMES: dict[tuple[str, str], str] = {
     ("eigen", "smoke"): "~3 s",
     ("eigen", "small"): "~1.7 min",
     ("eigen", "medium"): "~4 min",
+    ("relational", "smoke"): "~1.5 s",
+    ("relational", "small"): "~2 s",
+    ("relational", "medium"): "~9 s",
 }
 """(family, suite) → rough wall time of ``dpopt compare --family F --suite S --no-progress``
 (whole command, start-up included), measured once on a 2-core machine (see the comment

@@ -1,0 +1,120 @@
+"""The relational link-table QP compare suites (relational-synth spec §2.1, §3.5, §7 T4/T5).
+
+Instances are relaxed QPs :class:`~dpopt.models.relational_qp.RelaxedLinkQP` (many-to-many)
+and :class:`~dpopt.models.relational_qp.OneToManyLinkQP` built like one slice of Algorithm 4:
+an n1 × n2 block of synthetic records with random categorical codes, K workloads whose query
+matrix has one 1 per column (cell (r, s) counts in cell c1[r]·|c2| + c2[s] of its workload,
+Lemma 1, row-major vec), and noisy answers â = (marginals of a random 0/1 link table with m
+edges) + Gaussian noise, not clipped (spec §2.2, Alg. 6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from dpopt.compare.instance import Instance
+from dpopt.models.relational_qp import OneToManyLinkQP, RelaxedLinkQP
+
+__all__ = ["SUITES", "random_slice", "workload_queries"]
+
+
+def workload_queries(
+    rng: np.random.Generator, n1: int, n2: int, workloads: int, cells: tuple[int, int]
+) -> sp.csc_array:
+    """The stacked query matrix of ``workloads`` random cross-table workloads over the row-major
+    n1 × n2 cells: each draws |c1|, |c2| uniformly in ``cells`` (inclusive) and one code per row
+    and per column; one 1 per column per workload (spec §1.2)."""
+    rows, offset = [], 0
+    for _ in range(workloads):
+        c1, c2 = (int(rng.integers(cells[0], cells[1] + 1)) for _ in range(2))
+        codes = rng.integers(0, c1, n1)[:, None] * c2 + rng.integers(0, c2, n2)[None, :]
+        rows.append(codes.ravel() + offset)
+        offset += c1 * c2
+    row = np.concatenate(rows)
+    column = np.tile(np.arange(n1 * n2), workloads)
+    return sp.csc_array((np.ones(row.size), (row, column)), shape=(offset, n1 * n2))
+
+
+def random_slice(
+    rng: np.random.Generator,
+    n1: int,
+    n2: int,
+    *,
+    workloads: int = 8,
+    cells: tuple[int, int] = (2, 6),
+    edges: int | None = None,
+    noise: float = 0.01,
+    one_to_many: bool = False,
+) -> RelaxedLinkQP:
+    """One slice's QP: â = Q·vec(B)/m + 𝒩(0, noise²) for a random link table B with ``edges``
+    ones (default n1 + n2, or one per row for the one-to-many variant)."""
+    q = workload_queries(rng, n1, n2, workloads, cells)
+    table = np.zeros((n1, n2))
+    if one_to_many:
+        table[np.arange(n1), rng.integers(0, n2, n1)] = 1.0
+    else:
+        count = min(n1 + n2 if edges is None else edges, n1 * n2)
+        table.flat[rng.choice(n1 * n2, count, replace=False)] = 1.0
+    m = int(table.sum())
+    answers = np.asarray(q @ table.ravel()) / m + rng.normal(0.0, noise, q.shape[0])
+    return OneToManyLinkQP(q, answers, n1) if one_to_many else RelaxedLinkQP(q, answers, m)
+
+
+def _spec_cases() -> list[Instance]:
+    """Spec §7 T4 (Q̂ = I₄, m = 2, optimum 0.125 and 0) and T5 (duplicated rows, optimum 0)."""
+    duplicated = np.array([[1, 0, 1, 0], [0, 1, 0, 1], [0, 0, 0, 0], [0, 0, 0, 0]], dtype=float)
+    return [
+        Instance(
+            "spec-T4-identity",
+            RelaxedLinkQP(np.eye(4), [0.75, 0.25, 0.25, -0.25], 2),
+            reference=0.125,
+            reference_tol=1e-9,
+        ),
+        Instance(
+            "spec-T4-exact-fit",
+            RelaxedLinkQP(np.eye(4), [0.5, 0.0, 0.0, 0.5], 2),
+            reference=0.0,
+            reference_tol=1e-9,
+        ),
+        Instance(
+            "spec-T5-duplicated-rows",
+            RelaxedLinkQP(duplicated, [0.5, 0.5, 0.0, 0.0], 2),
+            reference=0.0,
+            reference_tol=1e-9,
+        ),
+        Instance(
+            "spec-T8-one-to-many",
+            OneToManyLinkQP(np.eye(4), [0.125, 0.375, 0.5, 0.0], 2),
+            reference=0.0,
+            reference_tol=1e-9,
+        ),
+    ]
+
+
+def _suite(
+    shapes: tuple[tuple[int, int], ...], workloads: int = 8
+) -> Callable[[np.random.Generator], list[Instance]]:
+    def instances(rng: np.random.Generator) -> list[Instance]:
+        made = []
+        for n1, n2 in shapes:
+            for one_to_many in (False, True):
+                name = f"{'one-to-many' if one_to_many else 'slice'}-{n1}x{n2}"
+                problem = random_slice(rng, n1, n2, workloads=workloads, one_to_many=one_to_many)
+                made.append(Instance(name, problem))
+        return made
+
+    return instances
+
+
+def _smoke(rng: np.random.Generator) -> list[Instance]:
+    return [*_spec_cases(), *_suite(((6, 8),), workloads=3)(rng)]
+
+
+SUITES: dict[str, Callable[[np.random.Generator], list[Instance]]] = {
+    "smoke": _smoke,
+    "small": _suite(((10, 10), (20, 30), (40, 50))),
+    "medium": _suite(((100, 100), (150, 200))),
+}

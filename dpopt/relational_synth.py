@@ -1,0 +1,591 @@
+"""A built-in DP synthesizer for one categorical table: MST on integer codes.
+
+relational-synth spec §5 needs a single-table DP synthesizer for each table of the relational
+database (the paper uses MST or AIM through smartnoise-synth, whose private-pgm dependency
+needs JAX). This module is a small MST (McKenna, Miklau & Sheldon 2021, "Winning the NIST
+Contest", §4), written from the description of the method, with the project's exact samplers:
+
+1. **measure 1-way** — every attribute's count vector with the exact discrete Gaussian;
+2. **select** — a spanning tree over the attributes in d − 1 rounds of the exact exponential
+   mechanism; each round picks one pair joining two components (Kruskal order), scored by the
+   L1 distance between the pair's true 2-way count table and the table implied by the noisy
+   1-way estimates under independence;
+3. **measure 2-way** — the d − 1 chosen pairs' count tables with the exact discrete Gaussian;
+4. **fit** (post-processing) — consistent non-negative tree marginals from the noisy counts;
+5. **sample** (post-processing) — ``rows`` records drawn ancestrally along the tree.
+
+Privacy (zCDP, total ρ; neighbours add or remove one row by default):
+
+- one row changes each count vector in one cell by 1: L2 sensitivity 1 per marginal (√2 with
+  ``neighbours="replace"``, i.e. n public and one row's values changed; a rational upper
+  bound of √2 is used);
+- the selection score of pair (i, j) is q_ij(D) = ‖M_ij(D) − P̂_ij‖₁ with P̂_ij computed from
+  the step-1 noisy answers only, hence fixed given them; by the triangle inequality
+  |q_ij(D) − q_ij(D')| ≤ ‖M_ij(D) − M_ij(D')‖₁ = 1 (add/remove: one cell moves by 1) or 2
+  (replace: one cell −1, another +1). Its sensitivity is therefore 1 (resp. 2); 2 would also
+  be needed under add/remove if P̂ were scaled by the true n, which is why it uses a noisy n;
+- the exponential mechanism at ε is ε²/8-zCDP (Cesar & Rogers 2021), the discrete Gaussian
+  with σ² = Δ²/(2ρ) is ρ-zCDP (Canonne, Kamath & Steinke 2020); composition adds up.
+
+ρ is split into thirds as in MST (halves, 1-way and 2-way, when d = 2, whose only spanning
+tree is public; all of it on the 1-way counts when d = 1). Each of the d 1-way vectors gets
+ρ₁/d, each of the d − 1 rounds ε = √(8ρ₂/(d − 1)) rounded down to a multiple of 2⁻⁴⁰, each
+of the d − 1 pair tables ρ₃/(d − 1). The samplers round σ² up and ε down, so the accountant is
+charged at most ρ (slightly less, never more). Every input is validated and
+the whole charge checked against the accountant before the first draw.
+
+No continuous noise is drawn: measurement noise is the exact discrete Gaussian on integer
+counts and selection is the exact exponential mechanism (on exactly computed dyadic scores).
+Fitting and sampling read only the :class:`Measurements` (the noisy counts, the chosen tree
+and public parameters); the synthetic records are drawn with uniform variates from the
+caller's generator, which is post-processing.
+
+The API takes integer codes (rows × d, code k of attribute a in 0 … cards[a] − 1) and the
+public domain sizes; encoding a DataFrame is the caller's (with public, declared domains).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+
+from dpopt.privacy import Accountant, Loss, draw, exponential_mechanism, prepare_gaussian
+from dpopt.privacy.samplers import exact_fraction
+from dpopt.validation import choice, integer, integer_array
+
+__all__ = [
+    "MAX_PAIR_CELLS",
+    "MAX_ROWS",
+    "NEIGHBOURS",
+    "Measurements",
+    "TreeModel",
+    "fit",
+    "marginal_error",
+    "measure",
+    "sample",
+    "synthesize",
+]
+
+Neighbours = Literal["add-remove", "replace"]
+NEIGHBOURS: tuple[str, ...] = ("add-remove", "replace")
+
+MAX_ROWS = 2**31
+"""Largest number of input or synthetic rows: keeps every selection score exact in float64."""
+MAX_PAIR_CELLS = 2**24
+"""Largest total number of cells over all attribute pairs (the selection computes them all)."""
+
+_SCORE_BITS = 20  # P̂ is put on the grid 2^-20 so that the L1 scores are computed exactly
+_EPS_BITS = 40  # the exponential mechanism's ε grid (dpopt.privacy.mechanisms._EPSILON_BITS)
+_SQRT2_UP = Fraction(math.isqrt(2 << 60) + 1, 1 << 30)  # ≥ √2, relatively by < 2^-30
+_IPF_ROUNDS = 30
+_MIN_VARIANCE = 1e-9  # inverse-variance weights stay finite
+_FLOOR = 1e-9  # pseudo-mass per cell (relative to the table) so IPF can rescale empty rows
+
+
+@dataclass(frozen=True)
+class Measurements:
+    """Everything the synthesizer released about the private table (MST steps 1–3).
+
+    Attributes
+    ----------
+    cards : tuple of int
+        The public domain sizes.
+    neighbours : str
+        ``"add-remove"`` or ``"replace"``: the neighbouring relation the loss is stated for.
+    one_way : tuple of ndarray
+        Noisy count vector of each attribute (int64, exact integer noise), length ``cards[a]``.
+    one_way_variance : tuple of float
+        Per-cell noise variance of each 1-way vector.
+    edges : tuple of (int, int)
+        The d − 1 selected pairs (i < j), in the order the exponential mechanism chose them.
+    two_way : tuple of ndarray
+        Noisy count table of each edge, shape ``(cards[i], cards[j])`` (int64).
+    two_way_variance : tuple of float
+        Per-cell noise variance of each 2-way table.
+    rho : Fraction
+        The requested budget.
+    spent : Fraction
+        What the three steps cost (≤ ``rho``), the sum of ``losses``.
+    losses : tuple of (str, Loss)
+        Each charge with its label, in the order charged.
+    """
+
+    cards: tuple[int, ...]
+    neighbours: str
+    one_way: tuple[np.ndarray, ...]
+    one_way_variance: tuple[float, ...]
+    edges: tuple[tuple[int, int], ...]
+    two_way: tuple[np.ndarray, ...]
+    two_way_variance: tuple[float, ...]
+    rho: Fraction
+    spent: Fraction
+    losses: tuple[tuple[str, Loss], ...]
+
+
+@dataclass(frozen=True)
+class TreeModel:
+    """A tree-structured distribution fitted to :class:`Measurements` (post-processing).
+
+    ``order`` lists the attributes root first, each after its parent; ``parent[a]`` is −1 for
+    the root; ``root_marginal`` is the root's distribution and ``conditionals[a]`` the matrix
+    P(a | parent) of shape ``(cards[parent], cards[a])`` (None for the root). ``marginals``
+    holds each attribute's consistent marginal estimate.
+    """
+
+    cards: tuple[int, ...]
+    order: tuple[int, ...]
+    parent: tuple[int, ...]
+    root_marginal: np.ndarray
+    conditionals: tuple[np.ndarray | None, ...]
+    marginals: tuple[np.ndarray, ...]
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+def _cards(cards: Any) -> tuple[int, ...]:
+    if isinstance(cards, np.ndarray):
+        items = list(cards.ravel()) if cards.ndim == 1 else None
+    elif isinstance(cards, Sequence) and not isinstance(cards, str | bytes):
+        items = list(cards)
+    else:
+        items = None
+    if items is None or not items:
+        raise ValueError(f"cards must be a non-empty 1-D sequence of integers >= 1, got {cards!r}")
+    out = tuple(integer(f"cards[{a}]", c, minimum=1, maximum=2**16) for a, c in enumerate(items))
+    pair_cells = sum(a * b for a, b in itertools.combinations(out, 2))
+    if pair_cells > MAX_PAIR_CELLS:
+        raise ValueError(
+            f"cards give {pair_cells} cells over all attribute pairs, above MAX_PAIR_CELLS = "
+            f"{MAX_PAIR_CELLS}"
+        )
+    return out
+
+
+def _codes(codes: Any, cards: tuple[int, ...], name: str = "codes") -> np.ndarray:
+    arr = integer_array(name, codes, ndim=2, bound=2**16)
+    if arr.shape[1] != len(cards):
+        raise ValueError(
+            f"{name} must have one column per entry of cards ({len(cards)}), got {arr.shape[1]}"
+        )
+    if arr.shape[0] > MAX_ROWS:
+        raise ValueError(f"{name} has {arr.shape[0]} rows, above MAX_ROWS = {MAX_ROWS}")
+    low = arr.min(axis=0)
+    high = arr.max(axis=0)
+    limit = np.asarray(cards)
+    bad = np.flatnonzero((low < 0) | (high >= limit))
+    if bad.size:
+        a = int(bad[0])
+        row = int(np.flatnonzero((arr[:, a] < 0) | (arr[:, a] >= limit[a]))[0])
+        raise ValueError(
+            f"{name}[{row}, {a}] must be in 0 … cards[{a}] − 1 = {limit[a] - 1}, got {arr[row, a]}"
+        )
+    return arr
+
+
+def _rng(seed: Any) -> np.random.Generator:
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
+        raise TypeError(f"seed must be an int, a numpy Generator or None, got {seed!r}")
+    return np.random.default_rng(None if seed is None else int(seed))
+
+
+def _accountant(accountant: Any) -> Accountant | None:
+    if accountant is None:
+        return None
+    if not isinstance(accountant, Accountant):
+        raise TypeError(f"accountant must be a dpopt Accountant or None, got {accountant!r}")
+    if accountant.kind != "zcdp":
+        raise ValueError(
+            f"accountant must be a zCDP accountant (Accountant.zcdp(rho)), got kind "
+            f"{accountant.kind!r}"
+        )
+    return accountant
+
+
+# --- the privacy plan ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The budget split, computed and validated before anything is charged."""
+
+    sensitivity: Fraction  # L2 sensitivity of one count vector
+    score_sensitivity: int  # L1-score sensitivity of the selection
+    rho_one: Fraction  # per 1-way vector
+    rho_two: Fraction  # per 2-way table
+    epsilon: Fraction  # per selection round (0: no selection)
+    losses: tuple[tuple[str, Loss], ...]  # every charge, in order
+
+
+def _plan(rho: Fraction, d: int, neighbours: str) -> _Plan:
+    sens = Fraction(1) if neighbours == "add-remove" else _SQRT2_UP
+    score_sens = 1 if neighbours == "add-remove" else 2
+    if d == 1:
+        parts = (rho, Fraction(0), Fraction(0))
+    elif d == 2:  # one spanning tree: selection is public and free
+        parts = (rho / 2, Fraction(0), rho / 2)
+    else:
+        parts = (rho / 3, rho / 3, rho / 3)
+    rho_one = parts[0] / d
+    rho_two = parts[2] / (d - 1) if d > 1 else Fraction(0)
+    probe = np.zeros(1, dtype=np.int64)
+
+    def gaussian_loss(share: Fraction, what: str) -> Loss:
+        try:
+            return prepare_gaussian(probe, sens, rho=share).loss
+        except ValueError as err:
+            raise ValueError(f"rho {float(rho):.6g} is too small for the {what}: {err}") from None
+
+    losses: list[tuple[str, Loss]] = []
+    one = gaussian_loss(rho_one, "1-way marginals")
+    losses += [(f"MST 1-way marginal {a}", one) for a in range(d)]
+    epsilon = Fraction(0)
+    if parts[1] > 0:
+        per_round = parts[1] / (d - 1)
+        scaled = 8 * per_round * (1 << (2 * _EPS_BITS))
+        eps_num = math.isqrt(scaled.numerator // scaled.denominator)  # ε² ≤ 8ρ₂/(d−1)
+        if eps_num < 1:
+            raise ValueError(f"rho {float(rho):.6g} is too small for the tree selection")
+        epsilon = Fraction(eps_num, 1 << _EPS_BITS)
+        em = Loss(
+            epsilon,
+            epsilon * epsilon / 8,
+            (epsilon, Fraction(0)),
+            f"exponential mechanism, {float(epsilon):.6g}-DP",
+        )
+        losses += [(f"MST tree selection round {r}", em) for r in range(d - 1)]
+    if rho_two > 0:
+        two = gaussian_loss(rho_two, "2-way marginals")
+        losses += [(f"MST 2-way marginal {e}", two) for e in range(d - 1)]
+    return _Plan(sens, score_sens, rho_one, rho_two, epsilon, tuple(losses))
+
+
+# --- measurement (the only step that reads the private codes) ----------------------------------
+
+
+def _pair_counts(codes: np.ndarray, i: int, j: int, cards: tuple[int, ...]) -> np.ndarray:
+    flat = codes[:, i] * cards[j] + codes[:, j]
+    return np.bincount(flat, minlength=cards[i] * cards[j]).astype(np.int64)
+
+
+def _independence(one_way: Sequence[np.ndarray]) -> tuple[list[np.ndarray], float]:
+    """Normalised clipped noisy 1-way vectors and the noisy total (post-processing)."""
+    probs = [_normalise(np.maximum(y, 0).astype(np.float64)) for y in one_way]
+    total = float(np.mean([float(y.sum()) for y in one_way]))
+    return probs, min(max(total, 1.0), float(2**31))
+
+
+def _normalise(weights: np.ndarray) -> np.ndarray:
+    total = weights.sum()
+    if not np.isfinite(total) or total <= 0:
+        return np.full(weights.shape, 1.0 / weights.size)
+    return weights / total
+
+
+def _select(
+    codes: np.ndarray,
+    cards: tuple[int, ...],
+    one_way: Sequence[np.ndarray],
+    plan: _Plan,
+    rng: np.random.Generator,
+    accountant: Accountant | None,
+) -> list[tuple[int, int]]:
+    """MST §4 selection: d − 1 exponential-mechanism rounds over pairs joining components."""
+    d = len(cards)
+    if d == 1:
+        return []
+    if d == 2:
+        return [(0, 1)]
+    probs, total = _independence(one_way)
+    pairs = list(itertools.combinations(range(d), 2))
+    scale = 1 << _SCORE_BITS
+    scores = np.empty(len(pairs), dtype=np.float64)
+    for k, (i, j) in enumerate(pairs):
+        # P̂ on the grid 2^-20 (post-processing of noisy answers), so |M − P̂| sums exactly
+        guess = np.rint(total * np.outer(probs[i], probs[j]).ravel() * scale).astype(np.int64)
+        exact = np.abs((_pair_counts(codes, i, j, cards) << _SCORE_BITS) - guess).sum()
+        scores[k] = float(exact) / scale  # exact: below 2^53 (rows, total ≤ 2^31)
+    component = list(range(d))
+    chosen: list[tuple[int, int]] = []
+    for r in range(d - 1):
+        live = [k for k, (i, j) in enumerate(pairs) if component[i] != component[j]]
+        pick = live[
+            exponential_mechanism(
+                scores[live],
+                plan.epsilon,
+                plan.score_sensitivity,
+                rng=rng,
+                accountant=accountant,
+                label=f"MST tree selection round {r}",
+            )
+        ]
+        i, j = pairs[pick]
+        chosen.append((i, j))
+        old, new = component[j], component[i]
+        component = [new if c == old else c for c in component]
+    return chosen
+
+
+def measure(
+    codes: Any,
+    cards: Any,
+    rho: Any,
+    *,
+    seed: Any = None,
+    accountant: Accountant | None = None,
+    neighbours: str = "add-remove",
+) -> Measurements:
+    """MST steps 1–3: noisy 1-way counts, a private spanning tree, its noisy 2-way counts.
+
+    The only function of this module that reads ``codes``. Parameters are as in
+    :func:`synthesize`; the result holds no reference to ``codes``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        On bad input, naming the field; nothing is charged.
+    BudgetExceededError
+        When ``accountant`` cannot pay ρ; nothing is charged.
+    """
+    card = _cards(cards)
+    data = _codes(codes, card)
+    total = exact_fraction("rho", rho)
+    kind = choice("neighbours", neighbours, NEIGHBOURS)
+    generator = _rng(seed)
+    acc = _accountant(accountant)
+    plan = _plan(total, len(card), kind)
+    if acc is not None:
+        acc.check(
+            [(loss, label) for label, loss in plan.losses]
+        )  # the whole charge fits, or nothing is charged
+    d = len(card)
+
+    # step 1: every 1-way count vector, charged at once
+    prepared = [
+        prepare_gaussian(
+            np.bincount(data[:, a], minlength=card[a]).astype(np.int64),
+            plan.sensitivity,
+            rho=plan.rho_one,
+            label=f"MST 1-way marginal {a}",
+        )
+        for a in range(d)
+    ]
+    ones = draw(prepared, rng=generator, accountant=acc)
+    one_way = tuple(np.asarray(n.values, dtype=np.int64) for n in ones)
+
+    # step 2: the tree
+    edges = _select(data, card, one_way, plan, generator, acc)
+
+    # step 3: the tree's 2-way count tables, charged at once
+    twos = []
+    if edges:
+        prepared = [
+            prepare_gaussian(
+                _pair_counts(data, i, j, card),
+                plan.sensitivity,
+                rho=plan.rho_two,
+                label=f"MST 2-way marginal {e}",
+            )
+            for e, (i, j) in enumerate(edges)
+        ]
+        twos = draw(prepared, rng=generator, accountant=acc)
+    two_way = tuple(
+        np.asarray(n.values, dtype=np.int64).reshape(card[i], card[j])
+        for n, (i, j) in zip(twos, edges, strict=True)
+    )
+    losses = plan.losses
+    spent = sum((loss.rho for _, loss in losses if loss.rho is not None), Fraction(0))
+    return Measurements(
+        cards=card,
+        neighbours=kind,
+        one_way=one_way,
+        one_way_variance=tuple(float(n.variance) for n in ones),
+        edges=tuple(edges),
+        two_way=two_way,
+        two_way_variance=tuple(float(n.variance) for n in twos),
+        rho=total,
+        spent=spent,
+        losses=losses,
+    )
+
+
+# --- post-processing ---------------------------------------------------------------------------
+
+
+def fit(measurements: Measurements) -> TreeModel:
+    """Consistent, non-negative tree marginals from the noisy counts (post-processing only).
+
+    Each attribute's marginal is the inverse-variance weighted mean of its noisy 1-way vector
+    and the row/column sums of its incident noisy pair tables, clipped at 0 and normalised.
+    Each pair table is clipped at 0 (plus a tiny uniform floor) and fitted by iterative
+    proportional fitting to the two marginals; the tree is rooted at attribute 0 and
+    P(child | parent) read from the fitted table.
+    """
+    if not isinstance(measurements, Measurements):
+        raise TypeError(f"measurements must be Measurements, got {type(measurements).__name__}")
+    m = measurements
+    cards = m.cards
+    d = len(cards)
+    ones = [max(v, _MIN_VARIANCE) for v in m.one_way_variance]  # a tiny σ's variance is ~0
+    sums = [np.asarray(y, dtype=np.float64) / v for y, v in zip(m.one_way, ones, strict=True)]
+    weights = [1.0 / v for v in ones]
+    for table, noise, (i, j) in zip(m.two_way, m.two_way_variance, m.edges, strict=True):
+        var = max(noise, _MIN_VARIANCE)
+        t = np.asarray(table, dtype=np.float64)
+        for a, along, other in ((i, t.sum(axis=1), cards[j]), (j, t.sum(axis=0), cards[i])):
+            sums[a] = sums[a] + along / (var * other)
+            weights[a] += 1.0 / (var * other)
+    marginals = tuple(
+        _normalise(np.maximum(s / w, 0.0)) for s, w in zip(sums, weights, strict=True)
+    )
+
+    fitted: dict[tuple[int, int], np.ndarray] = {}
+    for table, (i, j) in zip(m.two_way, m.edges, strict=True):
+        t = np.maximum(np.asarray(table, dtype=np.float64), 0.0)
+        t = _normalise(t + _FLOOR * max(t.sum(), 1.0) / t.size)
+        for _ in range(_IPF_ROUNDS):
+            t *= _ratio(marginals[i], t.sum(axis=1))[:, None]
+            t *= _ratio(marginals[j], t.sum(axis=0))[None, :]
+        fitted[(i, j)] = t
+
+    neighbours: list[list[int]] = [[] for _ in range(d)]
+    for i, j in m.edges:
+        neighbours[i].append(j)
+        neighbours[j].append(i)
+    parent = [-1] * d
+    order = [0]
+    seen = {0}
+    for a in order:  # breadth first; the list grows while it is walked
+        for b in neighbours[a]:
+            if b not in seen:
+                seen.add(b)
+                parent[b] = a
+                order.append(b)
+    if len(order) != d:
+        raise ValueError("measurements.edges must form a spanning tree over the attributes")
+    conditionals: list[np.ndarray | None] = [None] * d
+    for b in order[1:]:
+        a = parent[b]
+        joint = fitted[(a, b)] if (a, b) in fitted else fitted[(b, a)].T
+        rows = joint.sum(axis=1, keepdims=True)
+        safe = np.where(rows > 0, rows, 1.0)
+        cond = np.where(rows > 0, joint / safe, marginals[b][None, :])
+        conditionals[b] = cond / cond.sum(axis=1, keepdims=True)
+    return TreeModel(
+        cards=cards,
+        order=tuple(order),
+        parent=tuple(parent),
+        root_marginal=marginals[order[0]],
+        conditionals=tuple(conditionals),
+        marginals=marginals,
+    )
+
+
+def _ratio(target: np.ndarray, current: np.ndarray) -> np.ndarray:
+    return np.where(current > 0, target / np.where(current > 0, current, 1.0), 0.0)
+
+
+def _draw_rows(cdf: np.ndarray, given: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One categorical draw per row from row ``given[r]`` of the CDF matrix (vectorised)."""
+    k = cdf.shape[1]
+    offsets = np.arange(cdf.shape[0], dtype=np.float64)[:, None]
+    flat = (np.minimum(cdf, 1.0) + offsets).ravel()  # increasing across rows
+    u = rng.random(given.size)
+    hit = np.searchsorted(flat, given + u, side="right")
+    return np.clip(hit - given * k, 0, k - 1).astype(np.int64)
+
+
+def sample(model: TreeModel, rows: Any, *, seed: Any = None) -> np.ndarray:
+    """``rows`` records drawn ancestrally from ``model`` (post-processing), int64 (rows, d)."""
+    if not isinstance(model, TreeModel):
+        raise TypeError(f"model must be a TreeModel, got {type(model).__name__}")
+    count = integer("rows", rows, minimum=1, maximum=MAX_ROWS)
+    generator = _rng(seed)
+    out = np.empty((count, len(model.cards)), dtype=np.int64)
+    root = model.order[0]
+    cdf = np.cumsum(model.root_marginal)[None, :]
+    out[:, root] = _draw_rows(cdf, np.zeros(count, dtype=np.int64), generator)
+    for b in model.order[1:]:
+        cond = model.conditionals[b]
+        assert cond is not None
+        out[:, b] = _draw_rows(np.cumsum(cond, axis=1), out[:, model.parent[b]], generator)
+    return out
+
+
+# --- the mechanism ------------------------------------------------------------------------------
+
+
+def synthesize(
+    codes: Any,
+    cards: Any,
+    rho: Any,
+    *,
+    rows: Any,
+    seed: Any = None,
+    accountant: Accountant | None = None,
+    neighbours: str = "add-remove",
+) -> np.ndarray:
+    """A ρ-zCDP synthetic version of a categorical table (MST; module docstring, spec §5).
+
+    Parameters
+    ----------
+    codes : array of int, shape (n, d)
+        The private table, attribute a coded 0 … ``cards[a]`` − 1; at least one row.
+    cards : sequence of int
+        The public domain sizes (each 1 … 2¹⁶).
+    rho : int, Fraction or float
+        The zCDP budget, > 0, split in thirds (module docstring).
+    rows : int
+        Number of synthetic records, a **public** parameter (the relational mechanism treats
+        table sizes as public; passing the true n discloses it).
+    seed : int, numpy Generator or None
+        The randomness of measurement and sampling.
+    accountant : Accountant, optional
+        A zCDP accountant charged at most ρ (all of the check happens before any draw).
+    neighbours : {"add-remove", "replace"}
+        The neighbouring relation the guarantee is for (sensitivities in the module docstring).
+
+    Returns
+    -------
+    ndarray of int64, shape (rows, d)
+        Synthetic codes within the domains.
+    """
+    count = integer("rows", rows, minimum=1, maximum=MAX_ROWS)  # before measure charges
+    generator = _rng(seed)
+    measured = measure(
+        codes, cards, rho, seed=generator, accountant=accountant, neighbours=neighbours
+    )
+    return sample(fit(measured), count, seed=generator)
+
+
+def marginal_error(real_codes: Any, synthetic_codes: Any, cards: Any, order: int = 2) -> float:
+    """Mean L1 distance between normalised real and synthetic ``order``-way marginals.
+
+    The mean runs over every set of exactly ``order`` attributes; each marginal is a
+    probability vector, so each distance is in [0, 2]. For reporting, not a release.
+    """
+    card = _cards(cards)
+    real = _codes(real_codes, card, "real_codes")
+    synth = _codes(synthetic_codes, card, "synthetic_codes")
+    k = integer("order", order, minimum=1, maximum=len(card))
+    errors = []
+    for subset in itertools.combinations(range(len(card)), k):
+        size = math.prod(card[a] for a in subset)
+        if size > MAX_PAIR_CELLS:
+            raise ValueError(f"order {k} marginal over {subset} has {size} cells, too many")
+        dists = []
+        for data in (real, synth):
+            index = np.zeros(data.shape[0], dtype=np.int64)
+            for a in subset:
+                index = index * card[a] + data[:, a]
+            dists.append(np.bincount(index, minlength=size) / data.shape[0])
+        errors.append(float(np.abs(dists[0] - dists[1]).sum()))
+    return float(np.mean(errors))

@@ -1,0 +1,135 @@
+"""Rounding a fractional link table (relational-synth spec §3).
+
+- :func:`unbiased_sample` — Algorithm 3 (UBS) as the spec corrects it (§3.2, §8 item 1): a set
+  of exactly m cells, cell i in it with probability exactly x_i. Greedy order-preserving
+  merge into groups of mass ≤ 1, recursion on the complement to choose the L − m groups left
+  out, then one cell per kept group with probability x_i/p_j. O(N) work plus O(L log N) per
+  level with L ≤ 2m − 1 (Theorem 4); the output indicators are negatively associated.
+- :func:`sample_rows` — the one-to-many variant (App. C): one column per row from
+  Categorical(row), so every child has exactly one parent.
+
+Both are post-processing of the relaxed solution; they take the caller's Generator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = ["SUM_TOL", "sample_rows", "unbiased_sample"]
+
+SUM_TOL = 1e-9
+"""|Σx − m| ≤ SUM_TOL·max(1, m) is accepted (spec §8 item 1); the residual is then moved onto
+the entry with the most slack."""
+
+
+def _repaired(x: np.ndarray, m: int) -> np.ndarray:
+    """x with its sum made m (spec §8 item 1): the residual goes onto the entry with the most
+    room among those with mass > 0, then is clipped, so that an entry of probability 0 (a cell,
+    or a group of mass 1 in the complement) keeps probability 0 (§8 item 14)."""
+    residual = m - float(x.sum())
+    if residual == 0:
+        return x
+    fixed = x.copy()
+    room = (1.0 - fixed) if residual > 0 else fixed.copy()
+    room[fixed <= 0] = -1.0
+    if float(room.max()) <= 0:  # no entry with mass has room: any entry with room
+        room = (1.0 - fixed) if residual > 0 else fixed
+    k = int(np.argmax(room))
+    fixed[k] = min(max(fixed[k] + residual, 0.0), 1.0)
+    return fixed
+
+
+def _groups(cumulative: np.ndarray) -> np.ndarray:
+    """Start indices of the greedy groups: a group closes before the entry that would take its
+    mass past 1 (the entry starts the next group)."""
+    starts = [0]
+    size = cumulative.size
+    while True:
+        base = cumulative[starts[-1] - 1] if starts[-1] > 0 else 0.0
+        nxt = int(np.searchsorted(cumulative, base + 1.0, side="right"))
+        if nxt >= size:
+            return np.array(starts)
+        starts.append(max(nxt, starts[-1] + 1))
+
+
+Pick = Callable[[np.ndarray, int, int], int]
+"""pick(cumulative, start, end): one index of [start, end) with probability x_i / Σ x over the
+range (cumulative = cumsum(x)). The sampler's only randomness, so tests can enumerate it."""
+
+
+def _ubs(x: np.ndarray, m: int, pick: Pick) -> np.ndarray:
+    """Indices chosen from x ∈ [0,1]^N with Σx = m (spec §3.2), all randomness through
+    ``pick``."""
+    size = x.size
+    if m == 0:
+        return np.empty(0, dtype=np.int64)
+    if m == size:
+        return np.arange(size)
+    cumulative = np.cumsum(x)
+    if m == 1:
+        return np.array([pick(cumulative, 0, size)])
+    starts = _groups(cumulative)
+    ends = np.append(starts[1:], size)
+    before = np.where(starts > 0, cumulative[starts - 1], 0.0)
+    mass = np.clip(cumulative[ends - 1] - before, 0.0, 1.0)
+    complement = _repaired(1.0 - mass, starts.size - m)
+    excluded = _ubs(complement, starts.size - m, pick)
+    kept = np.setdiff1d(np.arange(starts.size), excluded, assume_unique=True)
+    return np.array([pick(cumulative, int(starts[j]), int(ends[j])) for j in kept])
+
+
+def _draw_within(cumulative: np.ndarray, start: int, end: int, rng: np.random.Generator) -> int:
+    """One index of [start, end) with probability x_i / Σ x over the range: the first entry
+    whose cumulative mass passes base + u·mass, u ~ U[0, 1) (it has mass > 0)."""
+    base = cumulative[start - 1] if start > 0 else 0.0
+    window = cumulative[start:end]
+    target = base + rng.random() * (window[-1] - base)
+    index = int(np.searchsorted(window, target, side="right"))
+    # u·mass can round up to the whole mass: the last entry with mass > 0, never a trailing
+    # zero (spec §8 item 14: a zero-probability cell is never picked)
+    last = int(np.searchsorted(window, window[-1], side="left"))
+    return start + min(index, last)
+
+
+def unbiased_sample(x: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
+    """Exactly ``m`` distinct indices, index i with probability x_i (spec §3.2, Theorem 4).
+
+    ``x`` must lie in [0, 1] and sum to the integer ``m`` within :data:`SUM_TOL`.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    values = np.asarray(x, dtype=np.float64)
+    if values.ndim != 1 or not np.all(np.isfinite(values)):
+        raise ValueError("x must be a 1-D array of finite numbers")
+    if np.any(values < 0) or np.any(values > 1):
+        raise ValueError("x must lie in [0, 1]")
+    if isinstance(m, bool) or not isinstance(m, int | np.integer) or not 0 <= m <= values.size:
+        raise ValueError(f"m must be an integer in 0..{values.size}, got {m!r}")
+    if abs(float(values.sum()) - m) > SUM_TOL * max(1, m):
+        raise ValueError(f"x must sum to m = {m} (within {SUM_TOL:g}), sums to {values.sum()!r}")
+
+    def pick(cumulative: np.ndarray, start: int, end: int) -> int:
+        return _draw_within(cumulative, start, end, rng)
+
+    return np.sort(_ubs(_repaired(values, int(m)), int(m), pick))
+
+
+def sample_rows(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One column per row, column j of row i with probability rows[i, j] (rows sum to 1):
+    the one-to-many rounding of spec §3.5 (App. C), one uniform draw per row; a column of
+    probability 0 is never chosen."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    table = np.asarray(rows, dtype=np.float64)
+    if table.ndim != 2 or np.any(table < 0) or not np.all(np.isfinite(table)):
+        raise ValueError("rows must be a 2-D array of finite numbers ≥ 0")
+    if np.any(np.abs(table.sum(axis=1) - 1.0) > SUM_TOL):
+        raise ValueError("every row must sum to 1")
+    cumulative = np.cumsum(table, axis=1)
+    draws = rng.random(table.shape[0]) * cumulative[:, -1]
+    chosen = (cumulative <= draws[:, None]).sum(axis=1)
+    # u·total can round up to the total: then the row's last column with mass > 0
+    last = (cumulative < cumulative[:, -1:]).sum(axis=1)
+    return np.minimum(chosen, last)
