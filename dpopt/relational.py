@@ -34,10 +34,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 from tqdm.auto import tqdm
 
-from dpopt.models.relational_qp import OneToManyLinkQP, RelaxedLinkQP
+from dpopt.models.relational_qp import LinkQueries, OneToManyLinkQP, RelaxedLinkQP
 from dpopt.privacy import (
     Accountant,
     Loss,
@@ -99,22 +98,33 @@ class LinkResult:
 
 
 class _Cells:
-    """Each synthetic row's offset in a workload's cell index: cell(r, s) = left[r] + right[s]
-    (spec §1.2 [DERIVED]), so Q̂_w never has to be formed for the marginals."""
+    """One workload's code of every synthetic row (spec §1.2 [DERIVED]): link (r, s) falls in
+    cell left[r]·right_size + right[s]; its query block over a slice is the Kronecker product
+    of the two groupings (:class:`~dpopt.models.relational_qp.LinkQueries`)."""
 
     def __init__(self, data: RelationalData, left: np.ndarray, right: np.ndarray, w: Workload):
-        self.left, self.right, self.size = data.cell_offsets(w, left, right)
+        self.left, self.right, self.left_size, self.right_size = data.cell_codes(w, left, right)
 
     def marginal(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """The edge-weighted distribution of the links (rows[i], cols[i])."""
-        counts = np.bincount(self.left[rows] + self.right[cols], minlength=self.size)
+        cells = self.left[rows] * self.right_size + self.right[cols]
+        counts = np.bincount(cells, minlength=self.left_size * self.right_size)
         return counts / max(rows.size, 1)
 
-    def block(self, rows: np.ndarray, cols: np.ndarray) -> sp.csr_array:
-        """The workload's query rows over the cells (rows[i], cols[i]), in that order."""
-        cells = self.left[rows] + self.right[cols]
-        ones = np.ones(cells.size)
-        return sp.csr_array((ones, (cells, np.arange(cells.size))), shape=(self.size, cells.size))
+
+def _slice_queries(
+    blocks: list[_Cells], left: np.ndarray, right: np.ndarray, one_to_many: bool
+) -> LinkQueries:
+    """The chosen workloads' queries over the slice left × right (many-to-many: rows are left
+    rows; one-to-many: rows are the children, right rows, and the cells' order transposed)."""
+    lefts = [c.left[left] for c in blocks]
+    rights = [c.right[right] for c in blocks]
+    left_sizes = [c.left_size for c in blocks]
+    right_sizes = [c.right_size for c in blocks]
+    if one_to_many:
+        shape = (right.size, left.size)
+        return LinkQueries(shape, rights, right_sizes, lefts, left_sizes, transpose=True)
+    return LinkQueries((left.size, right.size), lefts, left_sizes, rights, right_sizes)
 
 
 @dataclass
@@ -354,13 +364,7 @@ def _fit_slice(
         return
     errors = _errors(cells, links, measured)
     chosen = sorted(errors, key=errors.__getitem__, reverse=True)[:workloads_in_qp]
-    if links.one_to_many:
-        cell_left = np.tile(left, right.size)
-        cell_right = np.repeat(right, left.size)
-    else:
-        cell_left = np.repeat(left, right.size)
-        cell_right = np.tile(right, left.size)
-    query = sp.vstack([cells[w].block(cell_left, cell_right) for w in chosen]).tocsr()
+    query = _slice_queries([cells[w] for w in chosen], left, right, links.one_to_many)
     answers = np.concatenate([measured[w] for w in chosen])
     start = current.astype(np.float64)
     links.linked[index] = False

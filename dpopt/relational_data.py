@@ -457,20 +457,25 @@ class RelationalData:
         pairs = _synthetic_links(links, left.shape[0], right.shape[0])
         return self._marginal(w, left, right, pairs)
 
-    def cell_offsets(
+    def cell_codes(
         self, w: Workload, left: np.ndarray, right: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, int]:
-        """Each row's offset in workload ``w``'s cell index, for (already encoded) code arrays
-        of the two tables: cell(r, s) = left_offsets[r] + right_offsets[s], and the number of
-        cells (spec §1.2 [DERIVED]: Q̂_w b = bincount(cell, weights=b), never formed)."""
+    ) -> tuple[np.ndarray, np.ndarray, int, int]:
+        """Each row's code in workload ``w`` for (already encoded) code arrays of the two
+        tables, and the two code ranges: link (r, s) falls in cell left[r]·size2 + right[s]
+        (spec §1.2 [DERIVED]: Q̂_w is the Kronecker product of the two groupings, never
+        formed)."""
         s1, s2, size1, size2 = self._workload_axes(w)
-        left_offsets = _mixed_radix(left, s1, self.cards("left")) * size2
-        return left_offsets, _mixed_radix(right, s2, self.cards("right")), size1 * size2
+        return (
+            _mixed_radix(left, s1, self.cards("left")),
+            _mixed_radix(right, s2, self.cards("right")),
+            size1,
+            size2,
+        )
 
     def _counts(self, w: Any, left: np.ndarray, right: np.ndarray, pairs: np.ndarray) -> np.ndarray:
-        left_offsets, right_offsets, size = self.cell_offsets(w, left, right)
-        cell = left_offsets[pairs[:, 0]] + right_offsets[pairs[:, 1]]
-        return np.bincount(cell, minlength=size)
+        left_codes, right_codes, size1, size2 = self.cell_codes(w, left, right)
+        cell = left_codes[pairs[:, 0]] * size2 + right_codes[pairs[:, 1]]
+        return np.bincount(cell, minlength=size1 * size2)
 
     def _marginal(
         self, w: Any, left: np.ndarray, right: np.ndarray, pairs: np.ndarray

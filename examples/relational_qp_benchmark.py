@@ -81,7 +81,7 @@ def slice_pgd(rng: np.random.Generator, iterations: int) -> None:
     per = (solution.seconds - sigma_seconds) / max(1, solution.info["iterations"])
     print(
         f"\n(b) one 1,000 × 1,000 slice: N = {problem.size:,}, k = {problem.Q.shape[0]:,} "
-        f"queries, nnz(Q) = {problem.Q.nnz:,}, m = {problem.m:,} (built in {built:.2f} s)"
+        f"queries (factored: LinkQueries), m = {problem.m:,} (built in {built:.2f} s)"
     )
     rows = [
         [

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from dpopt.models.relational_qp import (
+    LinkQueries,
     OneToManyLinkQP,
     RelaxedLinkQP,
     cvxpy_model,
@@ -157,10 +158,16 @@ def largest_singular_value(matrix: Any) -> float:
     (:data:`DENSE_GRAM_ROWS`), else by ARPACK on v ↦ Q(Qᵀv) (Lanczos from the all-ones start,
     8 vectors, tolerance 1e-10: ~13 products on workload-like Q). ``pgd`` steps at 0.99/L,
     which covers the 1e-10 by which a Ritz value may fall short."""
+    if isinstance(matrix, LinkQueries):  # Lanczos on v ↦ Q(Qᵀv), Q never formed
+        return _top_singular_value(matrix)
     q = sp.csc_array(matrix)
     if q.shape[0] <= 16 or (q.shape[0] <= DENSE_GRAM_ROWS and q.nnz <= DENSE_GRAM_NNZ):
         gram = np.asarray((q @ q.T).toarray())
         return math.sqrt(max(float(np.linalg.eigvalsh(gram)[-1]), 0.0))
+    return _top_singular_value(q)
+
+
+def _top_singular_value(q: Any) -> float:
     operator = spla.LinearOperator(
         (q.shape[0],) * 2, matvec=lambda v: q @ (q.T @ v), dtype=np.float64
     )

@@ -13,29 +13,30 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import scipy.sparse as sp
 
 from dpopt.compare.instance import Instance
-from dpopt.models.relational_qp import OneToManyLinkQP, RelaxedLinkQP
+from dpopt.models.relational_qp import LinkQueries, OneToManyLinkQP, RelaxedLinkQP
 
 __all__ = ["SUITES", "random_slice", "workload_queries"]
 
 
 def workload_queries(
     rng: np.random.Generator, n1: int, n2: int, workloads: int, cells: tuple[int, int]
-) -> sp.csc_array:
-    """The stacked query matrix of ``workloads`` random cross-table workloads over the row-major
-    n1 × n2 cells: each draws |c1|, |c2| uniformly in ``cells`` (inclusive) and one code per row
-    and per column; one 1 per column per workload (spec §1.2)."""
-    rows, offset = [], 0
-    for _ in range(workloads):
-        c1, c2 = (int(rng.integers(cells[0], cells[1] + 1)) for _ in range(2))
-        codes = rng.integers(0, c1, n1)[:, None] * c2 + rng.integers(0, c2, n2)[None, :]
-        rows.append(codes.ravel() + offset)
-        offset += c1 * c2
-    row = np.concatenate(rows)
-    column = np.tile(np.arange(n1 * n2), workloads)
-    return sp.csc_array((np.ones(row.size), (row, column)), shape=(offset, n1 * n2))
+) -> LinkQueries:
+    """The stacked queries of ``workloads`` random cross-table workloads over the row-major
+    n1 × n2 cells, factored (:class:`~dpopt.models.relational_qp.LinkQueries`): each draws
+    |c1|, |c2| uniformly in ``cells`` (inclusive) and one code per row and per column; one 1
+    per column per workload (spec §1.2). ``.sparse()`` is the same matrix formed."""
+    sizes = [
+        tuple(int(rng.integers(cells[0], cells[1] + 1)) for _ in range(2)) for _ in range(workloads)
+    ]
+    return LinkQueries(
+        (n1, n2),
+        [rng.integers(0, c1, n1) for c1, _ in sizes],
+        [c1 for c1, _ in sizes],
+        [rng.integers(0, c2, n2) for _, c2 in sizes],
+        [c2 for _, c2 in sizes],
+    )
 
 
 def random_slice(
@@ -59,6 +60,7 @@ def random_slice(
         count = min(n1 + n2 if edges is None else edges, n1 * n2)
         table.flat[rng.choice(n1 * n2, count, replace=False)] = 1.0
     m = int(table.sum())
+    # benchmark instances only (not a release path): continuous noise on made-up answers
     answers = np.asarray(q @ table.ravel()) / m + rng.normal(0.0, noise, q.shape[0])
     return OneToManyLinkQP(q, answers, n1) if one_to_many else RelaxedLinkQP(q, answers, m)
 

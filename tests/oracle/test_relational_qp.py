@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dpopt
-from dpopt.models.relational_qp import OneToManyLinkQP, RelaxedLinkQP
+from dpopt.models.relational_qp import LinkQueries, OneToManyLinkQP, RelaxedLinkQP
 from dpopt.solvers.relational_qp import (
     CERTIFY,
     largest_singular_value,
@@ -309,12 +309,12 @@ def test_largest_singular_value_lanczos_path_is_exact() -> None:
     from dpopt.compare.relational import workload_queries
     from dpopt.solvers.relational_qp import DENSE_GRAM_ROWS
 
-    q = workload_queries(np.random.default_rng(7), 60, 70, 30, (4, 9))
+    factored = workload_queries(np.random.default_rng(7), 60, 70, 30, (4, 9))
+    q = sp.csc_array(factored.sparse())
     assert q.shape[0] > DENSE_GRAM_ROWS
-    gram = (q @ q.T).toarray()
-    assert largest_singular_value(q) == pytest.approx(
-        np.sqrt(np.linalg.eigvalsh(gram)[-1]), rel=1e-9
-    )
+    exact = np.sqrt(np.linalg.eigvalsh((q @ q.T).toarray())[-1])
+    assert largest_singular_value(q) == pytest.approx(exact, rel=1e-9)
+    assert largest_singular_value(factored) == pytest.approx(exact, rel=1e-9)
 
 
 def test_pgd_time_limit_and_warm_start() -> None:
@@ -328,3 +328,47 @@ def test_pgd_time_limit_and_warm_start() -> None:
     again = dpopt.solve(problem, "pgd", b0=solved.x, strict=True)  # spec §8 item 6 warm start
     assert again.info["iterations"] <= solved.info["iterations"]
     assert agree(again.objective, solved.objective)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_link_queries_equal_their_explicit_matrix(seed: int) -> None:
+    """The factored queries (spec §1.2 [DERIVED]): Q b and Qᵀ r of LinkQueries equal those of
+    the Kronecker blocks formed, to 1e-12, in both cell orders."""
+    rng = np.random.default_rng(seed)
+    rows, cols, blocks = (int(rng.integers(1, 9)) for _ in range(3))
+    row_sizes = [int(rng.integers(1, 5)) for _ in range(blocks)]
+    col_sizes = [int(rng.integers(1, 5)) for _ in range(blocks)]
+    queries = LinkQueries(
+        (rows, cols),
+        [rng.integers(0, p, rows) for p in row_sizes],
+        row_sizes,
+        [rng.integers(0, q, cols) for q in col_sizes],
+        col_sizes,
+        transpose=bool(seed % 2),
+    )
+    formed = queries.sparse().toarray()
+    assert formed.shape == queries.shape
+    assert np.all(formed.sum(axis=0) == blocks)  # one 1 per column per workload (Lemma 1)
+    b, r = rng.normal(size=rows * cols), rng.normal(size=queries.shape[0])
+    assert np.allclose(queries @ b, formed @ b, rtol=0, atol=1e-12)
+    assert np.allclose(queries.T @ r, formed.T @ r, rtol=0, atol=1e-12)
+    # the literal definition: link (i, j) lands in cell (row code, column code) of each block
+    first = np.zeros((row_sizes[0], col_sizes[0]))
+    np.add.at(first, (queries.row_codes[0][:, None], queries.col_codes[0][None, :]), 1.0)
+    start = (first.T if queries.transpose else first).ravel()
+    assert np.array_equal(formed[: start.size].sum(axis=1), start)
+
+
+@pytest.mark.parametrize("one_to_many", [False, True])
+def test_pgd_on_factored_queries_agrees_with_clarabel(one_to_many: bool) -> None:
+    from dpopt.compare.relational import random_slice
+
+    for seed in range(8):
+        problem = random_slice(
+            np.random.default_rng(seed), 6, 9, workloads=4, one_to_many=one_to_many
+        )
+        assert isinstance(problem.Q, LinkQueries)
+        fast = dpopt.solve(problem, "pgd")
+        exact = dpopt.solve(problem, "cvxpy:clarabel")  # on the formed matrix
+        assert fast.status == "optimal" and exact.status in ("optimal", "feasible")
+        assert agree(fast.objective, exact.objective), (seed, fast.objective, exact.objective)
