@@ -46,7 +46,7 @@ from dpopt.solvers.dgm_tables import (
     make_consistent,
     to_marginals,
 )
-from dpopt.validation import choice, positive_number
+from dpopt.validation import choice, generator, positive_number
 
 __all__ = [
     "Learned",
@@ -118,14 +118,6 @@ class Learned:
     def model(self) -> Any:
         """The private network as a pgmpy ``DiscreteBayesianNetwork``."""
         return self.network.to_pgmpy()
-
-
-def _rng(seed: Any) -> np.random.Generator:
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
-        raise TypeError(f"seed must be an int, a numpy Generator or None, got {seed!r}")
-    return np.random.default_rng(None if seed is None else int(seed))
 
 
 def _rate(name: str, value: Any, *, upper_open: bool) -> Fraction:
@@ -230,7 +222,7 @@ def learn(
     choice("consistency", consistency, CONSISTENCY_WEIGHTS)
     if not isinstance(baseline, bool):
         raise TypeError(f"baseline must be True or False, got {baseline!r}")
-    rng = _rng(seed)
+    rng = generator(seed)
     # an unknown method fails here, before any charge (also for the baseline, which has none)
     solve(BudgetAllocation(np.ones(len(structure.nodes)), 1.0), method, strict=True)
     ledger = _accountant(accountant, eps)

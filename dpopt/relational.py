@@ -49,7 +49,7 @@ from dpopt.problem import solve
 from dpopt.relational_data import RelationalData, Workload
 from dpopt.relational_synth import synthesize as synthesize_table
 from dpopt.solvers.relational_rounding import sample_rows, unbiased_sample
-from dpopt.validation import integer, positive_number
+from dpopt.validation import generator, integer, positive_number
 
 __all__ = [
     "LinkResult",
@@ -245,7 +245,7 @@ def learn_links(
     if not isinstance(ledger, Accountant) or ledger.kind != "zcdp":
         raise TypeError(f"accountant must be a zCDP dpopt Accountant, got {accountant!r}")
     ledger.check([(Loss.zcdp(rho), "relational links")])  # the whole run fits, or nothing runs
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = generator(seed)
     eps_em, rho_gauss = workload_budget(rho, rounds * per_round, alpha_exact)
     cells = {w: _Cells(data, left, right, w) for w in workloads}
     links = _initial_links(n1s, n2s, m_syn, one_to_many, rng)
@@ -418,7 +418,7 @@ def synthesize(
     one table's row, so the total is (ε1 + ε2 + ε_rel, δ1 + δ2 + δ_rel) by Theorem 1 (the
     paper's sum; max(ε1, ε2) + ε_rel would also hold). A table you pass costs nothing here.
     """
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = generator(seed)
     table_rho = None
     if synthetic_left is None or synthetic_right is None:
         table_rho = Fraction(approx_dp_to_zcdp(table_epsilon, table_delta))

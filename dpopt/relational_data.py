@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpopt.validation import choice, integer, integer_array
+from dpopt.validation import choice, generator, integer, integer_array
 
 __all__ = [
     "MOVIELENS_AGES",
@@ -746,7 +746,7 @@ def generate(
         )
     if n_left * n_right > 2**62:
         raise ValueError("n_left·n_right is too large")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = generator(seed)
     genres = len(MOVIELENS_GENRES)
     # users: gender, age bucket (MovieLens-like shares), occupation
     gender = (rng.random(n_left) < 0.72).astype(np.int64)

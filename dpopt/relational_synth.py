@@ -57,7 +57,7 @@ import numpy as np
 
 from dpopt.privacy import Accountant, Loss, draw, exponential_mechanism, prepare_gaussian
 from dpopt.privacy.samplers import exact_fraction
-from dpopt.validation import choice, integer, integer_array
+from dpopt.validation import choice, generator, integer, integer_array
 
 __all__ = [
     "MAX_PAIR_CELLS",
@@ -187,14 +187,6 @@ def _codes(codes: Any, cards: tuple[int, ...], name: str = "codes") -> np.ndarra
             f"{name}[{row}, {a}] must be in 0 … cards[{a}] − 1 = {limit[a] - 1}, got {arr[row, a]}"
         )
     return arr
-
-
-def _rng(seed: Any) -> np.random.Generator:
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
-        raise TypeError(f"seed must be an int, a numpy Generator or None, got {seed!r}")
-    return np.random.default_rng(None if seed is None else int(seed))
 
 
 def _accountant(accountant: Any) -> Accountant | None:
@@ -359,7 +351,7 @@ def measure(
     data = _codes(codes, card)
     total = exact_fraction("rho", rho)
     kind = choice("neighbours", neighbours, NEIGHBOURS)
-    generator = _rng(seed)
+    rng = generator(seed)
     acc = _accountant(accountant)
     plan = _plan(total, len(card), kind)
     if acc is not None:
@@ -378,11 +370,11 @@ def measure(
         )
         for a in range(d)
     ]
-    ones = draw(prepared, rng=generator, accountant=acc)
+    ones = draw(prepared, rng=rng, accountant=acc)
     one_way = tuple(np.asarray(n.values, dtype=np.int64) for n in ones)
 
     # step 2: the tree
-    edges = _select(data, card, one_way, plan, generator, acc)
+    edges = _select(data, card, one_way, plan, rng, acc)
 
     # step 3: the tree's 2-way count tables, charged at once
     twos = []
@@ -396,7 +388,7 @@ def measure(
             )
             for e, (i, j) in enumerate(edges)
         ]
-        twos = draw(prepared, rng=generator, accountant=acc)
+        twos = draw(prepared, rng=rng, accountant=acc)
     two_way = tuple(
         np.asarray(n.values, dtype=np.int64).reshape(card[i], card[j])
         for n, (i, j) in zip(twos, edges, strict=True)
@@ -508,15 +500,15 @@ def sample(model: TreeModel, rows: Any, *, seed: Any = None) -> np.ndarray:
     if not isinstance(model, TreeModel):
         raise TypeError(f"model must be a TreeModel, got {type(model).__name__}")
     count = integer("rows", rows, minimum=1, maximum=MAX_ROWS)
-    generator = _rng(seed)
+    rng = generator(seed)
     out = np.empty((count, len(model.cards)), dtype=np.int64)
     root = model.order[0]
     cdf = np.cumsum(model.root_marginal)[None, :]
-    out[:, root] = _draw_rows(cdf, np.zeros(count, dtype=np.int64), generator)
+    out[:, root] = _draw_rows(cdf, np.zeros(count, dtype=np.int64), rng)
     for b in model.order[1:]:
         cond = model.conditionals[b]
         assert cond is not None
-        out[:, b] = _draw_rows(np.cumsum(cond, axis=1), out[:, model.parent[b]], generator)
+        out[:, b] = _draw_rows(np.cumsum(cond, axis=1), out[:, model.parent[b]], rng)
     return out
 
 
@@ -559,11 +551,9 @@ def synthesize(
         Synthetic codes within the domains.
     """
     count = integer("rows", rows, minimum=1, maximum=MAX_ROWS)  # before measure charges
-    generator = _rng(seed)
-    measured = measure(
-        codes, cards, rho, seed=generator, accountant=accountant, neighbours=neighbours
-    )
-    return sample(fit(measured), count, seed=generator)
+    rng = generator(seed)
+    measured = measure(codes, cards, rho, seed=rng, accountant=accountant, neighbours=neighbours)
+    return sample(fit(measured), count, seed=rng)
 
 
 def marginal_error(real_codes: Any, synthetic_codes: Any, cards: Any, order: int = 2) -> float:

@@ -300,3 +300,16 @@ def choice(name: str, value: Any, options: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in options:
         raise ValueError(f"{name} must be one of {options}, got {_describe(value)}")
     return value
+
+
+def generator(seed: Any) -> np.random.Generator:
+    """The ``numpy.random.Generator`` a ``seed`` argument stands for: a Generator as it is, an
+    integer ≥ 0 or None through ``np.random.default_rng`` (DESIGN.md: every draw takes an
+    explicit Generator; functions that accept ``seed`` build one)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
+        raise TypeError(f"seed must be an int, a numpy Generator or None, got {seed!r}")
+    if seed is not None and seed < 0:
+        raise ValueError(f"seed must be ≥ 0, got {seed}")
+    return np.random.default_rng(None if seed is None else int(seed))

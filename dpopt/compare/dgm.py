@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from dpopt import bayesnet, dgm
-from dpopt.compare.instance import Instance
+from dpopt.compare.instance import Experiment, Instance
 from dpopt.models.dgm_budget import BudgetAllocation
 from dpopt.paper import dgm_tables
 
@@ -85,9 +85,6 @@ def _paper(
 
     return experiment
 
-
-Experiment = Callable[[int, bool], tuple[list[dict[str, Any]], str]]
-"""An experiment suite: (seed, progress) → (rows, the report as text)."""
 
 EXPERIMENTS: dict[str, Experiment] = {
     # the paper's settings (spec §5): 4 networks × 5 ε × 10 seeds × 2 methods, 10,000 records

@@ -1,14 +1,18 @@
-"""A benchmark instance of a ``dpopt compare`` suite."""
+"""A benchmark instance of a ``dpopt compare`` suite, and the type of an experiment suite."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from dpopt.problem import Problem
 
-__all__ = ["Instance"]
+__all__ = ["Experiment", "Instance"]
+
+Experiment = Callable[[int, bool], tuple[list[dict[str, Any]], str]]
+"""An experiment suite: (seed, progress) → (rows, the report as text): a mechanism end to end,
+no solver comparison."""
 
 
 @dataclass(frozen=True)

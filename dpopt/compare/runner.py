@@ -25,7 +25,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dpopt.compare import census, dgm, eigen, hdmm, relational
-from dpopt.compare.instance import Instance
+from dpopt.compare.instance import Experiment, Instance
 from dpopt.problem import CLAIMS_FEASIBLE, method_info, methods, solve
 
 Builder = Callable[[np.random.Generator], list[Instance]]
@@ -39,7 +39,10 @@ FAMILY_SUITES: dict[str, dict[str, Builder]] = {
 }
 """Family → suite name → instance builder."""
 
-FAMILY_EXPERIMENTS: dict[str, dict[str, dgm.Experiment]] = {"dgm": dgm.EXPERIMENTS}
+FAMILY_EXPERIMENTS: dict[str, dict[str, Experiment]] = {
+    "dgm": dgm.EXPERIMENTS,
+    "relational": relational.EXPERIMENTS,
+}
 """Family → experiment suite → (seed, progress) → (rows, report): suites that run a mechanism
 end to end and print its own table (no solver comparison, so no --check)."""
 
@@ -72,7 +75,7 @@ def suites(family: str) -> dict[str, Builder]:
     return dict(FAMILY_SUITES[family])
 
 
-def experiments(family: str) -> dict[str, dgm.Experiment]:
+def experiments(family: str) -> dict[str, Experiment]:
     """Experiment suite name → experiment for ``family`` (empty for most families)."""
     suites(family)  # an unknown family raises
     return dict(FAMILY_EXPERIMENTS.get(family, {}))
@@ -489,6 +492,8 @@ SUITE_TIMES: dict[tuple[str, str], str] = {
     ("relational", "smoke"): "~1.5 s",
     ("relational", "small"): "~2 s",
     ("relational", "medium"): "~9 s",
+    ("relational", "paper"): _LONG,
+    ("relational", "paper-smoke"): "~10 s",
 }
 """(family, suite) → rough wall time of ``dpopt compare --family F --suite S --no-progress``
 (whole command, start-up included), measured once on a 2-core machine (see the comment

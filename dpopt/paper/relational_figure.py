@@ -12,6 +12,7 @@ tables (what the link learner starts from) and the paper's Fig. 3 values for Mov
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Sequence
 from typing import Any
@@ -117,7 +118,7 @@ def format_report(summary: Sequence[dict[str, Any]]) -> str:
             f"{s['right_l1']:>8.4f}  {paper:>15}"
         )
     errors = [s["error_percent"] for s in summary]
-    falling = all(a >= b for a, b in zip(errors, errors[1:], strict=False))
+    falling = all(a >= b for a, b in itertools.pairwise(errors))
     lines.append(
         f"error falls with eps_rel at every step: {'yes' if falling else 'no'} "
         f"({errors[0]:.2f} % at {summary[0]['epsilon']:g} to {errors[-1]:.2f} % at "

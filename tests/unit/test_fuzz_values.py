@@ -279,3 +279,17 @@ def test_largest_supported_count_is_documented() -> None:
     assert integer_array("c", [2**53 + 1, 1.0]).tolist() == [2**53 + 1, 1]  # no float64 on the way
     with pytest.raises(ValueError, match=r"c\[1\] must be an integer, got True"):
         integer_array("c", [1, True])
+
+
+def test_generator_builds_or_passes_through_and_names_bad_seeds() -> None:
+    from dpopt.validation import generator
+
+    rng = np.random.default_rng(5)
+    assert generator(rng) is rng
+    assert generator(3).integers(0, 1 << 30) == np.random.default_rng(3).integers(0, 1 << 30)
+    assert isinstance(generator(None), np.random.Generator)
+    for bad in (1.5, "3", True, [1]):
+        with pytest.raises(TypeError, match="seed"):
+            generator(bad)
+    with pytest.raises(ValueError, match="seed"):
+        generator(-1)
