@@ -167,6 +167,77 @@ def _initial_links(
     return _Links(n_left, n_right, one_to_many, linked)
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """The validated settings of one :func:`learn_links` run (nothing read from private data
+    but the public m, n1, n2, d_max and schema)."""
+
+    rho: Fraction
+    m_syn: int
+    one_to_many: bool
+    rounds: int
+    per_round: int
+    alpha: Fraction
+    workloads: list[Workload]
+    candidates: int
+    workloads_in_qp: int
+    slice_cells: int
+    slices: int
+    pgd_iterations: int
+
+
+def _plan(
+    data: RelationalData,
+    n1s: int,
+    n2s: int,
+    epsilon: float,
+    delta: float,
+    *,
+    m_syn: int | None = None,
+    rounds: int = 15,
+    per_round: int = 3,
+    alpha: float = 0.2,
+    k: int = 3,
+    candidates: int = 300,
+    workloads_in_qp: int = 8,
+    slice_cells: int = 1_000_000,
+    slices: int = 1,
+    pgd_iterations: int = 100,
+) -> _Plan:
+    """Every setting of :func:`learn_links` validated (its docstring), for synthetic tables of
+    n1s and n2s rows; raises naming the field."""
+    one_to_many = data.relationship == "one-to-many"
+    size = n1s * n2s
+    if one_to_many:
+        m_syn = n2s
+    elif m_syn is None:
+        m_syn = max(1, math.floor(data.m * math.sqrt(size / (data.n_left * data.n_right))))
+    alpha_exact = Fraction(positive_number("alpha", alpha))
+    if not 0 < alpha_exact < 1:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    rounds = integer("rounds", rounds, minimum=1)
+    per_round = integer("per_round", per_round, minimum=1)
+    workloads = data.cross_workloads(k)
+    if rounds * per_round > len(workloads):
+        raise ValueError(
+            f"rounds × per_round = {rounds * per_round} exceeds the {len(workloads)} workloads"
+        )
+    return _Plan(
+        rho=relational_rho(epsilon, delta),
+        m_syn=integer("m_syn", m_syn, minimum=1, maximum=size),
+        one_to_many=one_to_many,
+        rounds=rounds,
+        per_round=per_round,
+        alpha=alpha_exact,
+        workloads=workloads,
+        candidates=integer("candidates", candidates, minimum=per_round),
+        workloads_in_qp=integer("workloads_in_qp", workloads_in_qp, minimum=1),
+        slice_cells=integer("slice_cells", slice_cells, minimum=1),
+        slices=integer("slices", slices, minimum=1),
+        pgd_iterations=integer("pgd_iterations", pgd_iterations, minimum=1),
+    )
+
+
 def learn_links(
     data: RelationalData,
     synthetic_left: Any,
@@ -217,48 +288,43 @@ def learn_links(
     """
     left = data.encode("left", synthetic_left)
     right = data.encode("right", synthetic_right)
-    n1s, n2s = left.shape[0], right.shape[0]
-    one_to_many = data.relationship == "one-to-many"
-    size = n1s * n2s
-    if one_to_many:
-        m_syn = n2s
-    elif m_syn is None:
-        m_syn = max(1, math.floor(data.m * math.sqrt(size / (data.n_left * data.n_right))))
-    m_syn = integer("m_syn", m_syn, minimum=1, maximum=size)
-    alpha_exact = Fraction(positive_number("alpha", alpha))
-    if not 0 < alpha_exact < 1:
-        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
-    rounds = integer("rounds", rounds, minimum=1)
-    per_round = integer("per_round", per_round, minimum=1)
-    slices = integer("slices", slices, minimum=1)
-    candidates = integer("candidates", candidates, minimum=per_round)
-    workloads_in_qp = integer("workloads_in_qp", workloads_in_qp, minimum=1)
-    slice_cells = integer("slice_cells", slice_cells, minimum=1)
-    pgd_iterations = integer("pgd_iterations", pgd_iterations, minimum=1)
-    workloads = data.cross_workloads(k)
-    if rounds * per_round > len(workloads):
-        raise ValueError(
-            f"rounds × per_round = {rounds * per_round} exceeds the {len(workloads)} workloads"
-        )
-    rho = relational_rho(epsilon, delta)
-    ledger = Accountant.zcdp(rho) if accountant is None else accountant
+    plan = _plan(
+        data,
+        left.shape[0],
+        right.shape[0],
+        epsilon,
+        delta,
+        m_syn=m_syn,
+        rounds=rounds,
+        per_round=per_round,
+        alpha=alpha,
+        k=k,
+        candidates=candidates,
+        workloads_in_qp=workloads_in_qp,
+        slice_cells=slice_cells,
+        slices=slices,
+        pgd_iterations=pgd_iterations,
+    )
+    ledger = Accountant.zcdp(plan.rho) if accountant is None else accountant
     if not isinstance(ledger, Accountant) or ledger.kind != "zcdp":
         raise TypeError(f"accountant must be a zCDP dpopt Accountant, got {accountant!r}")
-    ledger.check([(Loss.zcdp(rho), "relational links")])  # the whole run fits, or nothing runs
+    ledger.check([(Loss.zcdp(plan.rho), "relational links")])  # all of it fits, or nothing runs
     rng = generator(seed)
-    eps_em, rho_gauss = workload_budget(rho, rounds * per_round, alpha_exact)
-    cells = {w: _Cells(data, left, right, w) for w in workloads}
-    links = _initial_links(n1s, n2s, m_syn, one_to_many, rng)
+    eps_em, rho_gauss = workload_budget(plan.rho, plan.rounds * plan.per_round, plan.alpha)
+    cells = {w: _Cells(data, left, right, w) for w in plan.workloads}
+    links = _initial_links(left.shape[0], right.shape[0], plan.m_syn, plan.one_to_many, rng)
     measured: dict[Workload, np.ndarray] = {}
     errors = []
-    for _ in tqdm(range(rounds), disable=not progress, desc="relational rounds", leave=False):
-        pool = [w for w in workloads if w not in measured]
-        pool = [pool[i] for i in rng.permutation(len(pool))[:candidates]]
+    for _ in tqdm(range(plan.rounds), disable=not progress, desc="relational rounds", leave=False):
+        pool = [w for w in plan.workloads if w not in measured]
+        pool = [pool[i] for i in rng.permutation(len(pool))[: plan.candidates]]
         measured.update(
-            _select_and_measure(data, cells, links, pool, per_round, eps_em, rho_gauss, ledger, rng)
+            _select_and_measure(
+                data, cells, links, pool, plan.per_round, eps_em, rho_gauss, ledger, rng
+            )
         )
-        for _slice in range(slices):
-            _fit_slice(links, cells, measured, slice_cells, workloads_in_qp, pgd_iterations, rng)
+        for _slice in range(plan.slices):
+            _fit_slice(links, cells, measured, plan, rng)
         errors.append(float(np.mean(list(_errors(cells, links, measured).values()))))
     rows, cols = links.pairs()
     order = np.lexsort((cols, rows))
@@ -348,34 +414,32 @@ def _fit_slice(
     links: _Links,
     cells: dict[Workload, _Cells],
     measured: dict[Workload, np.ndarray],
-    slice_cells: int,
-    workloads_in_qp: int,
-    pgd_iterations: int,
+    plan: _Plan,
     rng: np.random.Generator,
 ) -> None:
     """Re-solve the QP on one slice over the measured workloads with the largest current error
     and round it back (UBS, or one parent per child), keeping the slice's edge count (spec
     §2.2, §3, App. C). Post-processing: reads the noisy answers and the synthetic tables."""
-    left, right = _slice_axes(links, slice_cells, rng)
+    left, right = _slice_axes(links, plan.slice_cells, rng)
     index = links.cells(left, right)
     current = links.linked[index]
     m_slice = int(current.sum())
     if m_slice == 0:  # [CODE]: a slice without edges is skipped
         return
     errors = _errors(cells, links, measured)
-    chosen = sorted(errors, key=errors.__getitem__, reverse=True)[:workloads_in_qp]
+    chosen = sorted(errors, key=errors.__getitem__, reverse=True)[: plan.workloads_in_qp]
     query = _slice_queries([cells[w] for w in chosen], left, right, links.one_to_many)
     answers = np.concatenate([measured[w] for w in chosen])
     start = current.astype(np.float64)
     links.linked[index] = False
     if links.one_to_many:
         problem = OneToManyLinkQP(query, answers, m_slice)
-        relaxed = solve(problem, "pgd", b0=start, max_iterations=pgd_iterations)
+        relaxed = solve(problem, "pgd", b0=start, max_iterations=plan.pgd_iterations)
         parents = sample_rows(np.asarray(relaxed.x).reshape(m_slice, -1), rng)
         links.linked[index.reshape(m_slice, -1)[np.arange(m_slice), parents]] = True
         return
     problem_m2m = RelaxedLinkQP(query, answers, m_slice)
-    relaxed = solve(problem_m2m, "pgd", b0=start, max_iterations=pgd_iterations)
+    relaxed = solve(problem_m2m, "pgd", b0=start, max_iterations=plan.pgd_iterations)
     links.linked[index[unbiased_sample(np.asarray(relaxed.x), m_slice, rng)]] = True
 
 
@@ -425,7 +489,8 @@ def synthesize(
     for name, value in (("synthetic_left", synthetic_left), ("synthetic_right", synthetic_right)):
         if value is not None:
             data.encode(name.removeprefix("synthetic_"), value)  # validate before any spend
-    relational_rho(epsilon, delta)  # validate (ε_rel, δ_rel) before the tables spend
+    options = {k: v for k, v in link_options.items() if k not in ("accountant", "progress")}
+    _plan(data, data.n_left, data.n_right, epsilon, delta, **options)  # before the tables spend
     budget: dict[str, Any] = {}
     tables: dict[str, Any] = {}
     total_eps, total_delta = positive_number("epsilon", epsilon), float(delta)

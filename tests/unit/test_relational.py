@@ -211,3 +211,16 @@ def test_synthesize_with_given_tables_spends_only_on_links(small: RelationalData
     )
     assert set(database.budget) == {"links", "total"}
     assert database.budget["total"]["epsilon"] == pytest.approx(1.0)
+
+
+def test_synthesize_refuses_bad_link_options_before_the_tables_are_measured(
+    small: RelationalData, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def measured(*args, **kwargs):
+        raise AssertionError("a table was measured before the link options were checked")
+
+    monkeypatch.setattr(relational, "synthesize_table", measured)
+    for options, field in (({"rounds": 0}, "rounds"), ({"alpha": 2.0}, "alpha"), ({}, "delta")):
+        delta = 2.0 if field == "delta" else 1e-5
+        with pytest.raises(ValueError, match=field):
+            relational.synthesize(small, epsilon=1.0, delta=delta, seed=0, **options)
