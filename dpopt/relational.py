@@ -47,6 +47,7 @@ from dpopt.privacy import (
 )
 from dpopt.problem import solve
 from dpopt.relational_data import RelationalData, Workload
+from dpopt.relational_synth import SQRT2_UP
 from dpopt.relational_synth import synthesize as synthesize_table
 from dpopt.solvers.relational_rounding import sample_rows, unbiased_sample
 from dpopt.validation import generator, integer, positive_number
@@ -60,8 +61,6 @@ __all__ = [
     "workload_budget",
 ]
 
-SQRT2_UP = Fraction(1414213562373096, 10**15)
-"""A rational upper bound on √2 (an L2 sensitivity is never rounded down)."""
 _EPS_BITS = 40  # ε of the exponential mechanism is rounded down to a multiple of 2^-40
 
 

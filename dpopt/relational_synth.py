@@ -63,6 +63,7 @@ __all__ = [
     "MAX_PAIR_CELLS",
     "MAX_ROWS",
     "NEIGHBOURS",
+    "SQRT2_UP",
     "Measurements",
     "TreeModel",
     "fit",
@@ -82,7 +83,8 @@ MAX_PAIR_CELLS = 2**24
 
 _SCORE_BITS = 20  # P̂ is put on the grid 2^-20 so that the L1 scores are computed exactly
 _EPS_BITS = 40  # the exponential mechanism's ε grid (dpopt.privacy.mechanisms._EPSILON_BITS)
-_SQRT2_UP = Fraction(math.isqrt(2 << 60) + 1, 1 << 30)  # ≥ √2, relatively by < 2^-30
+SQRT2_UP = Fraction(math.isqrt(2 << 60) + 1, 1 << 30)
+"""A rational upper bound on √2, relatively by < 2^-30 (an L2 sensitivity is never rounded down)."""
 _IPF_ROUNDS = 30
 _MIN_VARIANCE = 1e-9  # inverse-variance weights stay finite
 _FLOOR = 1e-9  # pseudo-mass per cell (relative to the table) so IPF can rescale empty rows
@@ -218,7 +220,7 @@ class _Plan:
 
 
 def _plan(rho: Fraction, d: int, neighbours: str) -> _Plan:
-    sens = Fraction(1) if neighbours == "add-remove" else _SQRT2_UP
+    sens = Fraction(1) if neighbours == "add-remove" else SQRT2_UP
     score_sens = 1 if neighbours == "add-remove" else 2
     if d == 1:
         parts = (rho, Fraction(0), Fraction(0))
