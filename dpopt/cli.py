@@ -363,6 +363,9 @@ def _report(
     if records:
         summary = compare.format_summary(records, report)
         print(summary, file=sys.stderr if to_stdout else sys.stdout)
+        growth = compare.format_growth(records)
+        if growth:
+            print(growth, file=sys.stderr if to_stdout else sys.stdout)
     if args.json and not to_stdout:
         compare.write_json(records, args.json)
     if args.csv:

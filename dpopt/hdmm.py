@@ -43,7 +43,7 @@ from dpopt.privacy import (
     prepare_laplace,
 )
 from dpopt.problem import solve
-from dpopt.solvers.hdmm import MAX_RESTARTS, OPT_M_MAX_ATTRIBUTES
+from dpopt.solvers.hdmm import GAUSSIAN_OPT0_MAX_N, MAX_RESTARTS, OPT_M_MAX_ATTRIBUTES
 from dpopt.solvers.hdmm_marginals import marginal_reconstruct
 from dpopt.validation import choice, finite_array, integer, positive_number
 
@@ -180,6 +180,17 @@ class Strategy:
         return sensitivity(self.matrix, self.noise)
 
 
+def _strategy_gram(workload: Any) -> Any:
+    """The Gram OPT₀ runs on: a workload matrix's implicit Gram (O(n) products for the 1-D
+    range blocks), or WᵀW of a dense array."""
+    if isinstance(workload, wl.Matrix):
+        if workload.shape[1] * workload.shape[1] > wl.DENSE_LIMIT:
+            return workload.gram()
+        gram = workload.gram()
+        return gram if isinstance(gram, wl.BlockGram) else gram_of(workload)
+    return gram_of(workload)
+
+
 def optimize(
     workload: Any,
     noise: str = "laplace",
@@ -189,13 +200,37 @@ def optimize(
     p: int | None = None,
     executor: Executor | None = None,
 ) -> Strategy:
-    """OPT₀ (spec §3.1–3.2) on the workload's explicit Gram; never worse than Identity.
+    """OPT₀ (spec §3.1–3.2) on the workload's Gram; never worse than Identity.
 
     Laplace: ``restarts`` seeded p-Identity runs (p = max(1, n/16) by default) through the
-    optional ``executor``; Gaussian: the convex Def. 12 program. Deterministic for a seed.
+    optional ``executor`` (restarts in parallel; each runs BLAS on one thread), on the implicit
+    Gram of a range workload, so no n × n array is formed. Gaussian: the convex Def. 12 program
+    up to n = :data:`GAUSSIAN_OPT0_MAX_N`, Eigen-Design above it (``template`` then says
+    ``"eigen-design"`` and ``details["path"]`` why). Deterministic for a seed.
     """
-    problem = StrategySelection(gram_of(workload), noise_kind(noise))
+    noise = noise_kind(noise)
     restarts, seed = _randomised(restarts, seed)
+    gram = _strategy_gram(workload) if noise == "laplace" else None
+    cells = int(gram.shape[0]) if gram is not None else _cells(workload)
+    if noise == "gaussian" and cells > GAUSSIAN_OPT0_MAX_N:
+        from dpopt import eigen  # eigen builds on this module
+
+        designed = eigen.design(workload)
+        if not isinstance(designed, Strategy):
+            raise ValueError(
+                f"n = {cells} is past the Gaussian OPT₀ (n ≤ {GAUSSIAN_OPT0_MAX_N}) and this "
+                "workload is designed factor by factor: use dpopt.eigen.design or optimize_product"
+            )
+        why = f"n = {cells} > {GAUSSIAN_OPT0_MAX_N}: Eigen-Design instead of the Gaussian OPT₀"
+        return Strategy(
+            designed.matrix,
+            "gaussian",
+            designed.template,
+            designed.error,
+            designed.candidates,
+            {**designed.details, "path": why},
+        )
+    problem = StrategySelection(gram if gram is not None else gram_of(workload), noise)
     if p is not None:
         p = integer("p", p, minimum=1, maximum=problem.size)
     options: dict[str, Any] = {}
@@ -208,7 +243,14 @@ def optimize(
         solution.info["template"],
         solution.objective,
         dict(solution.info["candidates"]),
+        {**solution.info, "path": f"OPT₀ ({noise})"},
     )
+
+
+def _cells(workload: Any) -> int:
+    if isinstance(workload, wl.Matrix):
+        return int(workload.shape[1])
+    return int(finite_array("workload", workload, ndim=2).shape[1])
 
 
 @dataclass(frozen=True)

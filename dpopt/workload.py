@@ -102,6 +102,11 @@ class Matrix(ABC):
         """Wᵀ·y for y of shape (m,) or (m, k)."""
         return self._apply("y", y, self.shape[0], self._rmatvec)
 
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        """W·X for a float64 array X of shape (n, k), unchecked: for optimizers' inner loops,
+        whose arrays are known finite (:meth:`matvec` validates and copies)."""
+        return self._matvec(x)
+
     def __matmul__(self, other: Any) -> np.ndarray:
         if isinstance(other, np.ndarray):
             return self.matvec(other)
@@ -124,8 +129,12 @@ class Matrix(ABC):
 
     def trace(self) -> float:
         """Trace of a square matrix."""
+        return float(self.diagonal().sum())
+
+    def diagonal(self) -> np.ndarray:
+        """The diagonal of a square matrix (of a Gram: the column counts diag(WᵀW))."""
         self._require_square()
-        return float(np.trace(self.dense()))
+        return np.diag(self.dense()).copy()
 
     def _require_square(self) -> None:
         m, n = self.shape
@@ -224,9 +233,14 @@ class _Block(Matrix):
     def _gram_array(self) -> np.ndarray:
         """The closed-form n×n Gram (hdmm spec §2 table)."""
 
-    def gram(self) -> Explicit:
-        """WᵀW as a dense n×n Explicit (1-D n is small enough for the optimizers)."""
-        return Explicit(_checked_gram(self))
+    def gram(self) -> BlockGram:
+        """WᵀW as an implicit operator (:class:`BlockGram`): O(n) products, dense on request."""
+        return BlockGram(self)
+
+    def _gram_matvec(self, x: np.ndarray) -> np.ndarray:
+        """WᵀW·X through the block's own products: O(rows) per column, O(n) for every block
+        with at most n + 1 rows."""
+        return self._rmatvec(self._matvec(x))
 
     def _own_norms(self, kind: str) -> np.ndarray:
         """Entries are 0/1, so both norms are the column counts diag(WᵀW)."""
@@ -407,6 +421,15 @@ class AllRange(_Block):
         j = self._cells()
         return (j + 1.0) * (self.n - j)
 
+    def _gram_matvec(self, x: np.ndarray) -> np.ndarray:
+        """V·X in O(n) per column: V is semiseparable, Vᵢⱼ = (i+1)(n−j) for i ≤ j, so
+        (VX)ᵢ = (i+1)·Σ_{j≥i}(n−j)Xⱼ + (n−i)·Σ_{j<i}(j+1)Xⱼ (two cumulative sums)."""
+        j = self._cells()[:, None]
+        upper = _reverse_cumsum((self.n - j) * x)
+        lower = np.zeros_like(upper)
+        np.cumsum(((j + 1.0) * x)[:-1], axis=0, out=lower[1:])
+        return (j + 1.0) * upper + (self.n - j) * lower
+
     def gram_eigenpairs(self) -> tuple[np.ndarray, np.ndarray]:
         """σₖ = (n+1)/(4 sin²(kπ/(2(n+1)))) with the DST-I eigenvectors
         qₖ(j) = √(2/(n+1))·sin(jkπ/(n+1)), k, j = 1 … n (eigen-design spec §5 (e));
@@ -433,15 +456,21 @@ class WidthRanges(_Block):
     def _rows(self) -> int:
         return self.n - self.k + 1
 
+    # both products keep X's memory layout: a cumulative sum along a strided axis is 6× slower
     def _matvec(self, x: np.ndarray) -> np.ndarray:
-        sums = np.vstack([np.zeros((1, x.shape[1])), np.cumsum(x, axis=0)])
-        return sums[self.k :] - sums[: self._rows()]
+        sums = np.cumsum(x, axis=0)  # window s is sums[s+k−1] − sums[s−1]
+        out = sums[self.k - 1 :].copy(order="K")
+        out[1:] -= sums[: self._rows() - 1]
+        return out
 
     def _rmatvec(self, y: np.ndarray) -> np.ndarray:
-        diff = np.zeros((self.n + 1, y.shape[1]))
-        diff[: self._rows()] += y
-        diff[self.k :] -= y
-        return np.cumsum(diff[: self.n], axis=0)
+        # cell j gets Σ y[s] over max(0, j−k+1) ≤ s ≤ min(j, m−1): C[min(j, m−1)] − C[j−k]
+        sums = np.cumsum(y, axis=0)
+        out = np.empty_like(sums, shape=(self.n, y.shape[1]))
+        out[: self._rows()] = sums
+        out[self._rows() :] = sums[-1]
+        out[self.k :] -= sums[: self.n - self.k]
+        return out
 
     def _dense(self) -> np.ndarray:
         s = np.arange(self._rows())[:, None]
@@ -457,6 +486,40 @@ class WidthRanges(_Block):
     def _counts(self) -> np.ndarray:
         j = self._cells()
         return np.minimum(j, self.n - self.k) - np.maximum(j - self.k + 1, 0.0) + 1.0
+
+
+class BlockGram(Matrix):
+    """WᵀW of a 1-D block as an implicit symmetric n × n operator (hdmm spec §2).
+
+    Range, prefix and width-k Grams are semiseparable or banded, so a product costs O(n) per
+    column instead of the dense O(n²) (issue 14: the OPT₀ losses use it); ``dense()`` builds
+    the closed-form array, refused past DENSE_LIMIT entries like every ``dense()``.
+    """
+
+    def __init__(self, block: _Block) -> None:
+        if not isinstance(block, _Block):
+            raise ValueError(f"block must be a 1-D block, got {type(block).__name__}")
+        self.block = block
+
+    def __repr__(self) -> str:
+        return f"{self.block!r}.gram()"
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.block.n, self.block.n
+
+    def _matvec(self, x: np.ndarray) -> np.ndarray:
+        return self.block._gram_matvec(x)
+
+    def _rmatvec(self, y: np.ndarray) -> np.ndarray:
+        return self.block._gram_matvec(y)
+
+    def _dense(self) -> np.ndarray:
+        return self.block._gram_array()
+
+    def diagonal(self) -> np.ndarray:
+        """diag(WᵀW): a 0/1 block's column counts."""
+        return self.block._counts()
 
 
 class Explicit(Matrix):
@@ -512,9 +575,9 @@ class Explicit(Matrix):
         gram = self.matrix.T @ self.matrix
         return gram.toarray() if sparse.issparse(gram) else gram
 
-    def trace(self) -> float:
+    def diagonal(self) -> np.ndarray:
         self._require_square()
-        return float(self.matrix.diagonal().sum())
+        return np.asarray(self.matrix.diagonal(), dtype=np.float64)
 
     def _own_norms(self, kind: str) -> np.ndarray:
         m = self.matrix
@@ -625,6 +688,13 @@ class Kron(Matrix):
             return math.prod(f.trace() for f in self.factors)
         return super().trace()
 
+    def diagonal(self) -> np.ndarray:
+        """diag(⊗Aᵢ) = ⊗ diag Aᵢ when every factor is square."""
+        self._require_square()
+        if all(f.shape[0] == f.shape[1] for f in self.factors):
+            return reduce(np.kron, [f.diagonal() for f in self.factors])
+        return super().diagonal()
+
 
 class VStack(Matrix):
     """The union [W₁; W₂; …] of blocks over the same n cells (hdmm spec §2)."""
@@ -690,6 +760,10 @@ class Sum(Matrix):
         self._require_square()
         return math.fsum(t.trace() for t in self.terms)
 
+    def diagonal(self) -> np.ndarray:
+        self._require_square()
+        return _array_sum(t.diagonal() for t in self.terms)
+
 
 class Weighted(Matrix):
     """w·W for a weight w > 0 (hdmm spec §2: the Gram carries w²)."""
@@ -721,6 +795,9 @@ class Weighted(Matrix):
 
     def trace(self) -> float:
         return self.weight * self.matrix.trace()
+
+    def diagonal(self) -> np.ndarray:
+        return self.weight * self.matrix.diagonal()
 
 
 Collapse = Callable[[Matrix, Terms, int], Terms | None]

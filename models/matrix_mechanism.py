@@ -27,6 +27,7 @@ import numpy as np
 from scipy import linalg
 from scipy.linalg import lapack
 
+from dpopt import workload as wl
 from dpopt.models.marginal_algebra import marginal_error, surrogate_from_terms
 from dpopt.privacy.mechanisms import Noise, noise_kind
 from dpopt.problem import Problem
@@ -114,6 +115,77 @@ def _error_if_supported(strategy: np.ndarray, factor: Factor, sensitivity: float
     return float("inf") if residual > SUPPORT_TOL else sensitivity**2 * trace
 
 
+Gram = np.ndarray | wl.Matrix
+"""A workload Gram V = WᵀW: a dense array, or an implicit :mod:`dpopt.workload` operator
+(``W.gram()``) whose products cost O(n) per column for the 1-D range blocks (issue 14)."""
+
+
+def gram_times(gram: Gram, x: np.ndarray) -> np.ndarray:
+    """V·X for a finite float64 X of shape (n, k) (unchecked: the optimizers' inner loops)."""
+    return gram @ x if isinstance(gram, np.ndarray) else gram.apply(x)
+
+
+def gram_diagonal(gram: Gram) -> np.ndarray:
+    """diag(V)."""
+    return np.diag(gram).copy() if isinstance(gram, np.ndarray) else gram.diagonal()
+
+
+def dense_gram(gram: Gram) -> np.ndarray:
+    """V as a dense array (an operator's closed form; refused past ``wl.DENSE_LIMIT``)."""
+    return gram if isinstance(gram, np.ndarray) else np.asarray(gram.dense(), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class WoodburyParts:
+    """tr[(AᵀA)⁻¹V] for A = [I; Θ]·diag(1/s) (p-Identity form, hdmm App. B, Thm 17) and the
+    pieces its gradient reuses: with C₀ = diag(s)·V·diag(s), R = (I + ΘΘᵀ)⁻¹ and M = ΘC₀,
+    the trace is tr C₀ − ⟨Θ, RM⟩. M takes p Gram products (O(pn) on a structured Gram), the
+    rest O(p²n + p³): no n × n matrix is formed."""
+
+    trace: float
+    trace_c0: float
+    diag_c0: np.ndarray
+    r: np.ndarray
+    rm: np.ndarray
+
+    @property
+    def reliable(self) -> bool:
+        """Whether the subtraction tr C₀ − ⟨Θ, RM⟩ kept at least ~11 of 16 digits."""
+        return self.trace_c0 <= CANCELLATION_LIMIT * self.trace
+
+
+# tr C₀ up to this multiple of the result: the subtraction loses at most ~4 digits, so the
+# Woodbury trace is good to ~1e-11 relative; beyond it (Θ large on a rank-deficient V, spec
+# §7 item 15) the callers take the cancellation-free route through a factor of V.
+CANCELLATION_LIMIT = 1e4
+
+
+def woodbury_parts(theta: np.ndarray, scale: np.ndarray, gram: Gram) -> WoodburyParts:
+    """:class:`WoodburyParts` of A = [I; Θ]·diag(1/``scale``)."""
+    m = gram_times(gram, (theta * scale).T).T * scale
+    diag_c0 = gram_diagonal(gram) * scale**2
+    r = np.linalg.inv(np.eye(theta.shape[0]) + theta @ theta.T)
+    rm = r @ m
+    trace_c0 = float(diag_c0.sum())
+    return WoodburyParts(trace_c0 - float(np.sum(theta * rm)), trace_c0, diag_c0, r, rm)
+
+
+def identity_prefixed_trace(strategy: np.ndarray, gram: Gram) -> float | None:
+    """tr[(AᵀA)⁻¹V] in O(p²n) for A = [diag(d); B] with d > 0 (every p-Identity strategy):
+    A = [I; Θ]·diag(d) with Θ = B·diag(1/d), so :func:`woodbury_parts` applies; such an A has
+    full column rank and supports every W. None when A is not of this form or the Woodbury
+    subtraction is not :attr:`~WoodburyParts.reliable`."""
+    n = strategy.shape[1]
+    if strategy.shape[0] <= n:
+        return None
+    top = strategy[:n]
+    d = np.diag(top).copy()
+    if np.any(d <= 0) or np.count_nonzero(top) != n:
+        return None
+    parts = woodbury_parts(strategy[n:] / d, 1.0 / d, gram)
+    return parts.trace if parts.reliable else None
+
+
 def strategy_error(strategy: np.ndarray, gram: np.ndarray, noise: Noise) -> float:
     """Unscaled error ‖A‖²·tr[(AᵀA)⁺V] (spec §1), +inf if A does not support W."""
     return _error_if_supported(strategy, lambda: gram_factor(gram), sensitivity(strategy, noise))
@@ -123,8 +195,13 @@ def strategy_error(strategy: np.ndarray, gram: np.ndarray, noise: Noise) -> floa
 class StrategySelection(Problem):
     """Choose a strategy A (p × n, any p) minimising ‖A‖²·tr[(AᵀA)⁺V] (hdmm spec §1, Problem 1).
 
-    ``gram`` is the workload Gram V = WᵀW (n × n, symmetric PSD); ``noise`` picks the norm.
-    A point is a dense strategy matrix; ``violations`` is how far it is from supporting W.
+    ``gram`` is the workload Gram V = WᵀW (n × n, symmetric PSD): a dense array or an implicit
+    :mod:`dpopt.workload` Gram (``W.gram()``), which lets OPT₀ run without any n × n array
+    (issue 14). ``noise`` picks the norm. A point is a dense strategy matrix; ``violations``
+    is how far it is from supporting W. With an implicit Gram the error of an Identity-prefixed
+    strategy (every p-Identity one) is taken by Woodbury in O(p²n)
+    (:func:`identity_prefixed_trace`), any other through the dense Gram's factor. A dense
+    ``gram`` always takes the factor route, sharing no formula with the optimizer.
     """
 
     gram: Any
@@ -135,12 +212,16 @@ class StrategySelection(Problem):
     feasibility_tol: ClassVar[float] = SUPPORT_TOL
 
     def __post_init__(self) -> None:
-        gram = finite_array("gram", self.gram, ndim=2)
-        if gram.shape[0] != gram.shape[1]:
-            raise ValueError(f"gram must be square (n × n), got shape {gram.shape}")
-        if not np.allclose(gram, gram.T, rtol=1e-10, atol=1e-12 * np.abs(gram).max()):
-            raise ValueError("gram must be symmetric (it is WᵀW)")
-        diagonal = np.diag(gram)
+        if isinstance(self.gram, wl.Matrix):
+            gram: Gram = _checked_operator(self.gram)
+            diagonal = self.gram.diagonal()
+        else:
+            gram = finite_array("gram", self.gram, ndim=2)
+            if gram.shape[0] != gram.shape[1]:
+                raise ValueError(f"gram must be square (n × n), got shape {gram.shape}")
+            if not np.allclose(gram, gram.T, rtol=1e-10, atol=1e-12 * np.abs(gram).max()):
+                raise ValueError("gram must be symmetric (it is WᵀW)")
+            diagonal = np.diag(gram)
         if np.any(diagonal < 0):
             i = int(np.flatnonzero(diagonal < 0)[0])
             raise ValueError(f"gram[{i}, {i}] must be >= 0 (WᵀW is PSD), got {diagonal[i]}")
@@ -160,9 +241,14 @@ class StrategySelection(Problem):
         return arr
 
     @cached_property
+    def dense_gram(self) -> np.ndarray:
+        """V as a dense array (an implicit Gram's closed form, built once)."""
+        return dense_gram(self.gram)
+
+    @cached_property
     def factor(self) -> np.ndarray:
         """L with LLᵀ = V, shared by objective and violations."""
-        return gram_factor(self.gram)
+        return gram_factor(self.dense_gram)
 
     def _support_and_trace(self, point: np.ndarray) -> tuple[float, float]:
         """:func:`normal_support_and_trace` at ``point``, remembered for the last point:
@@ -171,7 +257,16 @@ class StrategySelection(Problem):
         last = self.__dict__.get("_last")
         if last is not None and last[0].shape == point.shape and np.array_equal(last[0], point):
             return last[1]
-        found = normal_support_and_trace(point.T @ point, lambda: self.factor)
+        # an implicit Gram: no n × n array where the strategy's form allows (a dense Gram keeps
+        # the factorization route, independent of the optimizer's Woodbury loss)
+        trace = (
+            None if isinstance(self.gram, np.ndarray) else identity_prefixed_trace(point, self.gram)
+        )
+        found = (
+            (0.0, trace)
+            if trace is not None
+            else normal_support_and_trace(point.T @ point, lambda: self.factor)
+        )
         object.__setattr__(self, "_last", (point.copy(), found))
         return found
 
@@ -184,6 +279,19 @@ class StrategySelection(Problem):
 
     def violations(self, strategy: Any) -> float:
         return self._support_and_trace(self._point(strategy))[0]
+
+
+def _checked_operator(gram: wl.Matrix) -> wl.Matrix:
+    """An implicit Gram: square, symmetric on a random pair of vectors, finite products."""
+    n, columns = gram.shape
+    if n != columns:
+        raise ValueError(f"gram must be square (n × n), got shape {gram.shape}")
+    probe = np.random.default_rng(0).standard_normal((n, 2))
+    product = gram.matvec(probe)
+    cross = probe[:, 0] @ product[:, 1], probe[:, 1] @ product[:, 0]
+    if not math.isclose(*cross, rel_tol=1e-10, abs_tol=1e-12 * float(np.abs(product).max())):
+        raise ValueError("gram must be symmetric (it is WᵀW)")
+    return gram
 
 
 def _pair(name: str, value: Any) -> tuple[Any, Any]:
@@ -259,7 +367,7 @@ def cvxpy_model(problem: StrategySelection) -> tuple[cp.Problem, Callable[[], np
     """
     import cvxpy as cp
 
-    gram = problem.gram / np.trace(problem.gram)
+    gram = problem.dense_gram / np.trace(problem.dense_gram)
     factor = gram_factor(gram)
     x = cp.Variable(gram.shape, PSD=True)
     model = cp.Problem(cp.Minimize(cp.matrix_frac(factor, x)), [cp.diag(x) <= 1])

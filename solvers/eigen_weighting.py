@@ -32,9 +32,9 @@ from dpopt.models.eigen_design import (
     sdp_model,
 )
 from dpopt.problem import Outcome, Status, register
-from dpopt.solvers.blas import blas_limit
 from dpopt.solvers.cvxpy_backend import register_cvxpy
 from dpopt.solvers.deadline import Deadline
+from dpopt.threads import blas_limit
 from dpopt.validation import positive_number
 
 GAP_TOL = 1e-8

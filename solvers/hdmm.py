@@ -40,7 +40,13 @@ from dpopt.validation import integer
 
 CVXPY_MAX_N = 64
 OPT0_MAX_N = 8192
+# The Laplace OPT₀ on an implicit Gram forms no n × n array but returns the dense
+# (n + n/16) × n strategy: 2.3 GB at this n.
+OPT0_IMPLICIT_MAX_N = 16384
 GAUSSIAN_TOL = 1e-4
+# The Gaussian OPT₀ runs L-BFGS-B over the n(n−1)/2 entries of X with an n³ Cholesky per step:
+# > 900 s at n = 4096 (issue 14). Above this n Eigen-Design (``eigen-design``) is the L2 path.
+GAUSSIAN_OPT0_MAX_N = 1024
 
 
 def _opt0_limit(noise: str) -> Callable[[StrategySelection], str | None]:
@@ -49,8 +55,15 @@ def _opt0_limit(noise: str) -> Callable[[StrategySelection], str | None]:
     def limit(problem: StrategySelection) -> str | None:
         if problem.noise != noise:
             return f"this is the {noise} OPT₀; use {other} for {problem.noise} noise"
-        if problem.size > OPT0_MAX_N:
-            return f"OPT₀ works on explicit n × n Grams up to n = {OPT0_MAX_N} (n = {problem.size})"
+        implicit = noise == "laplace" and not isinstance(problem.gram, np.ndarray)
+        largest = OPT0_IMPLICIT_MAX_N if implicit else OPT0_MAX_N
+        if noise == "gaussian":
+            largest = GAUSSIAN_OPT0_MAX_N
+        if problem.size > largest:
+            if noise == "gaussian":
+                return f"Gaussian OPT₀ is for n ≤ {largest}; use eigen-design (n = {problem.size})"
+            kind = "implicit" if implicit else "explicit"
+            return f"OPT₀ works on {kind} n × n Grams up to n = {largest} (n = {problem.size})"
         return None
 
     return limit
@@ -124,7 +137,7 @@ def _opt0_gaussian(problem: StrategySelection, *, time_limit: float | None = Non
     ``info["converged"] = False``; ``time_limit`` (best point so far) when the limit stopped it.
     """
     deadline = Deadline(time_limit)
-    run = gaussian_run(problem.gram, deadline=deadline)
+    run = gaussian_run(problem.dense_gram, deadline=deadline)
     stages = [
         {"ridge": s.ridge, "success": s.success, "iterations": s.iterations, "message": s.message}
         for s in run.stages

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpopt.models.matrix_mechanism import SUPPORT_TOL, gram_factor, project, range_basis
-from dpopt.solvers.blas import blas_limit
 from dpopt.solvers.deadline import Deadline
 from dpopt.solvers.hdmm_opt0 import Candidate, best, opt0_gaussian, opt0_laplace
+from dpopt.threads import blas_limit
 
 Term = tuple[float, list[np.ndarray]]  # (w², per-attribute Grams)
 

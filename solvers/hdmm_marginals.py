@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import Bounds, minimize
-from threadpoolctl import threadpool_limits
 
 from dpopt import workload as wl
 from dpopt.models.marginal_algebra import (
@@ -34,6 +33,7 @@ from dpopt.models.marginal_algebra import (
 )
 from dpopt.privacy import Noise, noise_kind
 from dpopt.solvers.deadline import Deadline
+from dpopt.threads import one_thread
 from dpopt.validation import finite_array, nonnegative_integer
 
 PENALTY = 1e300
@@ -104,7 +104,7 @@ def opt_marginals(
     closed = theta if noise == "laplace" else theta**2
     starts = [closed, *rng.random((restarts, 2 ** len(sizes)))]
     found = [closed]
-    with threadpool_limits(1, user_api="blas"):
+    with one_thread():
         for start in starts:
             if deadline.expired():
                 break

@@ -28,9 +28,19 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize, minimize_scalar
 
-from dpopt.models.matrix_mechanism import gram_factor, strategy_from_gram, supported_trace
-from dpopt.solvers.blas import BLAS, blas_limit, blas_threads
+from dpopt import workload as wl
+from dpopt.models.matrix_mechanism import (
+    Gram,
+    dense_gram,
+    gram_diagonal,
+    gram_factor,
+    gram_times,
+    strategy_from_gram,
+    supported_trace,
+    woodbury_parts,
+)
 from dpopt.solvers.deadline import Deadline
+from dpopt.threads import blas_limit, one_thread
 
 # Finite penalty for points where the objective is undefined (spec §7 item 14).
 PENALTY = 1e300
@@ -60,23 +70,30 @@ def pidentity_strategy(theta: np.ndarray) -> np.ndarray:
     return np.vstack([np.eye(theta.shape[1]), theta]) / scale
 
 
-def pidentity_loss(theta: np.ndarray, gram: np.ndarray) -> tuple[float, np.ndarray]:
-    """f(Θ) = tr[(AᵀA)⁻¹V] for A = A(Θ) and its gradient, in O(pn²) (spec §3.1)."""
-    p = theta.shape[0]
+def pidentity_loss(theta: np.ndarray, gram: Gram) -> tuple[float, np.ndarray]:
+    """f(Θ) = tr[(AᵀA)⁻¹V] for A = A(Θ) and its gradient (spec §3.1).
+
+    Through :func:`woodbury_parts`: p Gram products (O(pn) on an implicit range Gram, O(pn²)
+    on a dense one, the oracle) and four p × n × p products. With ΘΘᵀ = R⁻¹ − I the
+    gradient's ΘKC₀ is RM, so ∇f = −2·RM·K + 1gᵀ, K = I − ΘᵀRΘ, g_k = 2(KC₀)_kk / s_k.
+    """
     s = 1.0 + theta.sum(axis=0)
-    m = ((theta * s) @ gram) * s  # Θ C₀ (p × n), C₀ = V ∘ ssᵀ never formed: the only O(pn²) step
-    diag_c0 = np.diag(gram) * s**2
-    r = np.linalg.inv(np.eye(p) + theta @ theta.T)
-    rm = r @ m
-    loss = float(diag_c0.sum() - np.sum(theta * rm))
-    q = m - (theta @ theta.T) @ rm  # Θ K C₀
-    grad = -2.0 * (q - (q @ theta.T) @ r @ theta)  # −2 Θ K C₀ K
-    diag_kc0 = diag_c0 - np.sum(theta * rm, axis=0)
+    parts = woodbury_parts(theta, s, gram)
+    q = parts.rm  # Θ K C₀
+    grad = -2.0 * (q - ((q @ theta.T) @ parts.r) @ theta)  # −2 Θ K C₀ K
+    diag_kc0 = parts.diag_c0 - np.sum(theta * q, axis=0)
     grad += 2.0 * diag_kc0 / s  # broadcasts 1_p gᵀ
-    return loss, grad
+    return parts.trace, grad
 
 
-def pidentity_error(theta: np.ndarray, factor: np.ndarray) -> float:
+def pidentity_error(theta: np.ndarray, gram: Gram, factor: Callable[[], np.ndarray]) -> float:
+    """tr[(AᵀA)⁻¹V] for A = A(Θ): the Woodbury trace where it is reliable, else the
+    cancellation-free route through ``factor()`` = L with LLᵀ = V (:func:`stable_error`)."""
+    parts = woodbury_parts(theta, 1.0 + theta.sum(axis=0), gram)
+    return parts.trace if parts.reliable else stable_error(theta, factor())
+
+
+def stable_error(theta: np.ndarray, factor: np.ndarray) -> float:
     """tr[(AᵀA)⁻¹V] for A = A(Θ), V = LLᵀ (L = ``factor``), without cancellation.
 
     The loss's tr C₀ − ⟨RΘ, M⟩ subtracts two numbers of size ‖DL‖² (D = diag(1 + 1ᵀΘ)); where
@@ -95,19 +112,18 @@ def pidentity_error(theta: np.ndarray, factor: np.ndarray) -> float:
 
 
 def optimize_pidentity(
-    gram: np.ndarray,
+    gram: Gram,
     p: int,
     rng: np.random.Generator,
     ftol: float = 1e-4,
     maxiter: int = 15000,
-    loss_threads: int = 1,
     deadline: Deadline | None = None,
 ) -> np.ndarray | None:
     """One L-BFGS-B run from Θ ~ U[0,1)^{p×n}, bounds Θ ≥ 0 (spec §3.1); returns Θ ≥ 0.
 
-    BLAS runs single-threaded except inside the loss (``loss_threads``): idle OpenBLAS
-    threads spinning next to L-BFGS-B's own work made it 3× slower, while the loss's
-    p × n × n product gains from every core (measured at n = 2048: 27 s → 21 s).
+    BLAS runs on one thread (the threading policy, :mod:`dpopt.threads`): with another
+    numeric process on the cores, idle OpenBLAS threads made the loss 10–30× slower, and on a
+    structured Gram the loss is p × n × p products that one thread does well.
     The run stops at ``deadline`` with its last iterate; None if the deadline had passed
     before it started (the start is drawn either way, so later restarts keep their seeds).
     """
@@ -115,8 +131,7 @@ def optimize_pidentity(
     deadline = deadline or _never()
 
     def fun(flat: np.ndarray) -> tuple[float, np.ndarray]:
-        with BLAS.limit(limits=loss_threads, user_api="blas"):
-            loss, grad = pidentity_loss(flat.reshape(p, n), gram)
+        loss, grad = pidentity_loss(flat.reshape(p, n), gram)
         if not np.isfinite(loss) or loss < 0:
             return PENALTY, np.zeros_like(flat)
         return loss, grad.ravel()
@@ -124,7 +139,7 @@ def optimize_pidentity(
     start = rng.random((p, n))
     if deadline.expired():
         return None
-    with BLAS.limit(limits=1, user_api="blas"):
+    with one_thread():
         result = minimize(
             fun,
             start.ravel(),
@@ -137,36 +152,69 @@ def optimize_pidentity(
     return np.maximum(result.x.reshape(p, n), 0.0)
 
 
-def static_candidates(gram: np.ndarray) -> list[Candidate]:
+def static_candidates(gram: Gram) -> list[Candidate]:
     """Identity and Total (which supports W only if V is a multiple of the all-ones matrix)."""
     n = gram.shape[0]
-    total = np.ones((1, n))
+    diagonal = gram_diagonal(gram)
+    # a PSD V has |Vᵢⱼ| ≤ √(VᵢᵢVⱼⱼ), so with a constant diagonal c, V = c·11ᵀ iff 1ᵀV1 = c·n²
+    total_error = np.inf
+    if np.all(diagonal == diagonal[0]) and np.isclose(_total(gram), diagonal[0] * n * n):
+        total_error = float(diagonal[0])  # tr[(11ᵀ)⁺ c11ᵀ] = c
     return [
-        Candidate("identity", np.eye(n), float(np.trace(gram))),
-        # T supports W only when V = c·11ᵀ, and then tr[(11ᵀ)⁺V] = c
-        Candidate("total", total, gram[0, 0] if np.allclose(gram, gram[0, 0]) else np.inf),
+        Candidate("identity", np.eye(n), float(diagonal.sum())),
+        Candidate("total", np.ones((1, n)), total_error),
     ]
 
 
-def svd_candidate(gram: np.ndarray, noise: str) -> Candidate:
+def _total(gram: Gram) -> float:
+    """1ᵀV1."""
+    return float(gram_times(gram, np.ones((gram.shape[0], 1))).sum())
+
+
+# Largest n whose SVD-bound candidate is built from a dense eigendecomposition (~10 s at 4096
+# on 2 cores); AllRange and Prefix Grams have closed-form eigenpairs at every n.
+SVD_EIGH_MAX_N = 4096
+
+
+def gram_eigenpairs(gram: Gram) -> tuple[np.ndarray, np.ndarray] | None:
+    """(λ, P) with PΛPᵀ = V: closed form for an implicit AllRange or Prefix Gram, else a dense
+    eigendecomposition up to :data:`SVD_EIGH_MAX_N`; None past it or past DENSE_LIMIT."""
+    if gram.shape[0] ** 2 > wl.DENSE_LIMIT:  # its strategy would be a dense n × n array
+        return None
+    if isinstance(gram, wl.BlockGram) and isinstance(gram.block, wl.AllRange | wl.Prefix):
+        values, rows = gram.block.gram_eigenpairs()
+        return values, rows.T
+    if gram.shape[0] > SVD_EIGH_MAX_N:
+        return None
+    with blas_limit(gram.shape[0]):
+        return np.linalg.eigh(dense_gram(gram))
+
+
+def svd_candidate(gram: Gram, noise: str) -> list[Candidate]:
     """A = Λ^{1/4}Pᵀ on V's range (PΛPᵀ = V): the strategy behind the SVD bound (Def. 11).
 
     It attains the bound when its columns have equal norms, and it is the natural answer for
-    rank-deficient workloads, where the Def. 12 optimum is singular (spec §7 item 15).
+    rank-deficient workloads, where the Def. 12 optimum is singular (spec §7 item 15). None
+    (an empty list) when V's eigenpairs are out of reach (:func:`gram_eigenpairs`).
     """
-    values, vectors = np.linalg.eigh(gram)
+    pairs = gram_eigenpairs(gram)
+    if pairs is None:
+        return []
+    values, vectors = pairs
     keep = values > 1e-12 * max(values.max(), 1e-300)
     strategy = (vectors[:, keep] * values[keep] ** 0.25).T
     norms = (
         np.abs(strategy).sum(axis=0) if noise == "laplace" else np.sqrt((strategy**2).sum(axis=0))
     )
     # AᵀA = PΛ^{1/2}Pᵀ/c² on V's range (c = norms.max()), so tr[(AᵀA)⁺V] = c²·Σ√λ exactly
-    return Candidate("svd", strategy / norms.max(), norms.max() ** 2 * np.sqrt(values[keep]).sum())
+    error = norms.max() ** 2 * np.sqrt(values[keep]).sum()
+    return [Candidate("svd", strategy / norms.max(), error)]
 
 
-def idtotal_candidate(gram: np.ndarray, noise: str) -> Candidate:
+def idtotal_candidate(gram: Gram, noise: str) -> Candidate:
     """Best A = [I; t·1ᵀ]/‖·‖ over t ≥ 0 (the one-parameter p-Identity, spec §3.1)."""
     n = gram.shape[0]
+    total, trace = _total(gram), float(gram_diagonal(gram).sum())
 
     def strategy(t: float) -> np.ndarray:
         stacked = np.vstack([np.eye(n), np.full((1, n), t)])
@@ -174,9 +222,8 @@ def idtotal_candidate(gram: np.ndarray, noise: str) -> Candidate:
         return stacked / norm
 
     def error(t: float) -> float:
-        # (AᵀA) = (I + t²11ᵀ)/norm²; Sherman–Morrison gives its inverse in O(n²).
+        # (AᵀA) = (I + t²11ᵀ)/norm²; Sherman–Morrison gives its inverse in closed form.
         norm2 = (1 + t) ** 2 if noise == "laplace" else 1 + t * t
-        total, trace = float(gram.sum()), float(np.trace(gram))
         return norm2 * (trace - t * t * total / (1 + n * t * t))
 
     best = minimize_scalar(error, bounds=(0.0, 10.0), method="bounded", options={"xatol": 1e-10})
@@ -185,7 +232,7 @@ def idtotal_candidate(gram: np.ndarray, noise: str) -> Candidate:
 
 
 def opt0_laplace(
-    gram: np.ndarray,
+    gram: Gram,
     *,
     p: int | None = None,
     restarts: int = 1,
@@ -203,18 +250,23 @@ def opt0_laplace(
     if p < 1 or restarts < 1:
         raise ValueError(f"p and restarts must be >= 1, got p={p}, restarts={restarts}")
     seeds = rng.spawn(restarts)
-    # restarts in an executor share the cores, so their losses stay single-threaded
-    threads = blas_threads(gram.shape[0]) if executor is None else 1
     run: Callable[[np.random.Generator], np.ndarray | None] = lambda g: optimize_pidentity(  # noqa: E731
-        gram, p, g, ftol, loss_threads=threads, deadline=deadline
+        gram, p, g, ftol, deadline=deadline
     )
     thetas = list(map(run, seeds) if executor is None else executor.map(run, seeds))
-    factor = gram_factor(gram)
+    factors: list[np.ndarray] = []
+
+    def factor() -> np.ndarray:  # built once, only if a Woodbury trace is unreliable
+        if not factors:
+            with blas_limit(gram.shape[0]):
+                factors.append(gram_factor(dense_gram(gram)))
+        return factors[0]
+
     found = [
         Candidate(
             f"p-identity(p={p}, restart {i})",
             pidentity_strategy(theta),
-            pidentity_error(theta, factor),
+            pidentity_error(theta, gram, factor),
         )
         for i, theta in enumerate(thetas)
         if theta is not None
@@ -222,7 +274,7 @@ def opt0_laplace(
     return [
         *static_candidates(gram),
         idtotal_candidate(gram, "laplace"),
-        svd_candidate(gram, "laplace"),
+        *svd_candidate(gram, "laplace"),
         *found,
     ]
 
@@ -369,7 +421,7 @@ def gaussian_run(
     candidates = [
         *static_candidates(gram),
         idtotal_candidate(gram, "gaussian"),
-        svd_candidate(gram, "gaussian"),
+        *svd_candidate(gram, "gaussian"),
         optimised,
     ]
     return GaussianRun(candidates, stages, len(ridges), deadline.reached)

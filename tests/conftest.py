@@ -47,7 +47,7 @@ def factor_static_cost(gram: np.ndarray, noise: str) -> float:
     candidates = [
         *static_candidates(gram),
         idtotal_candidate(gram, noise),
-        svd_candidate(gram, noise),
+        *svd_candidate(gram, noise),
     ]
     return min(strategy_error(c.strategy, gram, noise) for c in candidates)
 

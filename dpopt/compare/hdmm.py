@@ -12,6 +12,7 @@ from dpopt.hdmm import gram_of
 from dpopt.models.matrix_mechanism import ProductStrategySelection, StrategySelection
 from dpopt.paper import hdmm_tables as tables
 from dpopt.privacy import NOISES
+from dpopt.solvers.eigen_design import DENSE_MAX_N as EIGEN_DENSE_MAX_N
 
 
 def _table_instances(sizes: tuple[int, ...]) -> Callable[[np.random.Generator], list[Instance]]:
@@ -91,10 +92,48 @@ def _paper_md_instances(rng: np.random.Generator) -> list[Instance]:
     return out
 
 
+SCALE_SIZES = (1024, 2048, 4096, 8192, 16384)
+SCALE_WORKLOADS: dict[str, Callable[[int], wl.Matrix]] = {
+    "allrange": wl.AllRange,
+    "prefix": wl.Prefix,
+    "width32": lambda n: wl.WidthRanges(n, 32),
+}
+
+
+def _scale(rng: np.random.Generator) -> list[Instance]:
+    """Issue 14's scale suite: OPT₀ Laplace (one restart, p = n/16) on the implicit Grams of
+    AllRange, Prefix and WidthRanges(32) at n = 1024 … 16,384, and the Gaussian L2 strategy
+    (the Gaussian OPT₀ to n = 1024, Eigen-Design with closed-form eigenpairs where they exist)
+    up to Eigen-Design's dense limit. Run it with ``--time-limit`` to bound the largest cells."""
+    out = []
+    for name, build in SCALE_WORKLOADS.items():
+        for n in SCALE_SIZES:
+            workload = build(n)
+            out.append(
+                Instance(
+                    f"scale-{name}-laplace-{n}",
+                    StrategySelection(workload.gram(), "laplace"),
+                    options={"opt0-laplace": {"restarts": 1}},
+                )
+            )
+            if n <= EIGEN_DENSE_MAX_N:
+                closed = isinstance(workload, wl.AllRange | wl.Prefix)
+                eigenpairs = {"eigenpairs": wl.gram_eigenpairs(workload)} if closed else {}
+                out.append(
+                    Instance(
+                        f"scale-{name}-gaussian-{n}",
+                        StrategySelection(workload.gram().dense(), "gaussian"),
+                        options={"eigen-design": eigenpairs},
+                    )
+                )
+    return out
+
+
 SUITES: dict[str, Callable[[np.random.Generator], list[Instance]]] = {
     "smoke": _smoke,
     "small": _table_instances((64,)),
     "tables": _table_instances((64, 256, 1024)),
     "tables-md": _paper_md_instances,
     "opt0-timing": _opt0_timing,
+    "scale": _scale,
 }

@@ -486,6 +486,7 @@ SUITE_TIMES: dict[tuple[str, str], str] = {
     ("hdmm", "tables"): _LONG,
     ("hdmm", "tables-md"): "~1.8 min",
     ("hdmm", "opt0-timing"): "~1 min",
+    ("hdmm", "scale"): _LONG,
     ("eigen", "smoke"): "~3 s",
     ("eigen", "small"): "~1.7 min",
     ("eigen", "medium"): "~4 min",
@@ -580,6 +581,35 @@ def write_csv(records: Sequence[Record], path: str) -> None:
         writer.writerows(rows)
 
 
+def _series(record: Record) -> str:
+    """An instance's series: its name without a trailing ``-<size>`` (``scale-prefix-laplace``)."""
+    head, _, tail = record.instance.rpartition("-")
+    return head if head and tail.isdigit() else record.instance
+
+
+def growth_exponents(records: Sequence[Record]) -> dict[tuple[str, str], float]:
+    """(series, method) → k of a least-squares fit seconds ≈ c·sizeᵏ on log-log axes, for every
+    series solved (optimal or feasible) at three or more sizes."""
+    points: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for r in records:
+        if r.status in ("optimal", "feasible") and r.seconds > 0 and r.size > 0:
+            points.setdefault((_series(r), r.method), []).append((r.size, r.seconds))
+    out = {}
+    for key, found in sorted(points.items()):
+        if len({size for size, _ in found}) >= 3:
+            sizes, seconds = np.log(np.array(found, dtype=float)).T
+            out[key] = float(np.polyfit(sizes, seconds, 1)[0])
+    return out
+
+
+def format_growth(records: Sequence[Record]) -> str:
+    """One line per (series, method) with a :func:`growth_exponents` fit; '' when none."""
+    return "\n".join(
+        f"growth: {series} / {method}: seconds ~ n^{k:.2f}"
+        for (series, method), k in growth_exponents(records).items()
+    )
+
+
 def write_plot(records: Sequence[Record], path: str) -> None:
     """Log-log seconds against instance size, one line per method, one panel per problem."""
     import matplotlib
@@ -599,9 +629,14 @@ def write_plot(records: Sequence[Record], path: str) -> None:
             and r.status in ("optimal", "feasible")
             and r.seconds > 0
         ]
-        for method in sorted({r.method for r in mine}):
-            points = sorted((r.size, r.seconds) for r in mine if r.method == method)
-            axis.loglog(*zip(*points, strict=True), marker="o", label=method)
+        exponents = growth_exponents(mine)
+        for series, method in sorted({(_series(r), r.method) for r in mine}):
+            points = sorted(
+                (r.size, r.seconds) for r in mine if (_series(r), r.method) == (series, method)
+            )
+            fit = exponents.get((series, method))
+            label = method if fit is None else f"{series} / {method} (n^{fit:.2f})"
+            axis.loglog(*zip(*points, strict=True), marker="o", label=label)
         axis.set(title=f"{family}: {problem}", xlabel="instance size", ylabel="seconds")
         axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize="small")

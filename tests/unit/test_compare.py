@@ -545,3 +545,31 @@ def test_eigen_suites_are_registered_and_drop_zero_eigenvalues() -> None:
     )
     assert np.array_equal(first.costs, again.costs)
     assert not np.array_equal(first.costs, other.costs)
+
+
+def test_growth_exponents_fit_each_series() -> None:
+    from dpopt.compare import format_growth, growth_exponents
+    from dpopt.compare.runner import Record
+
+    def record(instance: str, size: int, seconds: float, status: str = "feasible") -> Record:
+        return Record(
+            "hdmm", "P", instance, size, "m", "heuristic", 0.0, status, 1.0, 0.0, 0.0, seconds
+        )
+
+    records = [record(f"s-{n}", n, 1e-6 * n**2) for n in (10, 20, 40)]
+    records += [record(f"t-{n}", n, 1.0) for n in (10, 20)]  # two sizes: no fit
+    records.append(record("s-80", 80, 100.0, "time_limit"))  # a stopped run is not a point
+    fits = growth_exponents(records)
+    assert list(fits) == [("s", "m")]
+    assert fits["s", "m"] == pytest.approx(2.0)
+    assert format_growth(records) == "growth: s / m: seconds ~ n^2.00"
+
+
+def test_the_scale_suite_covers_issue_14() -> None:
+    from dpopt.compare.hdmm import SUITES
+
+    names = {i.name for i in SUITES["scale"](np.random.default_rng(0))}
+    for workload in ("allrange", "prefix", "width32"):
+        for n in (1024, 2048, 4096, 8192, 16384):
+            assert f"scale-{workload}-laplace-{n}" in names
+        assert f"scale-{workload}-gaussian-4096" in names

@@ -14,6 +14,7 @@ LAYERS = {
     "privacy": 0,
     "validation": 0,
     "workload": 0,
+    "threads": 0,
     "hierarchy": 0,
     "bayesnet": 0,
     "bif": 0,

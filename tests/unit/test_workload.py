@@ -437,7 +437,7 @@ def test_kron_of_unions_gram_terms_are_bounded(monkeypatch: pytest.MonkeyPatch) 
         (lambda: baselines.wavelet(2**40), "SPARSE_LIMIT"),
         (lambda: baselines.hb(2**40), "SPARSE_LIMIT"),
         (lambda: Identity(2**40).sensitivity_l1(), "NORM_LIMIT"),
-        (lambda: Identity(2**20).gram(), "DENSE_LIMIT"),
+        (lambda: Identity(2**20).gram().dense(), "DENSE_LIMIT"),
         (lambda: Weighted(Identity(2), 1e300).gram(), "overflows"),
         (lambda: Kron([Weighted(Identity(2), 1e200)] * 2).sensitivity_l1(), "overflows"),
         (lambda: Identity(3).matvec("abc"), "x must be an array of numbers"),

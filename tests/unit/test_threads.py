@@ -1,0 +1,57 @@
+"""The BLAS threading policy (issue 14): one thread in loops, all cores for large one-off
+factorizations only when the load average leaves cores idle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpopt import threads
+from dpopt.threads import BLAS, blas_threads, idle_cores, one_thread
+
+
+def blas_now() -> int:
+    return min(info["num_threads"] for info in BLAS.info() if info["user_api"] == "blas")
+
+
+@pytest.mark.parametrize(
+    ("load", "cores", "expected"),
+    [(0.0, 2, 2), (1.0, 2, 2), (1.4, 2, 2), (1.6, 2, 1), (3.0, 2, 0), (2.0, 8, 7), (50.0, 8, 0)],
+)
+def test_idle_cores_discounts_this_process(
+    monkeypatch: pytest.MonkeyPatch, load: float, cores: int, expected: int
+) -> None:
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: cores)
+    assert idle_cores() == expected
+
+
+def test_small_or_busy_means_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
+    assert blas_threads(threads.MULTITHREAD_MIN_N - 1) == 1
+    assert blas_threads(threads.MULTITHREAD_MIN_N) == 2
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (3.0, 3.0, 3.0))  # another job
+    assert blas_threads(4096) == 1
+
+
+def test_loops_run_on_one_thread() -> None:
+    with one_thread():
+        assert blas_now() == 1
+
+
+def test_the_opt0_loss_runs_single_threaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every p-Identity loss evaluation inside OPT₀ sees one BLAS thread."""
+    from dpopt import workload as wl
+    from dpopt.solvers import hdmm_opt0
+
+    seen: list[int] = []
+    loss = hdmm_opt0.pidentity_loss
+
+    def spy(theta: np.ndarray, gram: object) -> tuple[float, np.ndarray]:
+        seen.append(blas_now())
+        return loss(theta, gram)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hdmm_opt0, "pidentity_loss", spy)
+    hdmm_opt0.opt0_laplace(wl.AllRange(32).gram(), rng=np.random.default_rng(0))
+    assert seen and set(seen) == {1}
