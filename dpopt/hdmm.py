@@ -43,7 +43,7 @@ from dpopt.privacy import (
     prepare_laplace,
 )
 from dpopt.problem import solve
-from dpopt.solvers.hdmm import GAUSSIAN_OPT0_MAX_N, MAX_RESTARTS, OPT_M_MAX_ATTRIBUTES
+from dpopt.solvers.hdmm import L2_DUAL_MAX_N, MAX_RESTARTS, OPT_M_MAX_ATTRIBUTES
 from dpopt.solvers.hdmm_marginals import marginal_reconstruct
 from dpopt.validation import choice, finite_array, integer, positive_number
 
@@ -204,24 +204,25 @@ def optimize(
 
     Laplace: ``restarts`` seeded p-Identity runs (p = max(1, n/16) by default) through the
     optional ``executor`` (restarts in parallel; each runs BLAS on one thread), on the implicit
-    Gram of a range workload, so no n × n array is formed. Gaussian: the convex Def. 12 program
-    up to n = :data:`GAUSSIAN_OPT0_MAX_N`, Eigen-Design above it (``template`` then says
-    ``"eigen-design"`` and ``details["path"]`` why). Deterministic for a seed.
+    Gram of a range workload, so no n × n array is formed. Gaussian: the convex Def. 12 optimum
+    by its dual (``l2-dual``, certified by the duality gap) up to n = 4096, Eigen-Design above
+    it (``template`` then says ``"eigen-design"`` and ``details["path"]`` why). Deterministic
+    for a seed.
     """
     noise = noise_kind(noise)
     restarts, seed = _randomised(restarts, seed)
     gram = _strategy_gram(workload) if noise == "laplace" else None
     cells = int(gram.shape[0]) if gram is not None else _cells(workload)
-    if noise == "gaussian" and cells > GAUSSIAN_OPT0_MAX_N:
+    if noise == "gaussian" and cells > L2_DUAL_MAX_N:
         from dpopt import eigen  # eigen builds on this module
 
         designed = eigen.design(workload)
         if not isinstance(designed, Strategy):
             raise ValueError(
-                f"n = {cells} is past the Gaussian OPT₀ (n ≤ {GAUSSIAN_OPT0_MAX_N}) and this "
+                f"n = {cells} is past the exact L2 optimum (n ≤ {L2_DUAL_MAX_N}) and this "
                 "workload is designed factor by factor: use dpopt.eigen.design or optimize_product"
             )
-        why = f"n = {cells} > {GAUSSIAN_OPT0_MAX_N}: Eigen-Design instead of the Gaussian OPT₀"
+        why = f"n = {cells} > {L2_DUAL_MAX_N}: Eigen-Design instead of the exact L2 optimum"
         return Strategy(
             designed.matrix,
             "gaussian",
@@ -236,14 +237,15 @@ def optimize(
     options: dict[str, Any] = {}
     if noise == "laplace":
         options = {"restarts": restarts, "seed": seed, "p": p, "executor": executor}
-    solution = solve(problem, f"opt0-{noise}", **options)
+    method = "opt0-laplace" if noise == "laplace" else "l2-dual"
+    solution = solve(problem, method, **options)
     return Strategy(
         np.asarray(solution.x),
         problem.noise,
         solution.info["template"],
         solution.objective,
         dict(solution.info["candidates"]),
-        {**solution.info, "path": f"OPT₀ ({noise})"},
+        {**solution.info, "path": method},
     )
 
 

@@ -132,6 +132,7 @@ def test_every_method_honours_a_time_limit_or_refuses_it() -> None:
         "relaxed:scs",
         "opt0-laplace",
         "opt0-gaussian",
+        "l2-dual",
         "opt-kron",
         "opt-union",
         "opt-marginals",
