@@ -183,12 +183,12 @@ class Strategy:
 def _strategy_gram(workload: Any) -> Any:
     """The Gram OPT₀ runs on: a workload matrix's implicit Gram (O(n) products for the 1-D
     range blocks), or WᵀW of a dense array."""
-    if isinstance(workload, wl.Matrix):
-        if workload.shape[1] * workload.shape[1] > wl.DENSE_LIMIT:
-            return workload.gram()
-        gram = workload.gram()
-        return gram if isinstance(gram, wl.BlockGram) else gram_of(workload)
-    return gram_of(workload)
+    if not isinstance(workload, wl.Matrix):
+        return gram_of(workload)
+    gram = workload.gram()
+    if isinstance(gram, wl.BlockGram) or gram.shape[0] ** 2 > wl.DENSE_LIMIT:
+        return gram
+    return np.asarray(gram.dense(), dtype=np.float64)
 
 
 def optimize(

@@ -19,6 +19,7 @@ and the candidates found so far are returned (``deadline.reached`` tells the cal
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -254,13 +255,11 @@ def opt0_laplace(
         gram, p, g, ftol, deadline=deadline
     )
     thetas = list(map(run, seeds) if executor is None else executor.map(run, seeds))
-    factors: list[np.ndarray] = []
 
+    @functools.cache
     def factor() -> np.ndarray:  # built once, only if a Woodbury trace is unreliable
-        if not factors:
-            with blas_limit(gram.shape[0]):
-                factors.append(gram_factor(dense_gram(gram)))
-        return factors[0]
+        with blas_limit(gram.shape[0]):
+            return gram_factor(dense_gram(gram))
 
     found = [
         Candidate(
