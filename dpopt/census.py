@@ -19,6 +19,7 @@ with λ = L/ε, whose sensitivity is |H_l| (spec §4, G7).
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -32,6 +33,7 @@ from dpopt.census_data import (
     household_distribution,
     synthetic,
 )
+from dpopt.census_partitioned import domain, solve_partitioned, split_at_root
 from dpopt.hierarchy import Tree
 from dpopt.models.pgsr import (
     ChainPostProcess,
@@ -44,6 +46,7 @@ from dpopt.models.pgsr import (
 )
 from dpopt.privacy import Accountant, Loss, draw, exact_shares, prepare_laplace
 from dpopt.problem import Problem, Solution, Status, method_info, solve
+from dpopt.runner import Runner, as_executor, is_dask_client
 from dpopt.validation import choice, finite_array, integer_array, positive_number
 
 __all__ = [
@@ -288,15 +291,20 @@ def post_process(
     mechanism: str = "pwl-dp",
     *,
     domain_sd: float = 3.0,
-    executor: Executor | None = None,
+    executor: Any = None,
     time_limit: float | None = None,
 ) -> tuple[np.ndarray, Solution]:
     """Post-process a measurement with ``mechanism``: the released counts and the solution.
 
     Reads nothing but the measurement (noisy values and public facts); see
-    :func:`build_problem` for the domains.
+    :func:`build_problem` for the domains. ``executor`` is a ``concurrent.futures.Executor``
+    or a ``dask.distributed.Client``; on a client ``pwl-dp`` runs the partitioned two-pass DP
+    (:mod:`dpopt.census_partitioned`), whose counts equal the serial ones bit for bit.
     """
     _check_time_limit(mechanism, time_limit)
+    if is_dask_client(executor) and mechanism == "pwl-dp":
+        return _post_process_partitioned(measurement, _domain_sd(domain_sd), Runner(executor))
+    executor = as_executor(executor)
     problem, probed = build_problem(measurement, mechanism, domain_sd=domain_sd, executor=executor)
     method = MECHANISMS[mechanism].method
     if method == probed.method:
@@ -310,6 +318,66 @@ def post_process(
     if solution.x is None:
         raise RuntimeError(f"{mechanism}: {solution.status} {solution.info.get('message', '')}")
     return _counts(problem, solution.x), solution
+
+
+def _post_process_partitioned(
+    measurement: Measurement, domain_sd: float, runner: Runner
+) -> tuple[np.ndarray, Solution]:
+    """``pwl-dp`` on a Dask client: the root's subtrees are shipped once and solved by the
+    two-pass partitioned DP with the serial widening rule, so the counts equal the serial ones
+    bit for bit (:mod:`dpopt.census_partitioned`)."""
+    if not isinstance(measurement, Measurement):
+        raise TypeError(
+            f"measurement must be a census.Measurement, got {type(measurement).__name__}"
+        )
+    if measurement.query != "counts":
+        raise ValueError(f"pwl-dp post-processes 'counts' measurements, got {measurement.query!r}")
+    start = time.perf_counter()
+    tree = measurement.tree
+    noisy = np.asarray(measurement.noisy)
+    members, sources = split_at_root(measurement.parents, noisy, measurement.sd)
+    solved = solve_partitioned(
+        [runner.put(source) for source in sources],
+        noisy[tree.root],
+        float(measurement.sd[tree.root]),
+        measurement.total,
+        domain_sd=domain_sd,
+        widening="global",
+        runner=runner,
+    )
+    counts = np.empty_like(noisy)
+    counts[tree.root] = solved.root_counts
+    for rows, results in zip(members, solved.columns, strict=True):
+        counts[rows] = np.column_stack([np.asarray(result.values) for result in results])
+    multiplier = float(solved.root_multipliers[0])
+    sd = np.broadcast_to(measurement.sd[:, None], noisy.shape)
+    problem = PostProcess(
+        measurement.parents,
+        noisy,
+        measurement.total,
+        domain(noisy, sd, multiplier, measurement.total),
+    )
+    violation = float(problem.violations(counts))
+    status: Status = "optimal" if violation <= problem.feasibility_tol else "violated"
+    info = {
+        "dp_objective": solved.objective,
+        "domain_sd": multiplier,
+        "partitions": len(sources),
+        "checksum": solved.checksum,
+        "domain_certificate": solved.certificate.as_info(),
+    }
+    seconds = time.perf_counter() - start
+    solution = Solution(
+        counts,
+        float(problem.objective(counts)),
+        status,
+        "pwl-dp",
+        seconds,
+        info,
+        violation,
+        "exact",
+    )
+    return counts, solution
 
 
 def _domain_sd(domain_sd: Any) -> float:
@@ -366,12 +434,13 @@ def release(
     accountant: Accountant | None = None,
     level_weights: Any = None,
     domain_sd: float = 3.0,
-    executor: Executor | None = None,
+    executor: Any = None,
     time_limit: float | None = None,
 ) -> Release:
     """Release ``data`` under ε-DP with ``mechanism`` (a key of :data:`MECHANISMS`).
 
     Charges exactly ``epsilon`` to ``accountant`` (if given), after every input is validated.
+    ``executor``: see :func:`post_process` (a Dask client is accepted).
     ``conditions`` reports the PGSR conditions checked on the released counts.
     """
     _check_data(data)

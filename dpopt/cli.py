@@ -67,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG % {"why": compare.runner.WHY_WIDTH},
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _cluster_arguments(cmp, default_workers=0)
     cmp.add_argument(
         "--family",
         action="append",
@@ -121,6 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     cmp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     _dgm_parser(commands)
+    _census_parser(commands)
     return parser
 
 
@@ -279,6 +281,11 @@ def _compare(args: argparse.Namespace) -> int:
             return 2
     patterns = [p.strip() for p in args.methods.split(",") if p.strip()] if args.methods else None
     try:
+        client = _client(args)
+    except ValueError as err:
+        print(f"dpopt compare: {err}", file=sys.stderr)
+        return 2
+    try:
         records = compare.run(
             families,
             args.suite,
@@ -286,12 +293,16 @@ def _compare(args: argparse.Namespace) -> int:
             time_limit=args.time_limit,
             seed=args.seed,
             progress=not args.no_progress,
+            executor=client,
         )
     except compare.Interrupted as stop:
         # report what finished (valid JSON with --json -), then exit 130 as --help says
         print(f"dpopt compare: {stop}", file=sys.stderr)
         _report(args, stop.records)
         return 130
+    finally:
+        if client is not None:
+            client.close()
     if not records:
         _report(args, records)
         print("dpopt compare: no (instance, method) pair matched", file=sys.stderr)
@@ -374,11 +385,205 @@ def _report(
         compare.write_plot(records, args.plot)
 
 
+CENSUS_EPILOG = """examples:
+  dpopt census release --geography blocks --scale 0.01 --workers 2   a 1 %% national run
+  dpopt census release --geography blocks --workers 2                  the nation, 8.5 M regions
+  dpopt census release --geography blocks --scheduler tcp://host:8786  on an existing cluster
+  dpopt census generate --geography blocks --scale 0.01 --out data/    write truth partitions
+
+A cluster: run `dask scheduler` on one machine and `dask worker tcp://host:8786 --nthreads 1`
+on each worker machine (dpopt installed with the [dask] extra everywhere); every worker must
+see --out (and --data) at the same path, e.g. on a shared file system.
+
+The release writes under --out: noisy/state=<i>.parquet (the noisy partitions), release/
+state=<i>/size_<s>.parquet (the released counts) and manifest.json (budget, checksum, optimal
+cost, domains, certificate). The output is bit-identical on any number of workers.
+exit status: 0 ok, 2 bad input or unreachable scheduler (nothing is charged), 130 interrupted"""
+
+
+def _cluster_arguments(cmd: argparse.ArgumentParser, *, default_workers: int) -> None:
+    cmd.add_argument(
+        "--workers",
+        type=int,
+        default=default_workers,
+        help="workers of an embedded Dask LocalCluster, one thread each; 0 runs every task "
+        f"in this process without Dask (default: {default_workers})",
+    )
+    cmd.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="an existing Dask scheduler, e.g. tcp://host:8786 (instead of --workers)",
+    )
+
+
+def _census_parser(commands: Any) -> None:
+    census = commands.add_parser(
+        "census",
+        help="block-level census release (PGSR, M_DP) on one machine or a Dask cluster",
+        description="Census group-size release at block level, one task per state and size.",
+        epilog=CENSUS_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = census.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for action, text in (
+        ("release", "noise every region's counts and post-process them with pwl-dp"),
+        ("generate", "write the synthetic geography's private counts as truth partitions"),
+    ):
+        cmd = actions.add_parser(
+            action,
+            help=text,
+            description=text,
+            epilog=CENSUS_EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        cmd.add_argument(
+            "--geography",
+            choices=("blocks", "small"),
+            default="blocks",
+            help="blocks: the 2020 US shape (51 states, 8,132,968 blocks); small: a tiny test "
+            "geography (default: blocks)",
+        )
+        cmd.add_argument(
+            "--scale",
+            type=float,
+            default=1.0,
+            help="fraction of every level's regions to keep (default 1: the whole nation)",
+        )
+        cmd.add_argument("--puerto-rico", action="store_true", help="add Puerto Rico")
+        cmd.add_argument("--sizes", type=int, default=30, help="household sizes (default 30)")
+        cmd.add_argument(
+            "--geo-seed", type=int, default=0, help="seed of the synthetic data (default 0)"
+        )
+        cmd.add_argument("--out", required=True, metavar="DIR", help="output directory")
+        _cluster_arguments(cmd, default_workers=os.cpu_count() or 1)
+    release = actions.choices["release"]
+    release.add_argument(
+        "--eps", type=Fraction, default=Fraction(1), help="ε > 0, read exactly (default 1)"
+    )
+    release.add_argument(
+        "--seed", type=int, help="seed of the noise (default: fresh entropy from the OS)"
+    )
+    release.add_argument(
+        "--data",
+        metavar="DIR",
+        help="truth partitions written by `dpopt census generate` (default: generate each "
+        "state's data inside its task from --geo-seed)",
+    )
+    release.add_argument(
+        "--widening",
+        choices=("partition", "global"),
+        default="partition",
+        help="domain widening when a domain is infeasible: per (state, size) task, or "
+        "globally as the serial DP does (default: partition)",
+    )
+    release.add_argument(
+        "--domain-sd", type=float, default=3.0, help="starting domain half-width in noise sds"
+    )
+
+
+def _geography(args: argparse.Namespace) -> Any:
+    from dpopt import census_geography as geo
+
+    if args.geography == "small":
+        shape = geo.small(sizes=args.sizes, seed=args.geo_seed)
+    else:
+        shape = geo.us_blocks(puerto_rico=args.puerto_rico, sizes=args.sizes, seed=args.geo_seed)
+    return shape if args.scale == 1.0 else geo.scaled(shape, args.scale)
+
+
+def _client(args: argparse.Namespace) -> Any:
+    """A Dask client (the caller closes it), or None for --workers 0."""
+    if args.scheduler is None and args.workers == 0:
+        return None
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as err:
+        raise ValueError("Dask is not installed: pip install 'dpopt[dask]'") from err
+    if args.scheduler is not None:
+        try:
+            return Client(args.scheduler, timeout="5s")
+        except OSError as err:
+            raise ValueError(f"cannot reach the Dask scheduler {args.scheduler}: {err}") from err
+    if args.workers < 0:
+        raise ValueError("--workers must be 0 (no Dask) or more")
+    cluster = LocalCluster(
+        n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    return Client(cluster)
+
+
+def _census(args: argparse.Namespace) -> int:
+    import time
+
+    import numpy as np
+
+    from dpopt import census_blocks
+    from dpopt.runner import phase_summary, projected_seconds
+
+    start = time.perf_counter()
+    try:
+        geography = _geography(args)
+        client = _client(args)
+    except (ValueError, TypeError) as err:
+        print(f"dpopt census: {err}", file=sys.stderr)
+        return 2
+    try:
+        if args.action == "generate":
+            paths = census_blocks.generate(geography, args.out, executor=client, progress=True)
+            print(f"wrote {len(paths)} truth partitions under {args.out}")
+            return 0
+        rng = np.random.default_rng(args.seed)
+        result = census_blocks.release_blocks(
+            geography,
+            args.eps,
+            args.out,
+            rng=rng,
+            data_dir=args.data,
+            executor=client,
+            domain_sd=args.domain_sd,
+            widening=args.widening,
+            progress=True,
+        )
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        print(f"dpopt census: {err}", file=sys.stderr)
+        return 2
+    finally:
+        if client is not None:
+            client.close()
+    wall = time.perf_counter() - start
+    manifest = result.manifest()
+    regions = geography.regions
+    print(f"released {regions:,} regions x {geography.sizes} sizes, n = {result.total:,}")
+    print(
+        f"budget: ε = {manifest['budget']['spent']:g} pure, "
+        f"over {len(geography.level_counts)} levels"
+    )
+    print(f"checksum {manifest['checksum']}  optimal cost {manifest['objective']:,}")
+    print(
+        f"domains: widening {manifest['widening']}, largest domain_sd "
+        f"{manifest['domain_sd']['largest']:g}; certificate: "
+        f"{manifest['certificate']['active_bounds']} active bounds, unrestricted optimum "
+        f"{'certified' if manifest['certificate']['unrestricted_optimal'] else 'not certified'}"
+    )
+    print(f"{'phase':<10} {'tasks':>6} {'task-s':>9} {'longest s':>10} {'peak MiB':>9}")
+    for phase, row in phase_summary(result.solution.stats).items():
+        print(
+            f"{phase:<10} {int(row['tasks']):>6} {row['work']:>9.1f} {row['longest']:>10.2f} "
+            f"{row['peak_mib']:>9.0f}"
+        )
+    for workers in (1, 2, 16, 100):
+        low, high = projected_seconds(result.solution.stats, workers)
+        print(f"projected on {workers:>3} workers: {low:,.0f}–{high:,.0f} s of tasks")
+    print(f"wall time {wall:,.1f} s (whole command); manifest {args.out}/manifest.json")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpopt`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        return _compare(args) if args.command == "compare" else _dgm(args)
+        command = {"compare": _compare, "dgm": _dgm, "census": _census}[args.command]
+        return command(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +42,7 @@ from dpopt.privacy import (
     prepare_laplace,
 )
 from dpopt.problem import solve
+from dpopt.runner import as_executor
 from dpopt.solvers.hdmm import L2_DUAL_MAX_N, MAX_RESTARTS, OPT_M_MAX_ATTRIBUTES
 from dpopt.solvers.hdmm_marginals import marginal_reconstruct
 from dpopt.validation import choice, finite_array, integer, positive_number
@@ -198,12 +198,13 @@ def optimize(
     restarts: int = 25,
     seed: int = 0,
     p: int | None = None,
-    executor: Executor | None = None,
+    executor: Any = None,
 ) -> Strategy:
     """OPT₀ (spec §3.1–3.2) on the workload's Gram; never worse than Identity.
 
     Laplace: ``restarts`` seeded p-Identity runs (p = max(1, n/16) by default) through the
-    optional ``executor`` (restarts in parallel; each runs BLAS on one thread), on the implicit
+    optional ``executor`` — a ``concurrent.futures.Executor`` or a ``dask.distributed.Client``
+    (restarts in parallel; each runs BLAS on one thread), on the implicit
     Gram of a range workload, so no n × n array is formed. Gaussian: the convex Def. 12 optimum
     by its dual (``l2-dual``, certified by the duality gap) up to n = 4096, Eigen-Design above
     it (``template`` then says ``"eigen-design"`` and ``details["path"]`` why). Deterministic
@@ -236,7 +237,12 @@ def optimize(
         p = integer("p", p, minimum=1, maximum=problem.size)
     options: dict[str, Any] = {}
     if noise == "laplace":
-        options = {"restarts": restarts, "seed": seed, "p": p, "executor": executor}
+        options = {
+            "restarts": restarts,
+            "seed": seed,
+            "p": p,
+            "executor": as_executor(executor),
+        }
     method = "opt0-laplace" if noise == "laplace" else "l2-dual"
     solution = solve(problem, method, **options)
     return Strategy(

@@ -397,3 +397,15 @@ def relaxed_model_2(problem: CumulativePostProcess) -> CvxpyBuild:
 def round_half_up(x: np.ndarray) -> np.ndarray:
     """⌊x + 0.5⌋, the rounding of the relaxed baselines (spec G9)."""
     return np.floor(np.asarray(x) + 0.5).astype(np.int64)
+
+
+def domain_certificate(x: np.ndarray, lower: np.ndarray, upper: np.ndarray, total: int) -> dict:
+    """Whether a domain-restricted optimum ``x`` of Model 1 is also its unrestricted optimum.
+
+    ``active_bounds`` counts cells on a domain bound tighter than Model 1's own [0, n]; with
+    none, ``unrestricted_optimal`` is True (proof: docs/families/census.md, "Domain
+    certificate" — a conformal cycle decomposition of the separable convex cost flow).
+    """
+    x = np.asarray(x)
+    active = int(np.sum(((x == lower) & (lower > 0)) | ((x == upper) & (upper < total))))
+    return {"unrestricted_optimal": active == 0, "active_bounds": active}

@@ -8,6 +8,10 @@ Merging children y_1..y_m gives Φ(v) = min Σ C_y(v_y) s.t. Σ v_y = v (eq. 4b�
   table and the split of every v. Ties go to the lower child index, then the lower value.
 - :func:`merge_bruteforce` (§6): pairwise min-plus convolution with stored argmins, which
   assumes nothing about the tables — the second exact reference.
+
+The tree DP of one size column runs the convex merge level by level without building any
+:class:`Table` (:mod:`dpopt.solvers.pgsr_levels`); :func:`merge_convex` is its reference and
+merges the k size-subtree roots at the dummy root.
 """
 
 from __future__ import annotations
@@ -18,6 +22,20 @@ from dataclasses import dataclass
 import numpy as np
 
 Splitter = Callable[[int], np.ndarray]
+
+# Largest cost a table may hold; beyond it int64 arithmetic could overflow.
+MAX_COST = 2**62
+
+
+class Infeasible(Exception):
+    """No assignment satisfies the domains at (region, size)."""
+
+    def __init__(self, region: int, size: int | None):
+        where = "the dummy root" if region < 0 else f"region {region}"
+        super().__init__(
+            f"no consistent value in the domains at {where}"
+            + ("" if size is None else f", size index {size}")
+        )
 
 
 @dataclass(frozen=True)
@@ -54,22 +72,6 @@ def merge_convex(tables: Sequence[Table]) -> tuple[Table, Splitter]:
     widths = np.array([t.cost.size - 1 for t in tables])
     lows = np.array([t.lo for t in tables], dtype=np.int64)
     return _merge_slopes(lows, sum(int(t.cost[0]) for t in tables), slopes, widths)
-
-
-def merge_convex_leaves(
-    lows: np.ndarray, highs: np.ndarray, targets: np.ndarray
-) -> tuple[Table, Splitter]:
-    """:func:`merge_convex` of leaf tables (v − t)² on [lo, hi], without building them.
-
-    A leaf's slope from v−1 to v is 2(v − t) − 1, so all slopes come from one arange.
-    """
-    widths = highs - lows
-    owner = np.repeat(np.arange(widths.size), widths)
-    starts = np.cumsum(widths) - widths
-    value = lows[owner] + 1 + np.arange(owner.size) - starts[owner]
-    slopes = 2 * (value - targets[owner]) - 1
-    base = int(np.sum((lows - targets) ** 2))
-    return _merge_slopes(lows.astype(np.int64), base, slopes, widths)
 
 
 def _merge_slopes(

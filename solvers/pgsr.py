@@ -33,6 +33,7 @@ from dpopt.models.pgsr import (
     cpsat_model_2,
     cpsat_model_3,
     cumulative,
+    domain_certificate,
     relaxed_model_1,
     relaxed_model_2,
     round_half_up,
@@ -93,7 +94,10 @@ def _tree_dp(merge: Callable) -> Callable[..., Outcome]:
             counts, cost = solve_tree_dp(problem, merge, executor)
         except Infeasible as err:
             return _infeasible(err)
-        return Outcome(counts, "optimal", info={"dp_objective": cost})
+        certificate = domain_certificate(counts, problem.lower, problem.upper, problem.total)
+        return Outcome(
+            counts, "optimal", info={"dp_objective": cost, "domain_certificate": certificate}
+        )
 
     return run
 

@@ -4,6 +4,11 @@ H_DP is k copies of the region tree (one per group size) under a dummy root of v
 size subtree is solved bottom-up into cost tables C_x (eq. 4a–4d); the dummy root merges the k
 subtree-root tables and reads Φ(n); a top-down pass recovers every count from the merge splits.
 
+With the convex merge (``pwl-dp``, and ``pava-dp`` after its isotonic step) each size column
+runs the level-wise kernel of :mod:`dpopt.solvers.pgsr_levels`, which processes all regions of
+one depth at once; any other merge (``dp-table``) takes the generic region-by-region path,
+which is also the kernel's reference in the tests.
+
 Memory follows spec G14: a subtree is processed twice (once for its root table, once with its
 root value for the top-down pass) so only one subtree's tables are alive at a time. Subtrees
 are independent, so both passes map over sizes with an optional ``concurrent.futures``
@@ -21,29 +26,17 @@ import numpy as np
 
 from dpopt.hierarchy import Tree
 from dpopt.models.pgsr import PostProcess
+from dpopt.solvers import pgsr_levels
 from dpopt.solvers.cost_tables import (
+    MAX_COST,
+    Infeasible,
     Splitter,
     Table,
     merge_convex,
-    merge_convex_leaves,
     squared_table,
 )
 
 Merge = Callable[[Sequence[Table]], tuple[Table, Splitter]]
-
-# Largest cost a table may hold; beyond it int64 arithmetic could overflow.
-MAX_COST = 2**62
-
-
-class Infeasible(Exception):
-    """No assignment satisfies the domains at (region, size)."""
-
-    def __init__(self, region: int, size: int | None):
-        where = "the dummy root" if region < 0 else f"region {region}"
-        super().__init__(
-            f"no consistent value in the domains at {where}"
-            + ("" if size is None else f", size index {size}")
-        )
 
 
 @dataclass(frozen=True)
@@ -63,26 +56,20 @@ def _leaf_table(data: SubtreeData, region: int) -> Table:
 def _bottom_up(tree: Tree, data: SubtreeData, merge: Merge) -> tuple[list, dict]:
     """Cost tables C_x (eq. 4a) of the internal regions, leaves to root, and their splits.
 
-    With the convex merge, a region whose children are all leaves merges them in one
-    vectorized step (:func:`merge_convex_leaves`) without building the leaf tables.
+    The generic path: one region at a time, any ``merge``. It is the reference the level-wise
+    kernel of :mod:`dpopt.solvers.pgsr_levels` is tested against, and the path of ``dp-table``.
     """
     tables: list[Table | None] = [None] * tree.size
     splits: dict[int, Splitter] = {}
-    fast_leaves = merge is merge_convex
     if tree.size == 1:
         tables[tree.root] = _leaf_table(data, tree.root)
     for region in tree.internal[::-1]:
         r = int(region)
         kids = tree.children(r)
-        if fast_leaves and tree.leaf_parents[r]:
-            phi, splits[r] = merge_convex_leaves(
-                data.lower[kids], data.upper[kids], data.noisy[kids]
-            )
-        else:
-            children = [tables[int(c)] or _leaf_table(data, int(c)) for c in kids]
-            phi, splits[r] = merge(children)
-            for c in kids:
-                tables[int(c)] = None
+        children = [tables[int(c)] or _leaf_table(data, int(c)) for c in kids]
+        phi, splits[r] = merge(children)
+        for c in kids:
+            tables[int(c)] = None
         window = phi.window(int(data.lower[r]), int(data.upper[r]))
         if window is None:
             raise Infeasible(r, data.size_index)
@@ -92,13 +79,27 @@ def _bottom_up(tree: Tree, data: SubtreeData, merge: Merge) -> tuple[list, dict]
 
 
 def subtree_root_table(tree: Tree, merge: Merge, data: SubtreeData) -> Table:
-    """Bottom-up pass of one size subtree: the table C of its root region."""
+    """Bottom-up pass of one size subtree: the table C of its root region.
+
+    With :func:`merge_convex` this runs the level-wise kernel
+    (:func:`dpopt.solvers.pgsr_levels.root_table`, bit-identical to the generic path).
+    """
+    if merge is merge_convex:
+        return pgsr_levels.root_table(tree, data.noisy, data.lower, data.upper, data.size_index)
     tables, _ = _bottom_up(tree, data, merge)
     return tables[tree.root]
 
 
 def subtree_solution(tree: Tree, merge: Merge, root_value: int, data: SubtreeData) -> np.ndarray:
-    """Both passes of one size subtree, its root fixed to ``root_value``: every region's count."""
+    """Both passes of one size subtree, its root fixed to ``root_value``: every region's count.
+
+    With :func:`merge_convex` this runs the level-wise kernel
+    (:func:`dpopt.solvers.pgsr_levels.column_values`, bit-identical to the generic path).
+    """
+    if merge is merge_convex:
+        return pgsr_levels.column_values(
+            tree, data.noisy, data.lower, data.upper, root_value, data.size_index
+        )
     _, splits = _bottom_up(tree, data, merge)
     values = np.empty(tree.size, dtype=np.int64)
     values[tree.root] = root_value

@@ -18,6 +18,7 @@ import json
 import math
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import as_completed
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ from tqdm.auto import tqdm
 from dpopt.compare import census, dgm, eigen, hdmm, relational
 from dpopt.compare.instance import Experiment, Instance
 from dpopt.problem import CLAIMS_FEASIBLE, method_info, methods, solve
+from dpopt.runner import as_executor
 
 Builder = Callable[[np.random.Generator], list[Instance]]
 
@@ -154,8 +156,12 @@ def run(
     time_limit: float | None = None,
     seed: int = 0,
     progress: bool = True,
+    executor: Any = None,
 ) -> list[Record]:
     """Run ``suite`` for ``families``; returns one :class:`Record` per (instance, method).
+
+    ``executor`` (a ``concurrent.futures.Executor`` or a ``dask.distributed.Client``) runs the
+    solves in parallel, each timed where it runs; records keep the plan's order.
 
     ``time_limit`` (seconds per solve) goes to the methods that honour a time limit
     (:attr:`dpopt.MethodInfo.honours_time_limit`); the others run to completion.
@@ -169,12 +175,19 @@ def run(
             plan.extend((family, instance, name) for name in names)
     records: list[Record] = []
     interrupted = False
+    pool = as_executor(executor)
     with tqdm(total=len(plan), disable=None if progress else True, unit="solve") as bar:
         try:
-            for family, instance, name in plan:
-                bar.set_description(f"{instance.name} · {name}")
-                records.append(_solve_record(family, instance, name, time_limit))
-                bar.update()
+            if pool is None:
+                for family, instance, name in plan:
+                    bar.set_description(f"{instance.name} · {name}")
+                    records.append(_solve_record(family, instance, name, time_limit))
+                    bar.update()
+            else:
+                futures = [pool.submit(_solve_record, *item, time_limit) for item in plan]
+                for _ in as_completed(futures):
+                    bar.update()
+                records.extend(future.result() for future in futures)
         except KeyboardInterrupt:
             interrupted = True
     for group in _groups(records).values():

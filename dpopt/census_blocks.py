@@ -1,0 +1,304 @@
+"""The block-level census release, one state per partition (census-pgsr M_DP at national scale).
+
+:func:`release_blocks` runs three phases on a :class:`~dpopt.runner.Runner` (inline, a
+``concurrent.futures`` executor or a ``dask.distributed.Client``):
+
+1. **measure**, one task per state: the state's private counts (generated lazily from the
+   geography's seed by :func:`~dpopt.census_geography.state_data`, or read from a ``truth``
+   partition), exact discrete Laplace noise keyed by region (:mod:`dpopt.census_keyed`),
+   written as the state's ``noisy`` partition (:mod:`dpopt.census_store`). The task returns the
+   state's total and root counts, which the driver needs for the nation row and n.
+2. **bottom-up** and 3. **top-down**, one task per (state, size), by
+   :func:`~dpopt.census_partitioned.solve_partitioned`; each top-down task writes its counts
+   to ``release/state=<i>/size_<s>.parquet``.
+
+The budget is charged once, in the driver, after every input is validated and before any
+task runs; a task re-run after a lost worker redraws the same keyed noise and rewrites the same
+bytes, so nothing is charged twice or lost. ``manifest.json`` records the budget, the
+checksum of the release, the optimal cost, the domains used and the certificate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpopt.census import Measurement
+from dpopt.census_data import CensusData
+from dpopt.census_geography import LEVELS, Geography, state_data
+from dpopt.census_keyed import LevelNoise, draw_entropy, keyed_noise
+from dpopt.census_partitioned import (
+    WIDENING,
+    Column,
+    PartitionedSolution,
+    Widening,
+    checksum,
+    solve_partitioned,
+)
+from dpopt.census_store import (
+    Partition,
+    read_partition,
+    write_partition,
+)
+from dpopt.privacy import Accountant
+from dpopt.runner import Runner
+from dpopt.validation import choice, positive_number
+
+__all__ = [
+    "BlockRelease",
+    "StateSink",
+    "StateSource",
+    "generate",
+    "keyed_measurement",
+    "read_release",
+    "release_blocks",
+]
+
+
+def _noisy_values(
+    entropy: int, noise: LevelNoise, level: np.ndarray, codes: np.ndarray, values: np.ndarray
+) -> np.ndarray:
+    """``values`` plus keyed noise, each level with its own sampler (levels ≥ 1)."""
+    noisy = values.copy()
+    for lvl in np.unique(level).tolist():
+        rows = np.flatnonzero(level == lvl)
+        noisy[rows] += keyed_noise(
+            entropy, lvl, codes[rows, :lvl], values.shape[1], noise.sampler(lvl)
+        )
+    return noisy
+
+
+@dataclass(frozen=True)
+class StateSummary:
+    """What a measure task gives the driver: n and root counts (private), and a checksum."""
+
+    total: int
+    root_counts: np.ndarray
+    checksum: str
+
+
+def measure_state(
+    geography: Geography,
+    state: int,
+    entropy: int,
+    noise: LevelNoise,
+    data_dir: str | None,
+    out_dir: str,
+) -> StateSummary:
+    """Phase 1 for one state: noise its counts and write its noisy partition."""
+    if data_dir is None:
+        truth = Partition.from_state(state_data(geography, state))
+    else:
+        truth = read_partition(data_dir, geography, state, "truth")
+    noisy = _noisy_values(entropy, noise, truth.level, truth.codes, truth.values)
+    partition = Partition(
+        "noisy", state, truth.level, truth.parents, truth.codes, noisy, truth.columns, noise.sd()
+    )
+    write_partition(Path(out_dir) / "noisy", partition, geography)
+    return StateSummary(int(truth.values[0].sum()), truth.values[0].copy(), checksum(noisy))
+
+
+@dataclass(frozen=True)
+class StateSource:
+    """A state's noisy partition on disk: a task reads only its own size column."""
+
+    directory: str
+    geography: Geography
+    state: int
+
+    def column(self, size: int) -> Column:
+        part = read_partition(self.directory, self.geography, self.state, "noisy", (size,))
+        assert part.sd is not None
+        return Column(part.parents, part.values[:, 0], part.sd[part.level])
+
+
+@dataclass(frozen=True)
+class StateSink:
+    """Writes a state's released counts, one Parquet file per size."""
+
+    directory: str
+    state: int
+
+    def path(self, size: int) -> Path:
+        return Path(self.directory) / f"state={self.state}" / f"size_{size + 1}.parquet"
+
+    def write(self, size: int, values: np.ndarray) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        path = self.path(size)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        pq.write_table(pa.table({"count": pa.array(values, pa.int64())}), temporary)
+        os.replace(temporary, path)
+
+
+def read_release(out_dir: str | os.PathLike, geography: Geography, state: int) -> np.ndarray:
+    """A state's released counts, shape (regions, sizes), in its partition's row order."""
+    import pyarrow.parquet as pq
+
+    sink = StateSink(str(Path(out_dir) / "release"), state)
+    columns = []
+    for size in range(geography.sizes):
+        path = sink.path(size)
+        if not path.is_file():
+            raise FileNotFoundError(f"released counts of state {state}, size {size + 1}: {path}")
+        columns.append(pq.read_table(path).column("count").to_numpy())
+    return np.column_stack(columns).astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class BlockRelease:
+    """A national release: the nation's counts, the solution, the budget and the manifest."""
+
+    out_dir: Path
+    geography: Geography
+    total: int
+    nation_noisy: np.ndarray
+    solution: PartitionedSolution
+    budget: dict[str, Any]
+
+    @property
+    def checksum(self) -> str:
+        return self.solution.checksum
+
+    def manifest(self) -> dict[str, Any]:
+        solution = self.solution
+        return {
+            "geography": self.geography.fingerprint(),
+            "states": len(self.geography.states),
+            "sizes": self.geography.sizes,
+            "total": self.total,
+            "budget": self.budget,
+            "checksum": self.checksum,
+            "objective": solution.objective,
+            "widening": solution.widening,
+            "domain_sd": {
+                "nation": solution.root_multipliers.tolist(),
+                "largest": float(solution.multipliers.max()),
+            },
+            "certificate": solution.certificate.as_info(),
+            "nation_counts": solution.root_counts.tolist(),
+        }
+
+
+def _check_inputs(geography: Any, epsilon: Any, out_dir: Any, data_dir: Any) -> None:
+    if not isinstance(geography, Geography):
+        raise TypeError(f"geography must be a census_geography.Geography, got {geography!r}")
+    positive_number("epsilon", epsilon)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"out_dir {out} exists and is not a directory")
+    if data_dir is not None:  # every file's metadata and hierarchy, before anything is charged
+        for state in range(len(geography.states)):
+            read_partition(data_dir, geography, state, "truth", columns=())
+
+
+def release_blocks(
+    geography: Geography,
+    epsilon: Any,
+    out_dir: str | os.PathLike,
+    *,
+    rng: np.random.Generator,
+    accountant: Accountant | None = None,
+    data_dir: str | os.PathLike | None = None,
+    executor: Any = None,
+    domain_sd: float = 3.0,
+    widening: Widening = "partition",
+    progress: bool = False,
+) -> BlockRelease:
+    """Release ``geography``'s counts under ε-DP with M_DP (pwl-dp), one state per partition.
+
+    ``executor``: None (inline), a ``concurrent.futures.Executor`` or a
+    ``dask.distributed.Client``. The result is bit-identical on any of them (see the module
+    docstring); ``accountant`` is charged exactly ε once, after validation, before any task.
+    """
+    _check_inputs(geography, epsilon, out_dir, data_dir)
+    positive_number("domain_sd", domain_sd)
+    widening = choice("widening", widening, WIDENING)  # type: ignore[assignment]
+    runner = Runner(executor, progress=progress)
+    noise = LevelNoise.uniform(epsilon, len(LEVELS))
+    entropy = draw_entropy(rng)
+    noise.charge(accountant)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data = None if data_dir is None else str(data_dir)
+    states = range(len(geography.states))
+    summaries: list[StateSummary] = runner.run(
+        "measure",
+        measure_state,
+        [(f"measure {s}", (geography, s, entropy, noise, data, str(out))) for s in states],
+    )
+    total = sum(summary.total for summary in summaries)
+    nation = np.sum([summary.root_counts for summary in summaries], axis=0)
+    nation_noisy = (
+        nation
+        + keyed_noise(entropy, 0, np.empty((1, 0), np.int64), geography.sizes, noise.sampler(0))[0]
+    )
+    sd = noise.sd()
+    solution = solve_partitioned(
+        [StateSource(str(out / "noisy"), geography, s) for s in states],
+        nation_noisy,
+        float(sd[0]),
+        total,
+        domain_sd=domain_sd,
+        widening=widening,
+        runner=runner,
+        sinks=[StateSink(str(out / "release"), s) for s in states],
+    )
+    budget = {
+        "kind": "pure",
+        "spent": float(noise.epsilon),
+        "charges": [
+            {"label": label, "amount": float(loss.epsilon or 0)} for loss, label in noise.charges
+        ],
+    }
+    result = BlockRelease(out, geography, total, nation_noisy, solution, budget)
+    (out / "manifest.json").write_text(json.dumps(result.manifest(), indent=1))
+    return result
+
+
+def write_truth(geography: Geography, state: int, out_dir: str) -> str:
+    """One task of :func:`generate`: state ``state``'s private counts as a truth partition."""
+    return str(
+        write_partition(out_dir, Partition.from_state(state_data(geography, state)), geography)
+    )
+
+
+def generate(
+    geography: Geography,
+    out_dir: str | os.PathLike,
+    *,
+    executor: Any = None,
+    progress: bool = False,
+) -> list[str]:
+    """Write every state's synthetic private counts as ``truth`` partitions under ``out_dir``
+    (what an agency's input to :func:`release_blocks` ``data_dir`` looks like)."""
+    if not isinstance(geography, Geography):
+        raise TypeError(f"geography must be a census_geography.Geography, got {geography!r}")
+    runner = Runner(executor, progress=progress)
+    tasks = [(f"generate {s}", (geography, s, str(out_dir))) for s in range(len(geography.states))]
+    written: list[str] = runner.run("generate", write_truth, tasks)
+    return written
+
+
+def keyed_measurement(
+    data: CensusData, level: np.ndarray, codes: np.ndarray, epsilon: Any, entropy: int
+) -> Measurement:
+    """The whole nation measured in one process with the same keyed noise as
+    :func:`release_blocks` — the serial reference the distributed release must equal."""
+    noise = LevelNoise.uniform(epsilon, data.levels)
+    noisy = data.counts.copy()
+    noisy[1:] = _noisy_values(entropy, noise, level[1:], codes[1:], data.counts[1:])
+    noisy[0] += keyed_noise(
+        entropy, 0, np.empty((1, 0), np.int64), data.sizes.size, noise.sampler(0)
+    )[0]
+    sd = noise.sd()[level]
+    scale = np.array([float(noise.sampler(int(lvl)).scale) for lvl in level])
+    charges = tuple((label, loss) for loss, label in noise.charges)
+    return Measurement("counts", data.parents, data.sizes, data.total, noisy, scale, sd, charges)

@@ -1,0 +1,100 @@
+"""Census noise keyed by region: the same release on any partitioning (census-pgsr spec §3.1).
+
+:func:`dpopt.census.measure` draws every region's noise from one generator in region order, so
+its output depends on how the regions are laid out. A distributed release noises each state in
+its own task, so here region r's noise comes from its own stream:
+``SeedSequence(entropy, spawn_key=(level, *codes))``, where ``codes`` are the region's
+hierarchical codes down to its level (state, county, tract, block group, block) and
+``entropy`` is 128 bits drawn once from the caller's generator. The noise of a region is then a
+function of (entropy, level, region id) only, so any partitioning, any number of workers and a
+task re-run after a lost worker all give the same bits.
+
+The noise itself is unchanged: exact discrete Laplace (:class:`~dpopt.privacy.DiscreteLaplace`)
+of scale Δ/ε_l with Δ = 2 for group-size counts (Lemma 4) and the exact shares ε_l of ε over the
+levels (Theorem 1). :class:`LevelNoise` is validated and charged once, by the driver, before
+any draw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpopt.privacy import Accountant, Loss, exact_shares
+from dpopt.privacy.samplers import DiscreteLaplace
+from dpopt.validation import integer, positive_number
+
+__all__ = ["COUNT_SENSITIVITY", "LevelNoise", "draw_entropy", "keyed_noise"]
+
+COUNT_SENSITIVITY = 2
+"""L1 sensitivity of a region's group-size vector (Lemma 4)."""
+
+ENTROPY_BITS = 128
+
+
+def draw_entropy(rng: np.random.Generator) -> int:
+    """128 bits from the caller's generator: the root of every region's noise stream."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    return int.from_bytes(rng.bytes(ENTROPY_BITS // 8), "little")
+
+
+@dataclass(frozen=True)
+class LevelNoise:
+    """The exact ε split over ``levels`` levels and each level's discrete Laplace scale."""
+
+    epsilon: Fraction
+    shares: tuple[Fraction, ...]
+
+    @classmethod
+    def uniform(cls, epsilon: Any, levels: int) -> LevelNoise:
+        """ε/L per level (the paper's split, Theorem 1), as exact rationals adding up to ε."""
+        positive_number("epsilon", epsilon)
+        levels = integer("levels", levels, minimum=1)
+        shares = exact_shares(epsilon, np.ones(levels))
+        return cls(sum(shares, Fraction(0)), tuple(shares))
+
+    def sampler(self, level: int) -> DiscreteLaplace:
+        return DiscreteLaplace(Fraction(COUNT_SENSITIVITY) / self.shares[level])
+
+    def sd(self) -> np.ndarray:
+        """The noise standard deviation of each level (of the scale actually sampled)."""
+        return np.sqrt([self.sampler(level).variance for level in range(len(self.shares))])
+
+    @property
+    def charges(self) -> list[tuple[Loss, str]]:
+        return [
+            (Loss.pure(share), f"census level {level}: counts (Δ={COUNT_SENSITIVITY})")
+            for level, share in enumerate(self.shares)
+        ]
+
+    def charge(self, accountant: Accountant | None) -> None:
+        """Spend every level at once (all or nothing) — once, in the driver, before any draw."""
+        if accountant is None:
+            return
+        if not isinstance(accountant, Accountant):
+            raise TypeError(f"accountant must be a dpopt Accountant, got {accountant!r}")
+        accountant.spend_all(self.charges)
+
+
+def keyed_noise(
+    entropy: int, level: int, codes: np.ndarray, sizes: int, sampler: DiscreteLaplace
+) -> np.ndarray:
+    """Exact noise of shape (regions, sizes) for regions of one ``level``.
+
+    Row i is drawn from its own generator, seeded by ``SeedSequence(entropy, spawn_key=(level,
+    *codes[i, :level]))`` (the nation, level 0, has no codes), so it does not depend on which
+    other rows are drawn with it.
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    if codes.ndim != 2 or codes.shape[1] != level:
+        raise ValueError(f"codes must have shape (regions, {level}), got {codes.shape}")
+    noise = np.empty((codes.shape[0], sizes), dtype=np.int64)
+    prefix = (int(level),)
+    for row, key in enumerate(codes.tolist()):
+        stream = np.random.SeedSequence(entropy, spawn_key=prefix + tuple(key))
+        noise[row] = sampler.sample(sizes, np.random.Generator(np.random.Philox(stream)))
+    return noise

@@ -1,0 +1,362 @@
+"""Model 1 solved by partitions: the two-pass DP of census-pgsr §6–7 split at the root's children.
+
+H_DP (spec §3.2) is k copies of the region tree under a dummy root. Cut every copy below the
+root: each partition (a state, a subtree under the nation) and size s is an independent
+subtree, whose bottom-up pass yields one cost table C_{p,s} (eq. 4a, windowed to the
+partition root's domain, own cost added). The driver then does what the serial DP does at the
+top: per size, merge the partitions' tables into the root's table (Algorithm 1), merge the k
+root tables at the dummy root, read Φ(n) and split n back down to one value per (partition,
+size). A second task per (partition, size) redoes its bottom-up pass with that value fixed and
+returns or writes its counts (spec G14: recompute rather than keep tables). No task receives
+more than its own partition; the driver holds only root tables, splits and checksums.
+
+Because every merge is the same deterministic Algorithm 1 with the same child order (ties to
+the lower child, spec G5), the result equals the serial DP bit for bit.
+
+Domains (spec G4) are [c̃ − δ, c̃ + δ] ∩ [0, n] with δ = ⌈m·sd⌉. Two widening rules:
+
+- ``"global"`` — today's serial rule: if any cell's domains are infeasible, m doubles for every
+  region and everything is redone. Equal to :func:`dpopt.census.post_process`.
+- ``"partition"`` — each (partition, size) task doubles its own m until its subtree is
+  feasible; the root doubles its own (per size until its window is non-empty, then for all
+  sizes until n is in the dummy root's range); only if the root's domains are full and still
+  infeasible does the floor of every m double. Deterministic, because partitions follow the
+  geography, not the workers.
+
+:class:`DomainCertificate`: when no domain bound that is tighter than [0, n] is active at the
+solution, the restricted optimum is also optimal for the unrestricted Model 1 (proof in
+docs/families/census.md, "Domain certificate").
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from dpopt.hierarchy import Tree
+from dpopt.models.pgsr import domain_certificate
+from dpopt.runner import Runner, TaskStats
+from dpopt.solvers.cost_tables import Table, merge_convex, squared_table
+from dpopt.solvers.pgsr_levels import column_values, root_table
+from dpopt.solvers.pgsr_tree_dp import Infeasible
+
+__all__ = [
+    "WIDENING",
+    "Column",
+    "ColumnSource",
+    "DomainCertificate",
+    "MemorySource",
+    "PartitionedSolution",
+    "solve_partitioned",
+    "split_at_root",
+]
+
+Widening = Literal["global", "partition"]
+WIDENING = ("global", "partition")
+
+
+@dataclass(frozen=True, eq=False)
+class Column:
+    """One (partition, size): the partition's local parent links, noisy counts and noise sds."""
+
+    parents: np.ndarray
+    noisy: np.ndarray
+    sd: np.ndarray
+
+
+class ColumnSource(Protocol):
+    """Where a task finds its partition's column (in memory, or a file it reads itself)."""
+
+    def column(self, size: int) -> Column: ...
+
+
+@dataclass(frozen=True, eq=False)
+class MemorySource:
+    """A partition held in memory (shipped once to the workers by :meth:`Runner.put`)."""
+
+    parents: np.ndarray
+    noisy: np.ndarray
+    sd: np.ndarray
+
+    def column(self, size: int) -> Column:
+        return Column(self.parents, self.noisy[:, size], self.sd)
+
+
+def domain(
+    noisy: np.ndarray, sd: np.ndarray, multiplier: Any, total: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """[c̃ − δ, c̃ + δ] ∩ [0, n], δ = ⌈m·sd⌉ (spec G4), elementwise as the serial build does."""
+    delta = np.ceil(multiplier * sd).astype(np.int64)
+    return np.clip(noisy - delta, 0, total), np.clip(noisy + delta, 0, total)
+
+
+def _is_full(lower: np.ndarray, upper: np.ndarray, total: int) -> bool:
+    return bool(np.all(lower == 0) & np.all(upper == total))
+
+
+@dataclass(frozen=True)
+class RootTable:
+    """A (partition, size) bottom-up result: the multiplier used and the root's table."""
+
+    multiplier: float
+    table: Table | None
+    full: bool
+    message: str = ""
+
+
+def partition_root(
+    source: ColumnSource, size: int, total: int, multiplier: float, widen: bool
+) -> RootTable:
+    """Bottom-up pass of one (partition, size); with ``widen`` m doubles until feasible."""
+    column = source.column(size)
+    tree = Tree(column.parents)
+    while True:
+        lower, upper = domain(column.noisy, column.sd, multiplier, total)
+        full = _is_full(lower, upper, total)
+        try:
+            return RootTable(multiplier, root_table(tree, column.noisy, lower, upper, size), full)
+        except Infeasible as err:
+            if not widen or full:
+                return RootTable(multiplier, None, full, str(err))
+        multiplier *= 2
+
+
+@dataclass(frozen=True)
+class ColumnResult:
+    """A (partition, size) top-down result: a checksum, the active domain bounds, the counts
+    (None when a sink wrote them)."""
+
+    checksum: str
+    active_bounds: int
+    values: np.ndarray | None
+
+
+def checksum(values: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(values, dtype="<i8").tobytes()).hexdigest()
+
+
+def active_bounds(values: np.ndarray, lower: np.ndarray, upper: np.ndarray, total: int) -> int:
+    """Cells sitting on a domain bound tighter than Model 1's own [0, n]."""
+    return int(domain_certificate(values, lower, upper, total)["active_bounds"])
+
+
+class Sink(Protocol):
+    def write(self, size: int, values: np.ndarray) -> None: ...
+
+
+def partition_column(
+    source: ColumnSource,
+    size: int,
+    total: int,
+    multiplier: float,
+    root_value: int,
+    sink: Sink | None,
+) -> ColumnResult:
+    """Both passes of one (partition, size) with its root fixed to ``root_value``."""
+    column = source.column(size)
+    lower, upper = domain(column.noisy, column.sd, multiplier, total)
+    values = column_values(Tree(column.parents), column.noisy, lower, upper, root_value, size)
+    active = active_bounds(values, lower, upper, total)
+    if sink is not None:
+        sink.write(size, values)
+        return ColumnResult(checksum(values), active, None)
+    return ColumnResult(checksum(values), active, values)
+
+
+@dataclass(frozen=True)
+class DomainCertificate:
+    """Whether the domain-restricted optimum is optimal for Model 1 on [0, n] (see module)."""
+
+    active_bounds: int
+
+    @property
+    def unrestricted_optimal(self) -> bool:
+        return self.active_bounds == 0
+
+    def as_info(self) -> dict[str, Any]:
+        return {"unrestricted_optimal": self.unrestricted_optimal, **self.__dict__}
+
+
+@dataclass(frozen=True, eq=False)
+class PartitionedSolution:
+    """The root's counts, each (partition, size) result, the optimal cost and the domains."""
+
+    root_counts: np.ndarray
+    columns: list[list[ColumnResult]]
+    objective: int
+    root_multipliers: np.ndarray
+    multipliers: np.ndarray
+    widening: str
+    certificate: DomainCertificate
+    stats: list[TaskStats] = field(repr=False)
+
+    @property
+    def checksum(self) -> str:
+        """One digest of the whole release: the root's counts, then every column's checksum."""
+        digest = hashlib.sha256(checksum(self.root_counts).encode())
+        for row in self.columns:
+            for result in row:
+                digest.update(result.checksum.encode())
+        return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class _Top:
+    tables: list[Table]
+    splits: list[Any]
+    root_multipliers: np.ndarray
+
+
+def _top_merge(
+    roots: list[list[RootTable]],
+    root_noisy: np.ndarray,
+    root_sd: float,
+    total: int,
+    floor: float,
+    widen: bool,
+) -> _Top | None:
+    """Per size, merge the partitions' tables into the root's (eq. 4b–4d, Algorithm 1) and
+    window it to the root's domain; None if some size is infeasible there."""
+    tables, splits, used = [], [], []
+    for size, noisy in enumerate(root_noisy.tolist()):
+        merged, split = merge_convex([row[size].table for row in roots])  # type: ignore[misc]
+        multiplier = floor
+        while True:
+            lower, upper = domain(np.array([noisy]), np.array([root_sd]), multiplier, total)
+            window = merged.window(int(lower[0]), int(upper[0]))
+            if window is not None:
+                break
+            if not widen or (lower[0] == 0 and upper[0] == total):
+                return None
+            multiplier *= 2
+        own = squared_table(window.lo, window.hi, int(noisy))
+        tables.append(Table(window.lo, window.cost + own.cost))
+        splits.append(split)
+        used.append(multiplier)
+    return _Top(tables, splits, np.array(used))
+
+
+def split_at_root(
+    parents: np.ndarray, noisy: np.ndarray, sd: np.ndarray
+) -> tuple[list[np.ndarray], list[MemorySource]]:
+    """The subtrees under the root of an in-memory tree: each one's region indices (in index
+    order, so children keep their order) and its :class:`MemorySource`."""
+    tree = Tree(parents)
+    top = np.arange(tree.size)
+    for _ in range(tree.levels):
+        deep = tree.depth[top] > 1
+        top[deep] = parents[top[deep]]
+    local = np.empty(tree.size, dtype=np.int64)
+    members, sources = [], []
+    for child in tree.children(tree.root).tolist():
+        rows = np.flatnonzero(top == child)
+        local[rows] = np.arange(rows.size)
+        local_parents = np.where(rows == child, -1, local[parents[rows]])
+        members.append(rows)
+        sources.append(MemorySource(local_parents, noisy[rows], sd[rows]))
+    return members, sources
+
+
+def _top(
+    roots: list[list[RootTable]],
+    root_noisy: np.ndarray,
+    root_sd: float,
+    total: int,
+    floor: float,
+    widen: bool,
+) -> tuple[_Top, Table, Any] | None:
+    """The root's tables and the dummy root's merge with n in range, or None.
+
+    With ``widen`` (partition rule) an out-of-range n first widens the root's own domains
+    (doubling its multiplier, all sizes) before the caller widens every partition."""
+    root_floor = floor
+    while True:
+        top = _top_merge(roots, root_noisy, root_sd, total, root_floor, widen)
+        if top is None:
+            return None
+        dummy, split_sizes = merge_convex(top.tables)
+        if dummy.lo <= total <= dummy.hi:
+            return top, dummy, split_sizes
+        lower, upper = domain(root_noisy, np.full(root_noisy.size, root_sd), root_floor, total)
+        if not widen or (np.all(lower == 0) and np.all(upper == total)):
+            return None
+        root_floor *= 2
+
+
+def solve_partitioned(
+    sources: Sequence[Any],
+    root_noisy: np.ndarray,
+    root_sd: float,
+    total: int,
+    *,
+    domain_sd: float = 3.0,
+    widening: Widening = "partition",
+    runner: Runner | None = None,
+    sinks: Sequence[Sink | None] | None = None,
+) -> PartitionedSolution:
+    """Solve Model 1 (pwl-dp) over ``sources`` (the root's children, in child order).
+
+    ``root_noisy`` is the root's noisy vector (one entry per size) and ``root_sd`` its noise sd;
+    ``sinks[p]`` (optional) receives partition p's counts instead of the driver.
+    """
+    if widening not in WIDENING:
+        raise ValueError(f"widening must be one of {WIDENING}, got {widening!r}")
+    runner = runner or Runner()
+    sizes = root_noisy.size
+    sinks = list(sinks) if sinks is not None else [None] * len(sources)
+    widen = widening == "partition"
+    floor = domain_sd
+    while True:
+        tasks = [
+            (f"bottom-up p{p} s{s}", (source, s, total, floor, widen))
+            for p, source in enumerate(sources)
+            for s in range(sizes)
+        ]
+        flat = runner.run("bottom-up", partition_root, tasks)
+        roots = [flat[p * sizes : (p + 1) * sizes] for p in range(len(sources))]
+        solved = (
+            _top(roots, root_noisy, root_sd, total, floor, widen)
+            if all(r.table is not None for r in flat)
+            else None
+        )
+        if solved is not None:
+            break
+        root_full = bool(
+            np.all(domain(root_noisy, np.full(sizes, root_sd), floor, total)[1] == total)
+        )
+        if all(r.full for r in flat) and root_full:
+            message = next((r.message for r in flat if r.table is None), "the dummy root")
+            raise Infeasible(-1, None) from RuntimeError(message)
+        floor *= 2
+    top, dummy, split_sizes = solved
+    root_counts = split_sizes(total)
+    values = [top.splits[s](int(root_counts[s])) for s in range(sizes)]
+    column_tasks: list[tuple[str, tuple]] = [
+        (
+            f"top-down p{p} s{s}",
+            (source, s, total, roots[p][s].multiplier, int(values[s][p]), sinks[p]),
+        )
+        for p, source in enumerate(sources)
+        for s in range(sizes)
+    ]
+    flat_columns = runner.run("top-down", partition_column, column_tasks)
+    columns = [flat_columns[p * sizes : (p + 1) * sizes] for p in range(len(sources))]
+    root_lower, root_upper = domain(
+        root_noisy, np.full(sizes, root_sd), top.root_multipliers, total
+    )
+    active = active_bounds(root_counts, root_lower, root_upper, total)
+    active += sum(result.active_bounds for result in flat_columns)
+    return PartitionedSolution(
+        root_counts.astype(np.int64),
+        columns,
+        dummy.at(total),
+        top.root_multipliers,
+        np.array([[r.multiplier for r in row] for row in roots]),
+        widening,
+        DomainCertificate(active),
+        list(runner.stats),
+    )

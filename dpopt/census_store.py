@@ -1,0 +1,199 @@
+"""Per-state Parquet partitions of a block-level census (pyarrow, the ``dpopt[dask]`` extra).
+
+A dataset is a directory with one file per state, ``state=<index>.parquet``. Each file holds the
+state's regions in breadth-first order: ``level`` (1 = state … 5 = block), ``parent`` (the local
+row of the parent, −1 for the state row), the hierarchical codes ``code_state`` …
+``code_block`` (−1 below the region's level) and one count column per group size,
+``size_1`` … ``size_k``. The hierarchy (levels, parents, codes) is public; the counts are
+private in a ``truth`` dataset and noisy in a ``noisy`` one. Schema metadata records the kind,
+the state and the geography's fingerprint, and a noisy file each level's noise sd.
+
+Reading validates everything a task relies on, and says what is wrong: a missing or corrupt
+file, a file of another geography or kind, level counts that do not match the geography, and a
+region whose parent lies in another partition. Only the requested size columns are read, so a
+task of one (state, size) loads one count column.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpopt.census_geography import Geography, StateData
+
+__all__ = ["CODE_COLUMNS", "Partition", "partition_path", "read_partition", "write_partition"]
+
+CODE_COLUMNS = ("code_state", "code_county", "code_tract", "code_block_group", "code_block")
+KINDS = ("truth", "noisy")
+_META = b"dpopt"
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError as err:  # pragma: no cover - the extra is installed in tests
+        raise ImportError(
+            "census partitions are Parquet files: install the extra, pip install 'dpopt[dask]'"
+        ) from err
+    return pyarrow
+
+
+def partition_path(directory: str | os.PathLike, state: int) -> Path:
+    return Path(directory) / f"state={state}.parquet"
+
+
+@dataclass(frozen=True, eq=False)
+class Partition:
+    """One state's regions and the count columns that were read (``columns`` are size indices).
+
+    ``values[:, j]`` holds size ``columns[j] + 1``; ``sd`` is each level's noise sd (noisy
+    partitions only, else None).
+    """
+
+    kind: str
+    state: int
+    level: np.ndarray
+    parents: np.ndarray
+    codes: np.ndarray
+    values: np.ndarray
+    columns: tuple[int, ...]
+    sd: np.ndarray | None
+
+    @classmethod
+    def from_state(cls, data: StateData) -> Partition:
+        sizes = data.counts.shape[1]
+        return cls(
+            "truth",
+            data.state.index,
+            data.level,
+            data.parents,
+            data.keys,
+            data.counts,
+            tuple(range(sizes)),
+            None,
+        )
+
+
+def write_partition(
+    directory: str | os.PathLike, partition: Partition, geography: Geography
+) -> Path:
+    """Write ``partition`` (all its size columns) atomically; returns the file's path."""
+    pa = _pyarrow()
+    if partition.kind not in KINDS:
+        raise ValueError(f"partition kind must be one of {KINDS}, got {partition.kind!r}")
+    columns: dict[str, Any] = {
+        "level": pa.array(partition.level, pa.int8()),
+        "parent": pa.array(partition.parents, pa.int32()),
+    }
+    for j, name in enumerate(CODE_COLUMNS):
+        columns[name] = pa.array(partition.codes[:, j], pa.int32())
+    for j, size in enumerate(partition.columns):
+        columns[f"size_{size + 1}"] = pa.array(partition.values[:, j], pa.int64())
+    meta = {
+        "kind": partition.kind,
+        "state": partition.state,
+        "geography": geography.fingerprint(),
+        "sd": None if partition.sd is None else [float(v) for v in partition.sd],
+    }
+    table = pa.table(columns).replace_schema_metadata({_META: json.dumps(meta).encode()})
+    path = partition_path(directory, partition.state)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    pa.parquet.write_table(table, temporary)
+    os.replace(temporary, path)  # a re-run task (a lost worker) overwrites with the same bytes
+    return path
+
+
+def _metadata(path: Path, pa: Any) -> dict[str, Any]:
+    try:
+        schema = pa.parquet.read_schema(path)
+    except FileNotFoundError:
+        raise
+    except Exception as err:  # pyarrow raises ArrowInvalid / OSError on a damaged file
+        raise ValueError(f"partition file {path} is corrupt or not Parquet: {err}") from err
+    raw = (schema.metadata or {}).get(_META)
+    if raw is None:
+        raise ValueError(f"partition file {path} was not written by dpopt (no dpopt metadata)")
+    meta: dict[str, Any] = json.loads(raw)
+    return meta
+
+
+def read_partition(
+    directory: str | os.PathLike,
+    geography: Geography,
+    state: int,
+    kind: str,
+    columns: tuple[int, ...] | None = None,
+) -> Partition:
+    """Read and validate state ``state``'s partition of ``kind``; ``columns`` default: all."""
+    pa = _pyarrow()
+    path = partition_path(directory, state)
+    shape = geography.states[state]
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"the {kind} partition of state {shape.name} (index {state}) is missing: {path}"
+        )
+    meta = _metadata(path, pa)
+    if meta.get("kind") != kind or meta.get("state") != state:
+        raise ValueError(
+            f"{path} holds the {meta.get('kind')} partition of state {meta.get('state')}, "
+            f"expected the {kind} partition of state {state}"
+        )
+    if meta.get("geography") != geography.fingerprint():
+        raise ValueError(
+            f"{path} was written for another geography (fingerprint {meta.get('geography')}, "
+            f"this one is {geography.fingerprint()}): the data do not match the geography"
+        )
+    wanted = tuple(range(geography.sizes)) if columns is None else tuple(columns)
+    names = ["level", "parent", *CODE_COLUMNS, *(f"size_{j + 1}" for j in wanted)]
+    try:
+        table = pa.parquet.read_table(path, columns=names)
+    except Exception as err:
+        raise ValueError(f"partition file {path} is corrupt or incomplete: {err}") from err
+    level = table.column("level").to_numpy().astype(np.int8)
+    parents = table.column("parent").to_numpy().astype(np.int64)
+    codes = np.column_stack([table.column(c).to_numpy() for c in CODE_COLUMNS]).astype(np.int32)
+    values = np.empty((level.size, len(wanted)), dtype=np.int64)
+    for j, size in enumerate(wanted):
+        values[:, j] = table.column(f"size_{size + 1}").to_numpy()
+    _check_structure(path, shape, level, parents, codes)
+    sd = None if meta.get("sd") is None else np.asarray(meta["sd"], dtype=np.float64)
+    return Partition(kind, state, level, parents, codes, values, wanted, sd)
+
+
+def _check_structure(
+    path: Path, shape: Any, level: np.ndarray, parents: np.ndarray, codes: np.ndarray
+) -> None:
+    """Level counts match the geography; every parent is a row of this file one level up."""
+    found = np.bincount(level, minlength=6)[1:6].tolist()
+    expected = [1, shape.counties, shape.tracts, shape.block_groups, shape.blocks]
+    if found != expected:
+        raise ValueError(
+            f"{path}: regions per level (state … block) are {found}, but the geography has "
+            f"{expected} for state {shape.name}: the data do not match the geography"
+        )
+    rows = parents.size
+    outside = (parents < -1) | (parents >= rows) | (codes[:, 0] != shape.index)
+    outside |= (parents == -1) != (level == 1)
+    inside = np.flatnonzero(~outside & (parents >= 0))
+    parent_rows = parents[inside]
+    outside[inside] |= level[parent_rows] != level[inside] - 1
+    # a parent's codes are its child's codes cut at the parent's level
+    depth = level[inside].astype(np.int64) - 1
+    cut = np.arange(len(CODE_COLUMNS))[None, :] < depth[:, None]
+    mismatch = np.any(np.where(cut, codes[inside] != codes[parent_rows], False), axis=1)
+    outside[inside] |= mismatch
+    bad = np.flatnonzero(outside)
+    if bad.size:
+        row = int(bad[0])
+        raise ValueError(
+            f"{path}: region {tuple(codes[row].tolist())} (row {row}) has parent row "
+            f"{int(parents[row])}, which is not its parent in this state's partition — a "
+            "region's parent must be in the same partition, one level up"
+        )

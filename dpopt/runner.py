@@ -1,0 +1,170 @@
+"""Where tasks run: inline, on a ``concurrent.futures`` executor, or on Dask distributed.
+
+:class:`Runner` is the one place that knows the difference. A ``dask.distributed.Client`` is
+recognised by its type's module, so the core never imports dask (the ``dpopt[dask]`` extra).
+On Dask every task is submitted with ``pure=False`` and is deterministic and idempotent, so
+when a worker is lost the scheduler re-runs its tasks and the result does not change.
+
+Every task reports its wall time and the peak resident memory of the process that ran it
+(:class:`TaskStats`), which the census CLI prints and from which the critical-path projection
+is made.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import socket
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, as_completed
+from dataclasses import dataclass
+from typing import Any
+
+from tqdm import tqdm
+
+__all__ = [
+    "Runner",
+    "TaskStats",
+    "as_executor",
+    "is_dask_client",
+    "phase_summary",
+    "projected_seconds",
+]
+
+
+def is_dask_client(obj: Any) -> bool:
+    """True for a ``distributed.Client`` (checked without importing dask)."""
+    kind = type(obj)
+    return kind.__module__.split(".")[0] == "distributed" and kind.__name__ == "Client"
+
+
+def as_executor(executor: Any) -> Executor | None:
+    """A ``concurrent.futures.Executor`` for ``executor``: a Dask client's own executor view,
+    an Executor itself, or None (run inline)."""
+    if executor is None or isinstance(executor, Executor):
+        return executor
+    if is_dask_client(executor):
+        view: Executor = executor.get_executor(pure=False)
+        return view
+    raise TypeError(
+        "executor must be a concurrent.futures.Executor or a dask.distributed.Client, "
+        f"got {type(executor).__name__}"
+    )
+
+
+@dataclass(frozen=True)
+class TaskStats:
+    """What one task cost: its label, seconds, and the peak RSS (MiB) of its process."""
+
+    label: str
+    seconds: float
+    peak_mib: float
+    where: str
+
+
+def _peak_mib() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+
+
+def timed_call(label: str, function: Callable[..., Any], *args: Any) -> tuple[Any, TaskStats]:
+    """Run ``function(*args)`` and measure it (a module-level function, so tasks pickle)."""
+    start = time.perf_counter()
+    result = function(*args)
+    seconds = time.perf_counter() - start
+    where = f"{socket.gethostname()}:{os.getpid()}"
+    return result, TaskStats(label, seconds, _peak_mib(), where)
+
+
+class Runner:
+    """Run labelled tasks and return their results in submission order, with progress."""
+
+    def __init__(self, executor: Any = None, *, progress: bool = False):
+        if executor is not None and not (
+            isinstance(executor, Executor) or is_dask_client(executor)
+        ):
+            raise TypeError(
+                "executor must be a concurrent.futures.Executor or a dask.distributed.Client, "
+                f"got {type(executor).__name__}"
+            )
+        self.executor = executor
+        self.dask = is_dask_client(executor)
+        self.progress = progress
+        self.stats: list[TaskStats] = []
+
+    def put(self, value: Any) -> Any:
+        """Ship ``value`` to the workers once (a Dask future); tasks then receive it as is."""
+        if self.dask:
+            return self.executor.scatter(value, hash=False)
+        return value
+
+    def run(
+        self, phase: str, function: Callable[..., Any], tasks: Sequence[tuple[str, tuple]]
+    ) -> list[Any]:
+        """``function(*args)`` for each ``(label, args)``; results in the order given."""
+        bar = tqdm(total=len(tasks), desc=phase, unit="task", disable=not self.progress)
+        try:
+            if self.executor is None:
+                outcomes = []
+                for label, args in tasks:
+                    outcomes.append(timed_call(label, function, *args))
+                    bar.update()
+            else:
+                outcomes = self._remote(function, tasks, bar)
+        finally:
+            bar.close()
+        self.stats.extend(stats for _, stats in outcomes)
+        return [result for result, _ in outcomes]
+
+    def _remote(
+        self, function: Callable[..., Any], tasks: Sequence[tuple[str, tuple]], bar: tqdm
+    ) -> list[tuple[Any, TaskStats]]:
+        if self.dask:
+            from distributed import as_completed as dask_completed
+
+            futures = [
+                self.executor.submit(timed_call, label, function, *args, pure=False)
+                for label, args in tasks
+            ]
+            for _ in dask_completed(futures):
+                bar.update()
+            gathered: list[tuple[Any, TaskStats]] = self.executor.gather(futures)
+            return gathered
+        pending = [
+            self.executor.submit(timed_call, label, function, *args) for label, args in tasks
+        ]
+        for _ in as_completed(pending):
+            bar.update()
+        return [future.result() for future in pending]
+
+
+def phase_summary(stats: Sequence[TaskStats]) -> dict[str, dict[str, float]]:
+    """Per phase (a label's first word): tasks, total and longest task seconds, peak MiB."""
+    phases: dict[str, dict[str, float]] = {}
+    for task in stats:
+        phase = phases.setdefault(
+            task.label.split()[0], {"tasks": 0, "work": 0.0, "longest": 0.0, "peak_mib": 0.0}
+        )
+        phase["tasks"] += 1
+        phase["work"] += task.seconds
+        phase["longest"] = max(phase["longest"], task.seconds)
+        phase["peak_mib"] = max(phase["peak_mib"], task.peak_mib)
+    return phases
+
+
+def projected_seconds(stats: Sequence[TaskStats], workers: int) -> tuple[float, float]:
+    """Bounds on the time with ``workers`` single-threaded workers, from measured task times.
+
+    Phases are barriers. A phase takes at least its longest task (the critical path) and at
+    least its work spread evenly, and greedy list scheduling takes at most work/P plus the
+    longest task (Graham's bound). Returns (lower, upper) summed over phases; driver time and
+    scheduling overhead are not counted.
+    """
+    lower = upper = 0.0
+    for phase in phase_summary(stats).values():
+        spread = phase["work"] / workers
+        lower += max(phase["longest"], spread)
+        upper += spread + phase["longest"] if workers < phase["tasks"] else phase["longest"]
+    return lower, upper

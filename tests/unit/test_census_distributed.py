@@ -1,0 +1,247 @@
+"""The block-level release on Dask: bit-identical on any number of workers, equal to the serial
+global solve, and clear errors on bad input (census-pgsr G4, G14; issue "scale-out on Dask")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from dpopt import census, census_blocks, census_geography  # noqa: E402
+from dpopt.census_keyed import LevelNoise, draw_entropy, keyed_noise  # noqa: E402
+from dpopt.census_store import Partition, partition_path, read_partition  # noqa: E402
+from dpopt.census_store import write_partition as store  # noqa: E402
+from dpopt.privacy import Accountant  # noqa: E402
+from dpopt.runner import Runner, TaskStats, as_executor, projected_seconds  # noqa: E402
+
+GEOGRAPHY = census_geography.small(states=3, counties=2, tracts=2, block_groups=2, blocks=4)
+
+
+def release(out: Path, executor: object = None, **options: object) -> census_blocks.BlockRelease:
+    return census_blocks.release_blocks(
+        GEOGRAPHY, 1, out, rng=np.random.default_rng(7), executor=executor, **options
+    )
+
+
+def released_rows(out: Path, result: census_blocks.BlockRelease) -> np.ndarray:
+    states = range(len(GEOGRAPHY.states))
+    parts = [census_blocks.read_release(out, GEOGRAPHY, s) for s in states]
+    return np.vstack([result.solution.root_counts[None], *parts])
+
+
+@pytest.fixture(scope="module", params=[1, 2, 4], ids=lambda n: f"{n}-workers")
+def client(request: pytest.FixtureRequest) -> Iterator[object]:
+    with (
+        distributed.LocalCluster(
+            n_workers=request.param,
+            threads_per_worker=1,
+            processes=False,
+            dashboard_address=None,
+        ) as cluster,
+        distributed.Client(cluster) as dask_client,
+    ):
+        yield dask_client
+
+
+@pytest.mark.parametrize("widening", ["partition", "global"])
+@pytest.mark.parametrize("domain_sd", [3.0, 0.1])
+def test_release_is_bit_identical_on_any_number_of_workers(
+    client: object, tmp_path: Path, widening: str, domain_sd: float
+) -> None:
+    serial = release(tmp_path / "serial", widening=widening, domain_sd=domain_sd)
+    dask = release(tmp_path / "dask", client, widening=widening, domain_sd=domain_sd)
+    assert dask.checksum == serial.checksum
+    assert np.array_equal(
+        released_rows(tmp_path / "dask", dask), released_rows(tmp_path / "serial", serial)
+    )
+    for state in range(len(GEOGRAPHY.states)):
+        noisy = [
+            read_partition(d / "noisy", GEOGRAPHY, state, "noisy")
+            for d in (tmp_path / "serial", tmp_path / "dask")
+        ]
+        assert np.array_equal(noisy[0].values, noisy[1].values)
+
+
+@pytest.mark.parametrize("domain_sd", [3.0, 0.3, 0.05])
+def test_per_state_decomposition_equals_the_global_serial_solve(
+    tmp_path: Path, domain_sd: float
+) -> None:
+    """widening="global" is the serial rule: counts equal census.post_process on the whole
+    nation, measured in one process with the same keyed noise (small domain_sd forces the
+    domains to double)."""
+    data, level, keys = census_geography.national_data(GEOGRAPHY)
+    entropy = draw_entropy(np.random.default_rng(7))
+    measurement = census_blocks.keyed_measurement(data, level, keys, 1, entropy)
+    counts, solution = census.post_process(measurement, "pwl-dp", domain_sd=domain_sd)
+    result = release(tmp_path, widening="global", domain_sd=domain_sd)
+    assert np.array_equal(released_rows(tmp_path, result), counts)
+    assert result.solution.objective == solution.objective
+    assert np.array_equal(result.nation_noisy, measurement.noisy[0])
+
+
+def test_partition_widening_is_feasible_and_no_better_than_global(tmp_path: Path) -> None:
+    """Narrower domains can only raise the restricted optimum of the same noisy data."""
+    glob = release(tmp_path / "g", widening="global", domain_sd=0.1)
+    part = release(tmp_path / "p", widening="partition", domain_sd=0.1)
+    assert part.solution.objective >= glob.solution.objective
+    rows = released_rows(tmp_path / "p", part)
+    data, _, _ = census_geography.national_data(GEOGRAPHY)
+    report = census.PostProcess(data.parents, rows, data.total).violation_report(rows)
+    assert max(report["largest"].values()) == 0
+
+
+def test_in_memory_release_on_a_client_equals_serial(client: object) -> None:
+    data = census.synthetic(np.random.default_rng(0), states=4, counties=15, sizes=5, groups=5000)
+    for domain_sd in (3.0, 0.2):
+        serial = census.release(data, 1, rng=np.random.default_rng(1), domain_sd=domain_sd)
+        dask = census.release(
+            data, 1, rng=np.random.default_rng(1), domain_sd=domain_sd, executor=client
+        )
+        assert np.array_equal(dask.counts, serial.counts)
+        assert dask.solution.status == "optimal"
+        assert dask.solution.objective == serial.solution.objective
+        assert dask.solution.info["domain_sd"] == serial.solution.info["domain_sd"]
+
+
+def test_keyed_noise_does_not_depend_on_the_batch() -> None:
+    noise = LevelNoise.uniform(1, 6)
+    codes = np.array([[0, 1, 2], [0, 1, 3], [2, 0, 0]])
+    together = keyed_noise(99, 3, codes, 5, noise.sampler(3))
+    alone = [keyed_noise(99, 3, codes[i : i + 1], 5, noise.sampler(3))[0] for i in range(3)]
+    assert np.array_equal(together, np.array(alone))
+    assert not np.array_equal(together, keyed_noise(100, 3, codes, 5, noise.sampler(3)))
+    # the level is part of the key: the same codes one level down are another stream
+    other = keyed_noise(99, 4, np.column_stack([codes, [0, 0, 0]]), 5, noise.sampler(3))
+    assert not np.array_equal(together, other)
+    with pytest.raises(ValueError, match="codes must have shape"):
+        keyed_noise(99, 2, codes, 5, noise.sampler(2))
+
+
+def test_budget_is_charged_exactly_once(tmp_path: Path) -> None:
+    accountant = Accountant.pure(1)
+    result = census_blocks.release_blocks(
+        GEOGRAPHY, 1, tmp_path, rng=np.random.default_rng(7), accountant=accountant
+    )
+    assert accountant.spent == 1 and len(accountant.ledger) == 6
+    assert result.budget["spent"] == 1.0
+
+
+def test_runner_rejects_other_executors_and_wraps_a_client(client: object) -> None:
+    with pytest.raises(TypeError, match="executor must be"):
+        Runner(object())
+    with pytest.raises(TypeError, match="executor must be"):
+        as_executor("tcp://host:8786")
+    assert as_executor(client).submit(pow, 2, 5).result() == 32  # type: ignore[union-attr]
+
+
+def test_projection_bounds() -> None:
+    stats = [TaskStats("measure a", 4.0, 1, ""), TaskStats("measure b", 2.0, 1, "")]
+    stats += [TaskStats(f"top-down {i}", 1.0, 1, "") for i in range(10)]
+    assert projected_seconds(stats, 1) == (16.0, 6.0 + 4.0 + 10.0 + 1.0)  # + longest per phase
+    low, high = projected_seconds(stats, 100)
+    assert (low, high) == (5.0, 5.0)  # each phase's longest task: the critical path
+
+
+# --- bad input: clear errors, nothing charged -------------------------------------------------
+
+
+@pytest.fixture
+def truth(tmp_path: Path) -> Path:
+    census_blocks.generate(GEOGRAPHY, tmp_path / "truth")
+    return tmp_path / "truth"
+
+
+def test_release_from_truth_partitions_equals_generated(truth: Path, tmp_path: Path) -> None:
+    generated = release(tmp_path / "a")
+    from_files = release(tmp_path / "b", data_dir=truth)
+    assert from_files.checksum == generated.checksum
+
+
+def _charged_nothing(tmp_path: Path, truth: Path, error: type, match: str) -> None:
+    accountant = Accountant.pure(1)
+    with pytest.raises(error, match=match):
+        census_blocks.release_blocks(
+            GEOGRAPHY,
+            1,
+            tmp_path / "out",
+            rng=np.random.default_rng(7),
+            accountant=accountant,
+            data_dir=truth,
+        )
+    assert accountant.spent == 0
+
+
+def test_missing_partition(truth: Path, tmp_path: Path) -> None:
+    partition_path(truth, 1).unlink()
+    _charged_nothing(tmp_path, truth, FileNotFoundError, r"index 1\) is missing")
+
+
+def test_corrupt_partition(truth: Path, tmp_path: Path) -> None:
+    path = partition_path(truth, 2)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    _charged_nothing(tmp_path, truth, ValueError, "corrupt")
+
+
+def test_region_whose_parent_is_in_another_partition(truth: Path, tmp_path: Path) -> None:
+    part = read_partition(truth, GEOGRAPHY, 0, "truth")
+    codes = part.codes.copy()
+    codes[-1, 0] = 1  # the last block claims state 1 as its state
+    moved = Partition("truth", 0, part.level, part.parents, codes, part.values, part.columns, None)
+    store(truth, moved, GEOGRAPHY)
+    _charged_nothing(tmp_path, truth, ValueError, "parent must be in the same partition")
+
+
+def test_geography_that_does_not_match_the_data(truth: Path, tmp_path: Path) -> None:
+    other = census_geography.small(states=3, counties=2, tracts=2, block_groups=2, blocks=5)
+    with pytest.raises(ValueError, match="another geography"):
+        read_partition(truth, other, 0, "truth")
+    part = read_partition(truth, GEOGRAPHY, 0, "truth")
+    keep = np.arange(part.level.size - 1)  # drop a block: level counts no longer match
+    short = Partition(
+        "truth",
+        0,
+        part.level[keep],
+        part.parents[keep],
+        part.codes[keep],
+        part.values[keep],
+        part.columns,
+        None,
+    )
+    store(truth, short, GEOGRAPHY)
+    _charged_nothing(tmp_path, truth, ValueError, "do not match the geography")
+
+
+def test_unreachable_scheduler_is_a_clear_cli_error(capsys: pytest.CaptureFixture) -> None:
+    from dpopt.cli import main
+
+    status = main(
+        [
+            "census",
+            "release",
+            "--geography",
+            "small",
+            "--out",
+            "/tmp/never-written",
+            "--scheduler",
+            "tcp://127.0.0.1:9",
+        ]
+    )
+    assert status == 2
+    assert "cannot reach the Dask scheduler tcp://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_the_core_does_not_import_dask() -> None:
+    """(pyarrow is not checked: pandas itself loads it when it is installed.)"""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, dpopt.census, dpopt.census_blocks, dpopt.hdmm, dpopt.compare, dpopt.cli; "
+        "print(sorted(m for m in ('dask', 'distributed') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
