@@ -2,7 +2,7 @@
 
 :func:`dpopt.census.measure` draws every region's noise from one generator in region order, so
 its output depends on how the regions are laid out. A distributed release noises each state in
-its own task, so here region r's noise comes from its own stream:
+its own task, so here region r's noise comes from its own stream, seeded by
 ``SeedSequence(entropy, spawn_key=(level, *codes))``, where ``codes`` are the region's
 hierarchical codes down to its level (state, county, tract, block group, block) and
 ``entropy`` is 128 bits drawn once from the caller's generator. The noise of a region is then a
@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.privacy import Accountant, Loss, exact_shares
+from dpopt.privacy.keyed import keyed_laplace, stream_seeds
 from dpopt.privacy.samplers import DiscreteLaplace
 from dpopt.validation import integer, positive_number
 
@@ -85,16 +86,13 @@ def keyed_noise(
 ) -> np.ndarray:
     """Exact noise of shape (regions, sizes) for regions of one ``level``.
 
-    Row i is drawn from its own generator, seeded by ``SeedSequence(entropy, spawn_key=(level,
-    *codes[i, :level]))`` (the nation, level 0, has no codes), so it does not depend on which
-    other rows are drawn with it.
+    Row i is drawn from its own stream, seeded by ``SeedSequence(entropy, spawn_key=(level,
+    *codes[i, :level]))`` (the nation, level 0, has no codes;
+    :func:`~dpopt.privacy.keyed.keyed_laplace`), so it does not depend on which other rows are
+    drawn with it.
     """
     codes = np.asarray(codes, dtype=np.int64)
     if codes.ndim != 2 or codes.shape[1] != level:
         raise ValueError(f"codes must have shape (regions, {level}), got {codes.shape}")
-    noise = np.empty((codes.shape[0], sizes), dtype=np.int64)
-    prefix = (int(level),)
-    for row, key in enumerate(codes.tolist()):
-        stream = np.random.SeedSequence(entropy, spawn_key=prefix + tuple(key))
-        noise[row] = sampler.sample(sizes, np.random.Generator(np.random.Philox(stream)))
-    return noise
+    spawn = np.column_stack([np.full(codes.shape[0], level, dtype=np.int64), codes])
+    return keyed_laplace(sampler, stream_seeds(entropy, spawn), sizes)

@@ -11,7 +11,14 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Tree"]
+__all__ = ["Tree", "ragged_ranges"]
+
+
+def ragged_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The concatenated integer ranges starts[i] … starts[i] + counts[i] − 1, in order."""
+    ends = np.cumsum(counts)
+    total = int(ends[-1]) if ends.size else 0
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - counts), counts)
 
 
 class Tree:
@@ -48,7 +55,8 @@ class Tree:
         while visited[-1].size:
             level += 1
             frontier = visited[-1]
-            nxt = np.concatenate([self.children(int(r)) for r in frontier])
+            first = self.child_ptr[frontier]
+            nxt = self.child_idx[ragged_ranges(first, self.child_ptr[frontier + 1] - first)]
             if np.any(self.depth[nxt] >= 0):
                 raise ValueError("parents must describe a tree, but a region is reached twice")
             self.depth[nxt] = level

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpopt.hierarchy import Tree
+from dpopt.hierarchy import Tree, ragged_ranges
 from dpopt.solvers.cost_tables import MAX_COST, Infeasible, Table, squared_table
 
 __all__ = ["HISTOGRAM_SPAN_RATIO", "HISTOGRAM_SPAN_SLACK", "column_values", "root_table"]
@@ -209,7 +209,7 @@ def _plan(tree: Tree) -> list[_Level]:
     parents = np.array([tree.root], dtype=np.int64)
     while parents.size:
         counts = tree.child_ptr[parents + 1] - tree.child_ptr[parents]
-        kids = tree.child_idx[_ragged(tree.child_ptr[parents], counts)]
+        kids = tree.child_idx[ragged_ranges(tree.child_ptr[parents], counts)]
         first = np.cumsum(counts) - counts
         leaf = tree.is_leaf[kids]
         levels.append(
@@ -224,13 +224,6 @@ def _plan(tree: Tree) -> list[_Level]:
         )
         parents = kids[~leaf]
     return levels
-
-
-def _ragged(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The concatenated ranges starts[i] … starts[i] + counts[i] − 1."""
-    ends = np.cumsum(counts)
-    total = int(ends[-1]) if ends.size else 0
-    return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - counts), counts)
 
 
 def _exclusive_cumsum(values: np.ndarray) -> np.ndarray:
@@ -348,7 +341,7 @@ def _merge_level(
     b_lo = np.searchsorted(cum[1:], pos, side="right")
     b_hi = np.searchsorted(cum[1:], end - 1, side="right")
     n_bins = np.where(k_max > k_min, b_hi - b_lo + 1, 0)
-    window = _ragged(b_lo, n_bins)
+    window = ragged_ranges(b_lo, n_bins)
     owner = np.repeat(np.arange(parents.size), n_bins)
     reps = np.minimum(cum[window + 1], end[owner])
     reps -= np.maximum(cum[window], pos[owner])
@@ -518,7 +511,9 @@ def _sorted_bins(
     keep = leaf_parent >= 0
     inner_parent = kids.per_slope(_parents_of(level, chosen, kids.inner_pos))
     mine = inner_parent >= 0
-    slope = np.concatenate([2 * _ragged(kids.leaf_a[keep], leaf_w[keep]) + 1, kids.slopes[mine]])
+    slope = np.concatenate(
+        [2 * ragged_ranges(kids.leaf_a[keep], leaf_w[keep]) + 1, kids.slopes[mine]]
+    )
     parent = np.concatenate([np.repeat(leaf_parent[keep], leaf_w[keep]), inner_parent[mine]])
     order = np.lexsort((slope, parent))
     slope, parent = slope[order], parent[order]
