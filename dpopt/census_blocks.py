@@ -31,7 +31,7 @@ import numpy as np
 from dpopt.census import Measurement
 from dpopt.census_data import CensusData
 from dpopt.census_geography import LEVELS, Geography, state_data
-from dpopt.census_keyed import LevelNoise, draw_entropy, keyed_noise
+from dpopt.census_keyed import LevelNoise, draw_entropy, keyed_noise, noisy_counts
 from dpopt.census_partitioned import (
     WIDENING,
     Column,
@@ -60,19 +60,6 @@ __all__ = [
 ]
 
 
-def _noisy_values(
-    entropy: int, noise: LevelNoise, level: np.ndarray, codes: np.ndarray, values: np.ndarray
-) -> np.ndarray:
-    """``values`` plus keyed noise, each level with its own sampler (levels ≥ 1)."""
-    noisy = values.copy()
-    for lvl in np.unique(level).tolist():
-        rows = np.flatnonzero(level == lvl)
-        noisy[rows] += keyed_noise(
-            entropy, lvl, codes[rows, :lvl], values.shape[1], noise.sampler(lvl)
-        )
-    return noisy
-
-
 @dataclass(frozen=True)
 class StateSummary:
     """What a measure task gives the driver: n and root counts (private), and a checksum."""
@@ -95,7 +82,7 @@ def measure_state(
         truth = Partition.from_state(state_data(geography, state))
     else:
         truth = read_partition(data_dir, geography, state, "truth")
-    noisy = _noisy_values(entropy, noise, truth.level, truth.codes, truth.values)
+    noisy = noisy_counts(entropy, noise, truth.level, truth.codes, truth.values)
     partition = Partition(
         "noisy", state, truth.level, truth.parents, truth.codes, noisy, truth.columns, noise.sd()
     )
@@ -294,7 +281,7 @@ def keyed_measurement(
     :func:`release_blocks` — the serial reference the distributed release must equal."""
     noise = LevelNoise.uniform(epsilon, data.levels)
     noisy = data.counts.copy()
-    noisy[1:] = _noisy_values(entropy, noise, level[1:], codes[1:], data.counts[1:])
+    noisy[1:] = noisy_counts(entropy, noise, level[1:], codes[1:], data.counts[1:])
     noisy[0] += keyed_noise(
         entropy, 0, np.empty((1, 0), np.int64), data.sizes.size, noise.sampler(0)
     )[0]

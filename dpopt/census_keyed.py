@@ -28,7 +28,7 @@ from dpopt.privacy.keyed import keyed_laplace, stream_seeds
 from dpopt.privacy.samplers import DiscreteLaplace
 from dpopt.validation import integer, positive_number
 
-__all__ = ["COUNT_SENSITIVITY", "LevelNoise", "draw_entropy", "keyed_noise"]
+__all__ = ["COUNT_SENSITIVITY", "LevelNoise", "draw_entropy", "keyed_noise", "noisy_counts"]
 
 COUNT_SENSITIVITY = 2
 """L1 sensitivity of a region's group-size vector (Lemma 4)."""
@@ -96,3 +96,17 @@ def keyed_noise(
         raise ValueError(f"codes must have shape (regions, {level}), got {codes.shape}")
     spawn = np.column_stack([np.full(codes.shape[0], level, dtype=np.int64), codes])
     return keyed_laplace(sampler, stream_seeds(entropy, spawn), sizes)
+
+
+def noisy_counts(
+    entropy: int, noise: LevelNoise, level: np.ndarray, codes: np.ndarray, values: np.ndarray
+) -> np.ndarray:
+    """``values`` (regions × sizes) plus keyed noise, each region with its level's sampler
+    (levels ≥ 1; ``codes`` as in :func:`keyed_noise`, one row per region)."""
+    noisy = values.copy()
+    for lvl in np.unique(level).tolist():
+        rows = np.flatnonzero(level == lvl)
+        noisy[rows] += keyed_noise(
+            entropy, lvl, codes[rows, :lvl], values.shape[1], noise.sampler(lvl)
+        )
+    return noisy

@@ -23,22 +23,29 @@ Domains (spec G4) are [c̃ − δ, c̃ + δ] ∩ [0, n] with δ = ⌈m·sd⌉. T
   infeasible does the floor of every m double. Deterministic, because partitions follow the
   geography, not the workers.
 
-:class:`DomainCertificate`: when no domain bound that is tighter than [0, n] is active at the
-solution, the restricted optimum is also optimal for the unrestricted Model 1 (proof in
-docs/families/census.md, "Domain certificate").
+:class:`DomainCertificate`: whether the solution is optimal with its domains and whether it is
+also optimal for the unrestricted Model 1, both decided exactly by node potentials
+(:mod:`dpopt.models.pgsr_optimality`): each top-down task returns its partition root's
+potential intervals, which the driver joins at the root and the dummy root.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from dpopt.hierarchy import Tree
-from dpopt.models.pgsr import domain_certificate
+from dpopt.models.pgsr_optimality import (
+    Interval,
+    arc_interval,
+    feasible_at_root,
+    parent_interval,
+    upward_interval,
+)
 from dpopt.runner import Runner, TaskStats
 from dpopt.solvers.cost_tables import Table, merge_convex, squared_table
 from dpopt.solvers.pgsr_levels import column_values, root_table
@@ -127,11 +134,14 @@ def partition_root(
 
 @dataclass(frozen=True)
 class ColumnResult:
-    """A (partition, size) top-down result: a checksum, the active domain bounds, the counts
-    (None when a sink wrote them)."""
+    """A (partition, size) top-down result: a checksum, the cells on a domain bound tighter
+    than [0, n], the partition root's potential intervals with the domains and on [0, n], and
+    the counts (None when a sink wrote them)."""
 
     checksum: str
     active_bounds: int
+    restricted: Interval
+    unrestricted: Interval
     values: np.ndarray | None
 
 
@@ -141,7 +151,7 @@ def checksum(values: np.ndarray) -> str:
 
 def active_bounds(values: np.ndarray, lower: np.ndarray, upper: np.ndarray, total: int) -> int:
     """Cells sitting on a domain bound tighter than Model 1's own [0, n]."""
-    return int(domain_certificate(values, lower, upper, total)["active_bounds"])
+    return int(np.sum(((values == lower) & (lower > 0)) | ((values == upper) & (upper < total))))
 
 
 class Sink(Protocol):
@@ -158,27 +168,62 @@ def partition_column(
 ) -> ColumnResult:
     """Both passes of one (partition, size) with its root fixed to ``root_value``."""
     column = source.column(size)
+    tree = Tree(column.parents)
     lower, upper = domain(column.noisy, column.sd, multiplier, total)
-    values = column_values(Tree(column.parents), column.noisy, lower, upper, root_value, size)
-    active = active_bounds(values, lower, upper, total)
+    values = column_values(tree, column.noisy, lower, upper, root_value, size)
+    result = ColumnResult(
+        checksum(values),
+        active_bounds(values, lower, upper, total),
+        upward_interval(tree, column.noisy, values, lower, upper),
+        upward_interval(
+            tree, column.noisy, values, np.zeros_like(lower), np.full_like(upper, total)
+        ),
+        values,
+    )
     if sink is not None:
         sink.write(size, values)
-        return ColumnResult(checksum(values), active, None)
-    return ColumnResult(checksum(values), active, values)
+        return replace(result, values=None)
+    return result
 
 
 @dataclass(frozen=True)
 class DomainCertificate:
-    """Whether the domain-restricted optimum is optimal for Model 1 on [0, n] (see module)."""
+    """What the domains did (see the module): cells on a bound tighter than [0, n], and whether
+    the solution is optimal with the domains and for the unrestricted Model 1."""
 
     active_bounds: int
-
-    @property
-    def unrestricted_optimal(self) -> bool:
-        return self.active_bounds == 0
+    restricted_optimal: bool
+    unrestricted_optimal: bool
 
     def as_info(self) -> dict[str, Any]:
-        return {"unrestricted_optimal": self.unrestricted_optimal, **self.__dict__}
+        return dict(self.__dict__)
+
+
+def _certificate(
+    columns: list[list[ColumnResult]],
+    root_noisy: np.ndarray,
+    root_counts: np.ndarray,
+    root_domain: tuple[np.ndarray, np.ndarray],
+    total: int,
+) -> DomainCertificate:
+    """Join the partitions' root intervals at the root (per size) and at the dummy root."""
+    verdicts = []
+    for which, bounds in (
+        ("restricted", root_domain),
+        ("unrestricted", (np.zeros_like(root_counts), np.full_like(root_counts, total))),
+    ):
+        children = [
+            (
+                np.array([getattr(r, which)[0] for r in row]),
+                np.array([getattr(r, which)[1] for r in row]),
+            )
+            for row in columns
+        ]
+        own = arc_interval(root_noisy, root_counts, *bounds)
+        verdicts.append(feasible_at_root(parent_interval(children, own)))
+    active = active_bounds(root_counts, *root_domain, total)
+    active += sum(r.active_bounds for row in columns for r in row)
+    return DomainCertificate(active, *verdicts)
 
 
 @dataclass(frozen=True, eq=False)
@@ -345,11 +390,8 @@ def solve_partitioned(
     ]
     flat_columns = runner.run("top-down", partition_column, column_tasks)
     columns = [flat_columns[p * sizes : (p + 1) * sizes] for p in range(len(sources))]
-    root_lower, root_upper = domain(
-        root_noisy, np.full(sizes, root_sd), top.root_multipliers, total
-    )
-    active = active_bounds(root_counts, root_lower, root_upper, total)
-    active += sum(result.active_bounds for result in flat_columns)
+    root_domain = domain(root_noisy, np.full(sizes, root_sd), top.root_multipliers, total)
+    certificate = _certificate(columns, root_noisy, root_counts, root_domain, total)
     return PartitionedSolution(
         root_counts.astype(np.int64),
         columns,
@@ -357,6 +399,6 @@ def solve_partitioned(
         top.root_multipliers,
         np.array([[r.multiplier for r in row] for row in roots]),
         widening,
-        DomainCertificate(active),
+        certificate,
         list(runner.stats),
     )

@@ -386,10 +386,11 @@ def _report(
 
 
 CENSUS_EPILOG = """examples:
-  dpopt census release --geography blocks --scale 0.01 --workers 2   a 1 %% national run
-  dpopt census release --geography blocks --workers 2                  the nation, 8.5 M regions
-  dpopt census release --geography blocks --scheduler tcp://host:8786  on an existing cluster
-  dpopt census generate --geography blocks --scale 0.01 --out data/    write truth partitions
+  dpopt census release --scale 0.01 --workers 2 --out run1      1 % of the nation
+  dpopt census release --workers 2 --out nation                 the nation, 8.46 M regions
+  dpopt census release --scheduler tcp://host:8786 --out /shared/nation   on a cluster
+  dpopt census generate --scale 0.01 --out data                 write truth partitions
+  dpopt census release --scale 0.01 --data data --out run2      release them
 
 A cluster: run `dask scheduler` on one machine and `dask worker tcp://host:8786 --nthreads 1`
 on each worker machine (dpopt installed with the [dask] extra everywhere); every worker must
@@ -479,6 +480,9 @@ def _census_parser(commands: Any) -> None:
     release.add_argument(
         "--domain-sd", type=float, default=3.0, help="starting domain half-width in noise sds"
     )
+    release.add_argument(
+        "--json", metavar="PATH", help="write the report as JSON to PATH ('-' for stdout)"
+    )
 
 
 def _geography(args: argparse.Namespace) -> Any:
@@ -507,7 +511,7 @@ def _client(args: argparse.Namespace) -> Any:
     if args.workers < 0:
         raise ValueError("--workers must be 0 (no Dask) or more")
     cluster = LocalCluster(
-        n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0"
     )
     return Client(cluster)
 
@@ -518,9 +522,12 @@ def _census(args: argparse.Namespace) -> int:
     import numpy as np
 
     from dpopt import census_blocks
-    from dpopt.runner import phase_summary, projected_seconds
 
     start = time.perf_counter()
+    problem = _unwritable(args.json) if args.json and args.json != "-" else None
+    if problem:
+        print(f"dpopt census: --json {args.json}: {problem}", file=sys.stderr)
+        return 2
     try:
         geography = _geography(args)
         client = _client(args)
@@ -532,12 +539,11 @@ def _census(args: argparse.Namespace) -> int:
             paths = census_blocks.generate(geography, args.out, executor=client, progress=True)
             print(f"wrote {len(paths)} truth partitions under {args.out}")
             return 0
-        rng = np.random.default_rng(args.seed)
         result = census_blocks.release_blocks(
             geography,
             args.eps,
             args.out,
-            rng=rng,
+            rng=np.random.default_rng(args.seed),
             data_dir=args.data,
             executor=client,
             domain_sd=args.domain_sd,
@@ -550,32 +556,67 @@ def _census(args: argparse.Namespace) -> int:
     finally:
         if client is not None:
             client.close()
-    wall = time.perf_counter() - start
-    manifest = result.manifest()
-    regions = geography.regions
-    print(f"released {regions:,} regions x {geography.sizes} sizes, n = {result.total:,}")
+    report = _release_report(result, time.perf_counter() - start)
+    if args.json:
+        text = json.dumps(report, indent=1)
+        if args.json == "-":
+            print(text)
+            return 0
+        Path(args.json).write_text(text + "\n", encoding="utf-8")
+    _print_release(report, args.out)
+    return 0
+
+
+PROJECTED_WORKERS = (1, 2, 16, 100)
+
+
+def _release_report(result: Any, wall: float) -> dict[str, Any]:
+    """The manifest plus each phase's tasks, task seconds, longest task and peak memory per
+    worker, the projected times and the whole command's wall time."""
+    from dpopt.runner import phase_summary, projected_seconds
+
+    stats = result.solution.stats
+    return {
+        **result.manifest(),
+        "regions": result.geography.regions,
+        "phases": phase_summary(stats),
+        "projected_seconds": {
+            str(workers): list(projected_seconds(stats, workers)) for workers in PROJECTED_WORKERS
+        },
+        "wall_seconds": wall,
+    }
+
+
+def _print_release(report: dict[str, Any], out: str) -> None:
+    certificate = report["certificate"]
     print(
-        f"budget: ε = {manifest['budget']['spent']:g} pure, "
-        f"over {len(geography.level_counts)} levels"
+        f"released {report['regions']:,} regions x {report['sizes']} sizes, n = {report['total']:,}"
     )
-    print(f"checksum {manifest['checksum']}  optimal cost {manifest['objective']:,}")
     print(
-        f"domains: widening {manifest['widening']}, largest domain_sd "
-        f"{manifest['domain_sd']['largest']:g}; certificate: "
-        f"{manifest['certificate']['active_bounds']} active bounds, unrestricted optimum "
-        f"{'certified' if manifest['certificate']['unrestricted_optimal'] else 'not certified'}"
+        f"budget: ε = {report['budget']['spent']:g} pure, {len(report['budget']['charges'])} levels"
+    )
+    print(f"checksum {report['checksum']}  optimal cost {report['objective']:,}")
+    print(
+        f"domains: widening {report['widening']}, largest domain_sd "
+        f"{report['domain_sd']['largest']:g}, {certificate['active_bounds']:,} cells on a "
+        "domain bound"
+    )
+    print(
+        "optimal (node potentials): with the domains "
+        f"{'yes' if certificate['restricted_optimal'] else 'NO'}, for the unrestricted "
+        f"Model 1 {'yes' if certificate['unrestricted_optimal'] else 'no'}"
     )
     print(f"{'phase':<10} {'tasks':>6} {'task-s':>9} {'longest s':>10} {'peak MiB':>9}")
-    for phase, row in phase_summary(result.solution.stats).items():
+    for phase, row in report["phases"].items():
         print(
             f"{phase:<10} {int(row['tasks']):>6} {row['work']:>9.1f} {row['longest']:>10.2f} "
             f"{row['peak_mib']:>9.0f}"
         )
-    for workers in (1, 2, 16, 100):
-        low, high = projected_seconds(result.solution.stats, workers)
-        print(f"projected on {workers:>3} workers: {low:,.0f}–{high:,.0f} s of tasks")
-    print(f"wall time {wall:,.1f} s (whole command); manifest {args.out}/manifest.json")
-    return 0
+    for workers, (low, high) in report["projected_seconds"].items():
+        print(f"projected on {int(workers):>3} workers: {low:,.0f}–{high:,.0f} s of tasks")
+    print(
+        f"wall time {report['wall_seconds']:,.1f} s (whole command); manifest {out}/manifest.json"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

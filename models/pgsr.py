@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from dpopt.hierarchy import Tree
+from dpopt.models.pgsr_optimality import certified
 from dpopt.problem import Problem
 
 if TYPE_CHECKING:
@@ -399,13 +400,18 @@ def round_half_up(x: np.ndarray) -> np.ndarray:
     return np.floor(np.asarray(x) + 0.5).astype(np.int64)
 
 
-def domain_certificate(x: np.ndarray, lower: np.ndarray, upper: np.ndarray, total: int) -> dict:
-    """Whether a domain-restricted optimum ``x`` of Model 1 is also its unrestricted optimum.
-
-    ``active_bounds`` counts cells on a domain bound tighter than Model 1's own [0, n]; with
-    none, ``unrestricted_optimal`` is True (proof: docs/families/census.md, "Domain
-    certificate" — a conformal cycle decomposition of the separable convex cost flow).
-    """
+def domain_certificate(problem: PostProcess, x: np.ndarray) -> dict[str, Any]:
+    """What the domains D did to the point ``x`` of Model 1 (spec G4): ``active_bounds``, the
+    cells on a domain bound tighter than Model 1's own [0, n]; ``restricted_optimal``, whether
+    x is optimal with the domains (checks the solver); ``unrestricted_optimal``, whether x is
+    also optimal for Model 1 on [0, n]. Both are decided exactly by node potentials
+    (:mod:`dpopt.models.pgsr_optimality`); x must be feasible."""
     x = np.asarray(x)
+    lower, upper, total = problem.lower, problem.upper, problem.total
     active = int(np.sum(((x == lower) & (lower > 0)) | ((x == upper) & (upper < total))))
-    return {"unrestricted_optimal": active == 0, "active_bounds": active}
+    tree, noisy = problem.tree, problem.noisy
+    return {
+        "active_bounds": active,
+        "restricted_optimal": certified(tree, noisy, x, lower, upper),
+        "unrestricted_optimal": certified(tree, noisy, x, 0, total),
+    }

@@ -94,7 +94,7 @@ def _tree_dp(merge: Callable) -> Callable[..., Outcome]:
             counts, cost = solve_tree_dp(problem, merge, executor)
         except Infeasible as err:
             return _infeasible(err)
-        certificate = domain_certificate(counts, problem.lower, problem.upper, problem.total)
+        certificate = domain_certificate(problem, counts)
         return Outcome(
             counts, "optimal", info={"dp_objective": cost, "domain_certificate": certificate}
         )

@@ -8,7 +8,8 @@ import numpy as np
 
 from dpopt.census import MECHANISMS, build_problem, measure
 from dpopt.census_data import CensusData, synthetic
-from dpopt.compare.instance import Instance
+from dpopt.compare.census_blocks import EXPERIMENTS as BLOCK_EXPERIMENTS
+from dpopt.compare.instance import Experiment, Instance
 from dpopt.models.pgsr import ChainPostProcess, CumulativePostProcess, PostProcess
 
 RUNNING_EXAMPLE = (-1, 0, 0)  # US → {GA, NY}, spec §1.3; sizes {1, 2, 3}, n = 6
@@ -73,3 +74,7 @@ SUITES: dict[str, Callable[[np.random.Generator], list[Instance]]] = {
         ((51, 300, 30, 12_000_000), (51, 1000, 30, 40_000_000), (51, 3143, 30, 120_000_000))
     ),
 }
+
+
+EXPERIMENTS: dict[str, Experiment] = dict(BLOCK_EXPERIMENTS)
+"""Block-level experiments (:mod:`dpopt.compare.census_blocks`)."""

@@ -42,6 +42,7 @@ FAMILY_SUITES: dict[str, dict[str, Builder]] = {
 """Family → suite name → instance builder."""
 
 FAMILY_EXPERIMENTS: dict[str, dict[str, Experiment]] = {
+    "census": census.EXPERIMENTS,
     "dgm": dgm.EXPERIMENTS,
     "relational": relational.EXPERIMENTS,
 }

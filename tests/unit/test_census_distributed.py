@@ -40,7 +40,7 @@ def client(request: pytest.FixtureRequest) -> Iterator[object]:
             n_workers=request.param,
             threads_per_worker=1,
             processes=False,
-            dashboard_address=None,
+            dashboard_address=":0",
         ) as cluster,
         distributed.Client(cluster) as dask_client,
     ):
@@ -81,6 +81,8 @@ def test_per_state_decomposition_equals_the_global_serial_solve(
     assert np.array_equal(released_rows(tmp_path, result), counts)
     assert result.solution.objective == solution.objective
     assert np.array_equal(result.nation_noisy, measurement.noisy[0])
+    # the driver's join of the partitions' potential intervals decides as the whole tree does
+    assert result.solution.certificate.as_info() == solution.info["domain_certificate"]
 
 
 def test_partition_widening_is_feasible_and_no_better_than_global(tmp_path: Path) -> None:
@@ -105,6 +107,9 @@ def test_in_memory_release_on_a_client_equals_serial(client: object) -> None:
         assert dask.solution.status == "optimal"
         assert dask.solution.objective == serial.solution.objective
         assert dask.solution.info["domain_sd"] == serial.solution.info["domain_sd"]
+        certificate = dask.solution.info["domain_certificate"]
+        assert certificate == serial.solution.info["domain_certificate"]
+        assert certificate["restricted_optimal"]
 
 
 def test_keyed_noise_does_not_depend_on_the_batch() -> None:

@@ -29,7 +29,7 @@ def test_a_worker_killed_mid_release_changes_nothing(tmp_path: Path) -> None:
     outcome: dict[str, object] = {}
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as client,
     ):

@@ -1,0 +1,108 @@
+"""Model 1's exact optimality check by node potentials (census-pgsr §3.1, spec G4).
+
+Model 1 is a separable convex cost flow: a dummy root s sends the public total n down k copies
+of the region tree (one per group size); the flow on the arc into cell (r, size) is its count
+x and costs f(x) = (x − c̃)²; each leaf passes its flow on to a sink t, and t returns n to s.
+For such a flow, an integer point x is optimal if and only if its residual network, with the
+one-unit marginal costs as arc lengths, has no negative cycle (Ahuja, Magnanti & Orlin,
+*Network Flows*, §14.2), that is, if and only if there are node potentials π with
+
+    −f⁺(x_r) ≤ π_parent(r) − π_r ≤ f⁻(x_r)      for every cell r,
+
+where f⁺ = f(x + 1) − f(x) = 2(x − c̃) + 1 unless x is at its upper bound (then −f⁺ = −∞),
+f⁻ = f(x − 1) − f(x) = 1 − 2(x − c̃) unless x is at its lower bound (then +∞), and π_t = 0
+on the sink, where every leaf's flow ends. The arc t → s carries the fixed n and constrains
+nothing. With t pinned, the constraints form a tree below s, so they are feasible if and only
+if the intervals computed bottom-up are never empty: a leaf r allows its parent the potentials
+C_r = [−f⁺(x_r), f⁻(x_r)], an internal cell the intersection J_r of its children's C, shifted
+by its own arc, C_r = J_r + [−f⁺(x_r), f⁻(x_r)], and s needs ∩ over the sizes of C_root ≠ ∅.
+
+With the bounds of the domains D this checks that x is optimal for the restricted model the DP
+solves; with Model 1's own bounds [0, n] it decides whether x is also optimal for the
+unrestricted Model 1 — exactly, in both directions (``tests/oracle/test_domain_certificate.py``
+checks both against CP-SAT). The intervals compose: a partition's root interval is all the
+driver of a partitioned solve needs (:mod:`dpopt.census_partitioned`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dpopt.hierarchy import Tree, ragged_ranges
+
+__all__ = [
+    "arc_interval",
+    "certified",
+    "feasible_at_root",
+    "parent_interval",
+    "upward_interval",
+]
+
+Interval = tuple[np.ndarray, np.ndarray]
+
+
+def arc_interval(
+    noisy: np.ndarray, x: np.ndarray, lower: np.ndarray, upper: np.ndarray
+) -> Interval:
+    """[−f⁺(x), f⁻(x)] for f(x) = (x − noisy)², with ∓∞ where x sits on a bound."""
+    step = 2.0 * (np.asarray(x, dtype=np.float64) - noisy)
+    low = np.where(x < upper, -(step + 1.0), -np.inf)
+    high = np.where(x > lower, 1.0 - step, np.inf)
+    return low, high
+
+
+def upward_interval(
+    tree: Tree, noisy: np.ndarray, x: np.ndarray, lower: np.ndarray, upper: np.ndarray
+) -> Interval:
+    """C of the tree's root: the potentials its parent may take (empty, lo > hi, when some
+    cell of the tree already has no feasible potential). Arrays are (regions,) or (regions,
+    columns); the result has one entry per column."""
+    low, high = arc_interval(noisy, x, lower, upper)
+    # J of the internal cells, level by level from the deepest, then C = J + the own arc
+    for depth in range(int(tree.depth.max()) - 1, -1, -1):
+        parents = tree.internal[tree.depth[tree.internal] == depth]
+        first = tree.child_ptr[parents]
+        counts = tree.child_ptr[parents + 1] - first
+        kids = tree.child_idx[ragged_ranges(first, counts)]
+        starts = np.cumsum(counts) - counts
+        joint = (
+            np.maximum.reduceat(low[kids], starts, axis=0),
+            np.minimum.reduceat(high[kids], starts, axis=0),
+        )
+        low[parents], high[parents] = _lift(joint, (low[parents], high[parents]))
+    return low[tree.root], high[tree.root]
+
+
+def parent_interval(children: Sequence[Interval], own: Interval) -> Interval:
+    """C of a cell from its children's C and its own arc (elementwise over columns): how a
+    partitioned solve's driver joins its partitions' root intervals."""
+    joint = (
+        np.max([np.asarray(low) for low, _ in children], axis=0),
+        np.min([np.asarray(high) for _, high in children], axis=0),
+    )
+    return _lift(joint, own)
+
+
+def _lift(joint: Interval, own: Interval) -> Interval:
+    """C = J + the own arc's interval, kept empty where J is."""
+    empty = joint[0] > joint[1]
+    with np.errstate(invalid="ignore"):  # ∞ − ∞ only where empty, which is overwritten
+        return np.where(empty, np.inf, joint[0] + own[0]), np.where(
+            empty, -np.inf, joint[1] + own[1]
+        )
+
+
+def feasible_at_root(interval: Interval) -> bool:
+    """Whether the dummy root s has a potential: ∩ over the sizes of the roots' C ≠ ∅."""
+    return bool(np.max(interval[0]) <= np.min(interval[1]))
+
+
+def certified(tree: Tree, noisy: np.ndarray, x: np.ndarray, lower: Any, upper: Any) -> bool:
+    """Whether the feasible point ``x`` (regions × sizes) is optimal for Model 1 with the
+    per-cell bounds ``lower`` … ``upper`` (broadcast to ``x``; 0 … n for the unrestricted model)."""
+    x = np.asarray(x)
+    lower, upper = np.broadcast_to(lower, x.shape), np.broadcast_to(upper, x.shape)
+    return feasible_at_root(upward_interval(tree, np.asarray(noisy), x, lower, upper))

@@ -1,0 +1,69 @@
+"""The same Dask client for every family's parallel work: HDMM's OPT₀ restarts, `dpopt compare`
+solves and the block-level census release, from Python and from the CLI (--scheduler)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from dpopt import cli, compare, hdmm  # noqa: E402
+from dpopt import workload as wl  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[object]:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+    ) as local:
+        yield local
+
+
+@pytest.fixture
+def client(cluster: object) -> Iterator[object]:
+    with distributed.Client(cluster) as dask_client:
+        yield dask_client
+
+
+def test_hdmm_restarts_on_a_client_equal_the_serial_ones(client: object) -> None:
+    workload = wl.AllRange(32)
+    serial = hdmm.optimize(workload, restarts=4, seed=3)
+    remote = hdmm.optimize(workload, restarts=4, seed=3, executor=client)
+    assert remote.template == serial.template
+    assert remote.error == serial.error  # every restart is seeded: the same best, bit for bit
+
+
+def test_compare_solves_on_a_client_equal_the_serial_ones(client: object) -> None:
+    serial = compare.run(["census", "dgm"], "smoke", progress=False)
+    remote = compare.run(["census", "dgm"], "smoke", progress=False, executor=client)
+    assert [(r.instance, r.method) for r in remote] == [(r.instance, r.method) for r in serial]
+    for a, b in zip(remote, serial, strict=True):
+        assert (a.status, a.objective, a.max_violation) == (b.status, b.objective, b.max_violation)
+
+
+def test_cli_runs_compare_and_the_census_release_on_a_scheduler(
+    cluster: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    address = cluster.scheduler_address  # type: ignore[attr-defined]
+    arguments = ["compare", "--family", "census", "--suite", "smoke", "--check", "--no-progress"]
+    assert cli.main([*arguments, "--scheduler", address]) == 0
+    assert "all agree" in capsys.readouterr().out
+    out = tmp_path / "release"
+    release = ["census", "release", "--geography", "small", "--seed", "5", "--out", str(out)]
+    assert cli.main([*release, "--scheduler", address]) == 0
+    printed = capsys.readouterr().out
+    assert "released 166 regions x 30 sizes" in printed
+    assert "projected on  16 workers" in printed
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["checksum"] in printed
+    serial = tmp_path / "serial"
+    assert cli.main([*release[:-1], str(serial), "--workers", "0"]) == 0
+    inline = json.loads((serial / "manifest.json").read_text())
+    assert (inline["checksum"], inline["nation_counts"]) == (
+        manifest["checksum"],
+        manifest["nation_counts"],
+    )
