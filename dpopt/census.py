@@ -267,8 +267,12 @@ def build_problem(
         delta = np.ceil(multiplier * sd).astype(np.int64)
         domain = (np.clip(target - delta, 0, total), np.clip(target + delta, 0, total))
         problem = spec.problem(measurement.parents, target, total, domain)
-        solution = solve(problem, probe, **options)
         full = bool(np.all(domain[0] == 0) & np.all(domain[1] == total))
+        # Model 1's feasibility costs one pass of sums: the DP runs once, on feasible domains
+        if isinstance(problem, PostProcess) and not full and not problem.domain_feasible():
+            multiplier *= 2
+            continue
+        solution = solve(problem, probe, **options)
         if solution.status != "infeasible" or full:
             break
         multiplier *= 2

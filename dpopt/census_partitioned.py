@@ -39,6 +39,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from dpopt.hierarchy import Tree
+from dpopt.models.pgsr import reachable
 from dpopt.models.pgsr_optimality import (
     Interval,
     arc_interval,
@@ -124,11 +125,13 @@ def partition_root(
     while True:
         lower, upper = domain(column.noisy, column.sd, multiplier, total)
         full = _is_full(lower, upper, total)
-        try:
-            return RootTable(multiplier, root_table(tree, column.noisy, lower, upper, size), full)
-        except Infeasible as err:
-            if not widen or full:
+        # the DP is infeasible exactly when a window is empty: one pass of sums finds out
+        if reachable(tree, lower, upper) is not None or not widen or full:
+            try:
+                table = root_table(tree, column.noisy, lower, upper, size)
+            except Infeasible as err:
                 return RootTable(multiplier, None, full, str(err))
+            return RootTable(multiplier, table, full)
         multiplier *= 2
 
 

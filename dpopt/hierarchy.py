@@ -79,6 +79,20 @@ class Tree:
         return self.bfs[np.diff(self.child_ptr)[self.bfs] > 0]
 
     @cached_property
+    def bottom_up(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The internal regions depth by depth, deepest first, as (parents, kids, starts):
+        ``kids[starts[i]:starts[i + 1]]`` are the children of ``parents[i]``, so a reduction
+        over children is ``ufunc.reduceat(values[kids], starts)``."""
+        levels = []
+        for depth in range(self.levels - 2, -1, -1):
+            parents = self.internal[self.depth[self.internal] == depth]
+            first = self.child_ptr[parents]
+            counts = self.child_ptr[parents + 1] - first
+            kids = self.child_idx[ragged_ranges(first, counts)]
+            levels.append((parents, kids, np.cumsum(counts) - counts))
+        return levels
+
+    @cached_property
     def is_leaf(self) -> np.ndarray:
         return np.diff(self.child_ptr) == 0
 

@@ -167,6 +167,13 @@ class _CensusCounts(Problem):
 class PostProcess(_CensusCounts):
     """Model 1 (H1–H4): hierarchical group-size counts made consistent, faithful, integral."""
 
+    def domain_feasible(self) -> bool:
+        """Whether Model 1 has a feasible point within the domains: no region's window is empty
+        (:func:`reachable`) and the total lies within the sizes' root ranges. Exactly when the
+        DP finds one, in one pass of sums instead of the DP's tables."""
+        ranges = reachable(self.tree, self.lower, self.upper)
+        return ranges is not None and int(ranges[0].sum()) <= self.total <= int(ranges[1].sum())
+
     def violation_report(self, x: Any) -> dict[str, Any]:
         point = self._point(x)
         return self._report(
@@ -393,6 +400,25 @@ def relaxed_model_1(problem: PostProcess) -> CvxpyBuild:
 def relaxed_model_2(problem: CumulativePostProcess) -> CvxpyBuild:
     """Model 2 with integrality dropped (M_C^R): a convex QP with the C3 rows."""
     return _relaxation(problem, monotone=True)
+
+
+def reachable(tree: Tree, lower: Any, upper: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """The values the root can take with every cell within [lower, upper] and every parent the
+    sum of its children, or None when some region can take none.
+
+    Each region's window is its domain ∩ [Σ children's lowest, Σ children's highest] (spec G4:
+    feasibility propagated bottom-up), the range of the DP's table C_x; a window is empty exactly
+    where the DP raises :class:`~dpopt.solvers.cost_tables.Infeasible`. Arrays are (regions,) or
+    (regions, sizes); the result has one entry per column.
+    """
+    low = np.array(lower, dtype=np.int64)
+    high = np.array(upper, dtype=np.int64)
+    for parents, kids, starts in tree.bottom_up:
+        low[parents] = np.maximum(low[parents], np.add.reduceat(low[kids], starts, axis=0))
+        high[parents] = np.minimum(high[parents], np.add.reduceat(high[kids], starts, axis=0))
+        if np.any(low[parents] > high[parents]):
+            return None
+    return low[tree.root], high[tree.root]
 
 
 def round_half_up(x: np.ndarray) -> np.ndarray:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.hierarchy import Tree, ragged_ranges
+from dpopt.hierarchy import Tree
 
 __all__ = [
     "arc_interval",
@@ -62,12 +62,7 @@ def upward_interval(
     columns); the result has one entry per column."""
     low, high = arc_interval(noisy, x, lower, upper)
     # J of the internal cells, level by level from the deepest, then C = J + the own arc
-    for depth in range(int(tree.depth.max()) - 1, -1, -1):
-        parents = tree.internal[tree.depth[tree.internal] == depth]
-        first = tree.child_ptr[parents]
-        counts = tree.child_ptr[parents + 1] - first
-        kids = tree.child_idx[ragged_ranges(first, counts)]
-        starts = np.cumsum(counts) - counts
+    for parents, kids, starts in tree.bottom_up:
         joint = (
             np.maximum.reduceat(low[kids], starts, axis=0),
             np.minimum.reduceat(high[kids], starts, axis=0),

@@ -2,37 +2,40 @@
 
 A release that noises each partition in its own task is the same on every partitioning only if
 region r's noise is a function of (entropy, key_r) alone. Here region r owns one stream of
-uniform 64-bit words, those of numpy's default bit generator PCG64 seeded by
+uniform 64-bit words, those of numpy's SFC64 bit generator seeded by
 ``SeedSequence(entropy, spawn_key=key_r)`` — exactly
-``numpy.random.PCG64(numpy.random.SeedSequence(entropy, spawn_key=key_r)).random_raw()`` —
+``numpy.random.SFC64(numpy.random.SeedSequence(entropy, spawn_key=key_r)).random_raw()`` —
 and every coordinate of the region draws from it.
 
 - :func:`stream_seeds` is numpy's ``SeedSequence`` hash (the pool mixing, then
-  ``generate_state(4, uint64)``) computed for many spawn keys at once, bit for bit (tested
-  against numpy): a fraction of a microsecond per region instead of 13–27 µs. PCG64 is then
-  seeded from it as numpy seeds it (``pcg_setseq_128_srandom_r``), by setting its state.
-- :func:`keyed_laplace` runs CKS Algorithm 2 exactly as
-  :class:`~dpopt.privacy.samplers.DiscreteLaplace` does, on every cell (region, coordinate) at
-  once. In each step of the algorithm every cell still sampling takes the next word of its
-  region's stream, a region's cells in coordinate order. Which cells take a word in a step
-  depends only on the words their region gave before, so every word is read by one cell, each
-  cell reads i.i.d. uniform words (the sampler is exact) and a region's noise does not depend on
-  the regions sampled with it, nor on how they are batched.
+  ``generate_state(3, uint64)``) and :func:`sfc64_words` numpy's SFC64 (seeding and output),
+  both computed for many regions at once and bit for bit (tested against numpy): about a
+  microsecond per region instead of the 20–30 µs of a SeedSequence and a generator each.
+- :func:`keyed_laplace` draws Z = G₁ − G₂, the difference of two independent geometric
+  variables with P(G ≥ g) = αᵍ and α = exp(−1/scale) for the sampler's exact scale 2^bits/s
+  (:class:`~dpopt.privacy.samplers.DiscreteLaplace`): P(Z = z) ∝ α^|z|, the same distribution
+  the sampler draws. Each G = #{g ≥ 1 : U < αᵍ} is read off one uniform U ∈ [0, 1) by
+  inversion against the exact integer thresholds F_g = ⌊2⁶⁴αᵍ⌋ (Python's ``decimal``, whose
+  ``exp`` is correctly rounded, with the rounding error bounded and checked): U's first word
+  w = ⌊2⁶⁴U⌋ is inside {U < αᵍ} when w < F_g and outside when w > F_g; only a word equal to
+  some F_g (αᵍ is irrational, so never a multiple of 2⁻⁶⁴), or one below the whole table, is
+  decided by reading more of U's bits and comparing exactly (probability about
+  len(table)·2⁻⁶⁴). Coordinate j of a region reads words 2j and 2j + 1 of its stream; the rare
+  further words come from word 2·width on, in coordinate order. No floating-point number is
+  drawn or compared.
 """
 
 from __future__ import annotations
 
-from functools import partial
+import decimal
+from collections.abc import Callable
+from fractions import Fraction
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
 
-from dpopt.privacy.samplers import (
-    DiscreteLaplace,
-    bernoulli_exp_minus_one_words,
-    factorials_above,
-    uniform_below_words,
-)
+from dpopt.privacy.samplers import DiscreteLaplace
 
 __all__ = ["keyed_laplace", "stream_seeds"]
 
@@ -45,12 +48,11 @@ _INIT_B, _MULT_B = 0x8B51F9DD, 0x58F38DED
 _MIX_L, _MIX_R = 0xCA01F9DD, 0x4973F715
 _POOL = 4
 
-REGIONS_PER_BATCH = 8_192
+REGIONS_PER_BATCH = 16_384
 """Regions sampled together (their prefetched words are the batch's memory)."""
-# Words of a region's stream reserved for each coordinate (a cell reads 5.9–6.1 on average at
-# scales 12–120, measured), and the region's spare words per coordinate, shared by those that
-# need more (a region of 30 cells reads 183 ± 20 words at scale 12; 304 are drawn up front).
-OWN_WORDS, SPARE_PER_LANE, SPARE_WORDS = 6, 2, 64
+MAX_THRESHOLDS = 1 << 20
+"""Most thresholds F_g kept per scale; a word below the last one is decided exactly, slowly
+(for scales up to ~25,000 that has probability below e⁻⁴⁰)."""
 
 
 def _entropy_words(entropy: int) -> list[int]:
@@ -81,8 +83,8 @@ def _mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def stream_seeds(entropy: int, spawn: Any) -> np.ndarray:
-    """Seeds of shape (R, 4), uint64: row i is
-    ``SeedSequence(entropy, spawn_key=tuple(spawn[i])).generate_state(4, numpy.uint64)``.
+    """Seeds of shape (R, 3), uint64: row i is
+    ``SeedSequence(entropy, spawn_key=tuple(spawn[i])).generate_state(3, numpy.uint64)``.
 
     ``entropy`` is a non-negative int; ``spawn`` an (R, m) integer array, m ≥ 1, with entries in
     [0, 2³²) (each one 32-bit word of the spawn key, as numpy reads a small int).
@@ -111,92 +113,48 @@ def stream_seeds(entropy: int, spawn: Any) -> np.ndarray:
         for target in range(_POOL):
             pool[target] = _mix(pool[target], hashmix(word))
     output = _Hash(_INIT_B, _MULT_B)
-    half = [output(pool[i % _POOL]).astype(_U64) for i in range(8)]
-    return np.stack([half[i] | (half[i + 1] << _U64(32)) for i in range(0, 8, 2)], axis=1)
+    half = [output(pool[i % _POOL]).astype(_U64) for i in range(6)]
+    return np.stack([half[i] | (half[i + 1] << _U64(32)) for i in range(0, 6, 2)], axis=1)
 
 
-_PCG_MULTIPLIER = 0x2360ED051FC65DA44385DF649FCCF645
-_MASK128 = (1 << 128) - 1
+_SFC64_WARMUP = 12  # numpy's sfc64_set_seed: state (seed[0], seed[1], seed[2], 1), 12 draws
 
 
-def _pcg_state(words: list[int]) -> tuple[int, int]:
-    """PCG64's (state, increment) after numpy seeds it with four 64-bit ``words``:
-    ``pcg_setseq_128_srandom_r(words[0]·2⁶⁴ + words[1], words[2]·2⁶⁴ + words[3])``."""
-    increment = (((words[2] << 64) | words[3]) << 1 | 1) & _MASK128
-    state = (increment + ((words[0] << 64) | words[1])) & _MASK128
-    return (state * _PCG_MULTIPLIER + increment) & _MASK128, increment
+def sfc64_words(seeds: np.ndarray, count: int, skip: int = 0) -> np.ndarray:
+    """Words ``skip`` … ``skip + count − 1`` of each row's stream, shape (R, count): row i is
+    ``numpy.random.SFC64(state seeded with seeds[i]).random_raw(skip + count)[skip:]``, the
+    generator run on all rows at once (SFC64: t = a + b + counter, counter += 1,
+    a = b ⊕ (b ≫ 11), b = c + (c ≪ 3), c = rotl(c, 24) + t; the output is t)."""
+    a, b, c = (np.array(seeds[:, i], dtype=_U64) for i in range(3))
+    counter = np.ones(seeds.shape[0], dtype=_U64)
+    out = np.empty((seeds.shape[0], count), dtype=_U64)
+    for step in range(_SFC64_WARMUP + skip + count):
+        t = a + b
+        t += counter
+        counter += _U64(1)
+        a = b ^ (b >> _U64(11))
+        b = c + (c << _U64(3))
+        c = (c << _U64(24)) | (c >> _U64(40))
+        c += t
+        if step >= _SFC64_WARMUP + skip:
+            out[:, step - _SFC64_WARMUP - skip] = t
+    return out
 
 
 class _Streams:
-    """The word streams of a batch of regions, read by lanes ``region·width + coordinate``.
+    """The word streams of a batch of regions: ``first`` words of each drawn up front, the
+    rest when asked for (:meth:`spare`, words from ``first`` on, in the order asked)."""
 
-    Words ``[j·own, (j + 1)·own)`` of a region's stream are its lane j's own; a lane that has
-    read them takes the region's next spare word (from ``width·own`` on) each time, a region's
-    lanes in increasing order within a step. The first ``width·own + spare`` words of every
-    stream are drawn up front, any later one when it is needed.
-    """
-
-    def __init__(self, seeds: np.ndarray, width: int, own: int, spare: int):
-        self.seeds, self.width, self.own = seeds, width, own
-        self.generator = np.random.PCG64(0)  # reseeded for each region (one per batch: threads)
-        prefetch = width * own + spare
-        block = np.empty((seeds.shape[0], prefetch), dtype=_U64)
-        for region, seed in enumerate(seeds.tolist()):
-            block[region] = self._stream(seed, prefetch)
-        self.words = block.ravel()
-        self.prefetch = prefetch
-        lanes = np.arange(seeds.shape[0] * width, dtype=np.int64)
-        self.base = (lanes // width) * prefetch + (lanes % width) * own
-        self.used = np.zeros(lanes.size, dtype=np.int64)
+    def __init__(self, seeds: np.ndarray, first: int):
+        self.seeds, self.first = seeds, first
+        self.words = sfc64_words(seeds, first)
         self.spare_used = np.zeros(seeds.shape[0], dtype=np.int64)
-        self.longer: dict[int, np.ndarray] = {}
 
-    def _stream(self, seed: list[int], length: int) -> np.ndarray:
-        """The first ``length`` words of the stream seeded by ``seed`` (a fresh PCG64, without
-        building one: setting a state is three times faster)."""
-        state, increment = _pcg_state(seed)
-        self.generator.state = {
-            "bit_generator": "PCG64",
-            "state": {"state": state, "inc": increment},
-            "has_uint32": 0,
-            "uinteger": 0,
-        }
-        words: np.ndarray = self.generator.random_raw(length)
-        return words
-
-    def take(self, lanes: np.ndarray) -> np.ndarray:
-        """The next word of each lane of the increasing ``lanes``."""
-        position = self.used[lanes]
-        self.used[lanes] += 1
-        mine = position < self.own
-        if mine.all():
-            return self.words[self.base[lanes] + position]
-        words = np.empty(lanes.size, dtype=_U64)
-        words[mine] = self.words[self.base[lanes[mine]] + position[mine]]
-        late = np.flatnonzero(~mine)
-        region = lanes[late] // self.width
-        head = np.flatnonzero(np.concatenate([[True], region[1:] != region[:-1]]))
-        count = np.diff(np.append(head, late.size))
-        spare = self.width * self.own + self.spare_used[region]
-        spare += np.arange(late.size) - np.repeat(head, count)
-        self.spare_used[region[head]] += count
-        near = spare < self.prefetch
-        words[late[near]] = self.words[region[near] * self.prefetch + spare[near]]
-        for i in np.flatnonzero(~near):  # past the prefetched words: rare
-            words[late[i]] = self._beyond(int(region[i]), int(spare[i]))
-        return words
-
-    def _beyond(self, region: int, position: int) -> np.uint64:
-        words = self.longer.get(region)
-        if words is None or words.size <= position:
-            seed = self.seeds[region].tolist()
-            words = self._stream(seed, 2 * max(position + 1, self.prefetch))
-            self.longer[region] = words
-        return _U64(words[position])
-
-    def word(self, lane: int) -> int:
-        """The next word of one lane's stream (the rare exact continuations)."""
-        return int(self.take(np.array([lane], dtype=np.int64))[0])
+    def spare(self, region: int) -> int:
+        """The region's next word past its coordinates' own."""
+        position = self.first + int(self.spare_used[region])
+        self.spare_used[region] += 1
+        return int(sfc64_words(self.seeds[region : region + 1], 1, position)[0, 0])
 
 
 def keyed_laplace(sampler: DiscreteLaplace, seeds: np.ndarray, width: int) -> np.ndarray:
@@ -205,73 +163,77 @@ def keyed_laplace(sampler: DiscreteLaplace, seeds: np.ndarray, width: int) -> np
     if not isinstance(sampler, DiscreteLaplace):
         raise TypeError(f"sampler must be a DiscreteLaplace, got {type(sampler).__name__}")
     seeds = np.asarray(seeds, dtype=_U64)
-    if seeds.ndim != 2 or seeds.shape[1] != 4:
-        raise ValueError(f"seeds must have shape (regions, 4), got {seeds.shape}")
+    if seeds.ndim != 2 or seeds.shape[1] != 3:
+        raise ValueError(f"seeds must have shape (regions, 3), got {seeds.shape}")
+    thresholds = geometric_thresholds(sampler.bits, sampler.divisor)
+    ascending = thresholds[::-1].copy()
     out = np.empty((seeds.shape[0], width), dtype=np.int64)
     for start in range(0, seeds.shape[0], REGIONS_PER_BATCH):
         batch = seeds[start : start + REGIONS_PER_BATCH]
-        streams = _Streams(batch, width, OWN_WORDS, SPARE_PER_LANE * width + SPARE_WORDS)
-        cells = _laplace(sampler, streams, batch.shape[0] * width)
-        out[start : start + batch.shape[0]] = cells.reshape(-1, width)
+        streams = _Streams(batch, 2 * width)
+        words = streams.words
+        below = np.searchsorted(ascending, words, side="right")  # thresholds ≤ w
+        geometric = (thresholds.size - below).astype(np.int64)  # thresholds > w: inside
+        tie = (below > 0) & (ascending[np.maximum(below - 1, 0)] == words)
+        for region, column in zip(*np.nonzero(tie | (below == 0)), strict=True):
+            # undecided by its first word: more words of U, from the region's spare ones
+            geometric[region, column] = geometric_exact(
+                int(words[region, column]),
+                partial(streams.spare, int(region)),
+                sampler.bits,
+                sampler.divisor,
+                int(geometric[region, column]),
+            )
+        out[start : start + batch.shape[0]] = geometric[:, 0::2] - geometric[:, 1::2]
     return out
 
 
-def _laplace(sampler: DiscreteLaplace, streams: _Streams, cells: int) -> np.ndarray:
-    """CKS Algorithm 2 (as ``DiscreteLaplace._draw``) for lanes 0 … cells − 1."""
-    bits, divisor, low = sampler.bits, _U64(sampler.divisor), _U64(64 - sampler.bits)
-    out = np.empty(cells, dtype=np.int64)
-    pending = np.arange(cells, dtype=np.int64)
-    while pending.size:
-        # the word's top `bits` bits are U, its lowest bit is the sign B (independent)
-        w = streams.take(pending)
-        accepted = _bernoulli_exp_dyadic(pending, (w >> low) << low, streams)
-        lanes, w = pending[accepted], w[accepted]
-        v = _geometric_exp_minus_one(lanes, streams)
-        if np.any(v >= _U64(1 << (63 - bits))):
-            raise OverflowError("discrete Laplace noise does not fit a 64-bit integer")
-        magnitude = (((w >> low) + (v << _U64(bits))) // divisor).view(np.int64)
-        negative = (w & _U64(1)).view(np.int64)
-        done = (magnitude != 0) | (negative == 0)  # −0 is rejected
-        out[lanes[done]] = (magnitude * (1 - 2 * negative))[done]
-        pending = np.setdiff1d(pending, lanes[done], assume_unique=True)
-    return out
+@lru_cache(maxsize=16)
+def geometric_thresholds(bits: int, divisor: int) -> np.ndarray:
+    """F_g = ⌊2⁶⁴·exp(−g·divisor/2^bits)⌋ for g = 1, 2, … up to the first zero (included) or
+    :data:`MAX_THRESHOLDS` entries, uint64, non-increasing: exact (each floor is certified by
+    the error bound of a correctly rounded ``decimal`` exp, recomputed more precisely when the
+    bound leaves it open)."""
+    table = []
+    for g in range(1, MAX_THRESHOLDS + 1):
+        lower, upper = _exp_bounds(g * divisor, bits, 60)
+        digits = 60
+        while int(lower * _TWO64) != int(upper * _TWO64):  # pragma: no cover - never seen
+            digits *= 2
+            lower, upper = _exp_bounds(g * divisor, bits, digits)
+        table.append(int(lower * _TWO64))
+        if table[-1] == 0:
+            break
+    return np.array(table, dtype=_U64)
 
 
-def _bernoulli_exp_dyadic(lanes: np.ndarray, scaled: np.ndarray, streams: _Streams) -> np.ndarray:
-    """Bernoulli(exp(−scaled/2⁶⁴)) per lane: CKS Algorithm 1 as
-    ``samplers._bernoulli_exp_dyadic``, each lane on its own stream."""
-    out = np.ones(lanes.size, dtype=bool)  # K = 1 (odd) unless A_1 succeeds
-    active = np.flatnonzero(streams.take(lanes) < scaled)
-    k = 2
-    while active.size:
-        numerator = scaled[active]
-        threshold = numerator // _U64(k)
-        w = streams.take(lanes[active])
-        success = w < threshold
-        for i in np.flatnonzero(w == threshold):  # the tie: probability 2⁻⁶⁴ a step
-            lane = int(lanes[active[i]])
-            below = uniform_below_words(k, partial(_lane_words, streams, lane))
-            success[i] = below < int(numerator[i] % _U64(k))
-        out[active[~success]] = k % 2 == 1
-        active = active[success]
-        k += 1
-    return out
+_TWO64 = 1 << 64
 
 
-def _geometric_exp_minus_one(lanes: np.ndarray, streams: _Streams) -> np.ndarray:
-    """Per lane, the successes of Bernoulli(e⁻¹) draws before the first failure (uint64)."""
-    v = np.zeros(lanes.size, dtype=_U64)
-    active = np.arange(lanes.size)
-    while active.size:
-        w = streams.take(lanes[active])
-        success, exact = bernoulli_exp_minus_one_words(w)
-        for i in exact:  # probability below 2⁻⁶⁰
-            lane = int(lanes[active[i]])
-            success[i] = factorials_above(int(w[i]), partial(streams.word, lane)) % 2 == 1
-        v[active[success]] += _U64(1)
-        active = active[success]
-    return v
+def _exp_bounds(numerator: int, bits: int, digits: int) -> tuple[Fraction, Fraction]:
+    """Rationals lower ≤ exp(−numerator/2^bits) ≤ upper, from ``decimal``'s correctly rounded
+    exp at ``digits`` significant digits (error at most half a unit in the last digit)."""
+    # numerator/2^bits = numerator·5^bits/10^bits: exact with this many digits (else it raises)
+    exact = decimal.Context(prec=numerator.bit_length() // 3 + bits + 2, traps=[decimal.Inexact])
+    x = exact.divide(decimal.Decimal(numerator), decimal.Decimal(1 << bits))
+    value = decimal.Context(prec=digits).exp(-x)
+    exponent = value.adjusted() - digits + 1  # the value of the last digit is 10^exponent
+    unit = Fraction(10) ** exponent
+    return Fraction(value) - unit, Fraction(value) + unit
 
 
-def _lane_words(streams: _Streams, lane: int, count: int) -> np.ndarray:
-    return np.array([streams.word(lane) for _ in range(count)], dtype=_U64)
+def geometric_exact(word: int, more: Callable[[], int], bits: int, divisor: int, start: int) -> int:
+    """G = #{g ≥ 1 : U < exp(−g·divisor/2^bits)} for the uniform U whose first 64 bits are
+    ``word`` and whose further bits ``more()`` gives, 64 at a time, knowing G ≥ ``start``.
+    Every comparison is exact: U's interval [prefix, prefix + 1)·2^−length is compared with
+    rational bounds on the exponential, and a straddle reads 64 more bits of U."""
+    prefix, length, g = word, 64, start
+    while True:
+        digits = length * 3 // 10 + 30  # the bounds' width stays far below U's interval
+        lower, upper = _exp_bounds((g + 1) * divisor, bits, digits)
+        if Fraction(prefix + 1, 1 << length) <= lower:
+            g += 1  # U < exp(−(g + 1)λ): inside
+        elif Fraction(prefix, 1 << length) >= upper:
+            return g  # outside, and so for every larger g
+        else:
+            prefix, length = (prefix << 64) | more(), length + 64

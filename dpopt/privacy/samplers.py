@@ -21,7 +21,6 @@ noise, never less — and reports the scale it actually used.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from fractions import Fraction
 from numbers import Rational, Real
 from typing import Any
@@ -63,19 +62,12 @@ def uniform_below(high: int, rng: np.random.Generator) -> int:
     """A uniform integer in [0, high) for any Python int ``high`` ≥ 1 (rejection on bits)."""
     if high <= _INT64_MAX:
         return int(rng.integers(0, high))
-    return uniform_below_words(high, lambda n: _words(rng, n))
-
-
-def uniform_below_words(high: int, words: Callable[[int], np.ndarray]) -> int:
-    """A uniform integer in [0, high) from ``words(n)``, n uniform 64-bit words at a time: the
-    leading bits of ⌈bits/64⌉ words, rejected while not below ``high``."""
     bits = (high - 1).bit_length()
-    count = max(1, (bits + 63) // 64)
     while True:
         value = 0
-        for word in words(count):
+        for word in _words(rng, (bits + 63) // 64):
             value = (value << 64) | int(word)
-        value >>= 64 * count - bits
+        value >>= 64 * ((bits + 63) // 64) - bits
         if value < high:
             return value
 
@@ -101,15 +93,14 @@ _FACTORIAL_T = np.array(
 _FACTORIAL_T_ASCENDING = _FACTORIAL_T[::-1].copy()
 
 
-def factorials_above(word: int, next_word: Callable[[], int]) -> int:
-    """#{k ≥ 2 : U < 1/k!} for the uniform U whose first 64 bits are ``word`` (exact);
-    ``next_word()`` gives U's next 64 bits."""
+def _factorials_above(word: int, rng: np.random.Generator) -> int:
+    """#{k ≥ 2 : U < 1/k!} for the uniform U whose first 64 bits are ``word`` (exact)."""
     prefix, bits, k = word, 64, 2
     while True:
         factorial = math.factorial(k)
         # U ∈ [prefix, prefix + 1)·2^-bits: inside if the whole interval is, outside if none is
         while prefix * factorial < (1 << bits) < (prefix + 1) * factorial:
-            prefix = (prefix << 64) | next_word()
+            prefix = (prefix << 64) | int(_words(rng, 1)[0])
             bits += 64
         if prefix * factorial >= 1 << bits:
             return k - 2
@@ -119,15 +110,6 @@ def factorials_above(word: int, next_word: Callable[[], int]) -> int:
 def _bernoulli_exp_minus_one(rng: np.random.Generator, n: int) -> np.ndarray:
     """``n`` independent Bernoulli(e⁻¹) draws: "#{k ≥ 2 : U < 1/k!} is odd"."""
     w = _words(rng, n)
-    out, exact = bernoulli_exp_minus_one_words(w)
-    for i in exact:  # probability below 2⁻⁶⁰
-        out[i] = factorials_above(int(w[i]), lambda: int(_words(rng, 1)[0])) % 2 == 1
-    return out
-
-
-def bernoulli_exp_minus_one_words(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Bernoulli(e⁻¹) decided by each uniform's first word ``w``, and the indices whose word
-    does not decide it (they need :func:`factorials_above` with more of their bits)."""
     # Two comparisons settle the words above T_4, all but 1/24 of them.
     out = (w < _FACTORIAL_T[0]) ^ (w < _FACTORIAL_T[1])
     deep = np.flatnonzero(w <= _FACTORIAL_T[2])
@@ -135,7 +117,9 @@ def bernoulli_exp_minus_one_words(w: np.ndarray) -> tuple[np.ndarray, np.ndarray
     out[deep] = (_FACTORIAL_T.size - above) % 2 == 1
     deep_tie = (above > 0) & (_FACTORIAL_T_ASCENDING[np.maximum(above - 1, 0)] == w[deep])
     exact = np.concatenate([np.flatnonzero(w == _FACTORIAL_T[1]), deep[deep_tie | (above == 0)]])
-    return out, exact
+    for i in exact:  # probability below 2⁻⁶⁰
+        out[i] = _factorials_above(int(w[i]), rng) % 2 == 1
+    return out
 
 
 def _geometric_exp_minus_one(rng: np.random.Generator, n: int) -> np.ndarray:

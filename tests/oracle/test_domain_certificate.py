@@ -46,6 +46,8 @@ def test_certificate_decides_unrestricted_optimality_like_cpsat() -> None:
             domain = (np.clip(noisy - delta, 0, total), np.clip(noisy + delta, 0, total))
             problem = PostProcess(parents, noisy, total, domain)
             restricted = dpopt.solve(problem, "pwl-dp")
+            # the one-pass feasibility check decides as the DP does
+            assert problem.domain_feasible() == (restricted.status != "infeasible"), seed
             if restricted.status != "infeasible":
                 break
             delta = 2 * delta + 1

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import dpopt
 from dpopt.hierarchy import Tree
-from dpopt.models.pgsr import CumulativePostProcess, PostProcess, cumulative
+from dpopt.models.pgsr import CumulativePostProcess, PostProcess, cumulative, reachable
 from dpopt.solvers import pgsr_levels
 from dpopt.solvers.cost_tables import (
     Infeasible,
@@ -161,6 +161,13 @@ def assert_same_as_generic(tree: Tree, data: SubtreeData, seed: int) -> str:
     """Same table or same Infeasible, and the same counts for several root values; returns
     which of the two it was."""
     expected, got = generic_table(tree, data), kernel_table(tree, data)
+    ranges = reachable(tree, data.lower, data.upper)  # the one-pass feasibility check
+    assert (ranges is None) == isinstance(expected, Infeasible)
+    if ranges is not None and isinstance(expected, Table):  # and the root's table range
+        assert (int(ranges[0]), int(ranges[1])) == (
+            expected.lo,
+            expected.lo + expected.cost.size - 1,
+        )
     if isinstance(expected, Infeasible):
         assert isinstance(got, Infeasible), (
             "the kernel found a table where the generic path did not"

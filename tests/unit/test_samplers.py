@@ -241,16 +241,12 @@ def test_words_below_the_last_factorial_threshold_continue_exactly() -> None:
     # U < 7·2⁻⁶⁴ lies below 1/20! but 1/21! ≈ 0.36·2⁻⁶⁴ is decided by further bits:
     # P(U < 1/21! | first word 0) = 2⁶⁴/21!, and below that 1/22! ≈ 0.016·2⁻⁶⁴.
     generator = rng(4)
-
-    def generator_word() -> int:
-        return int(generator.integers(0, 2**64, dtype=np.uint64))
-
-    counts = [samplers.factorials_above(0, generator_word) for _ in range(20_000)]
+    counts = [samplers._factorials_above(0, generator) for _ in range(20_000)]
     assert min(counts) == 19
     p21 = (1 << 64) / math.factorial(21)
     assert stats.binomtest(sum(c >= 20 for c in counts), len(counts), p21).pvalue > ALPHA
-    assert samplers.factorials_above(6, generator_word) == 19  # 6·20! < 2⁶⁴ < 6·21!
-    assert samplers.factorials_above(8, generator_word) == 18  # above ⌊2⁶⁴/20!⌋ = 7
+    assert samplers._factorials_above(6, generator) == 19  # 6·20! < 2⁶⁴ < 6·21!
+    assert samplers._factorials_above(8, generator) == 18  # above ⌊2⁶⁴/20!⌋ = 7
 
 
 # --- support, extremes and randomness --------------------------------------------------------
