@@ -362,7 +362,9 @@ def _post_process_partitioned(
         domain(noisy, sd, multiplier, measurement.total),
     )
     violation = float(problem.violations(counts))
-    status: Status = "optimal" if violation <= problem.feasibility_tol else "violated"
+    status: Status = "violated"
+    if violation <= problem.feasibility_tol:  # optimal: the potentials certify the DP's point
+        status = "optimal" if solved.certificate.restricted_optimal else "feasible"
     info = {
         "dp_objective": solved.objective,
         "domain_sd": multiplier,

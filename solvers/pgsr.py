@@ -38,7 +38,7 @@ from dpopt.models.pgsr import (
     relaxed_model_2,
     round_half_up,
 )
-from dpopt.problem import Outcome, add_method, register
+from dpopt.problem import Outcome, Status, add_method, register
 from dpopt.solvers import pgsr_heuristics as heuristics
 from dpopt.solvers.cost_tables import merge_bruteforce, merge_convex
 from dpopt.solvers.cpsat_backend import cpsat_method
@@ -95,8 +95,10 @@ def _tree_dp(merge: Callable) -> Callable[..., Outcome]:
         except Infeasible as err:
             return _infeasible(err)
         certificate = domain_certificate(problem, counts)
+        # "optimal" only with the model's own check (node potentials) agreeing with the DP
+        status: Status = "optimal" if certificate["restricted_optimal"] else "feasible"
         return Outcome(
-            counts, "optimal", info={"dp_objective": cost, "domain_certificate": certificate}
+            counts, status, info={"dp_objective": cost, "domain_certificate": certificate}
         )
 
     return run

@@ -101,3 +101,15 @@ def test_spec_test_2_and_a_worse_point() -> None:
     noisy = np.array([[4, 0, 3], [3, -1, 1], [3, 1, -1]])
     assert certified(tree, noisy, np.array([[4, 0, 2], [2, 0, 2], [2, 0, 0]]), 0, 6)
     assert not certified(tree, noisy, np.array([[5, 0, 1], [3, 0, 1], [2, 0, 0]]), 0, 6)
+
+
+def test_pwl_dp_says_optimal_only_with_the_potentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The DP's "optimal" is the model's own check agreeing: were the potentials to reject its
+    point, it would only be "feasible"."""
+    parents, noisy, total, _ = random_instance(1)
+    problem = PostProcess(parents, noisy, total, full(noisy, total))
+    assert dpopt.solve(problem, "pwl-dp").status == "optimal"
+    monkeypatch.setattr("dpopt.models.pgsr.certified", lambda *args: False)
+    rejected = dpopt.solve(problem, "pwl-dp")
+    assert rejected.status == "feasible"
+    assert not rejected.info["domain_certificate"]["restricted_optimal"]
