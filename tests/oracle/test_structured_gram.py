@@ -1,6 +1,6 @@
-"""Implicit Grams (issue 14) against their dense oracle: products, diagonals, the p-Identity
-loss and gradient, the final error and the model's objective agree to 1e-10 relative on every
-workload type."""
+"""Implicit Grams (issue 14) against their dense oracle: products, diagonals, the final error
+and the model's objective agree to 1e-10 relative on every workload type; the p-Identity loss
+and gradient, which are differences of larger terms, agree to 1e-12 of those terms."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 
 from dpopt import workload as wl
 from dpopt.models.matrix_mechanism import (
+    Gram,
     StrategySelection,
+    WoodburyParts,
     gram_factor,
     identity_prefixed_trace,
     woodbury_parts,
@@ -29,6 +31,11 @@ from dpopt.solvers.hdmm_opt0 import (
 )
 
 TOL = 1e-10
+# The p-Identity loss is tr C₀ − ⟨Θ, RM⟩ and its gradient −2(RM − ΘᵀRΘ-terms) + 2 diag/s:
+# at Θ ~ 30 the terms are 10³–10⁴ times the result, so the two summation orders (implicit and
+# dense Gram products) differ by a few hundred ulps *of the terms* — 1.2e-9 on a loss of 5.06
+# from terms of 2.7e4 on one CI machine. The bound is stated against the terms, not the result.
+CANCELLED_TOL = 1e-12
 
 WORKLOADS: dict[str, Callable[[int], wl.Matrix]] = {
     "identity": wl.Identity,
@@ -84,6 +91,17 @@ CASES = {
 }
 
 
+def cancelled_terms(theta: np.ndarray, gram: Gram) -> tuple[float, float]:
+    """The size of the terms the loss and gradient subtract: tr C₀, and the largest of
+    2·RM, 2·((RMΘᵀ)R)Θ and 2·diag(C₀)/s."""
+    scale = 1.0 + theta.sum(axis=0)
+    parts: WoodburyParts = woodbury_parts(theta, scale, gram)
+    rm = parts.rm
+    second = ((rm @ theta.T) @ parts.r) @ theta
+    grad_terms = 2.0 * max(np.abs(rm).max(), np.abs(second).max(), (parts.diag_c0 / scale).max())
+    return parts.trace_c0, float(grad_terms)
+
+
 @settings(max_examples=60, deadline=None)
 @given(**CASES, scale=st.sampled_from([0.01, 1.0, 30.0]))
 def test_pidentity_loss_and_gradient_equal_the_dense_path(
@@ -95,8 +113,9 @@ def test_pidentity_loss_and_gradient_equal_the_dense_path(
     theta = scale * np.random.default_rng(seed).random((p, cells))
     loss, grad = pidentity_loss(theta, gram)
     dense_loss, dense_grad = pidentity_loss(theta, gram.dense())
-    assert loss == pytest.approx(dense_loss, rel=TOL)
-    assert relative(grad, dense_grad) <= TOL
+    loss_terms, grad_terms = cancelled_terms(theta, gram)
+    assert abs(loss - dense_loss) <= CANCELLED_TOL * loss_terms
+    assert np.abs(grad - dense_grad).max() <= CANCELLED_TOL * grad_terms
     # and both are tr[(AᵀA)⁻¹V] of the explicit strategy
     strategy = pidentity_strategy(theta)
     explicit = np.trace(np.linalg.solve(strategy.T @ strategy, gram.dense()))
