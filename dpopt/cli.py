@@ -302,7 +302,7 @@ def _compare(args: argparse.Namespace) -> int:
         return 130
     finally:
         if client is not None:
-            client.close()
+            _close(client)
     if not records:
         _report(args, records)
         print("dpopt compare: no (instance, method) pair matched", file=sys.stderr)
@@ -510,10 +510,25 @@ def _client(args: argparse.Namespace) -> Any:
             raise ValueError(f"cannot reach the Dask scheduler {args.scheduler}: {err}") from err
     if args.workers < 0:
         raise ValueError("--workers must be 0 (no Dask) or more")
-    cluster = LocalCluster(
-        n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0"
-    )
+    import dask
+
+    # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which turns off glibc's
+    # dynamic mmap threshold: every numpy temporary over 128 KiB becomes a fresh mmap, faulted
+    # in page by page. That made pwl-dp and the noise 1.45-1.5x slower per task on a worker
+    # than in this process (docs/families/census.md); the embedded cluster leaves malloc alone.
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+        cluster = LocalCluster(
+            n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+        )
     return Client(cluster)
+
+
+def _close(client: Any) -> None:
+    """Close a client from :func:`_client`, and the embedded cluster it runs on, if any."""
+    cluster = client.cluster  # None for a client of --scheduler
+    client.close()
+    if cluster is not None:
+        cluster.close()
 
 
 def _census(args: argparse.Namespace) -> int:
@@ -555,7 +570,7 @@ def _census(args: argparse.Namespace) -> int:
         return 2
     finally:
         if client is not None:
-            client.close()
+            _close(client)
     report = _release_report(result, time.perf_counter() - start)
     if args.json:
         text = json.dumps(report, indent=1)
