@@ -196,7 +196,7 @@ def release_blocks(
     data_dir: str | os.PathLike | None = None,
     executor: Any = None,
     domain_sd: float = 3.0,
-    widening: Widening = "partition",
+    widening: Widening = "global",
     progress: bool = False,
 ) -> BlockRelease:
     """Release ``geography``'s counts under ε-DP with M_DP (pwl-dp), one state per partition.

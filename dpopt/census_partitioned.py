@@ -15,9 +15,11 @@ the lower child, spec G5), the result equals the serial DP bit for bit.
 
 Domains (spec G4) are [c̃ − δ, c̃ + δ] ∩ [0, n] with δ = ⌈m·sd⌉. Two widening rules:
 
-- ``"global"`` — today's serial rule: if any cell's domains are infeasible, m doubles for every
-  region and everything is redone. Equal to :func:`dpopt.census.post_process`.
-- ``"partition"`` — each (partition, size) task doubles its own m until its subtree is
+- ``"global"`` (the default) — the serial rule: if any cell's domains are infeasible, m doubles
+  for every region. Equal to :func:`dpopt.census.post_process`. A first pass of sums per
+  (partition, size) finds the smallest m·2ᵏ at which each is feasible; the DP then runs once,
+  at their maximum (feasibility only grows with m, so this is the floor doubling reaches).
+- ``"partition"`` — faster and worse: each (partition, size) task doubles its own m until its subtree is
   feasible; the root doubles its own (per size until its window is non-empty, then for all
   sizes until n is in the dummy root's range); only if the root's domains are full and still
   infeasible does the floor of every m double. Deterministic, because partitions follow the
@@ -116,23 +118,39 @@ class RootTable:
     message: str = ""
 
 
+def _feasible_multiplier(tree: Tree, column: Column, total: int, multiplier: float) -> float:
+    """The smallest m·2ᵏ (k ≥ 0) whose domains are feasible, or whose domains are full.
+
+    The DP is infeasible exactly when a window is empty, which one pass of sums finds out
+    (:func:`~dpopt.models.pgsr.reachable`); feasibility only grows with the domains."""
+    while True:
+        lower, upper = domain(column.noisy, column.sd, multiplier, total)
+        if _is_full(lower, upper, total) or reachable(tree, lower, upper) is not None:
+            return multiplier
+        multiplier *= 2
+
+
+def partition_floor(source: ColumnSource, size: int, total: int, multiplier: float) -> float:
+    """The global rule's first pass: the smallest m·2ᵏ at which (partition, size) is feasible."""
+    column = source.column(size)
+    return _feasible_multiplier(Tree(column.parents), column, total, multiplier)
+
+
 def partition_root(
     source: ColumnSource, size: int, total: int, multiplier: float, widen: bool
 ) -> RootTable:
     """Bottom-up pass of one (partition, size); with ``widen`` m doubles until feasible."""
     column = source.column(size)
     tree = Tree(column.parents)
-    while True:
-        lower, upper = domain(column.noisy, column.sd, multiplier, total)
-        full = _is_full(lower, upper, total)
-        # the DP is infeasible exactly when a window is empty: one pass of sums finds out
-        if reachable(tree, lower, upper) is not None or not widen or full:
-            try:
-                table = root_table(tree, column.noisy, lower, upper, size)
-            except Infeasible as err:
-                return RootTable(multiplier, None, full, str(err))
-            return RootTable(multiplier, table, full)
-        multiplier *= 2
+    if widen:
+        multiplier = _feasible_multiplier(tree, column, total, multiplier)
+    lower, upper = domain(column.noisy, column.sd, multiplier, total)
+    full = _is_full(lower, upper, total)
+    try:
+        table = root_table(tree, column.noisy, lower, upper, size)
+    except Infeasible as err:
+        return RootTable(multiplier, None, full, str(err))
+    return RootTable(multiplier, table, full)
 
 
 @dataclass(frozen=True)
@@ -342,7 +360,7 @@ def solve_partitioned(
     total: int,
     *,
     domain_sd: float = 3.0,
-    widening: Widening = "partition",
+    widening: Widening = "global",
     runner: Runner | None = None,
     sinks: Sequence[Sink | None] | None = None,
 ) -> PartitionedSolution:
@@ -358,6 +376,13 @@ def solve_partitioned(
     sinks = list(sinks) if sinks is not None else [None] * len(sources)
     widen = widening == "partition"
     floor = domain_sd
+    if not widen:  # one DP pass, at the smallest floor every (partition, size) is feasible at
+        probes = [
+            (f"domains p{p} s{s}", (source, s, total, floor))
+            for p, source in enumerate(sources)
+            for s in range(sizes)
+        ]
+        floor = max(runner.run("domains", partition_floor, probes))
     while True:
         tasks = [
             (f"bottom-up p{p} s{s}", (source, s, total, floor, widen))

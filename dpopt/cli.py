@@ -394,7 +394,9 @@ CENSUS_EPILOG = """examples:
 
 A cluster: run `dask scheduler` on one machine and `dask worker tcp://host:8786 --nthreads 1`
 on each worker machine (dpopt installed with the [dask] extra everywhere); every worker must
-see --out (and --data) at the same path, e.g. on a shared file system.
+see --out (and --data) at the same path, e.g. on a shared file system. Unset Dask's
+MALLOC_TRIM_THRESHOLD_ for those workers (docs/families/census.md shows the config file):
+with it, numpy runs ~1.5x slower there.
 
 The release writes under --out: noisy/state=<i>.parquet (the noisy partitions), release/
 state=<i>/size_<s>.parquet (the released counts) and manifest.json (budget, checksum, optimal
@@ -472,10 +474,11 @@ def _census_parser(commands: Any) -> None:
     )
     release.add_argument(
         "--widening",
-        choices=("partition", "global"),
-        default="partition",
-        help="domain widening when a domain is infeasible: per (state, size) task, or "
-        "globally as the serial DP does (default: partition)",
+        choices=("global", "partition"),
+        default="global",
+        help="domain widening when a domain is infeasible: globally, as the serial DP does "
+        "(default), or per (state, size) task: faster, but 3.6-10x the error at the nation and "
+        "1.5-2.3x at the states in `dpopt compare --family census --suite blocks-widening`",
     )
     release.add_argument(
         "--domain-sd", type=float, default=3.0, help="starting domain half-width in noise sds"
