@@ -19,11 +19,12 @@ Domains (spec G4) are [c̃ − δ, c̃ + δ] ∩ [0, n] with δ = ⌈m·sd⌉. T
   for every region. Equal to :func:`dpopt.census.post_process`. A first pass of sums per
   (partition, size) finds the smallest m·2ᵏ at which each is feasible; the DP then runs once,
   at their maximum (feasibility only grows with m, so this is the floor doubling reaches).
-- ``"partition"`` — faster and worse: each (partition, size) task doubles its own m until its subtree is
-  feasible; the root doubles its own (per size until its window is non-empty, then for all
-  sizes until n is in the dummy root's range); only if the root's domains are full and still
-  infeasible does the floor of every m double. Deterministic, because partitions follow the
-  geography, not the workers.
+- ``"partition"`` — faster and less accurate (narrow domains bind): each (partition, size)
+  task doubles its own m until its subtree is feasible; the root doubles its own (per size
+  until its window is non-empty, then for all sizes until n is in the dummy root's range); only
+  if the root's domains are full and still infeasible does the floor of every m double.
+
+Both are deterministic, because partitions follow the geography, not the workers.
 
 :class:`DomainCertificate`: whether the solution is optimal with its domains and whether it is
 also optimal for the unrestricted Model 1, both decided exactly by node potentials

@@ -519,6 +519,7 @@ def _client(args: argparse.Namespace) -> Any:
     # dynamic mmap threshold: every numpy temporary over 128 KiB becomes a fresh mmap, faulted
     # in page by page. That made pwl-dp and the noise 1.45-1.5x slower per task on a worker
     # than in this process (docs/families/census.md); the embedded cluster leaves malloc alone.
+    # (A MALLOC_TRIM_THRESHOLD_ already in this process's environment is inherited and wins.)
     with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
         cluster = LocalCluster(
             n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0"
