@@ -42,7 +42,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from dpopt.hierarchy import Tree
-from dpopt.models.pgsr import reachable
+from dpopt.models.pgsr import active_bounds, reachable
 from dpopt.models.pgsr_optimality import (
     Interval,
     arc_interval,
@@ -169,11 +169,6 @@ class ColumnResult:
 
 def checksum(values: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(values, dtype="<i8").tobytes()).hexdigest()
-
-
-def active_bounds(values: np.ndarray, lower: np.ndarray, upper: np.ndarray, total: int) -> int:
-    """Cells sitting on a domain bound tighter than Model 1's own [0, n]."""
-    return int(np.sum(((values == lower) & (lower > 0)) | ((values == upper) & (upper < total))))
 
 
 class Sink(Protocol):

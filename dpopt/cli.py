@@ -591,7 +591,7 @@ PROJECTED_WORKERS = (1, 2, 16, 100)
 
 def _release_report(result: Any, wall: float) -> dict[str, Any]:
     """The manifest plus each phase's tasks, task seconds, longest task and peak memory per
-    worker, the projected times and the whole command's wall time."""
+    worker, the projected times and the command's wall time after start-up (imports excluded)."""
     from dpopt.runner import phase_summary, projected_seconds
 
     stats = result.solution.stats
@@ -634,7 +634,8 @@ def _print_release(report: dict[str, Any], out: str) -> None:
     for workers, (low, high) in report["projected_seconds"].items():
         print(f"projected on {int(workers):>3} workers: {low:,.0f}–{high:,.0f} s of tasks")
     print(
-        f"wall time {report['wall_seconds']:,.1f} s (whole command); manifest {out}/manifest.json"
+        f"wall time {report['wall_seconds']:,.1f} s (after start-up and imports); "
+        f"manifest {out}/manifest.json"
     )
 
 

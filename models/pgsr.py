@@ -426,6 +426,11 @@ def round_half_up(x: np.ndarray) -> np.ndarray:
     return np.floor(np.asarray(x) + 0.5).astype(np.int64)
 
 
+def active_bounds(x: np.ndarray, lower: Any, upper: Any, total: int) -> int:
+    """Cells of ``x`` sitting on a domain bound tighter than Model 1's own [0, n]."""
+    return int(np.sum(((x == lower) & (lower > 0)) | ((x == upper) & (upper < total))))
+
+
 def domain_certificate(problem: PostProcess, x: np.ndarray) -> dict[str, Any]:
     """What the domains D did to the point ``x`` of Model 1 (spec G4): ``active_bounds``, the
     cells on a domain bound tighter than Model 1's own [0, n]; ``restricted_optimal``, whether
@@ -434,10 +439,9 @@ def domain_certificate(problem: PostProcess, x: np.ndarray) -> dict[str, Any]:
     (:mod:`dpopt.models.pgsr_optimality`); x must be feasible."""
     x = np.asarray(x)
     lower, upper, total = problem.lower, problem.upper, problem.total
-    active = int(np.sum(((x == lower) & (lower > 0)) | ((x == upper) & (upper < total))))
     tree, noisy = problem.tree, problem.noisy
     return {
-        "active_bounds": active,
+        "active_bounds": active_bounds(x, lower, upper, total),
         "restricted_optimal": certified(tree, noisy, x, lower, upper),
         "unrestricted_optimal": certified(tree, noisy, x, 0, total),
     }
