@@ -11,7 +11,8 @@ split over the tables:
   a_j = g_j·|dom S_j| plus the terms of the families j covers, where g_j is the probability
   that Θ_j enters a random query's answer (:func:`query_coverage`). It minimizes the
   chain-rule bound on the expected L1 error of marginal and P(y)-weighted conditional
-  queries, from public facts only (structure and domains).
+  queries, with each populated CPD row's error modelled as c·|dom X_j|/(ε_j·C[pa]), from
+  public facts only (structure and domains).
 - ``objective="paper"``: the paper's split. **Stage I**: a Poisson subsample D' keeps each
   record with probability β (an exact rational draw); every count table of D' gets discrete
   Laplace noise at ε_s/n, ε_s = ln(1 + (e^{ε^I} − 1)/β) rounded down, so that amplification
