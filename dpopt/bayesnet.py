@@ -245,6 +245,31 @@ class Network:
         return tuple(found)
 
     @cached_property
+    def descendants(self) -> tuple[frozenset[int], ...]:
+        """Every node with a directed path from X_i (X_i itself excluded)."""
+        found: list[frozenset[int]] = [frozenset()] * len(self.nodes)
+        for i in reversed(range(len(self.nodes))):
+            found[i] = frozenset(self.children[i]).union(*(found[c] for c in self.children[i]))
+        return tuple(found)
+
+    @cached_property
+    def covers(self) -> tuple[tuple[int, ...], ...]:
+        """Per node i, the nodes j ≠ i whose family S_j = Pa_j ∪ {X_j} contains S_i and lies in
+        no other family (a maximal family); () when S_i is itself maximal.
+
+        A covered S_i is a root's {X_i} inside a child's family, or a node whose children
+        share all its parents: T_j's marginal on S_i is a count table of S_i too.
+        """
+        families = [frozenset((*given, i)) for i, given in enumerate(self.parents)]
+        maximal = [
+            i for i, family in enumerate(families) if not any(family < other for other in families)
+        ]
+        return tuple(
+            () if i in maximal else tuple(j for j in maximal if family < families[j])
+            for i, family in enumerate(families)
+        )
+
+    @cached_property
     def mean_sensitivity(self) -> np.ndarray:
         """Δ^N_i of Eq. 8 from the CPDs (uniform ones if the network has none), 0 for a leaf.
 
@@ -273,6 +298,21 @@ class Network:
                 total += contract(*operands, [*self.parents[i], i]) / self.cards[child]
             delta[i] = float(total.mean()) / len(kids)
         return delta
+
+    @cached_property
+    def parent_marginals(self) -> tuple[np.ndarray, ...]:
+        """P[Pa_i] under the CPDs, one array per node over its parents' axes (in the CPD's
+        order; a 0-d 1 for a root): the CPDs of Γ(X_i) contracted, left open on Pa_i."""
+        from opt_einsum import contract
+
+        cpds = self._require_cpds()
+        marginals = []
+        for i, given in enumerate(self.parents):
+            operands: list[Any] = []
+            for j in sorted(self.ancestors[i]):
+                operands += [cpds[j], [*self.parents[j], j]]
+            marginals.append(contract(*operands, list(given)) if given else np.ones(()))
+        return tuple(marginals)
 
     @cached_property
     def weights(self) -> np.ndarray:
@@ -411,14 +451,17 @@ class Network:
             )
         return np.asarray(codes, dtype=np.int16)
 
-    def count_tables(self, codes: np.ndarray) -> list[np.ndarray]:
-        """T_i for every node: the counts of (parents, node) over all cells, zeros included."""
+    def count_tables(
+        self, codes: np.ndarray, nodes: Sequence[int] | None = None
+    ) -> list[np.ndarray]:
+        """T_i for every node (or for ``nodes``, in that order): the counts of (parents, node)
+        over all cells, zeros included."""
         return [
             np.bincount(
                 self._flat_index(codes, (*self.parents[i], i)),
                 minlength=int(np.prod(self.table_shape(i))),
             ).reshape(self.table_shape(i))
-            for i in range(len(self.nodes))
+            for i in (range(len(self.nodes)) if nodes is None else nodes)
         ]
 
     # --- pgmpy ----------------------------------------------------------------------------

@@ -1,25 +1,37 @@
-"""DP parameter learning for Bayesian networks with a data-dependent budget split.
+"""DP parameter learning for Bayesian networks, with a budget split chosen per objective.
 
 dgm-budget spec §2–3 (Roy Chowdhury, Rekatsinas & Jha 2019, Algorithms 1–2 as the spec
-rebuilds them). :func:`learn` runs the whole mechanism on a network and a DataFrame:
+rebuilds them). :func:`learn` runs the mechanism on a network and a DataFrame. Every node i
+has a count table T_i over its family S_i = Pa_i ∪ {X_i}; the objective decides how ε^B is
+split over the tables:
 
-- **Stage I** (skipped by the baseline): a Poisson subsample D' keeps each record with
-  probability β (an exact rational draw); every count table of D' gets discrete Laplace noise
-  at ε_s/n, ε_s = ln(1 + (e^{ε^I} − 1)/β) rounded down, so that amplification by sampling
-  (Lemma 2.1) makes Stage I cost ε^I; Algorithm 1 turns the noisy tables into preliminary CPDs
-  Θ̂, and Eq. 6 into estimated errors δ̃_i.
-- **Allocation**: a_i = W[i]·δ̃_i with W (Eq. 7, :attr:`~dpopt.bayesnet.Network.weights`)
-  computed from Θ̂ by the derivative definition of Δ (Eqs. 8–9), and ε*_i solving
-  :class:`BudgetAllocation` (Eq. 5) through :func:`dpopt.solve` — the closed form ε ∝ √a by
-  default — as exact rationals adding up to ε^B − ε^I.
-- **Stage II**: every count table of the full data gets discrete Laplace noise at ε*_i, then
-  Algorithm 1's post-processing (:mod:`dpopt.solvers.dgm_tables`): normalize, make consistent
-  (Eqs. 17–18), clip and renormalize into CPDs.
+- ``objective="query"`` (the default; docs/families/dgm.md, "The query objective"): no Stage
+  I. Only the maximal families are measured — a family inside another (a root inside its
+  child's, say) is read off the larger table by the consistency step — and ε_j ∝ √a_j with
+  a_j = g_j·|dom S_j| plus the terms of the families j covers, where g_j is the probability
+  that Θ_j enters a random query's answer (:func:`query_coverage`). It minimizes the
+  chain-rule bound on the expected L1 error of marginal and P(y)-weighted conditional
+  queries, with each populated CPD row's error modelled as c·|dom X_j|/(ε_j·C[pa]), from
+  public facts only (structure and domains).
+- ``objective="paper"``: the paper's split. **Stage I**: a Poisson subsample D' keeps each
+  record with probability β (an exact rational draw); every count table of D' gets discrete
+  Laplace noise at ε_s/n, ε_s = ln(1 + (e^{ε^I} − 1)/β) rounded down, so that amplification
+  by sampling (Lemma 2.1) makes Stage I cost ε^I; Algorithm 1 turns the noisy tables into
+  preliminary CPDs Θ̂, and Eq. 6 into estimated errors δ̃_i. **Allocation**: a_i = W[i]·δ̃_i
+  with W (Eq. 7, :attr:`~dpopt.bayesnet.Network.weights`) computed from Θ̂ by the derivative
+  definition of Δ (Eqs. 8–9).
+
+Both solve :class:`BudgetAllocation` (Eq. 5, min Σ a_i/ε_i s.t. Σ ε_i = E) through
+:func:`dpopt.solve` — the closed form ε ∝ √a by default — as exact rationals adding up to E.
+**Stage II**: every measured count table of the full data gets discrete Laplace noise at its
+ε_i, then Algorithm 1's post-processing (:mod:`dpopt.solvers.dgm_tables`): normalize, make
+consistent (Eqs. 17–18), clip and renormalize into CPDs. ``baseline=True`` is the paper's
+D-Ind: ε^B/n on every table, no Stage I.
 
 Neighbours differ by adding or removing one record (spec §7 item 1): each record falls in one
-cell of each table, so each table has L1 sensitivity 1 and the n tables compose sequentially.
-The accountant is charged ε^I (one charge) and then ε*_i per node: exactly ε^B in all, and
-nothing before every input is validated.
+cell of each table, so each table has L1 sensitivity 1 and the tables compose sequentially.
+The accountant is charged (ε^I, then) ε_i per measured table: exactly ε^B in all, and nothing
+before every input is validated.
 """
 
 from __future__ import annotations
@@ -49,13 +61,20 @@ from dpopt.solvers.dgm_tables import (
 from dpopt.validation import choice, generator, positive_number
 
 __all__ = [
+    "OBJECTIVES",
     "Learned",
     "allocate_budget",
     "amplified",
     "learn",
     "maximum_likelihood",
+    "query_coverage",
+    "query_weights",
     "stage_one_budget",
 ]
+
+OBJECTIVES = ("query", "paper")
+"""The split objectives of :func:`learn`: ``"query"`` (the default: the expected query error,
+public facts only) and ``"paper"`` (Eqs. 5–7 with Stage I)."""
 
 STAGE_ONE_SHARE = Fraction(1, 10)
 """ε^I = 0.1·ε^B, the paper's setting (spec §1)."""
@@ -98,14 +117,70 @@ def stage_one_budget(stage_one: Fraction, rate: Fraction) -> Fraction:
     return chosen
 
 
+def _query_sizes(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """P[|Q| = s], s = 0..n, for the two query kinds of spec §7 item 9: a marginal P[X] with
+    |X| uniform on 1..n−1, and a conditional P[X | Y] with |Y| uniform on 1..n−|X| (Q = X ∪ Y)."""
+    marginal, conditional = np.zeros(n + 1), np.zeros(n + 1)
+    for x in range(1, n):
+        marginal[x] = 1 / (n - 1)
+        conditional[x + 1 : n + 1] += 1 / ((n - 1) * (n - x))
+    return marginal, conditional
+
+
+def query_coverage(network: Any) -> np.ndarray:
+    """g_i: the probability that node i's CPD enters a random query's answer.
+
+    A query on the nodes Q (X for P[X], X ∪ Y for P[X | Y]) depends on Θ_i exactly when Q
+    meets X_i or one of its descendants (D_i of them in all), which for a uniformly random Q
+    of size s misses with probability C(n − D_i, s)/C(n, s). Sizes are the evaluation's
+    (:func:`_query_sizes`), half marginal and half conditional; the evaluation's cap on a
+    query's cells is left out (docs/families/dgm.md, "The query objective"). Public: a
+    function of the graph alone. A single node has g = 1.
+    """
+    structure = load(network)
+    n = len(structure.nodes)
+    if n == 1:
+        return np.ones(1)
+    marginal, conditional = _query_sizes(n)
+    sizes = (marginal + conditional) / 2
+    reach = np.array([1 + len(d) for d in structure.descendants], dtype=np.float64)
+    steps = np.arange(n, dtype=np.float64)
+    # miss[i, s] = Π_{t<s} (n − D_i − t)/(n − t) = C(n − D_i, s)/C(n, s)
+    ratios = np.clip((n - reach[:, None] - steps) / (n - steps), 0.0, None)
+    miss = np.hstack([np.ones((n, 1)), np.cumprod(ratios, axis=1)])
+    return 1.0 - miss @ sizes
+
+
+def query_weights(network: Any) -> np.ndarray:
+    """a_i of the query objective (docs/families/dgm.md, "The query objective"), one per node.
+
+    A measured table T_j (S_j maximal) gets g_j·|dom S_j| — its CPD's P(pa)-weighted L1 is
+    ≈ c·|dom S_j|/(ε_j·N) while its rows are populated — plus g_i·√(|dom S_i|·|dom S_j|)/m
+    for every node i whose family lies inside S_j and m − 1 other maximal families: T_j's
+    marginal on S_i sums |dom S_j|/|dom S_i| noisy cells per cell of S_i. A covered node
+    has a_i = 0: its table is not measured.
+    """
+    structure = load(network)
+    coverage = query_coverage(structure)
+    cells = np.array([math.prod(structure.table_shape(i)) for i in range(len(coverage))], float)
+    a = np.where([not c for c in structure.covers], coverage * cells, 0.0)
+    for i, cover in enumerate(structure.covers):
+        for j in cover:
+            a[j] += coverage[i] * math.sqrt(cells[i] * cells[j]) / len(cover)
+    return a
+
+
 @dataclass(frozen=True, eq=False)
 class Learned:
     """A privately learned network and what it cost.
 
     ``network`` carries the private CPDs (:class:`~dpopt.bayesnet.Network`); ``model`` is the
     same as a pgmpy ``DiscreteBayesianNetwork`` (built on first access). ``budget`` is the
-    accountant's report; ``allocation`` the Stage-II ε*_i per node (exact); ``stage_one``
-    the Stage-I facts (ε^I, ε_s, β, δ̃, W, a), all computed from noisy output or public data.
+    accountant's report; ``allocation`` the Stage-II ε_i per node (exact; 0 for a table the
+    query objective does not measure); ``objective`` the split's objective (``None`` for the
+    D-Ind baseline) and ``error_weights`` the a_i it minimized Σ a_i/ε_i with; ``stage_one``
+    the Stage-I facts of the paper objective (ε^I, ε_s, β, δ̃, W, a). All are computed from
+    noisy output or public data.
     """
 
     network: Network
@@ -113,6 +188,8 @@ class Learned:
     allocation: tuple[Fraction, ...]
     baseline: bool
     stage_one: dict[str, Any] = field(default_factory=dict)
+    objective: str | None = None
+    error_weights: np.ndarray | None = None
 
     @cached_property
     def model(self) -> Any:
@@ -144,12 +221,13 @@ def _families(network: Network) -> list[tuple[int, ...]]:
 
 
 def _noisy_tables(
-    tables: Sequence[np.ndarray], budgets: Sequence[Fraction], label: str
+    tables: Sequence[np.ndarray], budgets: Sequence[Fraction], label: str, nodes: Sequence[int]
 ) -> list[Any]:
-    """Validated discrete Laplace releases of the count tables (sensitivity 1); not drawn."""
+    """Validated discrete Laplace releases of the count tables of ``nodes`` (sensitivity 1);
+    not drawn."""
     return [
         prepare_laplace(table, 1, budget, label=f"{label}, table {i}")
-        for i, (table, budget) in enumerate(zip(tables, budgets, strict=True))
+        for i, table, budget in zip(nodes, tables, budgets, strict=True)
     ]
 
 
@@ -176,6 +254,7 @@ def learn(
     data: Any,
     epsilon: Any,
     *,
+    objective: str = "query",
     baseline: bool = False,
     seed: Any = None,
     accountant: Accountant | None = None,
@@ -196,16 +275,21 @@ def learn(
         One column per node, values among the node's states; no missing values.
     epsilon : number
         ε^B > 0, read exactly (an int, Fraction or float).
+    objective : str
+        How ε^B is split over the tables (:data:`OBJECTIVES`): ``"query"`` (default) the
+        expected query error from public facts, measuring the maximal families only;
+        ``"paper"`` the paper's Eqs. 5–7 with Stage I.
     baseline : bool
-        The data-independent D-Ind baseline: ε^B/n per table on the full data, no Stage I.
+        The data-independent D-Ind baseline: ε^B/n per table on the full data, no Stage I
+        (``objective`` is then only validated).
     seed : int, numpy Generator or None
         The randomness (sampling and noise); ``None`` draws fresh OS entropy.
     accountant : Accountant, optional
         A pure-ε accountant to charge (one is made for ε^B if omitted).
     stage_one : number
-        ε^I/ε^B, in (0, 1) (default 1/10).
+        ε^I/ε^B of the paper objective, in (0, 1) (default 1/10).
     sampling_rate : number
-        β in (0, 1] (default 1/10); 1 runs Stage I on all records.
+        β of the paper objective, in (0, 1] (default 1/10); 1 runs Stage I on all records.
     floor : float
         τ > 0: noisy counts are clipped below at τ in Eq. 6 (default 1).
     method : str
@@ -216,6 +300,7 @@ def learn(
     structure = load(network)
     codes = structure.encode(data)
     eps = exact_fraction("epsilon", epsilon)
+    choice("objective", objective, OBJECTIVES)
     share = _rate("stage_one", stage_one, upper_open=True)
     rate = _rate("sampling_rate", sampling_rate, upper_open=False)
     positive_number("floor", floor)
@@ -225,27 +310,53 @@ def learn(
     rng = generator(seed)
     # an unknown method fails here, before any charge (also for the baseline, which has none)
     solve(BudgetAllocation(np.ones(len(structure.nodes)), 1.0), method, strict=True)
-    ledger = _accountant(accountant, eps)
-    nodes = len(structure.nodes)
+    run = _Run(structure, codes, _accountant(accountant, eps), rng, consistency, method)
     if baseline:
-        budgets = exact_shares(eps, np.ones(nodes))
-        return _stage_two(structure, codes, budgets, ledger, rng, consistency, True, {})
-    first = share * eps
+        return _stage_two(run, exact_shares(eps, np.ones(len(structure.nodes))), None, None, {})
+    if objective == "query":
+        a = query_weights(structure)
+        return _stage_two(run, _measured_shares(a, eps, method), "query", a, {})
+    return _paper(run, eps, share * eps, rate, floor)
+
+
+@dataclass(frozen=True, eq=False)
+class _Run:
+    """What the stages of one :func:`learn` call share."""
+
+    structure: Network
+    codes: np.ndarray
+    ledger: Accountant
+    rng: np.random.Generator
+    consistency: str
+    method: str
+
+
+def _measured_shares(a: np.ndarray, total: Fraction, method: str) -> list[Fraction]:
+    """:func:`allocate_budget` over the tables with a_i > 0; 0 for the others (not measured)."""
+    shares = iter(allocate_budget(a[a > 0], total, method=method))
+    return [next(shares) if weight > 0 else Fraction(0) for weight in a]
+
+
+def _paper(run: _Run, eps: Fraction, first: Fraction, rate: Fraction, floor: float) -> Learned:
+    """Stage I, Eqs. 6–7 and the allocation of Eq. 5 (spec §2.1 lines 1–13), then Stage II."""
+    structure, nodes = run.structure, len(run.structure.nodes)
     sample_eps = stage_one_budget(first, rate)
     per_table = [sample_eps / nodes] * nodes
-    kept = codes if rate == 1 else np.asfortranarray(codes[_poisson(codes.shape[0], rate, rng)])
-    prepared = _noisy_tables(structure.count_tables(kept), per_table, "dgm Stage I")
-    ledger.spend(
+    codes = run.codes
+    kept = codes if rate == 1 else np.asfortranarray(codes[_poisson(codes.shape[0], rate, run.rng)])
+    everything = range(nodes)
+    prepared = _noisy_tables(structure.count_tables(kept), per_table, "dgm Stage I", everything)
+    run.ledger.spend(
         Loss.pure(first),
         f"dgm Stage I: {nodes} tables at ε_s/n on a β = {rate} Poisson subsample "
         f"(ε_s = {float(sample_eps):.6g}, amplified to ε^I, Lemma 2.1)",
     )
-    noisy = [p.values for p in draw(prepared, rng=rng, accountant=None)]
-    preliminary = _parameters(structure, noisy, [float(e) for e in per_table], consistency)
+    noisy = [p.values for p in draw(prepared, rng=run.rng, accountant=None)]
+    preliminary = _parameters(structure, noisy, [float(e) for e in per_table], run.consistency)
     errors = estimated_errors(noisy, preliminary, floor=floor)
     weights = structure.with_cpds(preliminary).weights  # Eqs. 7–9 on Θ̂
     a = weights * errors
-    budgets = allocate_budget(a, eps - first, method=method)
+    budgets = allocate_budget(a, eps - first, method=run.method)
     facts = {
         "epsilon_I": float(first),
         "epsilon_s": float(sample_eps),
@@ -254,7 +365,7 @@ def learn(
         "weights": weights,
         "a": a,
     }
-    return _stage_two(structure, codes, budgets, ledger, rng, consistency, False, facts)
+    return _stage_two(run, budgets, "paper", a, facts)
 
 
 def _poisson(records: int, rate: Fraction, rng: np.random.Generator) -> np.ndarray:
@@ -265,17 +376,32 @@ def _poisson(records: int, rate: Fraction, rng: np.random.Generator) -> np.ndarr
 
 
 def _stage_two(
-    structure: Network,
-    codes: np.ndarray,
+    run: _Run,
     budgets: list[Fraction],
-    ledger: Accountant,
-    rng: np.random.Generator,
-    consistency: str,
-    baseline: bool,
+    objective: str | None,
+    a: np.ndarray | None,
     facts: dict[str, Any],
 ) -> Learned:
-    label = "dgm D-Ind" if baseline else "dgm Stage II"
-    prepared = _noisy_tables(structure.count_tables(codes), budgets, label)
-    noisy = [p.values for p in draw(prepared, rng=rng, accountant=ledger)]
-    cpds = _parameters(structure, noisy, [float(b) for b in budgets], consistency)
-    return Learned(structure.with_cpds(cpds), ledger.report(), tuple(budgets), baseline, facts)
+    """Measure every table with a budget > 0 on the full data and post-process. A table
+    left out enters the consistency step as zeros of weight 0, so that it ends up as the
+    marginal of the measured tables that contain its family (spec §2.3)."""
+    structure = run.structure
+    label = "dgm D-Ind" if objective is None else "dgm Stage II"
+    measured = [i for i, budget in enumerate(budgets) if budget > 0]
+    prepared = _noisy_tables(
+        structure.count_tables(run.codes, measured), [budgets[i] for i in measured], label, measured
+    )
+    noisy: list[Any] = [np.zeros(structure.table_shape(i)) for i in range(len(budgets))]
+    released = draw(prepared, rng=run.rng, accountant=run.ledger)
+    for i, release in zip(measured, released, strict=True):
+        noisy[i] = release.values
+    cpds = _parameters(structure, noisy, [float(b) for b in budgets], run.consistency)
+    return Learned(
+        structure.with_cpds(cpds),
+        run.ledger.report(),
+        tuple(budgets),
+        objective is None,
+        facts,
+        objective,
+        a,
+    )

@@ -81,6 +81,10 @@ def make_consistent(
     on their shared attributes; earlier sets stay consistent (spec §2.3). Tables that start
     with equal totals (normalized marginals) keep them; otherwise the step over ∅ replaces
     each total by the weighted average.
+
+    A table of budget 0 (not measured) has no say in any average; at the step over its own
+    attribute set it is replaced by the average of the others, so it ends up their marginal.
+    Every set must lie in some table of budget > 0 (``ValueError`` otherwise).
     """
     if weights not in CONSISTENCY_WEIGHTS:
         raise ValueError(f"weights must be one of {CONSISTENCY_WEIGHTS}, got {weights!r}")
@@ -103,6 +107,8 @@ def make_consistent(
                 cells_a = canonical[t].size / np.prod([canonical[t].shape[k] for k in other])
                 share = share * share * cells_a / canonical[t].size
             shares.append(share)
+        if not sum(shares) > 0:
+            raise ValueError(f"no table of budget > 0 holds the attributes {subset}")
         average = sum(s * part for s, (_, _, part) in zip(shares, parts, strict=True)) / sum(shares)
         for t, other, part in parts:
             spread = part.size / canonical[t].size  # |dom A| / |dom S_t|

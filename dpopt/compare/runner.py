@@ -491,6 +491,8 @@ SUITE_TIMES: dict[tuple[str, str], str] = {
     ("dgm", "networks"): "~6 s",
     ("dgm", "paper-smoke"): "~3 s",
     ("dgm", "paper"): "~40 s",
+    ("dgm", "utility-smoke"): "~6 s",
+    ("dgm", "utility"): "~3 min",
     ("census", "smoke"): "~3 s",
     ("census", "small"): "~4 s",
     ("census", "medium"): "~45 s",

@@ -1,15 +1,17 @@
 """The DGM paper's experiment (dgm-budget spec §5): the data-dependent split against D-Ind.
 
 On each network, records are drawn from its CPDs (seeded); the reference is the non-private
-MLE on those records (spec §7 item 9). For every ε and seed both mechanisms learn a private
-network, scored by :func:`dpopt.dgm_evaluation.evaluate` on the same random queries (10
-marginal, 10 conditional, 20 MAP; spec §5 "Protocol"). The paper's Table 1 (MAP accuracy)
-and Table 2 (mean μ at ε = 1) stand beside our means.
+MLE on those records (spec §7 item 9). For every ε and seed both mechanisms — the paper's
+objective (``objective="paper"``, "ours") and D-Ind — learn a private network, scored by
+:func:`dpopt.dgm_evaluation.evaluate` on the same random queries (10 marginal, 10
+conditional, 20 MAP; spec §5 "Protocol"). The paper's Table 1 (MAP accuracy) and Table 2
+(mean μ at ε = 1) stand beside our means. :func:`run` takes other mechanisms too (the
+``utility`` compare suite runs the default objective with it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -29,16 +31,19 @@ __all__ = [
     "headline",
     "run",
     "summarize",
+    "text_table",
 ]
 
 NETWORKS = ("asia", "sachs", "child", "alarm")
 EPSILONS = (1.0, 1.5, 2.0, 2.5, 3.0)
 METRICS = (
     "parameter_l1",
+    "parameter_weighted_l1",
     "parameter_kl",
     "marginal_l1",
     "marginal_kl",
     "conditional_l1",
+    "conditional_weighted_l1",
     "conditional_kl",
     "map_accuracy",
     "mu",
@@ -59,16 +64,20 @@ PAPER_MU: dict[str, tuple[float, float]] = {
     "child": (0.0035, 0.0014),
     "alarm": (0.0046, 0.0012),
 }
-METHODS = ("ours", "baseline")
+METHODS: dict[str, dict[str, Any]] = {
+    "ours": {"objective": "paper"},
+    "baseline": {"baseline": True},
+}
+"""The paper's two mechanisms: name → keyword arguments of :func:`dpopt.dgm.learn`."""
 
 
 def _runs(
-    networks: Sequence[str], epsilons: Sequence[float], seeds: int
+    networks: Sequence[str], epsilons: Sequence[float], seeds: int, methods: Sequence[str]
 ) -> Iterator[tuple[int, str, int, float, int, str]]:
     for n, name in enumerate(networks):
         for e, epsilon in enumerate(epsilons):
             for seed in range(seeds):
-                for method in METHODS:
+                for method in methods:
                     yield n, name, e, epsilon, seed, method
 
 
@@ -81,10 +90,15 @@ def run(
     queries: int = 20,
     seed: int = 0,
     progress: bool = True,
+    methods: Mapping[str, Mapping[str, Any]] = METHODS,
+    map_queries: int | None = None,
 ) -> list[dict[str, Any]]:
     """One row per (network, ε, seed, method) with every metric; reproducible from ``seed``.
 
-    ``queries`` marginal + conditional queries (half each) and as many MAP queries.
+    ``queries`` marginal + conditional queries (half each) and ``map_queries`` MAP queries
+    (default as many; 0: no MAP accuracy, NaN); ``methods`` maps a name to the keyword
+    arguments of :func:`dpopt.dgm.learn` (default the paper's objective as "ours" and D-Ind
+    as "baseline").
     """
     prepared: dict[str, tuple[bayesnet.Network, Any, Inference, dict[str, Any]]] = {}
     for n, name in enumerate(networks):
@@ -95,26 +109,40 @@ def run(
         asked = {
             "marginal": random_queries(reference, queries // 2, rng, conditional=False),
             "conditional": random_queries(reference, queries - queries // 2, rng, conditional=True),
-            "maps": random_queries(reference, queries, rng, conditional=True, evidence_values=True),
+            "maps": random_queries(
+                reference,
+                queries if map_queries is None else map_queries,
+                rng,
+                conditional=True,
+                evidence_values=True,
+            ),
         }
         prepared[name] = (network, data, Inference(reference), asked)
     rows = []
-    total = len(networks) * len(epsilons) * seeds * len(METHODS)
-    runs = _runs(networks, epsilons, seeds)
+    names = list(methods)
+    total = len(networks) * len(epsilons) * seeds * len(names)
+    runs = _runs(networks, epsilons, seeds, names)
     for n, name, e, epsilon, index, method in tqdm(
-        runs, total=total, disable=not progress, desc="dgm paper", leave=False
+        runs, total=total, disable=not progress, desc="dgm", leave=False
     ):
         network, data, inference, asked = prepared[name]
         learned = dgm.learn(
             network,
             data,
             Fraction(str(epsilon)),
-            baseline=method == "baseline",
-            seed=np.random.default_rng([seed, n, e, index, METHODS.index(method)]),
+            seed=np.random.default_rng([seed, n, e, index, names.index(method)]),
+            **methods[method],
         )
         scores = evaluate(inference, learned.network, **asked)
         rows.append(
-            {"network": name, "epsilon": epsilon, "method": method, "seed": index, **scores}
+            {
+                "network": name,
+                "epsilon": epsilon,
+                "method": method,
+                "objective": learned.objective,
+                "seed": index,
+                **scores,
+            }
         )
     return rows
 
@@ -189,6 +217,21 @@ def headline(summary: Sequence[dict[str, Any]]) -> dict[str, dict[str, str]]:
     return answers
 
 
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, left: int) -> list[str]:
+    """Lines of an aligned text table: the first ``left`` columns left-aligned, the rest right,
+    a rule under the header."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(
+            c.ljust(w) if i < left else c.rjust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        )
+        for r in [header, *rows]
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
 def format_report(summary: Sequence[dict[str, Any]]) -> str:
     """The summary table (ours and the baseline per network and ε, the paper's ρ and μ beside
     them) and the headline answers, as text."""
@@ -205,15 +248,7 @@ def format_report(summary: Sequence[dict[str, Any]]) -> str:
         ]
         for s in summary
     ]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = [
-        "  ".join(
-            c.rjust(w) if i > 2 else c.ljust(w)
-            for i, (c, w) in enumerate(zip(r, widths, strict=True))
-        )
-        for r in [header, *rows]
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = text_table(header, rows, left=3)
     answers = headline(summary)
     lines += ["", "At what ε does the baseline match our ε = 1? (per metric; ≤ 1: it already does)"]
     for name, metrics in answers.items():

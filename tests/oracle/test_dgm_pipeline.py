@@ -5,9 +5,10 @@ brute-force oracles.
 - Δ of Eqs. 8–9 by enumerating every joint assignment, against the closed form of §3.3;
 - consistency (Eqs. 17–18) and the conditionals as properties on random networks;
 - the noise-free pipeline against pgmpy's maximum-likelihood estimator;
-- :func:`dpopt.dgm.learn`: accounting, determinism, valid output, post-processing that never
-  reads the data, convergence to the MLE, the gain over the D-Ind baseline, input validation
-  that charges nothing, and the Laplace noise's variance.
+- :func:`dpopt.dgm.learn` under every objective: accounting, determinism, valid output,
+  post-processing that never reads the data, convergence to the MLE, the paper objective's
+  gain over the D-Ind baseline, input validation that charges nothing, and the Laplace
+  noise's variance. The query objective's own oracles are in ``test_dgm_query.py``.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from dpopt.solvers.dgm_tables import (
 )
 
 WEIGHTS = ("epsilon", "inverse-variance")
+OBJECTIVES = dgm.OBJECTIVES
 
 
 def rng(seed: int) -> np.random.Generator:
@@ -569,7 +571,7 @@ def asia_data() -> tuple[Network, pd.DataFrame]:
 def test_learn_spends_exactly_the_budget(asia_data: tuple[Network, pd.DataFrame]) -> None:
     net, data = asia_data
     accountant = dpopt.Accountant.pure(Fraction(5, 2))
-    learned = learn(net, data, Fraction(3, 2), seed=1, accountant=accountant)
+    learned = learn(net, data, Fraction(3, 2), objective="paper", seed=1, accountant=accountant)
     assert learned.budget["exact"]["spent"] == "3/2"
     assert learned.budget["exact"]["total"] == "5/2"
     assert accountant.spent == Fraction(3, 2)
@@ -581,14 +583,16 @@ def test_learn_spends_exactly_the_budget(asia_data: tuple[Network, pd.DataFrame]
     assert sum(stage_two) == Fraction(3, 2) - Fraction(3, 20)
     assert tuple(stage_two) == learned.allocation
     assert all(e > 0 for e in learned.allocation)
-    assert not learned.baseline
+    assert not learned.baseline and learned.objective == "paper"
+    np.testing.assert_array_equal(learned.error_weights, learned.stage_one["a"])
     assert learned.stage_one["epsilon_I"] == pytest.approx(0.15)
     assert learned.stage_one["epsilon_s"] == float(
         stage_one_budget(Fraction(3, 20), Fraction(1, 10))
     )
     # without an accountant one is made for ε^B, and spent in full
-    alone = learn(net, data, 1.0, seed=1)
-    assert alone.budget["exact"] == {"total": "1", "spent": "1"}
+    for objective in OBJECTIVES:
+        alone = learn(net, data, 1.0, objective=objective, seed=1)
+        assert alone.budget["exact"] == {"total": "1", "spent": "1"}
 
 
 def test_baseline_spends_equal_shares_without_stage_one(
@@ -598,7 +602,7 @@ def test_baseline_spends_equal_shares_without_stage_one(
     accountant = dpopt.Accountant.pure(2)
     learned = learn(net, data, 2, seed=1, baseline=True, accountant=accountant)
     n = len(net.nodes)
-    assert learned.baseline
+    assert learned.baseline and learned.objective is None and learned.error_weights is None
     assert learned.stage_one == {}
     assert learned.allocation == (Fraction(2, n),) * n
     assert [c.amount for c in accountant.ledger] == [Fraction(2, n)] * n
@@ -606,21 +610,23 @@ def test_baseline_spends_equal_shares_without_stage_one(
     assert learned.budget["exact"]["spent"] == "2"
 
 
-def test_learn_is_reproducible_for_a_seed(asia_data: tuple[Network, pd.DataFrame]) -> None:
+@pytest.mark.parametrize("options", [{"baseline": True}, *({"objective": o} for o in OBJECTIVES)])
+def test_learn_is_reproducible_for_a_seed(
+    asia_data: tuple[Network, pd.DataFrame], options: dict[str, Any]
+) -> None:
     net, data = asia_data
-    for baseline in (False, True):
-        first = learn(net, data, 1.0, seed=7, baseline=baseline)
-        second = learn(net, data, 1.0, seed=7, baseline=baseline)
-        other = learn(net, data, 1.0, seed=8, baseline=baseline)
-        assert first.network.cpds is not None and second.network.cpds is not None
-        for a, b in zip(first.network.cpds, second.network.cpds, strict=True):
-            np.testing.assert_array_equal(a, b)
-        assert first.allocation == second.allocation
-        assert l1_error(first.network, other.network) > 0
-        if not baseline:
-            assert first.allocation != other.allocation  # Stage I noise moves the split
-    generator = learn(net, data, 1.0, seed=rng(7))
-    assert l1_error(generator.network, learn(net, data, 1.0, seed=7).network) == 0
+    first = learn(net, data, 1.0, seed=7, **options)
+    second = learn(net, data, 1.0, seed=7, **options)
+    other = learn(net, data, 1.0, seed=8, **options)
+    assert first.network.cpds is not None and second.network.cpds is not None
+    for a, b in zip(first.network.cpds, second.network.cpds, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert first.allocation == second.allocation
+    assert l1_error(first.network, other.network) > 0
+    # Stage I noise moves the paper's split; the others are public, the same for every seed
+    assert (first.allocation != other.allocation) == (options.get("objective") == "paper")
+    generator = learn(net, data, 1.0, seed=rng(7), **options)
+    assert l1_error(generator.network, first.network) == 0
 
 
 @pytest.mark.parametrize("name", ["asia", "child", "alarm"])
@@ -628,9 +634,9 @@ def test_learned_cpds_are_valid_distributions(name: str) -> None:
     """Spec §6.2 item 18, at a small ε where noisy cells are often negative."""
     net = load(name)
     data = net.sample(1000, rng(2))
-    for baseline in (False, True):
+    for options in ({"baseline": True}, *({"objective": o} for o in OBJECTIVES)):
         for consistency in WEIGHTS:
-            learned = learn(net, data, 0.1, seed=4, baseline=baseline, consistency=consistency)
+            learned = learn(net, data, 0.1, seed=4, consistency=consistency, **options)
             assert_valid_cpds(learned.network)
             assert learned.network.nodes == net.nodes and learned.network.states == net.states
     assert learned.model.check_model()
@@ -665,8 +671,8 @@ class Tap:
         count, encode, draw = Network.count_tables, Network.encode, dgm.draw
         tap = self
 
-        def counting(net: Network, codes: np.ndarray) -> list[np.ndarray]:
-            tables = count(net, codes)
+        def counting(net: Network, codes: np.ndarray, nodes: Any = None) -> list[np.ndarray]:
+            tables = count(net, codes, nodes)
             tap.counted.append((codes, [t.copy() for t in tables]))
             return tables
 
@@ -696,7 +702,7 @@ def test_spec_t1_through_learn_with_noise_off(monkeypatch: pytest.MonkeyPatch) -
     δ̃ and ε*, and Stage II returns the exact MLE (spec §6.1 T1, §6.2 item 15)."""
     net, data = t1_chain()
     Tap(monkeypatch, silent=True)
-    learned = learn(net, data, 1, sampling_rate=1, seed=0)
+    learned = learn(net, data, 1, objective="paper", sampling_rate=1, seed=0)
     np.testing.assert_allclose(learned.stage_one["estimated_errors"], T1_ERRORS, atol=5e-9)
     np.testing.assert_allclose(learned.stage_one["weights"], [9, 5, 1])
     np.testing.assert_allclose([float(e) for e in learned.allocation], T1_ALLOCATION, atol=5e-7)
@@ -716,17 +722,24 @@ def test_noise_off_learn_equals_the_mle(monkeypatch: pytest.MonkeyPatch, name: s
         (t.sum(axis=-1) == 0).any() for t in net.count_tables(net.encode(data))
     )
     Tap(monkeypatch, silent=True)
-    for baseline in (False, True):
-        learned = learn(net, data, 1.0, seed=0, baseline=baseline)
+    for options in ({"baseline": True}, *({"objective": o} for o in OBJECTIVES)):
+        # the query objective reads a covered node's CPD off the exact table that covers it
+        learned = learn(net, data, 1.0, seed=0, **options)
         assert_same_cpds(learned.network, mle, 1e-12)
 
 
 def learn_destroying_records(
-    monkeypatch: pytest.MonkeyPatch, net: Network, data: pd.DataFrame, seed: int
+    monkeypatch: pytest.MonkeyPatch,
+    net: Network,
+    data: pd.DataFrame,
+    seed: int,
+    objective: str = "paper",
 ) -> tuple[dgm.Learned, Tap]:
     """learn with every private array overwritten right after it has been measured: the
-    Stage-I subsample after the Stage-I release; the full records (codes and the DataFrame)
-    after the Stage-II release, after which reading records or counts is an error."""
+    Stage-I subsample after the Stage-I release (the paper objective); the full records (codes
+    and the DataFrame) after the Stage-II release, after which reading records or counts is
+    an error."""
+    stages = 2 if objective == "paper" else 1
     private = data.copy()
     tap = Tap(monkeypatch)
     scramble = rng(99)
@@ -735,11 +748,11 @@ def learn_destroying_records(
         codes[...] = scramble.integers(0, net.cards, size=codes.shape)
 
     def after_draw(k: int) -> None:
-        if k == 1:  # Stage I released: its subsample is gone
+        if k < stages:  # Stage I released: its subsample is gone
             assert len(tap.counted) == 1 and tap.counted[0][0] is not tap.encoded[0]
             overwrite(tap.counted[0][0])
         else:  # Stage II released: every record is gone
-            assert len(tap.counted) == 2 and tap.counted[1][0] is tap.encoded[0]
+            assert len(tap.counted) == stages and tap.counted[-1][0] is tap.encoded[0]
             overwrite(tap.encoded[0])
             for column in private.columns:  # every record becomes the first one
                 private[column] = private[column].iloc[0]
@@ -751,22 +764,24 @@ def learn_destroying_records(
             monkeypatch.setattr(Network, "encode", refuse)
 
     tap.after_draw = after_draw
-    return learn(net, private, 1.0, seed=seed), tap
+    return learn(net, private, 1.0, objective=objective, seed=seed), tap
 
 
-def test_post_processing_never_reads_private_data(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_post_processing_never_reads_private_data(
+    monkeypatch: pytest.MonkeyPatch, objective: str
+) -> None:
     """DESIGN (privacy layer): with the records destroyed after measurement, learn returns
     exactly what an untouched run with the same seed returns: post-processing (Θ̂, δ̃, the
-    allocation, consistency, the CPDs) used only the noisy tables."""
+    allocation, consistency, the CPDs — also of the tables the query objective does not
+    measure) used only the noisy tables."""
     net = load("child")
     data = net.sample(2000, rng(21))
-    reference = learn(net, data, 1.0, seed=5)
-    learned, tap = learn_destroying_records(monkeypatch, net, data, 5)
-    assert len(tap.drawn) == 2 and len(tap.encoded) == 1
+    reference = learn(net, data, 1.0, objective=objective, seed=5)
+    learned, tap = learn_destroying_records(monkeypatch, net, data, 5, objective)
+    assert len(tap.drawn) == (2 if objective == "paper" else 1) and len(tap.encoded) == 1
     assert learned.allocation == reference.allocation
-    np.testing.assert_array_equal(
-        learned.stage_one["estimated_errors"], reference.stage_one["estimated_errors"]
-    )
+    np.testing.assert_array_equal(learned.error_weights, reference.error_weights)
     assert l1_error(learned.network, reference.network) == 0
 
 
@@ -781,14 +796,14 @@ def test_post_processing_check_catches_a_leak(monkeypatch: pytest.MonkeyPatch) -
     def leaky_errors(noisy: Any, cpds: Any, *, floor: float = 1.0) -> np.ndarray:
         return estimated_errors(count(net, subsample[0]), cpds, floor=floor)
 
-    def remember(net_: Network, codes: np.ndarray) -> list[np.ndarray]:
+    def remember(net_: Network, codes: np.ndarray, nodes: Any = None) -> list[np.ndarray]:
         subsample.append(codes)
-        return count(net_, codes)
+        return count(net_, codes, nodes)
 
     with monkeypatch.context() as patch:
         patch.setattr(dgm, "estimated_errors", leaky_errors)
         patch.setattr(Network, "count_tables", remember)
-        reference = learn(net, data, 1.0, seed=5)
+        reference = learn(net, data, 1.0, objective="paper", seed=5)
     subsample.clear()
     monkeypatch.setattr(dgm, "estimated_errors", leaky_errors)
     monkeypatch.setattr(Network, "count_tables", remember)
@@ -804,11 +819,13 @@ def test_large_epsilon_recovers_the_mle() -> None:
     net = load("asia")
     data = net.sample(5000, rng(8))
     mle = direct_mle(net, data)
-    for baseline in (False, True):
-        learned = learn(net, data, 10**4, seed=3, baseline=baseline)
+    for options in ({"baseline": True}, *({"objective": o} for o in OBJECTIVES)):
+        learned = learn(net, data, 10**4, seed=3, **options)
         cells = [math.prod(net.table_shape(i)) for i in range(len(net.nodes))]
         any_noise = sum(
-            2 * c * math.exp(-float(e)) for c, e in zip(cells, learned.allocation, strict=True)
+            2 * c * math.exp(-float(e))
+            for c, e in zip(cells, learned.allocation, strict=True)
+            if e > 0  # a table the query objective does not measure has no noise at all
         )
         assert any_noise < 1e-12
         assert_same_cpds(learned.network, mle, 1e-12)
@@ -834,7 +851,9 @@ def test_data_dependent_beats_the_baseline_on_alarm() -> None:
     net = load("alarm")
     data = net.sample(10_000, rng(0))
     mle = maximum_likelihood(net, data)
-    ours = [l1_error(learn(net, data, 1, seed=s).network, mle) for s in range(20)]
+    ours = [
+        l1_error(learn(net, data, 1, objective="paper", seed=s).network, mle) for s in range(20)
+    ]
     base = [l1_error(learn(net, data, 1, seed=s, baseline=True).network, mle) for s in range(20)]
     assert np.mean(ours) < np.mean(base)
 
@@ -845,7 +864,8 @@ under the normal approximation of a mean of ≥ 60,000 independent draws."""
 
 
 def wide_network() -> tuple[Network, pd.DataFrame]:
-    """Four 12-state nodes, D with three parents: 22,620 cells per run."""
+    """Four 12-state nodes, D with three parents: 22,620 cells per run (20,736 under the
+    query objective, which measures D's table only: every other family lies inside it)."""
     names = "ABCD"
     parents = {"A": [], "B": ["A"], "C": ["A", "B"], "D": ["A", "B", "C"]}
     net = Network.from_parents(parents, {v: [str(k) for k in range(12)] for v in names})
@@ -853,9 +873,9 @@ def wide_network() -> tuple[Network, pd.DataFrame]:
     return net, data
 
 
-@pytest.mark.parametrize("baseline", [True, False])
+@pytest.mark.parametrize("options", [{"baseline": True}, *({"objective": o} for o in OBJECTIVES)])
 def test_laplace_noise_has_variance_two_over_epsilon_squared(
-    monkeypatch: pytest.MonkeyPatch, baseline: bool
+    monkeypatch: pytest.MonkeyPatch, options: dict[str, Any]
 ) -> None:
     """Spec §6.2 item 19: noise = released − true count per cell, normalized by the continuous
     Laplace variance 2/ε_i² of its table; its mean square is 1 up to 5 standard errors (the
@@ -863,9 +883,10 @@ def test_laplace_noise_has_variance_two_over_epsilon_squared(
     1 − (ε²/2)/(2 sinh²(ε/2)) ≤ ε²/12 for the largest ε_i used."""
     net, data = wide_network()
     tap = Tap(monkeypatch)
+    paper = options.get("objective") == "paper"
     for seed in range(3):
-        learn(net, data, 0.2 if baseline else 0.4, seed=seed, baseline=baseline)
-    assert len(tap.drawn) == (3 if baseline else 6)
+        learn(net, data, 0.4 if paper else 0.2, seed=seed, **options)
+    assert len(tap.drawn) == (6 if paper else 3)
     squares: list[np.ndarray] = []
     noise: list[np.ndarray] = []
     largest = 0.0
@@ -929,6 +950,9 @@ def bad_learn_inputs(data: pd.DataFrame) -> list[Any]:
         ("sampling_rate < 0", {"sampling_rate": -0.5}, ValueError, "sampling_rate"),
         ("sampling_rate inf", {"sampling_rate": float("inf")}, ValueError, "sampling_rate"),
         ("consistency", {"consistency": "median"}, ValueError, "consistency must be one of"),
+        ("objective", {"objective": "Query"}, ValueError, "objective must be one of"),
+        ("objective None", {"objective": None}, ValueError, "objective must be one of"),
+        ("objective, baseline", {"objective": "x", "baseline": True}, ValueError, "objective"),
         ("method", {"method": "simplex"}, ValueError, "unknown method 'simplex'"),
         ("method, baseline", {"method": "simplex", "baseline": True}, ValueError, "simplex"),
         ("floor", {"floor": 0}, ValueError, "floor"),

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from dpopt import bayesnet
 from dpopt.cli import main
+from dpopt.compare.dgm import UTILITY_METRICS, format_utility, utility_summary
 
 
 def test_dgm_learns_and_reports_exactly_what_it_spent(capsys: pytest.CaptureFixture[str]) -> None:
@@ -19,13 +21,26 @@ def test_dgm_learns_and_reports_exactly_what_it_spent(capsys: pytest.CaptureFixt
     report = json.loads(capsys.readouterr().out)
     assert report["budget"]["exact"]["spent"] == "1/10"  # --eps is read exactly
     assert report["budget"]["kind"] == "pure"
+    assert report["mechanism"] == "query objective"
     allocation = report["allocation"]
     assert set(allocation) == set(bayesnet.load("asia").nodes)
-    assert sum(allocation.values()) == pytest.approx(0.09, rel=1e-12)  # ε^B − ε^I
+    assert sum(allocation.values()) == pytest.approx(0.1, rel=1e-12)  # no Stage I
+    assert allocation["asia"] == allocation["smoke"] == 0  # read off tub's, lung's and bronc's
     errors = report["parameter_errors_vs_mle"]
     assert np.isfinite(errors["l1"]) and errors["l1"] > 0
     assert main([*argv, "--json", "-"]) == 0  # the same seed, the same report
     assert json.loads(capsys.readouterr().out) == report
+
+
+def test_dgm_paper_objective_spends_a_tenth_on_stage_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["dgm", "--network", "asia", "--eps", "1", "--records", "500", "--seed", "3"]
+    assert main([*argv, "--objective", "paper", "--json", "-"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["mechanism"] == "paper objective"
+    assert sum(report["allocation"].values()) == pytest.approx(0.9, rel=1e-12)  # ε^B − ε^I
+    assert min(report["allocation"].values()) > 0
 
 
 def test_dgm_baseline_splits_equally(capsys: pytest.CaptureFixture[str]) -> None:
@@ -64,6 +79,7 @@ def test_dgm_reads_a_csv_and_saves_a_bif_that_loads_back(
         (["--network", "asia", "--eps", "0"], "epsilon must be > 0"),
         (["--network", "asia", "--eps", "-1"], "epsilon must be > 0"),
         (["--network", "asia", "--records", "0"], "--records must be at least 1"),
+        (["--network", "asia", "--objective", "both"], "objective must be one of"),
     ],
 )
 def test_dgm_bad_input_exits_2_with_a_message(
@@ -85,17 +101,59 @@ def test_dgm_data_with_an_extra_column_is_refused(
     assert "extra ['extra']" in capsys.readouterr().err
 
 
+def run_experiment(
+    suite: str, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[str, list[dict[str, Any]]]:
+    """``dpopt compare --family dgm --suite SUITE``: its printed report and its JSON rows."""
+    out = folder / "rows.json"
+    argv = ["compare", "--family", "dgm", "--suite", suite, "--no-progress"]
+    assert main([*argv, "--json", str(out)]) == 0
+    return capsys.readouterr().out, json.loads(out.read_text(encoding="utf-8"))
+
+
 def test_compare_runs_the_dgm_experiment_suite(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "rows.json"
-    argv = ["compare", "--family", "dgm", "--suite", "paper-smoke", "--no-progress"]
-    assert main([*argv, "--json", str(out)]) == 0
-    report = capsys.readouterr().out
+    report, rows = run_experiment("paper-smoke", tmp_path, capsys)
     assert "At what ε does the baseline match our ε = 1?" in report
-    rows = json.loads(out.read_text(encoding="utf-8"))
     assert len(rows) == 2 * 2 * 2 * 2  # networks × ε × seeds × methods
-    assert {r["method"] for r in rows} == {"ours", "baseline"}
+    assert {r["method"]: r["objective"] for r in rows} == {"ours": "paper", "baseline": None}
     assert all(np.isfinite(r["parameter_l1"]) for r in rows)
-    assert main([*argv, "--check"]) == 2  # an experiment has no oracle to check
+    argv = ["compare", "--family", "dgm", "--suite", "paper-smoke", "--check"]
+    assert main(argv) == 2  # an experiment has no oracle to check
     assert "is an experiment" in capsys.readouterr().err
+
+
+def test_compare_runs_the_dgm_utility_suite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report, rows = run_experiment("utility-smoke", tmp_path, capsys)
+    assert "error / D-Ind's error at the same ε" in report
+    assert "default (query)" in report and "paper (paper)" in report
+    assert len(rows) == 2 * 1 * 2 * 3  # networks × ε × seeds × methods
+    assert {r["method"]: r["objective"] for r in rows} == {
+        "default": "query",
+        "paper": "paper",
+        "d-ind": None,
+    }
+    assert all(np.isfinite(r["conditional_weighted_l1"]) for r in rows)
+
+
+def test_utility_summary_divides_by_the_baseline_seed_by_seed() -> None:
+    """Ratios of the seeds' means, and wins counted against D-Ind's run with the same seed."""
+    rows = [
+        {"network": "n", "epsilon": 1.0, "method": method, "objective": objective, "seed": seed}
+        | {metric: value for metric in UTILITY_METRICS}
+        for method, objective, values in [
+            ("default", "query", (1.0, 3.0)),
+            ("d-ind", None, (2.0, 2.0)),
+        ]
+        for seed, value in enumerate(values)
+    ]
+    (entry,) = utility_summary(rows)
+    assert entry["method"] == "default" and entry["objective"] == "query"
+    assert entry["seeds"] == 2
+    for metric in UTILITY_METRICS:
+        assert entry[metric] == pytest.approx(1.0)  # (1 + 3)/2 over (2 + 2)/2
+        assert entry[f"{metric}_won"] == 1  # seed 0: 1 < 2; seed 1: 3 > 2
+    assert "1.000 (1/2)" in format_utility([entry])

@@ -289,7 +289,8 @@ def test_cli_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
 def test_cli_list_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["compare", "--list"]) == 0
     assert (
-        "dgm: large, medium, networks, small, smoke, paper, paper-smoke" in capsys.readouterr().out
+        "dgm: large, medium, networks, small, smoke, paper, paper-smoke, utility, "
+        "utility-smoke" in capsys.readouterr().out
     )
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["compare", "--help"])
@@ -451,7 +452,10 @@ def test_cli_help_explains_the_columns(capsys: pytest.CaptureFixture[str]) -> No
 def test_cli_list_names_instances_and_run_times(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["compare", "--family", "dgm", "--family", "hdmm", "--list"]) == 0
     out = capsys.readouterr().out
-    assert "dgm: large, medium, networks, small, smoke, paper, paper-smoke" in out.splitlines()
+    assert (
+        "dgm: large, medium, networks, small, smoke, paper, paper-smoke, utility, "
+        "utility-smoke" in out.splitlines()
+    )
     assert "  paper (~40 s; an experiment: a mechanism end to end)" in out.splitlines()
     smoke = re.search(r"^  smoke \((.*); 3 instances\): (.*)$", out, re.M)
     assert smoke, out
