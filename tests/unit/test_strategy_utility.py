@@ -134,6 +134,7 @@ def _check_common(rows: list[dict[str, Any]], label: str, workloads: dict[str, w
             assert abs(row["t"]) <= T_BOUND, row
 
 
+@pytest.mark.slow  # the whole smoke suite: ~4-6 s on 2 cores
 def test_hdmm_utility_smoke_never_expects_worse_than_identity() -> None:
     rows, report = compare.experiments("hdmm")["utility-smoke"](0, False)
     workloads = {c.name: c.workload for c in hdmm_suites.SMOKE_CASES}
@@ -153,6 +154,7 @@ def test_hdmm_utility_smoke_never_expects_worse_than_identity() -> None:
     assert all(name in report for name in workloads)
 
 
+@pytest.mark.slow  # the whole smoke suite: ~4-6 s on 2 cores
 def test_eigen_utility_smoke_is_within_the_theorem_bounds() -> None:
     rows, report = compare.experiments("eigen")["utility-smoke"](0, False)
     workloads = {c.name: c.workload for c in eigen_suites.SMOKE_CASES}
