@@ -138,11 +138,11 @@ def _releases(
     return variance, strategy.error if trace is None else trace, np.array(errors)
 
 
-def _t_statistic(errors: np.ndarray, predicted: float) -> float:
-    """(mean − predicted)/(s/√R); NaN when every release had the same error (s = 0)."""
+def _t_statistic(errors: np.ndarray, predicted: float) -> float | None:
+    """(mean − predicted)/(s/√R); None when every release had the same error (s = 0)."""
     spread = float(np.std(errors, ddof=1)) if errors.size > 1 else 0.0
     if spread == 0:
-        return math.nan
+        return None
     return (float(errors.mean()) - predicted) / (spread / math.sqrt(errors.size))
 
 
@@ -227,7 +227,7 @@ def format_report(rows: Sequence[dict[str, Any]], label: str) -> str:
         "-" * len(header),
     ]
     for mine, baseline in _pairs(rows, label):
-        ts = [abs(r["t"]) for r in (mine, baseline) if not math.isnan(r["t"])]
+        ts = [abs(r["t"]) for r in (mine, baseline) if r["t"] is not None]
         cells = [
             (baseline[key], mine[key], ratio(mine[key], baseline[key]))
             for key in ("expected_rmse", "predicted_rmse")
@@ -240,7 +240,7 @@ def format_report(rows: Sequence[dict[str, Any]], label: str) -> str:
         )
     lines.append(
         f"templates: {_templates(rows, label)}; max|t|: the per-release squared errors against "
-        "c′·E′, over both strategies (nan: every release had the same error)"
+        "c′·E′, over both strategies (nan: every release of both had the same error)"
     )
     lines.append(f"E′/E (the strategy as measured, on the 2⁻²⁰ grid): {_grid_effects(rows)}")
     return "\n".join(lines)

@@ -3,6 +3,8 @@ noisy counts of the same measurement."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -34,9 +36,6 @@ def test_utility_smoke_rows_compare_each_release_with_its_own_measurement() -> N
     rows, report = compare.experiments("census")["utility-smoke"](0, False)
     mechanisms = ("pwl-dp", "topdown", "pava-dp", "chain-dp")
     assert len(rows) == 3 * 2 * len(mechanisms)  # ε × seeds × mechanisms
-    total = census.synthetic(
-        np.random.default_rng(0), states=2, counties=6, sizes=4, groups=20_000
-    ).total
     for row in rows:
         assert row["release"]["cv"] == 0  # consistent, whatever the noise
         assert sum(row["release"]["nation_signed"]) == 0  # faithful: the nation adds up to n
@@ -47,11 +46,11 @@ def test_utility_smoke_rows_compare_each_release_with_its_own_measurement() -> N
         # which is a feasible point of the unrestricted model
         if row["mechanism"] == "pwl-dp" and row["unrestricted_optimal"]:
             assert row["distance_release"] <= row["distance_truth"]
-    assert total == 20_000
     for epsilon in (0.1, 1.0, 10.0):
         for seed in (0, 1):
             same = [r for r in rows if r["epsilon"] == epsilon and r["seed"] == seed]
             by = {r["mechanism"]: r["raw"] for r in same}
             assert by["pwl-dp"] == by["topdown"] and by["pava-dp"] == by["chain-dp"]
+    json.dumps(rows, allow_nan=False)  # --json writes valid JSON
     assert "raw → release" in report and "#CV" in report
     assert all(m in report for m in mechanisms)
