@@ -5,6 +5,8 @@
 - :mod:`~dpopt.compare.instance` — :class:`Instance`, a named benchmark instance;
 - :mod:`~dpopt.compare.hdmm`, :mod:`~dpopt.compare.census`, :mod:`~dpopt.compare.dgm`,
   :mod:`~dpopt.compare.eigen` — each family's suites (``SUITES``);
+- :mod:`~dpopt.compare.strategy_utility`, :mod:`~dpopt.compare.census_utility` — the
+  ``utility`` experiments: each family's release against its trivial baseline across ε;
 - :mod:`~dpopt.compare.audits` — empirical privacy audits of the mechanisms.
 """
 

@@ -1,4 +1,5 @@
-"""The census (PGSR) compare suites: the spec's worked examples and synthetic hierarchies."""
+"""The census (PGSR) compare suites: the spec's worked examples and synthetic hierarchies; the
+block-level experiments, and ``utility``: releases against the raw noisy counts across ε."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 from dpopt.census import MECHANISMS, build_problem, measure
 from dpopt.census_data import CensusData, synthetic
 from dpopt.compare.census_blocks import EXPERIMENTS as BLOCK_EXPERIMENTS
+from dpopt.compare.census_utility import Shape, experiment
 from dpopt.compare.instance import Experiment, Instance
 from dpopt.models.pgsr import ChainPostProcess, CumulativePostProcess, PostProcess
 
@@ -76,5 +78,16 @@ SUITES: dict[str, Callable[[np.random.Generator], list[Instance]]] = {
 }
 
 
-EXPERIMENTS: dict[str, Experiment] = dict(BLOCK_EXPERIMENTS)
-"""Block-level experiments (:mod:`dpopt.compare.census_blocks`)."""
+UTILITY_MECHANISMS = ("pwl-dp", "topdown", "pava-dp", "chain-dp")
+"""The default (M_DP), the TopDown-like baseline and the cumulative DPs (M_DP^C, M_DP^CC): every
+mechanism that runs at national scale in seconds (the QIPs and relaxations do not)."""
+
+EXPERIMENTS: dict[str, Experiment] = {
+    **BLOCK_EXPERIMENTS,
+    "utility": experiment(
+        Shape(51, 3143, 30, 120_000_000), UTILITY_MECHANISMS, (0.1, 0.3, 1.0, 3.0, 10.0), 5
+    ),
+    "utility-smoke": experiment(Shape(2, 6, 4, 20_000), UTILITY_MECHANISMS, (0.1, 1.0, 10.0), 2),
+}
+"""Block-level experiments (:mod:`dpopt.compare.census_blocks`) and the release against its raw
+noisy counts (:mod:`dpopt.compare.census_utility`; ``utility`` is the docs' table)."""

@@ -1,18 +1,27 @@
-"""A benchmark instance of a ``dpopt compare`` suite, and the type of an experiment suite."""
+"""A benchmark instance of a ``dpopt compare`` suite, the type of an experiment suite, and the
+ratio experiment reports print."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from dpopt.problem import Problem
 
-__all__ = ["Experiment", "Instance"]
+__all__ = ["Experiment", "Instance", "ratio"]
 
 Experiment = Callable[[int, bool], tuple[list[dict[str, Any]], str]]
 """An experiment suite: (seed, progress) → (rows, the report as text): a mechanism end to end,
 no solver comparison."""
+
+
+def ratio(value: float, baseline: float) -> float:
+    """value / baseline; +inf over a zero baseline (NaN when both are zero)."""
+    if baseline == 0:
+        return math.nan if value == 0 else math.inf
+    return value / baseline
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,8 @@ FAMILY_SUITES: dict[str, dict[str, Builder]] = {
 FAMILY_EXPERIMENTS: dict[str, dict[str, Experiment]] = {
     "census": census.EXPERIMENTS,
     "dgm": dgm.EXPERIMENTS,
+    "hdmm": hdmm.EXPERIMENTS,
+    "eigen": eigen.EXPERIMENTS,
     "relational": relational.EXPERIMENTS,
 }
 """Family → experiment suite → (seed, progress) → (rows, report): suites that run a mechanism
@@ -511,6 +513,13 @@ SUITE_TIMES: dict[tuple[str, str], str] = {
     ("relational", "medium"): "~9 s",
     ("relational", "paper"): _LONG,
     ("relational", "paper-smoke"): "~10 s",
+    # measured 2026-11-26 beside other engineers' jobs (load average 3-8 on 2 cores)
+    ("census", "utility"): "~1.5 min",
+    ("census", "utility-smoke"): "~2 s",
+    ("hdmm", "utility"): "~5 min",
+    ("hdmm", "utility-smoke"): "~6 s",
+    ("eigen", "utility"): "~3.7 min",
+    ("eigen", "utility-smoke"): "~4 s",
 }
 """(family, suite) → rough wall time of ``dpopt compare --family F --suite S --no-progress``
 (whole command, start-up included), measured once on a 2-core machine (see the comment

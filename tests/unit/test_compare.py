@@ -474,7 +474,10 @@ def test_cli_list_as_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["compare", "--family", "hdmm", "--list", "--json", "-"]) == 0
     listing = json.loads(capsys.readouterr().out)
     assert list(listing) == ["hdmm"]
-    assert sorted(listing["hdmm"]) == sorted(compare.suites("hdmm"))
+    assert sorted(listing["hdmm"]) == sorted(
+        [*compare.suites("hdmm"), *compare.experiments("hdmm")]
+    )
+    assert listing["hdmm"]["utility"]["experiment"] is True
     smoke = listing["hdmm"]["smoke"]
     assert smoke["instances"] == [i.name for i in compare.instances("hdmm", "smoke", 0)]
     assert "prefix-16-laplace" in smoke["instances"]
@@ -492,6 +495,20 @@ def test_every_suite_has_a_measured_run_time() -> None:
     ]
     assert missing == []
     assert all(re.search(r"\d|long", figure) for figure in runner.SUITE_TIMES.values())
+
+
+def test_utility_experiments_list_with_measured_run_times(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The "What it gets you" experiments of issue 22, and their smoke variants."""
+    for family in ("census", "eigen", "hdmm"):
+        for suite in ("utility", "utility-smoke"):
+            assert suite in compare.experiments(family)
+            assert (family, suite) in runner.SUITE_TIMES
+    assert cli.main(["compare", "--family", "eigen", "--list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    figure = runner.SUITE_TIMES["eigen", "utility-smoke"]
+    assert f"  utility-smoke ({figure}; an experiment: a mechanism end to end)" in out
 
 
 # --- the Eigen-Design suites -----------------------------------------------------------------

@@ -1,0 +1,56 @@
+"""The census ``utility`` experiment (dpopt.compare.census_utility): releases against the raw
+noisy counts of the same measurement."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dpopt import census, compare
+from dpopt.compare.census_utility import noisy_counts, scores
+
+
+def test_raw_counts_of_a_cumulative_measurement_are_its_differences() -> None:
+    data = census.synthetic(np.random.default_rng(0), states=2, counties=3, sizes=4, groups=500)
+    measured = census.measure(data, "cumulative", epsilon=1.0, rng=np.random.default_rng(1))
+    raw = noisy_counts(measured)
+    assert np.array_equal(np.cumsum(raw, axis=1), measured.noisy)
+    counts = census.measure(data, "counts", epsilon=1.0, rng=np.random.default_rng(1))
+    assert np.array_equal(noisy_counts(counts), counts.noisy)
+
+
+def test_scores_of_the_truth_are_zero_and_count_inconsistencies() -> None:
+    data = census.synthetic(np.random.default_rng(0), states=2, counties=3, sizes=4, groups=500)
+    exact = scores(data, data.counts)
+    assert exact["l1"] == [0, 0, 0] and exact["rmse"] == [0, 0, 0] and exact["cv"] == 0
+    moved = data.counts.copy()
+    moved[-1, 0] += 3  # one county cell: its state no longer is the sum of its counties
+    off = scores(data, moved)
+    assert off["cv"] == 1
+    assert off["l1"][2] == pytest.approx(3 / (3 * 4)) and off["l1"][:2] == [0, 0]
+
+
+def test_utility_smoke_rows_compare_each_release_with_its_own_measurement() -> None:
+    rows, report = compare.experiments("census")["utility-smoke"](0, False)
+    mechanisms = ("pwl-dp", "topdown", "pava-dp", "chain-dp")
+    assert len(rows) == 3 * 2 * len(mechanisms)  # ε × seeds × mechanisms
+    for row in rows:
+        assert row["release"]["cv"] == 0  # consistent, whatever the noise
+        assert sum(row["release"]["nation_signed"]) == 0  # faithful: the nation adds up to n
+        assert row["satisfies_pgsr"]  # consistent, faithful, non-negative integers
+        if row["epsilon"] == 0.1:  # sd ≥ 42 per cell: the raw counts cannot all add up
+            assert row["raw"]["cv"] > 0 and min(row["raw"]["l1"]) > 0
+        # a certified optimum of Model 1 is no farther from the noisy counts than the truth,
+        # which is a feasible point of the unrestricted model
+        if row["mechanism"] == "pwl-dp" and row["unrestricted_optimal"]:
+            assert row["distance_release"] <= row["distance_truth"]
+    for epsilon in (0.1, 1.0, 10.0):
+        for seed in (0, 1):
+            same = [r for r in rows if r["epsilon"] == epsilon and r["seed"] == seed]
+            by = {r["mechanism"]: r["raw"] for r in same}
+            assert by["pwl-dp"] == by["topdown"] and by["pava-dp"] == by["chain-dp"]
+    json.dumps(rows, allow_nan=False)  # --json writes valid JSON
+    assert "raw → release" in report and "#CV" in report
+    assert all(m in report for m in mechanisms)
