@@ -144,9 +144,19 @@ def _as_exact(answers: Any) -> tuple[Dyadic, bool]:
     return Dyadic(np.zeros(0, np.int64), 0), False
 
 
+def largest_magnitude(values: np.ndarray) -> int:
+    """max |v| over an integer array (int64, uint64 or Python ints), as a Python int: exact
+    where ``np.abs`` is not (|−2⁶³| wraps to −2⁶³ in int64)."""
+    if values.size == 0:
+        return 0
+    if values.dtype == object:
+        return max(abs(int(v)) for v in values.ravel())
+    return max(int(values.max()), -int(values.min()))
+
+
 def _exact_integers(data: np.ndarray) -> np.ndarray:
     """int64 where every entry is below 2⁶² in magnitude, Python ints otherwise."""
-    if data.dtype != object and data.dtype != np.uint64 and np.all(np.abs(data) < _INT62):
+    if data.dtype != object and largest_magnitude(data) < _INT62:
         return data.astype(np.int64)
     flat = [int(v) for v in data.ravel()]
     if all(abs(v) < _INT62 for v in flat):
@@ -165,12 +175,12 @@ def _shift(exact: Dyadic, bits: int) -> tuple[np.ndarray, bool]:
     diff = exact.bits - bits
     nums = exact.numerators
     if diff <= 0:
-        if nums.dtype != object and np.all(np.abs(nums) < (_INT62 >> -diff)):
+        if nums.dtype != object and largest_magnitude(nums) < (_INT62 >> -diff):
             return nums << -diff, False
         return np.array([int(v) << -diff for v in nums.ravel()], object).reshape(nums.shape), False
     half = 1 << (diff - 1)
-    if nums.dtype != object:
-        return (nums + half) >> diff, True
+    if nums.dtype != object and diff < 62 and largest_magnitude(nums) < _INT62:
+        return (nums + half) >> diff, True  # |nums| + half < 2⁶² + 2⁶⁰: no overflow
     return np.array([(int(v) + half) >> diff for v in nums.ravel()], object).reshape(
         nums.shape
     ), True
@@ -234,7 +244,7 @@ class Prepared:
         post-processing of the exact grid values)."""
         noise = self.sampler.sample(self.shifted.shape, rng)
         big = self.shifted.dtype == object or (
-            np.abs(self.shifted).max() >= _INT62 - np.abs(noise).max()
+            largest_magnitude(self.shifted) + largest_magnitude(noise) >= _INT62
         )
         if big:
             pairs = zip(self.shifted.ravel(), noise.ravel(), strict=True)
