@@ -100,7 +100,7 @@ def test_dyadic_answers_reach_the_grid_exactly(
     answers = Dyadic(np.array(numerators, dtype=np.int64), bits)
     sensitivity = Fraction(2) ** sensitivity_bits
     prepared = privacy.prepare_laplace(answers, sensitivity, 1.0, changed=1)
-    assert [int(v) for v in prepared.shifted] == _shifted(numerators, bits, prepared.bits)
+    assert [int(v) for v in prepared.shifted] == _shifted(numerators, bits, prepared.noise.bits)
 
 
 @st.composite
