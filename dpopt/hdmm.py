@@ -6,6 +6,9 @@
   workloads of Tables 4–5): the best of Identity, Total, IdTotal and the optimised template.
 - :func:`measure`, :func:`reconstruct`, :func:`answer` — spec §4: y = Ax + noise, x̂ = A⁺y,
   answers Wx̂, with the budget charged to an accountant.
+- :func:`release_variance`, :func:`release_error`, :func:`release_strategy` — the variance
+  of the exact discrete noise a release at ε draws, its expected error, and the choice
+  between a strategy and Identity at ε that :func:`optimize` makes when given ε.
 
 Workloads are dense arrays or :mod:`dpopt.workload` matrices (anything with ``shape`` and
 ``gram()``); strategies are dense arrays.
@@ -13,10 +16,11 @@ Workloads are dense arrays or :mod:`dpopt.workload` matrices (anything with ``sh
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -32,14 +36,16 @@ from dpopt.models.matrix_mechanism import (
 from dpopt.privacy import (
     Accountant,
     ExactStack,
+    GridNoise,
     Loss,
     Noise,
     analytic_gaussian_sigma,
     draw,
+    gaussian_noise,
     histogram,
+    laplace_noise,
     noise_kind,
-    prepare_gaussian,
-    prepare_laplace,
+    prepare,
 )
 from dpopt.problem import solve
 from dpopt.runner import as_executor
@@ -48,6 +54,7 @@ from dpopt.solvers.hdmm_marginals import marginal_reconstruct
 from dpopt.validation import choice, finite_array, integer, positive_number
 
 __all__ = [
+    "AnyStrategy",
     "Measurement",
     "ProductStrategy",
     "Strategy",
@@ -59,6 +66,9 @@ __all__ = [
     "optimize",
     "optimize_product",
     "reconstruct",
+    "release_error",
+    "release_strategy",
+    "release_variance",
     "rmse",
     "svd_bound",
 ]
@@ -191,6 +201,11 @@ def _strategy_gram(workload: Any) -> Any:
     return np.asarray(gram.dense(), dtype=np.float64)
 
 
+def _check_release(noise: Noise, epsilon: Any, delta: Any) -> None:
+    """Refuse a bad (ε, δ) before optimizing, as a release would: plan one count's noise."""
+    _release_noise(ExactStack.from_blocks([(1.0, (np.ones((1, 1)),))]), noise, epsilon, delta)
+
+
 def optimize(
     workload: Any,
     noise: str = "laplace",
@@ -199,6 +214,8 @@ def optimize(
     seed: int = 0,
     p: int | None = None,
     executor: Any = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
 ) -> Strategy:
     """OPT₀ (spec §3.1–3.2) on the workload's Gram; never worse than Identity.
 
@@ -209,9 +226,26 @@ def optimize(
     by its dual (``l2-dual``, certified by the duality gap) up to n = 4096, Eigen-Design above
     it (``template`` then says ``"eigen-design"`` and ``details["path"]`` why). Deterministic
     for a seed.
+
+    Without ``epsilon`` the candidates are ranked by the formula's error, which does not
+    depend on ε. With ``epsilon`` (and ``delta`` for Gaussian noise) the result is the
+    strategy to release at that ε, :func:`release_strategy`: the optimum, or Identity where
+    the exact discrete noise of its integer answers makes its release more accurate.
     """
     noise = noise_kind(noise)
     restarts, seed = _randomised(restarts, seed)
+    if epsilon is not None:
+        _check_release(noise, epsilon, delta)
+    found = _opt0(workload, noise, restarts, seed, p, executor)
+    if epsilon is None:
+        return found
+    return release_strategy(workload, found, epsilon=epsilon, delta=delta)
+
+
+def _opt0(
+    workload: Any, noise: Noise, restarts: int, seed: int, p: int | None, executor: Any
+) -> Strategy:
+    """:func:`optimize` without ε: the best candidate by the formula."""
     gram = _strategy_gram(workload) if noise == "laplace" else None
     cells = int(gram.shape[0]) if gram is not None else _cells(workload)
     if noise == "gaussian" and cells > L2_DUAL_MAX_N:
@@ -300,6 +334,9 @@ class ProductStrategy:
         return list(zip(self.shares, self.blocks, strict=True))
 
 
+AnyStrategy = Strategy | ProductStrategy
+"""What :func:`optimize`, :func:`optimize_product` and :func:`dpopt.eigen.design` return."""
+
 TEMPLATES = ("auto", "kron", "union", "marginals", "identity")
 METHOD_OF = {
     "identity": "identity",
@@ -317,15 +354,31 @@ def optimize_product(
     template: str = "auto",
     restarts: int = 1,
     seed: int = 0,
+    epsilon: float | None = None,
+    delta: float | None = None,
 ) -> ProductStrategy:
     """OPT_⊗, OPT_+ and OPT_M on a union of Kronecker products; ``auto`` keeps the best of
     them and Identity (OPT_HDMM, spec §3.7), so the result is never worse than Identity.
     ``restarts`` is per OPT₀ call inside OPT_⊗/OPT_+ (OPT_M uses at least 5). Each template
-    runs its registered method (:data:`METHOD_OF`) through :func:`dpopt.solve`.
+    runs its registered method (:data:`METHOD_OF`) through :func:`dpopt.solve`. With
+    ``epsilon`` (and ``delta`` for Gaussian noise) the result is the strategy to release at
+    that ε, as in :func:`optimize`.
     """
     noise = noise_kind(noise)
     restarts, seed = _randomised(restarts, seed)
     template = choice("template", template, TEMPLATES)
+    if epsilon is not None:
+        _check_release(noise, epsilon, delta)
+    found = _opt_product(workload, noise, template, restarts, seed)
+    if epsilon is None:
+        return found
+    return release_strategy(workload, found, epsilon=epsilon, delta=delta)
+
+
+def _opt_product(
+    workload: Any, noise: Noise, template: str, restarts: int, seed: int
+) -> ProductStrategy:
+    """:func:`optimize_product` without ε: the best template by the formula."""
     problem = ProductStrategySelection(wl.union_of_kron_terms(workload), noise)
     options: dict[str, dict[str, Any]] = {"identity": {}}
     options["kron"] = {"restarts": restarts, "seed": seed}
@@ -394,6 +447,128 @@ def _stack(strategy: Any, noise: str | None) -> tuple[ExactStack, Noise, str, np
     return ExactStack.from_blocks([(1.0, (dense,))]), chosen, template, None
 
 
+def _release_noise(stack: ExactStack, noise: Noise, epsilon: Any, delta: Any) -> GridNoise:
+    """The exact noise a release of ``stack`` draws at (ε, δ); public: no data is read."""
+    if noise == "laplace":
+        return laplace_noise(
+            stack.sensitivity_l1, epsilon, answer_bits=stack.bits, changed=stack.changed
+        )
+    if delta is None:
+        raise ValueError("delta is required for Gaussian noise")
+    return gaussian_noise(
+        stack.sensitivity_l2,
+        epsilon=epsilon,
+        delta=delta,
+        answer_bits=stack.bits,
+        changed=stack.changed,
+    )
+
+
+def release_variance(
+    strategy: AnyStrategy | np.ndarray,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    noise: str | None = None,
+) -> float:
+    """c′: the variance of the exact noise a release of ``strategy`` at (ε, δ) draws, per
+    unit of squared sensitivity; the release's counterpart of :func:`noise_variance` (spec §1,
+    §4), computed from public quantities only (no data, no privacy cost).
+
+    A strategy with integer answers (Identity, Total) gets integer noise: the discrete
+    Laplace's 2e^−ε/(1 − e^−ε)², below the formula's 2/ε² (×0.92 at ε = 1, ×0.0045 at
+    ε = 10), and a discrete Gaussian below σ² when σ < 1. Real-valued answers are released on
+    a grid 2^−k fine enough that c′ is the continuous variance times at most (1 + 2⁻²⁰)²
+    (Laplace, 2/ε²) or (1 + 2⁻¹²)² (Gaussian, σ² = 1/(2ρ) with ρ = cdp_rho(ε, δ)), the
+    rounding slack of :data:`~dpopt.privacy.GRID_SLACK_BITS`.
+    """
+    stack, kind, _, _ = _stack(strategy, noise)
+    drawn = _release_noise(stack, kind, epsilon, delta)
+    sensitivity = stack.sensitivity_l1 if kind == "laplace" else stack.sensitivity_l2
+    return drawn.variance / float(sensitivity) ** 2
+
+
+def release_error(strategy: AnyStrategy, *, epsilon: float, delta: float | None = None) -> float:
+    """Expected total squared error of a release of ``strategy`` at (ε, δ): c′·E, with c′ the
+    variance of the noise the release draws (:func:`release_variance`) and E the strategy's
+    unscaled error (spec §1; E′ of the strategy rounded to the 2⁻²⁰ grid differs from E by
+    ~1e-6 relative on well-conditioned strategies)."""
+    if not isinstance(strategy, Strategy | ProductStrategy):
+        raise TypeError(f"strategy must be an hdmm Strategy or ProductStrategy, got {strategy!r}")
+    return release_variance(strategy, epsilon=epsilon, delta=delta) * strategy.error
+
+
+def _columns(strategy: AnyStrategy) -> int:
+    """The number of cells the strategy answers on."""
+    if isinstance(strategy, Strategy):
+        return int(strategy.matrix.shape[1])
+    return math.prod(factor.shape[1] for factor in strategy.blocks[0])
+
+
+def _squared_norm(workload: Any) -> float:
+    """‖W‖²_F = tr WᵀW, the unscaled error of the Identity strategy."""
+    if isinstance(workload, wl.Matrix):
+        return float(workload.gram().trace())
+    return float(np.sum(finite_array("workload", workload, ndim=2) ** 2))
+
+
+def _identity_for(workload: Any, strategy: AnyStrategy) -> AnyStrategy:
+    """The Identity strategy for ``workload``, in the form of ``strategy``."""
+    identity: AnyStrategy
+    if isinstance(strategy, ProductStrategy):
+        identity = optimize_product(workload, strategy.noise, template="identity")
+    else:
+        trace = _squared_norm(workload)
+        cells = _cells(workload)
+        identity = Strategy(np.eye(cells), strategy.noise, "identity", trace, {"identity": trace})
+    if _columns(identity) != _columns(strategy):
+        raise ValueError(
+            f"strategy has {_columns(strategy)} columns; the workload {_columns(identity)} cells"
+        )
+    return identity
+
+
+@overload
+def release_strategy(
+    workload: Any, strategy: Strategy, *, epsilon: float, delta: float | None = None
+) -> Strategy: ...
+@overload
+def release_strategy(
+    workload: Any, strategy: ProductStrategy, *, epsilon: float, delta: float | None = None
+) -> ProductStrategy: ...
+def release_strategy(
+    workload: Any,
+    strategy: AnyStrategy,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+) -> AnyStrategy:
+    """The strategy to release ``workload`` with at (ε, δ): ``strategy``, or Identity where
+    Identity's release has the lower expected error (:func:`release_error`).
+
+    The formula c·E ranks strategies independently of ε, but the noise a release draws is
+    discrete: Identity's integer answers get integer noise whose variance falls far below
+    the formula's at large ε, while real-valued strategies keep it. The choice reads no data
+    and costs no privacy. Identity is the one alternative weighed: the other integer-answer
+    candidate, Total, wins by the formula wherever it supports W (it attains the SVD bound)
+    and is then the strategy itself. ``details["release"]`` of the result holds ε, δ and
+    both release errors; ``candidates`` holds Identity's formula error beside the strategy's.
+    """
+    mine = release_error(strategy, epsilon=epsilon, delta=delta)  # refuses a bad ε, δ first
+    identity = _identity_for(workload, strategy)
+    theirs = release_error(identity, epsilon=epsilon, delta=delta)
+    chosen = identity if theirs < mine else strategy
+    errors = {strategy.template: mine, "identity": theirs}
+    return dataclasses.replace(
+        chosen,
+        candidates={**identity.candidates, **strategy.candidates},
+        details={
+            **chosen.details,
+            "release": {"epsilon": epsilon, "delta": delta, "errors": errors},
+        },
+    )
+
+
 def measure(
     strategy: Strategy | ProductStrategy | np.ndarray,
     x: Any,
@@ -408,12 +583,14 @@ def measure(
 
     The answers are computed exactly in integer arithmetic on the strategy rounded to a public
     grid (:class:`~dpopt.privacy.ExactStack`) and released on a public grid with discrete
-    noise (:func:`~dpopt.privacy.laplace_mechanism`): Laplace at scale ‖A‖₁/ε, an ε-DP charge;
+    noise (:func:`~dpopt.privacy.laplace_noise`): Laplace at scale ‖A‖₁/ε, an ε-DP charge;
     the discrete Gaussian at σ = ‖A‖₂/√(2ρ) with ρ = cdp_rho(ε, δ), charged as ρ-zCDP or as
     (ε, δ) (its σ is ~7 % above the continuous analytic σ(ε, δ) of :func:`noise_variance`,
     which the discrete Gaussian does not meet for vectors; ``Measurement.variance`` is the
-    variance actually drawn). Every input is validated before ``accountant`` is charged.
-    ``noise`` is only needed for a bare matrix.
+    variance actually drawn, :func:`release_variance` before any data is read). Every input
+    is validated before ``accountant`` is charged. ``noise`` is only needed for a bare
+    matrix. The strategy is measured as given: :func:`release_strategy` (or
+    ``optimize(..., epsilon=...)``) picks the one to measure at ε.
     """
     stack, chosen, template, theta = _stack(strategy, noise)
     try:
@@ -423,23 +600,9 @@ def measure(
     if size != stack.cells:
         raise ValueError(f"x has {size} cells; the strategy has {stack.cells} columns")
     counts = histogram(x, stack.cells)
-    answers = stack.answers(counts)
+    planned = _release_noise(stack, chosen, epsilon, delta)
     label = f"HDMM measurement ({template}, {chosen})"
-    if chosen == "laplace":
-        prepared = prepare_laplace(
-            answers, stack.sensitivity_l1, epsilon, label=label, changed=stack.changed
-        )
-    else:
-        if delta is None:
-            raise ValueError("delta is required for Gaussian noise")
-        prepared = prepare_gaussian(
-            answers,
-            stack.sensitivity_l2,
-            epsilon=epsilon,
-            delta=delta,
-            label=label,
-            changed=stack.changed,
-        )
+    prepared = prepare(stack.answers(counts), planned, label=label)
     (noisy,) = draw([prepared], rng=rng, accountant=accountant)
     weights = stack.weights_float
     return Measurement(
@@ -496,12 +659,15 @@ def answer(
     restarts: int = 25,
     seed: int = 0,
 ) -> tuple[np.ndarray, Strategy | ProductStrategy]:
-    """Optimise a strategy (data-independent, free) unless one is given (a Strategy, a
-    one-block or marginal ProductStrategy, or a matrix), measure, reconstruct, answer W x̂.
-    A strategy that does not support W, or whose blocks are answered separately (OPT_+), is
-    refused before any budget is spent."""
+    """Optimise a strategy for this ε (data-independent, free: ``optimize(...,
+    epsilon=epsilon)``, so never less accurate than Identity at this ε) unless one is given
+    (a Strategy, a one-block or marginal ProductStrategy, or a matrix, measured as it is),
+    measure, reconstruct, answer W x̂. A strategy that does not support W, or whose blocks
+    are answered separately (OPT_+), is refused before any budget is spent."""
     if strategy is None:
-        strategy = optimize(workload, noise, restarts=restarts, seed=seed)
+        strategy = optimize(
+            workload, noise, restarts=restarts, seed=seed, epsilon=epsilon, delta=delta
+        )
     if isinstance(strategy, ProductStrategy):
         if len(strategy.blocks) > 1 and strategy.theta is None:
             raise ValueError(

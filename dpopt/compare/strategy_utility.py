@@ -1,14 +1,15 @@
 """What an optimised strategy gets you: its workload RMSE against the Identity strategy's.
 
 For each workload, noise and ε the experiment compares a strategy chosen by a designer
-(:func:`dpopt.hdmm.optimize`, :func:`dpopt.eigen.design`, …) with the trivial baseline,
-the Identity strategy (every cell answered with noise, the workload summed from the noisy
-cells), in two ways:
+(:func:`dpopt.hdmm.optimize`, :func:`dpopt.eigen.design`, …), or the one an optional
+``release`` rule picks from it at ε (:func:`dpopt.hdmm.release_strategy`), with the trivial
+baseline, the Identity strategy (every cell answered with noise, the workload summed from the
+noisy cells), in two ways:
 
 - **expected** — the matrix mechanism's error formula (hdmm spec §1):
   RMSE = √(c·E/m), E the strategy's unscaled error ‖A‖²·tr[(AᵀA)⁺WᵀW], m the number of
   queries, c = 2/ε² (Laplace) or σ(ε, δ)² (analytic Gaussian). The ratio of two strategies
-  does not depend on ε: c cancels;
+  does not depend on ε (c cancels) unless the strategy released changes with ε;
 - **simulated** — ``releases`` real releases per cell (hdmm spec §4): :func:`dpopt.hdmm.measure`
   with the library's exact discrete noise, least squares by :func:`dpopt.hdmm.reconstruct`,
   and the total squared error ‖W(x̂ − x)‖² = (x̂ − x)ᵀWᵀW(x̂ − x) from the workload's Gram
@@ -58,9 +59,12 @@ __all__ = [
 DELTA = 1e-6
 """δ of the Gaussian rows (the HDMM paper's Tables 5 and 7)."""
 
-AnyStrategy = hdmm.Strategy | hdmm.ProductStrategy
+AnyStrategy = hdmm.AnyStrategy
 Designer = Callable[[wl.Matrix, Noise], AnyStrategy]
-"""(workload, noise) → the strategy a family releases with by default."""
+"""(workload, noise) → the strategy a family designs by default, independently of ε."""
+Release = Callable[[wl.Matrix, AnyStrategy, float], AnyStrategy]
+"""(workload, designed strategy, ε) → the strategy released at ε, such as
+:func:`dpopt.hdmm.release_strategy` (the choice ``optimize(..., epsilon=ε)`` makes)."""
 
 
 @dataclass(frozen=True)
@@ -153,12 +157,14 @@ def run(
     epsilons: Sequence[float],
     releases: int,
     *,
+    release: Release | None = None,
     seed: int = 0,
     progress: bool = False,
 ) -> list[dict[str, Any]]:
-    """One row per (workload, noise, ε, strategy ∈ {``label``, identity}): the unscaled error E
-    and E′ as measured, the expected RMSE, the drawn variance c′, the RMSE √(c′E′/m) predicted
-    for the releases, the simulated RMSE and ``t``."""
+    """One row per (workload, noise, ε, strategy ∈ {``label``, identity}): the template
+    released (the designed one, or what ``release`` picks at ε), the unscaled error E and E′
+    as measured, the expected RMSE, the drawn variance c′, the RMSE √(c′E′/m) predicted for
+    the releases, the simulated RMSE and ``t``."""
     plan = [(case, noise) for case in cases for noise in case.noises]
     rows: list[dict[str, Any]] = []
     for index, (case, noise) in enumerate(tqdm(plan, disable=not progress, desc=label)):
@@ -166,13 +172,12 @@ def run(
         queries, cells = workload.shape
         terms = wl.union_of_kron_terms(workload)
         x = np.random.default_rng([seed, index]).integers(0, 1000, cells)
-        contenders = {
-            label: designer(workload, noise),
-            "identity": identity_strategy(workload, noise),
-        }
+        designed = designer(workload, noise)
+        baseline = identity_strategy(workload, noise)
         for epsilon in epsilons:
             formula = hdmm.noise_variance(noise, epsilon, DELTA)
-            for name, strategy in contenders.items():
+            released = designed if release is None else release(workload, designed, epsilon)
+            for name, strategy in {label: released, "identity": baseline}.items():
                 rng = np.random.default_rng([seed, index, len(rows)])
                 drawn, measured, errors = _releases(strategy, terms, x, epsilon, releases, rng)
                 rows.append(
@@ -257,8 +262,14 @@ def _grid_effects(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def _templates(rows: Sequence[dict[str, Any]], label: str) -> str:
-    found = {(r["workload"], r["noise"]): r["template"] for r in rows if r["strategy"] == label}
-    return ", ".join(f"{w}/{n} {t}" for (w, n), t in found.items())
+    """Per (workload, noise), the templates released at each ε (one where they agree)."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for r in rows:
+        if r["strategy"] == label:
+            found.setdefault((r["workload"], r["noise"]), []).append(r["template"])
+    return ", ".join(
+        f"{w}/{n} {' / '.join(t) if len(set(t)) > 1 else t[0]}" for (w, n), t in found.items()
+    )
 
 
 def experiment(
@@ -267,11 +278,21 @@ def experiment(
     label: str,
     epsilons: Sequence[float],
     releases: int,
+    release: Release | None = None,
 ) -> Experiment:
     """The ``dpopt compare`` experiment suite of :func:`run` and :func:`format_report`."""
 
     def suite(seed: int, progress: bool) -> tuple[list[dict[str, Any]], str]:
-        rows = run(cases, designer, label, epsilons, releases, seed=seed, progress=progress)
+        rows = run(
+            cases,
+            designer,
+            label,
+            epsilons,
+            releases,
+            release=release,
+            seed=seed,
+            progress=progress,
+        )
         return rows, format_report(rows, label)
 
     return suite

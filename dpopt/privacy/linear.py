@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.privacy.mechanisms import Dyadic
+from dpopt.privacy.mechanisms import Dyadic, largest_magnitude
 
 __all__ = ["QUERY_BITS", "ExactLinear", "ExactStack", "histogram"]
 
@@ -89,6 +89,15 @@ def _quantise(factor: np.ndarray, bits: int, name: str) -> tuple[np.ndarray, int
     return np.rint(np.ldexp(factor, bits)).astype(np.int64), bits
 
 
+def _largest_abs_sum(factor: np.ndarray, axis: int) -> int:
+    """max of Σ|Fᵢⱼ| along ``axis`` (0: column sums, 1: row sums), exactly: in int64 only
+    where no sum can reach 2⁶², in Python integers otherwise (|F| < 2⁵³, so |F| is exact)."""
+    magnitudes = np.abs(factor)
+    if largest_magnitude(magnitudes) * factor.shape[axis] >= _INT62:
+        magnitudes = magnitudes.astype(object)
+    return int(magnitudes.sum(axis=axis).max(initial=0))
+
+
 def _contract(factor: np.ndarray, tensor: np.ndarray, axis: int) -> np.ndarray:
     """Apply ``factor`` along ``axis`` of ``tensor``; the new axis takes its place."""
     moved = np.tensordot(factor, tensor, axes=([1], [axis]))
@@ -135,7 +144,7 @@ class ExactLinear:
     @cached_property
     def sensitivity_l1(self) -> Fraction:
         """max over columns of ‖column‖₁, exact."""
-        units = math.prod(int(np.abs(f).sum(axis=0).max()) for f in self.factors)
+        units = math.prod(_largest_abs_sum(f, axis=0) for f in self.factors)
         return Fraction(units, 1 << self.scale_bits)
 
     @cached_property
@@ -159,7 +168,8 @@ class ExactLinear:
     def answers(self, x: Any) -> Dyadic:
         """(⊗Fᵢ)x / 2^Σbᵢ exactly, for a histogram ``x`` of ``shape[1]`` counts."""
         counts = histogram(x, self.shape[1])
-        bound = math.prod(int(np.abs(f).sum(axis=1).max()) for f in self.factors)
+        # bounds every partial contraction too (a zero factor's row sums count as 1)
+        bound = math.prod(max(_largest_abs_sum(f, axis=1), 1) for f in self.factors)
         largest = int(max(counts.max(initial=0), 0))
         exact_int64 = counts.dtype != object and bound * max(largest, 1) < _INT62
         tensor = counts.reshape([f.shape[1] for f in self.factors])
@@ -252,7 +262,8 @@ class ExactStack:
         for j, block in enumerate(self.blocks):
             nums = block.answers(x).numerators
             units = self._units(j)
-            if nums.dtype != object and np.abs(nums).max(initial=0) * units < _INT62:
+            # Python ints: an int64 product here could wrap past the bound it checks
+            if nums.dtype != object and largest_magnitude(nums) * units < _INT62:
                 parts.append(nums * units)
             else:
                 parts.append(np.array([int(v) * units for v in nums], dtype=object))

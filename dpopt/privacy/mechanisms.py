@@ -48,6 +48,7 @@ __all__ = [
     "GRID_SLACK_BITS",
     "NOISES",
     "Dyadic",
+    "GridNoise",
     "Noise",
     "NoisyAnswers",
     "Prepared",
@@ -55,8 +56,11 @@ __all__ = [
     "exponential_mechanism",
     "exponential_mechanism_probabilities",
     "gaussian_mechanism",
+    "gaussian_noise",
     "laplace_mechanism",
+    "laplace_noise",
     "noise_kind",
+    "prepare",
     "prepare_gaussian",
     "prepare_laplace",
     "snap",
@@ -144,9 +148,19 @@ def _as_exact(answers: Any) -> tuple[Dyadic, bool]:
     return Dyadic(np.zeros(0, np.int64), 0), False
 
 
+def largest_magnitude(values: np.ndarray) -> int:
+    """max |v| over an integer array (int64, uint64 or Python ints), as a Python int: exact
+    where ``np.abs`` is not (|−2⁶³| wraps to −2⁶³ in int64)."""
+    if values.size == 0:
+        return 0
+    if values.dtype == object:
+        return max(abs(int(v)) for v in values.ravel())
+    return max(int(values.max()), -int(values.min()))
+
+
 def _exact_integers(data: np.ndarray) -> np.ndarray:
     """int64 where every entry is below 2⁶² in magnitude, Python ints otherwise."""
-    if data.dtype != object and data.dtype != np.uint64 and np.all(np.abs(data) < _INT62):
+    if data.dtype != object and largest_magnitude(data) < _INT62:
         return data.astype(np.int64)
     flat = [int(v) for v in data.ravel()]
     if all(abs(v) < _INT62 for v in flat):
@@ -160,20 +174,18 @@ def _slack_bits(sensitivity: Fraction, changed: int | float, noise: str) -> int:
     return max(0, math.ceil(math.log2(ratio))) if ratio > 1 else 0
 
 
-def _shift(exact: Dyadic, bits: int) -> tuple[np.ndarray, bool]:
+def _shift(exact: Dyadic, bits: int) -> np.ndarray:
     """Numerators on the grid 2^−bits: exact when finer, rounded half up when coarser."""
     diff = exact.bits - bits
     nums = exact.numerators
     if diff <= 0:
-        if nums.dtype != object and np.all(np.abs(nums) < (_INT62 >> -diff)):
-            return nums << -diff, False
-        return np.array([int(v) << -diff for v in nums.ravel()], object).reshape(nums.shape), False
+        if nums.dtype != object and largest_magnitude(nums) < (_INT62 >> -diff):
+            return nums << -diff
+        return np.array([int(v) << -diff for v in nums.ravel()], object).reshape(nums.shape)
     half = 1 << (diff - 1)
-    if nums.dtype != object:
-        return (nums + half) >> diff, True
-    return np.array([(int(v) + half) >> diff for v in nums.ravel()], object).reshape(
-        nums.shape
-    ), True
+    if nums.dtype != object and diff < 62 and largest_magnitude(nums) < _INT62:
+        return (nums + half) >> diff  # |nums| + half < 2⁶² + 2⁶⁰: no overflow
+    return np.array([(int(v) + half) >> diff for v in nums.ravel()], object).reshape(nums.shape)
 
 
 def _check_floatable(shifted: np.ndarray, bits: int, *, integer: bool) -> None:
@@ -193,12 +205,119 @@ def _naming(inputs: str) -> Iterator[None]:
         raise ValueError(f"{inputs}: {err}") from None
 
 
-def _changed(changed: Any, size: int) -> int:
-    if changed is None:
-        return size
+def _changed(changed: Any) -> int:
     if isinstance(changed, bool) or not isinstance(changed, int | np.integer) or changed < 1:
         raise ValueError(f"changed must be an integer >= 1, got {changed!r}")
     return int(changed)
+
+
+def _answer_bits(answer_bits: Any) -> int | None:
+    if answer_bits is None:
+        return None
+    if isinstance(answer_bits, bool) or not isinstance(answer_bits, int) or answer_bits < 0:
+        raise ValueError(f"answer_bits must be None or an integer >= 0, got {answer_bits!r}")
+    return answer_bits
+
+
+@dataclass(frozen=True)
+class GridNoise:
+    """The noise of a release, fixed by public quantities before any answer is read.
+
+    Answers on the grid 2^−``answer_bits`` (0: integers; None: floats, snapped) are released
+    on the grid 2^−``bits`` with ``sampler``'s exact integer noise in grid steps; ``loss`` is
+    what the release costs. ``scale`` and ``variance`` are in the answers' units.
+    """
+
+    kind: Noise
+    sampler: DiscreteLaplace | DiscreteGaussian
+    bits: int
+    answer_bits: int | None
+    loss: Loss
+
+    @property
+    def integer(self) -> bool:
+        """Integer answers get integer noise and are released as integers."""
+        return self.answer_bits == 0
+
+    @property
+    def scale(self) -> float:
+        """The Laplace scale or the Gaussian σ drawn."""
+        sampler = self.sampler
+        steps = float(sampler.scale) if isinstance(sampler, DiscreteLaplace) else sampler.sigma
+        return steps * 2.0**-self.bits
+
+    @property
+    def variance(self) -> float:
+        """The noise variance per answer: the sampler's (exact up to float rounding)."""
+        return self.sampler.variance * (2.0**-self.bits) ** 2
+
+
+def _grid(
+    sensitivity: Fraction, changed: float, kind: Noise, answer_bits: int | None
+) -> tuple[int, bool]:
+    """(k, rounded): the release grid 2^−k, the answers' own where it is coarser than the
+    slack needs, and whether the answers are rounded onto it (module docstring)."""
+    bits = _slack_bits(sensitivity, changed, kind)
+    if answer_bits is None:
+        return bits, True
+    return min(bits, answer_bits), answer_bits > bits
+
+
+def laplace_noise(
+    sensitivity: Any, epsilon: Any, *, answer_bits: int | None, changed: int
+) -> GridNoise:
+    """The ε-DP discrete Laplace noise of a release of L1 ``sensitivity`` Δ: scale
+    (Δ·2^k + changed)/ε grid steps when the answers are rounded onto the grid 2^−k, Δ·2^k/ε
+    when they lie on it; ``changed`` answers per individual (module docstring)."""
+    l1 = exact_fraction("sensitivity", sensitivity)
+    eps = exact_fraction("epsilon", epsilon)
+    count = _changed(changed)
+    bits, rounded = _grid(l1, count, "laplace", _answer_bits(answer_bits))
+    units = l1 * (1 << bits) + (count if rounded else 0)
+    with _naming(f"sensitivity {float(l1):.6g} / epsilon {float(eps):.6g}, changed {count}"):
+        sampler = DiscreteLaplace(units / eps)
+    return GridNoise("laplace", sampler, bits, answer_bits, Loss.pure(eps))
+
+
+def _zcdp_target(rho: Any, epsilon: Any, delta: Any) -> Fraction:
+    """ρ itself, or ρ = cdp_rho(ε, δ) for an (ε, δ) calibration."""
+    if (rho is None) == (epsilon is None and delta is None):
+        raise ValueError("give either rho (zCDP) or epsilon and delta ((ε, δ)-DP)")
+    if rho is not None:
+        return exact_fraction("rho", rho)
+    if epsilon is None or delta is None:
+        raise ValueError("(ε, δ) calibration needs both epsilon and delta")
+    return exact_fraction("rho", cdp_rho(epsilon, delta))
+
+
+def gaussian_noise(
+    sensitivity: Any,
+    *,
+    rho: Any = None,
+    epsilon: Any = None,
+    delta: Any = None,
+    answer_bits: int | None,
+    changed: int,
+) -> GridNoise:
+    """The discrete Gaussian noise of a release of L2 ``sensitivity`` Δ: σ = units/√(2ρ) grid
+    steps with units = Δ·2^k + ⌈√changed⌉ (rounded answers) or Δ·2^k (answers on the grid).
+
+    Calibrated for ``rho``-zCDP (the discrete Gaussian's ρ is exact, also for vectors:
+    Canonne, Kamath & Steinke 2020, Thm 14), or for (``epsilon``, ``delta``) through
+    ρ = :func:`~dpopt.privacy.calibration.cdp_rho` (ε, δ); the loss carries the ρ drawn and,
+    in the second case, the (ε, δ) it implies.
+    """
+    l2 = exact_fraction("sensitivity", sensitivity)
+    target = _zcdp_target(rho, epsilon, delta)
+    count = _changed(changed)
+    bits, rounded = _grid(l2, math.sqrt(count), "gaussian", _answer_bits(answer_bits))
+    slack = math.isqrt(count - 1) + 1 if rounded else 0  # ⌈√changed⌉
+    units = l2 * (1 << bits) + slack
+    with _naming(f"sensitivity {float(l2):.6g} at rho {float(target):.6g}, changed {count}"):
+        sampler = DiscreteGaussian.from_variance(units * units / (2 * target))
+    drawn = units * units / (2 * sampler.sigma2)  # ≤ target: σ² was rounded up
+    loss = Loss.gaussian(drawn) if rho is not None else Loss.gaussian(drawn, epsilon, delta)
+    return GridNoise("gaussian", sampler, bits, answer_bits, loss)
 
 
 @dataclass(frozen=True)
@@ -219,22 +338,24 @@ class NoisyAnswers:
 
 @dataclass(frozen=True)
 class Prepared:
-    """A validated release waiting for its charge: the noise, the loss, the exact answers."""
+    """A validated release waiting for its charge: the exact answers on the grid of its
+    ``noise``."""
 
     label: str
-    loss: Loss
-    noise: Noise
-    sampler: DiscreteLaplace | DiscreteGaussian
+    noise: GridNoise
     shifted: np.ndarray
-    bits: int
-    integer_output: bool
+
+    @property
+    def loss(self) -> Loss:
+        return self.noise.loss
 
     def draw(self, rng: np.random.Generator) -> NoisyAnswers:
         """Exact answers plus exact noise (integers when both are; else floats, which is
         post-processing of the exact grid values)."""
-        noise = self.sampler.sample(self.shifted.shape, rng)
+        grid = self.noise
+        noise = grid.sampler.sample(self.shifted.shape, rng)
         big = self.shifted.dtype == object or (
-            np.abs(self.shifted).max() >= _INT62 - np.abs(noise).max()
+            largest_magnitude(self.shifted) + largest_magnitude(noise) >= _INT62
         )
         if big:
             pairs = zip(self.shifted.ravel(), noise.ravel(), strict=True)
@@ -244,13 +365,8 @@ class Prepared:
         else:
             total = self.shifted + noise
         # integers stay exact (int64, or Python ints past 2⁶²); grid values become floats
-        values = total if self.integer_output else Dyadic(total, self.bits).to_float()
-        step = 2.0**-self.bits
-        sampler = self.sampler
-        scale = float(sampler.scale) if isinstance(sampler, DiscreteLaplace) else sampler.sigma
-        return NoisyAnswers(
-            values, self.bits, self.noise, scale * step, self.sampler.variance * step**2, self.loss
-        )
+        values = total if grid.integer else Dyadic(total, grid.bits).to_float()
+        return NoisyAnswers(values, grid.bits, grid.kind, grid.scale, grid.variance, grid.loss)
 
 
 def draw(
@@ -263,6 +379,36 @@ def draw(
             raise TypeError(f"accountant must be a dpopt Accountant, got {accountant!r}")
         accountant.spend_all([(p.loss, p.label) for p in prepared])
     return [p.draw(generator) for p in prepared]
+
+
+def _grid_name(bits: int | None) -> str:
+    return "floats" if bits is None else f"the grid 2^-{bits}"
+
+
+def prepare(answers: Any, noise: GridNoise, *, label: str) -> Prepared:
+    """Validate a release of ``answers`` with ``noise``, planned for answers on their grid
+    (:func:`laplace_noise`, :func:`gaussian_noise`); nothing drawn."""
+    exact, is_exact = _as_exact(answers)
+    found = exact.bits if is_exact else None
+    if found != noise.answer_bits:
+        raise ValueError(
+            f"the noise was planned for answers on {_grid_name(noise.answer_bits)}, "
+            f"got answers on {_grid_name(found)}"
+        )
+    if not is_exact:
+        exact = snap(answers, noise.bits)
+    shifted = _shift(exact, noise.bits)
+    _check_floatable(shifted, noise.bits, integer=noise.integer)
+    return Prepared(label, noise, shifted)
+
+
+def _planned(answers: Any, changed: int | None) -> tuple[Any, int | None, int]:
+    """(the answers as :func:`prepare` reads them, their grid bits or None for floats, the
+    number of answers one individual changes: ``changed``, by default every answer)."""
+    exact, is_exact = _as_exact(answers)
+    if is_exact:
+        return exact, exact.bits, exact.numerators.size if changed is None else changed
+    return answers, None, np.asarray(answers).size if changed is None else changed
 
 
 def prepare_laplace(
@@ -279,23 +425,9 @@ def prepare_laplace(
     the grid described in the module docstring; ``changed`` (default: every answer) is how
     many answers one individual can change, which sets the rounding slack.
     """
-    exact, is_exact = _as_exact(answers)
-    delta = exact_fraction("sensitivity", sensitivity)
-    eps = exact_fraction("epsilon", epsilon)
-    size = exact.numerators.size if is_exact else np.asarray(answers).size
-    count = _changed(changed, size)
-    bits = _slack_bits(delta, count, "laplace")
-    if is_exact:
-        bits = min(bits, exact.bits)
-    else:
-        exact = snap(answers, bits)
-    shifted, rounded = _shift(exact, bits)
-    _check_floatable(shifted, bits, integer=is_exact and exact.bits == 0)
-    units = delta * (1 << bits) + (count if rounded or not is_exact else 0)
-    with _naming(f"sensitivity {float(delta):.6g} / epsilon {float(eps):.6g}, changed {count}"):
-        sampler = DiscreteLaplace(units / eps)
-    integer = is_exact and exact.bits == 0
-    return Prepared(label, Loss.pure(eps), "laplace", sampler, shifted, bits, integer)
+    values, answer_bits, count = _planned(answers, changed)
+    noise = laplace_noise(sensitivity, epsilon, answer_bits=answer_bits, changed=count)
+    return prepare(values, noise, label=label)
 
 
 def prepare_gaussian(
@@ -308,40 +440,13 @@ def prepare_gaussian(
     label: str = "Gaussian mechanism",
     changed: int | None = None,
 ) -> Prepared:
-    """Validate a Gaussian release of ``answers`` (L2 ``sensitivity``); nothing drawn.
-
-    Calibrated for ``rho``-zCDP, σ = Δ/√(2ρ) (the discrete Gaussian's ρ is exact, also for
-    vectors: Canonne, Kamath & Steinke 2020, Thm 14), or for (``epsilon``, ``delta``) through
-    ρ = :func:`~dpopt.privacy.calibration.cdp_rho` (ε, δ); the loss carries the ρ drawn and,
-    in the second case, the (ε, δ) it implies.
-    """
-    exact, is_exact = _as_exact(answers)
-    l2 = exact_fraction("sensitivity", sensitivity)
-    if (rho is None) == (epsilon is None and delta is None):
-        raise ValueError("give either rho (zCDP) or epsilon and delta ((ε, δ)-DP)")
-    if rho is None:
-        if epsilon is None or delta is None:
-            raise ValueError("(ε, δ) calibration needs both epsilon and delta")
-        target = exact_fraction("rho", cdp_rho(epsilon, delta))
-    else:
-        target = exact_fraction("rho", rho)
-    size = exact.numerators.size if is_exact else np.asarray(answers).size
-    count = _changed(changed, size)
-    bits = _slack_bits(l2, math.sqrt(count), "gaussian")
-    if is_exact:
-        bits = min(bits, exact.bits)
-    else:
-        exact = snap(answers, bits)
-    shifted, rounded = _shift(exact, bits)
-    _check_floatable(shifted, bits, integer=is_exact and exact.bits == 0)
-    slack = math.isqrt(count - 1) + 1 if rounded or not is_exact else 0  # ⌈√changed⌉
-    units = l2 * (1 << bits) + slack
-    with _naming(f"sensitivity {float(l2):.6g} at rho {float(target):.6g}, changed {count}"):
-        sampler = DiscreteGaussian.from_variance(units * units / (2 * target))
-    drawn = units * units / (2 * sampler.sigma2)  # ≤ target: σ² was rounded up
-    loss = Loss.gaussian(drawn) if rho is not None else Loss.gaussian(drawn, epsilon, delta)
-    integer = is_exact and exact.bits == 0
-    return Prepared(label, loss, "gaussian", sampler, shifted, bits, integer)
+    """Validate a Gaussian release of ``answers`` (L2 ``sensitivity``, calibrated as
+    :func:`gaussian_noise` says); nothing drawn."""
+    values, answer_bits, count = _planned(answers, changed)
+    noise = gaussian_noise(
+        sensitivity, rho=rho, epsilon=epsilon, delta=delta, answer_bits=answer_bits, changed=count
+    )
+    return prepare(values, noise, label=label)
 
 
 def laplace_mechanism(

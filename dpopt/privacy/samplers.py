@@ -207,8 +207,8 @@ def bernoulli_exp(numerator: Any, denominator: Any, rng: np.random.Generator) ->
 
 def _fits(values: np.ndarray) -> np.ndarray:
     """Entries below 2⁶² in magnitude (safe for int64 arithmetic)."""
-    if values.dtype != object:
-        return np.abs(values.astype(np.int64)) < _INT62
+    if values.dtype != object:  # compared as they are: no cast or np.abs that could wrap
+        return (values > -_INT62) & (values < _INT62)
     return np.array([abs(int(v)) < _INT62 for v in values], dtype=bool)
 
 

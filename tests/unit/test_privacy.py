@@ -128,3 +128,13 @@ def test_no_continuous_noise_anywhere_on_a_release_path() -> None:
     """The privacy layer exports no float sampler: laplace/gaussian/double_geometric are gone."""
     for name in ("laplace", "gaussian", "double_geometric"):
         assert not hasattr(privacy, name)
+
+
+def test_noise_planned_for_one_grid_refuses_answers_on_another() -> None:
+    """laplace_noise plans a release from public quantities; prepare() holds the answers to
+    the grid it was planned for (integers here), so the variance planned is the one drawn."""
+    planned = privacy.laplace_noise(1, 1.0, answer_bits=0, changed=1)
+    with pytest.raises(ValueError, match=r"planned for answers on the grid 2\^-0, got .*floats"):
+        privacy.prepare(np.array([0.5, 1.5]), planned, label="counts")
+    prepared = privacy.prepare(np.array([3, 4]), planned, label="counts")
+    assert prepared.noise is planned and prepared.loss == planned.loss
