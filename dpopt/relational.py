@@ -8,9 +8,13 @@ versions of the two tables, :func:`learn_links` runs T rounds; each round
    variation between the real marginal and the current synthetic one (sensitivity d_max/m);
 2. measures each picked workload's count vector with exact discrete Gaussian noise (L2
    sensitivity √2·d_max in counts, √2·d_max/m once divided by m);
-3. re-solves the relaxed QP (:class:`~dpopt.models.relational_qp.RelaxedLinkQP`, method
-   ``pgd``) on random slices of the link matrix over the measured workloads with the largest
-   current error, and rounds each slice with the unbiased sampler, keeping its edge count.
+3. fits the links to the noisy answers (post-processing, ``fit=``): by default
+   (:mod:`dpopt.relational_fit`) the relaxed QP
+   (:class:`~dpopt.models.relational_qp.RelaxedLinkQP`) over every measured workload and the
+   whole link matrix, solved on its blocks, shrunk toward the independence prior by a
+   cross-validated weight and rounded block by block; or, as the paper, the QP on random
+   slices over the measured workloads with the largest current error (Algorithm 2 as
+   printed, or the certified ``pgd``), each slice rounded with the unbiased sampler.
 
 Privacy (Theorem 1 / spec §2.2): (ε_rel, δ_rel) gives ρ_rel = (√(ε + ln(1/δ)) − √ln(1/δ))²;
 each of the K·T workloads gets ρ_w = ρ_rel/(K·T) (the spec's ε0 = √(2ρ_w)); a pick runs the
@@ -36,6 +40,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from dpopt import relational_fit
 from dpopt.models.relational_qp import LinkQueries, OneToManyLinkQP, RelaxedLinkQP
 from dpopt.privacy import (
     Accountant,
@@ -49,8 +54,9 @@ from dpopt.problem import solve
 from dpopt.relational_data import RelationalData, Workload
 from dpopt.relational_synth import SQRT2_UP
 from dpopt.relational_synth import synthesize as synthesize_table
+from dpopt.solvers.relational_qp import projected_gradient
 from dpopt.solvers.relational_rounding import sample_rows, unbiased_sample
-from dpopt.validation import generator, integer, positive_number
+from dpopt.validation import choice, generator, integer, positive_number
 
 __all__ = [
     "LinkResult",
@@ -61,6 +67,14 @@ __all__ = [
     "workload_budget",
 ]
 
+FITS = ("shrinkage", "paper", "pgd")
+"""How each round fits the links (docs/families/relational.md): ``shrinkage`` (the default,
+:mod:`dpopt.relational_fit`) fits every measured workload on the whole matrix by its blocks
+and shrinks the fit toward the independence prior by a cross-validated weight; ``paper`` is
+Algorithm 2 as printed on random slices (plain projected gradient from a random start for
+``pgd_iterations`` steps, over the ``workloads_in_qp`` measured workloads with the largest
+error); ``pgd`` is the same slices fitted by the certified ``pgd``, warm-started from the
+current links."""
 _EPS_BITS = 40  # ε of the exponential mechanism is rounded down to a multiple of 2^-40
 
 
@@ -87,13 +101,17 @@ class LinkResult:
     ``links`` are (left row, right row) pairs of the synthetic tables, unique, ``m_syn`` of
     them; ``budget`` the zCDP accountant's report; ``selected`` the workloads measured, in
     order; ``errors`` the mean L1 distance between the noisy answers and the synthetic
-    marginals of the measured workloads after each round (post-processing only).
+    marginals of the measured workloads after each round (post-processing only);
+    ``weights`` the default fit's shrinkage weight λ after each round (empty for the slice
+    fits); ``statuses`` the solver status of every fit (one per round, or per slice).
     """
 
     links: np.ndarray
     budget: dict[str, Any]
     selected: tuple[Workload, ...]
     errors: tuple[float, ...] = field(default_factory=tuple)
+    weights: tuple[float, ...] = field(default_factory=tuple)
+    statuses: tuple[str, ...] = field(default_factory=tuple)
 
 
 class _Cells:
@@ -147,6 +165,10 @@ class _Links:
             return left, right
         return np.divmod(edges, self.n_right)
 
+    def flat(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """The cell of each (row, column) pair of B (left × right, or child × parent)."""
+        return rows * (self.n_left if self.one_to_many else self.n_right) + cols
+
     def cells(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
         """The cell of every (left[i], right[j]) in the slice, in the QP's row-major order."""
         if self.one_to_many:
@@ -183,6 +205,7 @@ class _Plan:
     slice_cells: int
     slices: int
     pgd_iterations: int
+    fit: str
 
 
 def _plan(
@@ -200,8 +223,9 @@ def _plan(
     candidates: int = 300,
     workloads_in_qp: int = 8,
     slice_cells: int = 1_000_000,
-    slices: int = 1,
+    slices: int = 8,
     pgd_iterations: int = 100,
+    fit: str = "shrinkage",
 ) -> _Plan:
     """Every setting of :func:`learn_links` validated (its docstring), for synthetic tables of
     n1s and n2s rows; raises naming the field."""
@@ -234,6 +258,7 @@ def _plan(
         slice_cells=integer("slice_cells", slice_cells, minimum=1),
         slices=integer("slices", slices, minimum=1),
         pgd_iterations=integer("pgd_iterations", pgd_iterations, minimum=1),
+        fit=choice("fit", fit, FITS),
     )
 
 
@@ -252,8 +277,9 @@ def learn_links(
     candidates: int = 300,
     workloads_in_qp: int = 8,
     slice_cells: int = 1_000_000,
-    slices: int = 1,
+    slices: int = 8,
     pgd_iterations: int = 100,
+    fit: str = "shrinkage",
     seed: Any = None,
     accountant: Accountant | None = None,
     progress: bool = False,
@@ -274,10 +300,21 @@ def learn_links(
         One-to-many: always n2s, one parent per synthetic child.
     rounds, per_round, alpha, k, candidates : int, int, float, int, int
         T, K, α, the marginal order and the EM candidate pool (spec §2.5 defaults).
-    workloads_in_qp, slice_cells, slices, pgd_iterations : int
-        The measured workloads with the largest current error that each slice fits, the cells
-        of a slice (all of B when it is smaller), slices per round, the PGD iteration cap
-        (spec §2.2 experiment rules, §8 item 11).
+    fit : str
+        How each round fits the links (:data:`FITS`): ``"shrinkage"`` (default) every
+        measured workload on the whole matrix, shrunk toward the independence prior by a
+        cross-validated weight (:mod:`dpopt.relational_fit`; it never measured worse than
+        random links); ``"paper"`` Algorithm 2 as printed on slices; ``"pgd"`` the slices
+        fitted to convergence by the certified ``pgd``.
+    workloads_in_qp, slice_cells, slices : int
+        The slice fits' settings (``paper``, ``pgd``; spec §2.2 experiment rules, §8 item 11):
+        the measured workloads with the largest current error that each slice fits, the
+        cells of a slice (all of B when it is smaller), slices per round (8, the paper's for
+        MovieLens).
+    pgd_iterations : int
+        The projected-gradient steps per fit: Algorithm 2's fixed count for ``paper``, the
+        cap of each certified run otherwise (the default fit's runs are warm-started from the
+        previous round).
     seed : int, Generator or None
         All randomness (selection, noise, slicing, rounding).
     accountant : Accountant, optional
@@ -303,6 +340,7 @@ def learn_links(
         slice_cells=slice_cells,
         slices=slices,
         pgd_iterations=pgd_iterations,
+        fit=fit,
     )
     ledger = Accountant.zcdp(plan.rho) if accountant is None else accountant
     if not isinstance(ledger, Accountant) or ledger.kind != "zcdp":
@@ -313,22 +351,58 @@ def learn_links(
     cells = {w: _Cells(data, left, right, w) for w in plan.workloads}
     links = _initial_links(left.shape[0], right.shape[0], plan.m_syn, plan.one_to_many, rng)
     measured: dict[Workload, np.ndarray] = {}
-    errors = []
+    variance = 0.0
+    fitter = relational_fit.ShrunkFit(
+        links.n_right if links.one_to_many else plan.m_syn, links.one_to_many, plan.pgd_iterations
+    )
+    errors: list[float] = []
+    weights: list[float] = []
+    statuses: list[str] = []
     for _ in tqdm(range(plan.rounds), disable=not progress, desc="relational rounds", leave=False):
         pool = [w for w in plan.workloads if w not in measured]
         pool = [pool[i] for i in rng.permutation(len(pool))[: plan.candidates]]
-        measured.update(
-            _select_and_measure(
-                data, cells, links, pool, plan.per_round, eps_em, rho_gauss, ledger, rng
-            )
+        picked, variance = _select_and_measure(
+            data, cells, links, pool, plan.per_round, eps_em, rho_gauss, ledger, rng
         )
-        for _slice in range(plan.slices):
-            _fit_slice(links, cells, measured, plan, rng)
+        measured.update(picked)
+        if plan.fit == "shrinkage":
+            _fit_all(links, cells, measured, variance, fitter, rng)
+            assert fitter.main is not None
+            weights.append(fitter.weight)
+            statuses.append(fitter.main.solution.status)
+        else:
+            for _slice in range(plan.slices):
+                statuses.append(_fit_slice(links, cells, measured, plan, rng))
         errors.append(float(np.mean(list(_errors(cells, links, measured).values()))))
     rows, cols = links.pairs()
     order = np.lexsort((cols, rows))
     pairs = np.column_stack([rows[order], cols[order]])
-    return LinkResult(pairs, ledger.report(), tuple(measured), tuple(errors))
+    return LinkResult(
+        pairs,
+        ledger.report(),
+        tuple(measured),
+        tuple(errors),
+        tuple(weights),
+        tuple(statuses),
+    )
+
+
+def _fit_all(
+    links: _Links,
+    cells: dict[Workload, _Cells],
+    measured: dict[Workload, np.ndarray],
+    variance: float,
+    fitter: relational_fit.ShrunkFit,
+    rng: np.random.Generator,
+) -> None:
+    """The default fit (:mod:`dpopt.relational_fit`) of every measured workload on the whole
+    link matrix, and the links drawn from it."""
+    everything = (np.arange(links.n_left), np.arange(links.n_right))
+    queries = _slice_queries([cells[w] for w in measured], *everything, links.one_to_many)
+    fitter.update(queries, np.concatenate(list(measured.values())), variance)
+    rows, cols = fitter.links(rng)
+    links.linked[:] = False
+    links.linked[links.flat(rows, cols)] = True
 
 
 def _select_and_measure(
@@ -341,16 +415,19 @@ def _select_and_measure(
     rho_gauss: Fraction,
     ledger: Accountant,
     rng: np.random.Generator,
-) -> dict[Workload, np.ndarray]:
+) -> tuple[dict[Workload, np.ndarray], float]:
     """Algorithms 5–6: K exponential-mechanism picks from ``pool`` (a random subsample of the
     unmeasured workloads), each measured at once (its counts with exact discrete Gaussian
-    noise, divided by m). The real answers are read here and only here."""
+    noise, divided by m). Returns the picks' noisy answers and their noise variance per
+    answer (the same for every workload: one sensitivity, one ρ). The real answers are read
+    here and only here."""
     rows, cols = links.pairs()
     scores = [
         0.5 * float(np.abs(data.workload_answer(w) - cells[w].marginal(rows, cols)).sum())
         for w in pool
     ]
     picked: dict[Workload, np.ndarray] = {}
+    variance = 0.0
     for _pick in range(per_round):
         index = exponential_mechanism(
             scores,
@@ -368,9 +445,10 @@ def _select_and_measure(
             rho=rho_gauss,
             label=f"relational: marginal {chosen}",
         )
-        noisy = draw([prepared], rng=rng, accountant=ledger)[0].values
-        picked[chosen] = np.asarray(noisy, dtype=np.float64) / data.m
-    return picked
+        noisy = draw([prepared], rng=rng, accountant=ledger)[0]
+        picked[chosen] = np.asarray(noisy.values, dtype=np.float64) / data.m
+        variance = noisy.variance / data.m**2
+    return picked, variance
 
 
 def _errors(
@@ -415,31 +493,54 @@ def _fit_slice(
     measured: dict[Workload, np.ndarray],
     plan: _Plan,
     rng: np.random.Generator,
-) -> None:
-    """Re-solve the QP on one slice over the measured workloads with the largest current error
-    and round it back (UBS, or one parent per child), keeping the slice's edge count (spec
-    §2.2, §3, App. C). Post-processing: reads the noisy answers and the synthetic tables."""
+) -> str:
+    """The paper's fits (``paper``, ``pgd``): re-solve the QP on one slice over the measured
+    workloads with the largest current error and round it back (UBS, or one parent per
+    child), keeping the slice's edge count (spec §2.2, §3, App. C). Post-processing: reads
+    the noisy answers and the synthetic tables. Returns the fit's status (``skipped`` for a
+    slice without edges)."""
     left, right = _slice_axes(links, plan.slice_cells, rng)
     index = links.cells(left, right)
     current = links.linked[index]
     m_slice = int(current.sum())
     if m_slice == 0:  # [CODE]: a slice without edges is skipped
-        return
+        return "skipped"
     errors = _errors(cells, links, measured)
     chosen = sorted(errors, key=errors.__getitem__, reverse=True)[: plan.workloads_in_qp]
     query = _slice_queries([cells[w] for w in chosen], left, right, links.one_to_many)
     answers = np.concatenate([measured[w] for w in chosen])
-    start = current.astype(np.float64)
     links.linked[index] = False
+    problem: RelaxedLinkQP
     if links.one_to_many:
         problem = OneToManyLinkQP(query, answers, m_slice)
-        relaxed = solve(problem, "pgd", b0=start, max_iterations=plan.pgd_iterations)
-        parents = sample_rows(np.asarray(relaxed.x).reshape(m_slice, -1), rng)
+    else:
+        problem = RelaxedLinkQP(query, answers, m_slice)
+    if plan.fit == "paper":  # Algorithm 2 as printed: a random start, a fixed step count
+        relaxed, _ = projected_gradient(problem, plan.pgd_iterations, _random_start(problem, rng))
+        status = "feasible"
+    else:
+        solution = solve(
+            problem, "pgd", b0=current.astype(np.float64), max_iterations=plan.pgd_iterations
+        )
+        relaxed, status = np.asarray(solution.x), solution.status
+    if links.one_to_many:
+        parents = sample_rows(relaxed.reshape(m_slice, -1), rng)
         links.linked[index.reshape(m_slice, -1)[np.arange(m_slice), parents]] = True
-        return
-    problem_m2m = RelaxedLinkQP(query, answers, m_slice)
-    relaxed = solve(problem_m2m, "pgd", b0=start, max_iterations=plan.pgd_iterations)
-    links.linked[index[unbiased_sample(np.asarray(relaxed.x), m_slice, rng)]] = True
+    else:
+        links.linked[index[unbiased_sample(relaxed, m_slice, rng)]] = True
+    return status
+
+
+def _random_start(problem: RelaxedLinkQP, rng: np.random.Generator) -> np.ndarray:
+    """A random 0/1 point of Ω (Algorithm 2's random b0, as the authors' code draws it):
+    m random cells, or one random parent per child row (one-to-many)."""
+    start = np.zeros(problem.size)
+    if isinstance(problem, OneToManyLinkQP):
+        width = problem.size // problem.m
+        start[np.arange(problem.m) * width + rng.integers(0, width, problem.m)] = 1.0
+    else:
+        start[rng.choice(problem.size, problem.m, replace=False)] = 1.0
+    return start
 
 
 @dataclass(frozen=True, eq=False)

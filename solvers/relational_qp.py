@@ -30,6 +30,7 @@ from dpopt.models.relational_qp import (
 )
 from dpopt.problem import Outcome, register
 from dpopt.solvers.cvxpy_backend import register_cvxpy
+from dpopt.threads import one_thread
 
 __all__ = [
     "CERTIFY",
@@ -37,9 +38,11 @@ __all__ = [
     "largest_singular_value",
     "pgd",
     "project",
+    "project_counted_rows",
     "project_rows",
     "project_with_root",
     "projected_gradient",
+    "uniform_point",
 ]
 
 SUM_TOL = 1e-12
@@ -57,10 +60,11 @@ GAP_EVERY = 10
 """``pgd`` evaluates the certificate every GAP_EVERY iterations (and after the first)."""
 
 
-def _root(values: np.ndarray, m: float, start: float) -> float:
-    """A root y of φ(y) = Σ clip(values_i + y, 0, 1) = m (spec §2.4), 0 ≤ m ≤ N.
+def _root(values: np.ndarray, m: float, start: float, weights: np.ndarray | None = None) -> float:
+    """A root y of φ(y) = Σ w_i·clip(values_i + y, 0, 1) = m (spec §2.4; w = 1 unless
+    ``weights``), 0 ≤ m ≤ Σ w.
 
-    Newton steps on φ (slope = the number of free coordinates) inside the bracket
+    Newton steps on φ (slope = the weight of the free coordinates) inside the bracket
     [low, high] ⊆ [−max b, 1 − min b], which always contains a root; when a Newton step leaves
     the bracket or did not halve |φ(y) − m|, y moves to the median breakpoint of
     {−b_i} ∪ {1 − b_i} inside the bracket, so the bracket loses half its breakpoints: at most
@@ -68,20 +72,28 @@ def _root(values: np.ndarray, m: float, start: float) -> float:
     the third step on (most calls end at the second), the entries whose piece is decided on
     all of the bracket (b_i + low ≥ 1: capped; b_i + high ≤ 0: zero) leave the working set.
     Once the free set F and the capped set U are settled,
-    y = (m − |U| − Σ_F b_i)/|F| = y + (m − φ(y))/|F| is exact.
+    y = (m − w(U) − Σ_F w_i b_i)/w(F) = y + (m − φ(y))/w(F) is exact.
     """
     low, high = -math.inf, math.inf  # φ(low) ≤ m ≤ φ(high); [−max b, 1 − min b] when needed
     y = start
     target_tol = SUM_TOL * max(1.0, m)
-    active, settled = values, 0  # settled: entries known to be capped at 1
+    active, settled = values, 0.0  # settled: the weight of entries known to be capped at 1
+    mass = weights
     buffer = np.empty_like(values)
+    spare = np.empty_like(values) if weights is not None else buffer
 
-    def pieces(y: float) -> tuple[int, float]:
-        """(|F|, φ(y)) on the working set."""
+    def pieces(y: float) -> tuple[float, float]:
+        """(w(F), φ(y)) on the working set."""
         shifted = np.add(active, y, out=buffer[: active.size])
         np.clip(shifted, 0.0, 1.0, out=shifted)
-        slope = int(np.count_nonzero(shifted)) - int(np.count_nonzero(shifted == 1.0))
-        return slope, settled + float(shifted.sum())
+        if mass is None:
+            free = int(np.count_nonzero(shifted)) - int(np.count_nonzero(shifted == 1.0))
+            return float(free), settled + float(shifted.sum())
+        total = settled + float(mass @ shifted)
+        # on [0, 1], ⌈s⌉ − ⌊s⌋ is 1 exactly on the free entries (0 < s < 1)
+        capped = float(mass @ np.floor(shifted, out=spare[: active.size]))
+        positive = float(mass @ np.ceil(shifted, out=shifted))
+        return positive - capped, total
 
     previous = math.inf
     for step in range(400):
@@ -96,9 +108,11 @@ def _root(values: np.ndarray, m: float, start: float) -> float:
             high = y
         if step >= 2 and math.isfinite(low) and math.isfinite(high):  # shrink the working set
             decided = active + low >= 1.0
-            settled += int(np.count_nonzero(decided))
+            settled += float(np.count_nonzero(decided) if mass is None else mass[decided].sum())
             decided |= active + high <= 0.0
             active = active[~decided]
+            if mass is not None:
+                mass = mass[~decided]
         guess = y + (m - total) / slope if slope else math.nan
         if low < guess < high and newton:
             y = guess
@@ -112,64 +126,75 @@ def _root(values: np.ndarray, m: float, start: float) -> float:
             slope, total = pieces(y)
             break
         y = float(np.partition(inside, inside.size // 2)[inside.size // 2])
-    if slope:  # the exact root on the settled pieces: y + (m − φ(y))/|F|
+    if slope:  # the exact root on the settled pieces: y + (m − φ(y))/w(F)
         y += (m - total) / slope
     return y
 
 
-def project_with_root(b: np.ndarray, m: float, start: float = 0.0) -> tuple[np.ndarray, float]:
+def project_with_root(
+    b: np.ndarray, m: float, start: float = 0.0, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, float]:
     """:func:`project` and the root y* (so that Π(b) = clip(b + y*, 0, 1)) it used."""
     values = np.asarray(b, dtype=np.float64)
-    count = values.size
+    count = values.size if weights is None else float(weights.sum())
     if not 0 <= m <= count:
         raise ValueError(f"m must lie in 0..{count}, got {m}")
-    if count == 0:
+    if values.size == 0:
         return values.copy(), 0.0
     if not np.all(np.isfinite(values)):
         raise ValueError("b must have finite entries")
-    y = _root(values, m, start)
+    y = _root(values, m, start, weights)
     if abs(y) > 1.0:
         # Far from 0 the free entries b_i ∈ (−y, 1 − y) lose digits in b_i + y; in the frame
         # b − c, c the entry whose b_c + y is nearest ½, b_i − c is exact for entries near c
         # (Sterbenz) and Π is shift-invariant (spec §7 T1), so the root is found again there.
         shift = float(values[np.argmin(np.abs(values + (y - 0.5)))])
         frame = values - shift
-        inner = _root(frame, m, y + shift)
+        inner = _root(frame, m, y + shift, weights)
         return np.clip(frame + inner, 0.0, 1.0), inner - shift
     return np.clip(values + y, 0.0, 1.0), y
 
 
-def project(b: np.ndarray, m: float, start: float = 0.0) -> np.ndarray:
+def project(
+    b: np.ndarray, m: float, start: float = 0.0, weights: np.ndarray | None = None
+) -> np.ndarray:
     """The Euclidean projection of ``b`` onto Ω = {0 ≤ x ≤ 1, Σx = m}, 0 ≤ m ≤ N (spec §2.4,
     Theorem 2 / Pardalos–Kovoor): Π(b) = clip(b + y*, 0, 1) with φ(y*) = m, where
     φ(y) = Σ clip(b_i + y, 0, 1) is continuous, piecewise linear and non-decreasing.
 
+    With ``weights`` w (multiplicities) it is the projection in the norm Σ w_i x_i² onto
+    {0 ≤ x ≤ 1, Σ w_i x_i = m}: the same clip(b + y*, 0, 1), with φ(y) = Σ w_i clip(b_i + y, 0, 1).
     The root search (:func:`_root`: safeguarded Newton, then an exact solve on the settled
     pieces; spec §8 item 4) is O(N) per step and O(N log N) in the worst case. The result lies
     in [0, 1] with |Σ − m| ≤ 1e-12·max(1, m) (the spec asks 1e-9). ``start`` warm-starts y
     (the previous iteration's root). Not the clamp-and-rescale of the authors' code (§2.4).
     """
-    return project_with_root(b, m, start)[0]
+    return project_with_root(b, m, start, weights)[0]
 
 
-def largest_singular_value(matrix: Any) -> float:
-    """σ_max(Q) (spec §8 item 5: exact rather than power iteration, which underestimates it):
-    the top eigenvalue of the k × k Gram matrix QQᵀ, by eigvalsh for small Q
-    (:data:`DENSE_GRAM_ROWS`), else by ARPACK on v ↦ Q(Qᵀv) (Lanczos from the all-ones start,
-    8 vectors, tolerance 1e-10: ~13 products on workload-like Q). ``pgd`` steps at 0.99/L,
-    which covers the 1e-10 by which a Ritz value may fall short."""
-    if isinstance(matrix, LinkQueries):  # Lanczos on v ↦ Q(Qᵀv), Q never formed
-        return _top_singular_value(matrix)
+def largest_singular_value(matrix: Any, cells: np.ndarray | None = None) -> float:
+    """σ_max(Q·diag(√c)) (σ_max(Q) without ``cells``; spec §8 item 5: exact rather than power
+    iteration, which underestimates it): the top eigenvalue of the k × k Gram matrix
+    Q diag(c) Qᵀ, by eigvalsh for small Q (:data:`DENSE_GRAM_ROWS`), else by ARPACK on
+    v ↦ Q(c∘Qᵀv) (Lanczos from the all-ones start, 8 vectors, tolerance 1e-10: ~13 products
+    on workload-like Q). ``pgd`` steps at 0.99/L, which covers the 1e-10 by which a Ritz value
+    may fall short."""
+    scale = np.ones(matrix.shape[1]) if cells is None else cells
+    if isinstance(matrix, LinkQueries):  # Q never formed
+        if matrix.shape[0] <= 16:  # the k × k Gram from k products (ARPACK needs k > 2)
+            rows = [matrix @ (scale * (matrix.T @ unit)) for unit in np.eye(matrix.shape[0])]
+            return math.sqrt(max(float(np.linalg.eigvalsh(np.array(rows))[-1]), 0.0))
+        return _top_singular_value(matrix, scale)  # Lanczos on v ↦ Q(c∘Qᵀv)
     q = sp.csc_array(matrix)
     if q.shape[0] <= 16 or (q.shape[0] <= DENSE_GRAM_ROWS and q.nnz <= DENSE_GRAM_NNZ):
-        gram = np.asarray((q @ q.T).toarray())
+        gram = np.asarray((q @ sp.diags_array(scale) @ q.T).toarray())
         return math.sqrt(max(float(np.linalg.eigvalsh(gram)[-1]), 0.0))
-    return _top_singular_value(q)
+    return _top_singular_value(q, scale)
 
 
-def _top_singular_value(q: Any) -> float:
+def _top_singular_value(q: Any, scale: np.ndarray) -> float:
     operator = spla.LinearOperator(
-        (q.shape[0],) * 2, matvec=lambda v: q @ (q.T @ v), dtype=np.float64
+        (q.shape[0],) * 2, matvec=lambda v: q @ (scale * (q.T @ v)), dtype=np.float64
     )
     start = np.ones(q.shape[0])
     top = spla.eigsh(
@@ -190,23 +215,51 @@ def project_rows(matrix: np.ndarray) -> np.ndarray:
     return np.maximum(values - theta[:, None], 0.0)
 
 
+def project_counted_rows(matrix: np.ndarray, weights: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """Each row r projected, in the norm Σ_j w_rj x_j², onto {0 ≤ x ≤ 1, Σ_j w_rj x_j = t_r}
+    (the one-to-many Ω with multiplicities): x = clip(v + y_r, 0, 1), y_r the root of the
+    row's φ_r(y) = Σ_j w_rj clip(v_rj + y, 0, 1), found exactly by sorting its breakpoints
+    {−v_rj} (slope += w_rj) and {1 − v_rj} (slope −= w_rj): O(c log c) per row, all rows at
+    once. Requires 0 ≤ t_r ≤ Σ_j w_rj."""
+    values = np.asarray(matrix, dtype=np.float64)
+    rows, width = values.shape
+    points = np.concatenate((-values, 1.0 - values), axis=1)
+    slopes = np.concatenate((weights, -weights), axis=1)
+    order = np.argsort(points, axis=1, kind="stable")
+    points = np.take_along_axis(points, order, axis=1)
+    slope = np.cumsum(np.take_along_axis(slopes, order, axis=1), axis=1)  # after each point
+    slope = np.maximum(slope, 0.0)  # rounding in the running sum
+    rise = slope[:, :-1] * np.diff(points, axis=1)
+    phi = np.concatenate((np.zeros((rows, 1)), np.cumsum(rise, axis=1)), axis=1)
+    below = (phi < totals[:, None]).sum(axis=1) - 1  # the last point with φ < t (or -1)
+    last = np.clip(below, 0, 2 * width - 1)
+    pick = np.arange(rows)
+    gain = np.where(slope[pick, last] > 0, slope[pick, last], 1.0)
+    root = points[pick, last] + np.maximum(totals - phi[pick, last], 0.0) / gain
+    root = np.where(below < 0, points[:, 0], root)
+    return np.clip(values + root[:, None], 0.0, 1.0)
+
+
 class _Operator:
-    """Q b and Qᵀ r for projected gradient; Q is CSC (the model stores it so), so Q b reads b
-    once in order and scatters into the k sums, and Qᵀ r (a CSR view) gathers from the short
-    r: both ~3× faster than with CSR Q on workload-like Q (measured on N = 10⁶, k = 2,199)."""
+    """Q(c∘b) and the per-cell gradient (2/m)·Qᵀr for projected gradient; Q is CSC (the model
+    stores it so), so Q b reads b once in order and scatters into the k sums, and Qᵀ r (a CSR
+    view) gathers from the short r: both ~3× faster than with CSR Q on workload-like Q
+    (measured on N = 10⁶, k = 2,199)."""
 
     def __init__(self, problem: RelaxedLinkQP):
         self.matrix = problem.Q
         self.m, self.a = problem.m, problem.a
+        self.cells = None if np.all(problem.cells == 1.0) else problem.cells
 
     def apply(self, b: np.ndarray) -> np.ndarray:
-        return np.asarray(self.matrix @ b)
+        return np.asarray(self.matrix @ (b if self.cells is None else self.cells * b))
 
     def residual(self, qb: np.ndarray) -> np.ndarray:
         return qb / self.m - self.a
 
     def gradient(self, qb: np.ndarray) -> np.ndarray:
-        """∇f = (2/m)·Qᵀ(Qb/m − a) from Qb (spec eq. 8)."""
+        """(2/m)·Qᵀ(Q(c∘b)/m − a) from Q(c∘b): spec eq. 8 per cell of B (the gradient in b
+        divided by the multiplicities, the steepest direction in the cells' norm)."""
         return np.asarray(self.matrix.T @ self.residual(qb)) * (2.0 / self.m)
 
     def value(self, qb: np.ndarray) -> float:
@@ -216,30 +269,85 @@ class _Operator:
 
 def _projector(problem: RelaxedLinkQP) -> Callable[[np.ndarray], np.ndarray]:
     if isinstance(problem, OneToManyLinkQP):
-        return lambda v: project_rows(v.reshape(problem.m, -1)).ravel()
+        if np.all(problem.cells == 1.0):
+            return lambda v: project_rows(v.reshape(problem.m, -1)).ravel()
+        weights = problem.cells.reshape(problem.rows, -1)
+        return lambda v: project_counted_rows(
+            v.reshape(problem.rows, -1), weights, problem.children
+        ).ravel()
     root = [0.0]  # warm start: the root moves little between iterations
+    weights = None if np.all(problem.cells == 1.0) else problem.cells
 
     def onto(v: np.ndarray) -> np.ndarray:
-        x, root[0] = project_with_root(v, problem.m, root[0])
+        x, root[0] = project_with_root(v, problem.m, root[0], weights)
         return x
 
     return onto
 
 
 def frank_wolfe_gap(problem: RelaxedLinkQP, b: np.ndarray, gradient: np.ndarray) -> float:
-    """⟨∇f(b), b − s⟩ with s the minimizing vertex of Ω (the m smallest gradient entries, or
-    each row's smallest for the one-to-many Ω): an upper bound on f(b) − f*."""
+    """⟨∇f(b), b − s⟩ with s the minimizing vertex of Ω, an upper bound on f(b) − f*.
+    ``gradient`` is per cell of B (:meth:`_Operator.gradient`); s fills the cheapest cells
+    first (counted with their multiplicity, the last one partly): the m smallest entries, or
+    each row's smallest for its children (one-to-many)."""
     if isinstance(problem, OneToManyLinkQP):
-        best = float(gradient.reshape(problem.m, -1).min(axis=1).sum())
+        shape, totals = (problem.rows, -1), problem.children
     else:
-        best = float(np.partition(gradient, problem.m - 1)[: problem.m].sum())
-    return float(gradient @ b) - best
+        shape, totals = (1, -1), np.array([float(problem.m)])
+    best = _cheapest_fill(gradient.reshape(shape), problem.cells.reshape(shape), totals)
+    return float((problem.cells * gradient) @ b) - best
+
+
+def _cheapest_fill(costs: np.ndarray, capacity: np.ndarray, totals: np.ndarray) -> float:
+    """min Σ c_rj·g_rj·s_rj over 0 ≤ s ≤ 1 with Σ_j c_rj s_rj = t_r per row: fill each row's
+    cheapest entries first (a fractional knapsack)."""
+    if costs.shape[0] == 1:
+        return _cheapest_fill_row(costs[0], capacity[0], float(totals[0]))
+    if np.all(capacity == 1.0) and np.all(totals == 1.0):
+        return float(costs.min(axis=1).sum())
+    order = np.argsort(costs, axis=1)
+    ordered = np.take_along_axis(costs, order, axis=1)
+    room = np.take_along_axis(capacity, order, axis=1)
+    before = np.cumsum(room, axis=1) - room
+    used = np.clip(totals[:, None] - before, 0.0, room)
+    return float((ordered * used).sum())
+
+
+def _cheapest_fill_row(costs: np.ndarray, capacity: np.ndarray, total: float) -> float:
+    """:func:`_cheapest_fill` for one row: only the cheapest entries are sorted (a partition
+    of the k cheapest, k grown until their capacity holds the total)."""
+    size = costs.size
+    wanted = min(size, max(64, 2 * math.ceil(total / max(float(capacity.mean()), 1.0))))
+    while True:
+        if wanted < size:
+            cheapest = np.argpartition(costs, wanted - 1)[:wanted]
+            cheapest = cheapest[np.argsort(costs[cheapest], kind="stable")]
+        else:
+            cheapest = np.argsort(costs, kind="stable")
+        room = capacity[cheapest]
+        before = np.cumsum(room) - room
+        if wanted == size or before[-1] + room[-1] >= total:
+            used = np.clip(total - before, 0.0, room)
+            return float(costs[cheapest] @ used)
+        wanted = min(size, 4 * wanted)
 
 
 def _start(problem: RelaxedLinkQP, b0: Any) -> np.ndarray:
-    if b0 is None:
-        return np.full(problem.size, problem.m / problem.size)
-    return _projector(problem)(np.asarray(b0, dtype=np.float64))
+    """b0 projected onto Ω, or the :func:`uniform_point`."""
+    if b0 is not None:
+        return _projector(problem)(np.asarray(b0, dtype=np.float64))
+    return uniform_point(problem)
+
+
+def uniform_point(problem: RelaxedLinkQP) -> np.ndarray:
+    """The point of Ω where every cell of B has the same value: m/(Σc), or each child's mass
+    spread evenly over its parents (one-to-many). Its answers are the independence of the
+    two tables (the answers of uniformly random links)."""
+    if isinstance(problem, OneToManyLinkQP):
+        per_row = problem.cells.reshape(problem.rows, -1)
+        share = problem.children / per_row.sum(axis=1)
+        return np.repeat(share, per_row.shape[1])
+    return np.full(problem.size, problem.m / float(problem.cells.sum()))
 
 
 def projected_gradient(
@@ -249,7 +357,7 @@ def projected_gradient(
     ``iterations`` steps from ``b0`` (default uniform m/N, else b0 projected onto Ω); returns
     the last point and f at every iterate (b0 first). Theorem 3:
     f(b_T) − f* ≤ (3‖b0 − b*‖²/η + f(b0) − f*)/T."""
-    sigma = largest_singular_value(problem.Q) if sigma is None else sigma
+    sigma = largest_singular_value(problem.Q, problem.cells) if sigma is None else sigma
     step = 0.5 * (problem.m / sigma) ** 2 if sigma > 0 else 0.0
     onto = _projector(problem)
     operator = _Operator(problem)
@@ -276,9 +384,15 @@ def pgd(
 
     One Q b and one Qᵀ r per iteration (Q times the extrapolated point is extrapolated from
     Q b by linearity), plus one Qᵀ r every :data:`GAP_EVERY` iterations for the certificate.
+    Its vector products are small per call, so BLAS runs on one thread (:mod:`dpopt.threads`).
     """
+    with one_thread():
+        return _pgd(problem, time_limit, max_iterations, b0)
+
+
+def _pgd(problem: RelaxedLinkQP, time_limit: float | None, max_iterations: int, b0: Any) -> Outcome:
     started = time.perf_counter()
-    sigma = largest_singular_value(problem.Q)
+    sigma = largest_singular_value(problem.Q, problem.cells)
     if sigma == 0:  # f is constant on Ω
         return Outcome(_start(problem, b0), "optimal", info={"gap": 0.0, "iterations": 0})
     step = STEP_MARGIN * 0.5 * (problem.m / sigma) ** 2

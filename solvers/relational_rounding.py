@@ -7,6 +7,11 @@
   level with L ≤ 2m − 1 (Theorem 4); the output indicators are negatively associated.
 - :func:`sample_rows` — the one-to-many variant (App. C): one column per row from
   Categorical(row), so every child has exactly one parent.
+- :func:`block_counts`, :func:`links_in_blocks`, :func:`parents_in_blocks` — the same
+  guarantees for a block-constant B (:class:`~dpopt.models.relational_qp.LinkBlocks`): each
+  block's link count is its expected count rounded up or down by UBS (so exactly m in all, or
+  each child type's children), then the block's links are spread uniformly over its cells;
+  every cell is linked with probability exactly its value.
 
 Both are post-processing of the relaxed solution; they take the caller's Generator.
 """
@@ -17,7 +22,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["SUM_TOL", "sample_rows", "unbiased_sample"]
+__all__ = [
+    "SUM_TOL",
+    "block_counts",
+    "links_in_blocks",
+    "parents_in_blocks",
+    "sample_rows",
+    "unbiased_sample",
+]
 
 SUM_TOL = 1e-9
 """|Σx − m| ≤ SUM_TOL·max(1, m) is accepted (spec §8 item 1); the residual is then moved onto
@@ -133,3 +145,56 @@ def sample_rows(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     # u·total can round up to the total: then the row's last column with mass > 0
     last = (cumulative < cumulative[:, -1:]).sum(axis=1)
     return np.minimum(chosen, last)
+
+
+def block_counts(expected: np.ndarray, totals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Integer counts K with E[K] = ``expected`` and each row of K summing to ``totals``
+    (integers; one row for many-to-many): K = ⌊expected⌋ plus the UBS draw (Algorithm 3)
+    over each row's fractional parts, so every count is its expectation rounded down or up."""
+    table = np.atleast_2d(np.asarray(expected, dtype=np.float64))
+    floors = np.floor(table)
+    counts = floors.astype(np.int64)
+    for row in range(table.shape[0]):
+        extra = int(totals[row]) - int(counts[row].sum())
+        fraction = np.clip(table[row] - floors[row], 0.0, 1.0)
+        counts[row, unbiased_sample(fraction, extra, rng)] += 1
+    return counts
+
+
+def links_in_blocks(
+    counts: np.ndarray,
+    row_members: list[np.ndarray],
+    col_members: list[np.ndarray],
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of distinct links: ``counts[u, v]`` of them uniformly among the cells
+    row_members[u] × col_members[v] (each cell of the block with probability count/cells)."""
+    rows, cols = [], []
+    for u, v in zip(*np.nonzero(counts), strict=True):
+        width = col_members[v].size
+        cells = rng.choice(row_members[u].size * width, int(counts[u, v]), replace=False)
+        rows.append(row_members[u][cells // width])
+        cols.append(col_members[v][cells % width])
+    if not rows:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    return np.concatenate(rows), np.concatenate(cols)
+
+
+def parents_in_blocks(
+    counts: np.ndarray,
+    child_members: list[np.ndarray],
+    parent_members: list[np.ndarray],
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """The parent of every child: ``counts[r, u]`` of child type r's children (a uniformly
+    random choice of them) take a uniformly random parent of type u (one-to-many)."""
+    children = sum(c.size for c in child_members)
+    parent = np.empty(children, dtype=np.int64)
+    for r, members in enumerate(child_members):
+        shuffled = rng.permutation(members)
+        kinds = np.repeat(np.arange(counts.shape[1]), counts[r])
+        for u in np.unique(kinds):
+            chosen = shuffled[kinds == u]
+            pool = parent_members[u]
+            parent[chosen] = pool[rng.integers(0, pool.size, chosen.size)]
+    return parent

@@ -512,6 +512,8 @@ SUITE_TIMES: dict[tuple[str, str], str] = {
     ("relational", "small"): "~2 s",
     ("relational", "medium"): "~9 s",
     ("relational", "paper"): _LONG,
+    ("relational", "paper-algorithm"): _LONG,
+    ("relational", "utility"): "~10 min",
     ("relational", "paper-smoke"): "~10 s",
     # measured 2026-11-26 beside other engineers' jobs (load average 3-8 on 2 cores)
     ("census", "utility"): "~1.5 min",

@@ -23,6 +23,7 @@ from dpopt.solvers.relational_qp import (
     CERTIFY,
     largest_singular_value,
     project,
+    project_counted_rows,
     project_rows,
     project_with_root,
     projected_gradient,
@@ -77,6 +78,22 @@ def agree(value: float, reference: float) -> bool:
     return abs(value - reference) <= AGREE * max(abs(reference), FLOOR / AGREE)
 
 
+def pgd_agrees_with_clarabel(problem: RelaxedLinkQP, seed: int) -> dpopt.Solution:
+    """``pgd`` is certified optimal, feasible to 1e-9, and agrees with Clarabel to
+    :data:`AGREE`; its Frank–Wolfe gap bounds the true gap (Clarabel's optimum, up to its
+    accuracy). Returns ``pgd``'s solution."""
+    fast = dpopt.solve(problem, "pgd")
+    clarabel = dpopt.solve(problem, "cvxpy:clarabel")
+    assert fast.status == "optimal", (seed, fast.info)
+    assert fast.max_violation <= 1e-9
+    assert clarabel.status in ("optimal", "feasible"), (seed, clarabel.info)
+    assert agree(fast.objective, clarabel.objective), (seed, fast.objective, clarabel.objective)
+    slack = CVXPY_SLACK * max(1.0, clarabel.objective)
+    assert fast.objective - clarabel.objective <= fast.info["gap"] + slack, seed
+    assert fast.info["gap"] >= -1e-12
+    return fast
+
+
 @pytest.mark.parametrize("variant", ["many-to-many", "one-to-many"])
 def test_pgd_agrees_with_clarabel_and_osqp(variant: str) -> None:
     kinds = set()
@@ -86,16 +103,7 @@ def test_pgd_agrees_with_clarabel_and_osqp(variant: str) -> None:
             RelaxedLinkQP(q, a, m) if variant == "many-to-many" else OneToManyLinkQP(q, a, rows)
         )
         kinds.add(kind)
-        fast = dpopt.solve(problem, "pgd")
-        clarabel = dpopt.solve(problem, "cvxpy:clarabel")
-        assert fast.status == "optimal", (seed, fast.info)
-        assert fast.max_violation <= 1e-9
-        assert clarabel.status in ("optimal", "feasible"), (seed, clarabel.info)
-        assert agree(fast.objective, clarabel.objective), (seed, fast.objective, clarabel.objective)
-        # the Frank–Wolfe gap bounds the true gap (cvxpy's optimum, up to its accuracy)
-        slack = CVXPY_SLACK * max(1.0, clarabel.objective)
-        assert fast.objective - clarabel.objective <= fast.info["gap"] + slack, seed
-        assert fast.info["gap"] >= -1e-12
+        fast = pgd_agrees_with_clarabel(problem, seed)
         osqp = dpopt.solve(problem, "cvxpy:osqp")
         if osqp.status == "optimal":  # OSQP (ADMM) may stop inaccurate: compared when it solves
             assert abs(osqp.objective - fast.objective) <= AGREE * max(1.0, fast.objective), seed
@@ -372,3 +380,144 @@ def test_pgd_on_factored_queries_agrees_with_clarabel(one_to_many: bool) -> None
         exact = dpopt.solve(problem, "cvxpy:clarabel")  # on the formed matrix
         assert fast.status == "optimal" and exact.status in ("optimal", "feasible")
         assert agree(fast.objective, exact.objective), (seed, fast.objective, exact.objective)
+
+
+# ----------------------------------------------------------------- multiplicities and blocks
+
+
+def counted_instance(seed: int) -> RelaxedLinkQP:
+    """A random QP whose variables stand for several cells (``cells``), many-to-many for even
+    seeds, one-to-many (rows of children × parent multiplicities) for odd ones."""
+    rng = np.random.default_rng(seed)
+    rows, width = int(rng.integers(1, 5)), int(rng.integers(2, 6))
+    size = rows * width
+    k = int(rng.integers(1, 8))
+    q = rng.random((k, size)) * (rng.random((k, size)) < 0.6)
+    a = rng.normal(0, 0.5, k)
+    if seed % 2:
+        children = rng.integers(1, 4, rows)
+        cells = np.outer(children, rng.integers(1, 4, width)).ravel()
+        return OneToManyLinkQP(q, a, int(children.sum()), cells=cells, children=children)
+    cells = rng.integers(1, 6, size)
+    return RelaxedLinkQP(q, a, int(rng.integers(1, cells.sum() + 1)), cells=cells)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_pgd_with_multiplicities_agrees_with_clarabel(seed: int) -> None:
+    pgd_agrees_with_clarabel(counted_instance(seed), seed)
+
+
+def block_instance(seed: int) -> tuple[LinkQueries, np.ndarray, int]:
+    """Workloads with few codes over a small grid (so that rows share types), their answers
+    on a random fractional table plus noise, and m (one-to-many: the children, rows)."""
+    rng = np.random.default_rng(seed)
+    n1, n2 = int(rng.integers(2, 7)), int(rng.integers(2, 7))
+    workloads = int(rng.integers(1, 4))
+    sizes = [(int(rng.integers(1, 3)), int(rng.integers(1, 3))) for _ in range(workloads)]
+    transpose = bool(seed % 2)
+    queries = LinkQueries(
+        (n1, n2),
+        [rng.integers(0, p, n1) for p, _ in sizes],
+        [p for p, _ in sizes],
+        [rng.integers(0, q, n2) for _, q in sizes],
+        [q for _, q in sizes],
+        transpose=transpose,
+    )
+    truth = np.asarray(queries @ rng.random(n1 * n2))
+    answers = truth / truth.sum() * workloads + rng.normal(0, 0.05, truth.size)
+    m = n1 if transpose else int(rng.integers(1, n1 * n2 + 1))
+    return queries, answers, m
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_blocks_have_the_full_qps_optimum(seed: int) -> None:
+    """The QP over one value per block (LinkBlocks) has the optimum of the QP over every cell
+    (cvxpy on both), pgd on the blocks finds it, and its point spread over the cells is
+    feasible for the full QP with the same objective."""
+    queries, answers, m = block_instance(seed)
+    blocks = queries.blocks()
+    assert blocks.cells.sum() == queries.shape[1]
+    if queries.transpose:
+        full: RelaxedLinkQP = OneToManyLinkQP(queries, answers, m)
+        reduced: RelaxedLinkQP = OneToManyLinkQP(
+            blocks.queries, answers, m, cells=blocks.cells, children=blocks.row_counts
+        )
+    else:
+        full = RelaxedLinkQP(queries, answers, m)
+        reduced = RelaxedLinkQP(blocks.queries, answers, m, cells=blocks.cells)
+    exact = dpopt.solve(full, "cvxpy:clarabel")
+    fast = dpopt.solve(reduced, "pgd")
+    assert fast.status == "optimal", (seed, fast.info)
+    assert agree(fast.objective, exact.objective), (seed, fast.objective, exact.objective)
+    assert agree(dpopt.solve(reduced, "cvxpy:clarabel").objective, exact.objective), seed
+    spread = blocks.expand(fast.x)
+    assert full.violations(spread) <= 1e-9
+    assert full.objective(spread) == pytest.approx(fast.objective, rel=1e-12, abs=1e-15)
+
+
+def test_block_types_group_rows_that_every_workload_groups_alike() -> None:
+    queries = LinkQueries(
+        (4, 3), [[0, 1, 0, 1], [0, 0, 0, 1]], [2, 2], [[0, 0, 1], [1, 1, 1]], [2, 2]
+    )
+    blocks = queries.blocks()
+    assert blocks.row_types.tolist() == [0, 1, 0, 2]  # rows 0 and 2 alike in both workloads
+    assert blocks.row_counts.tolist() == [2, 1, 1] and blocks.row_first.tolist() == [0, 1, 3]
+    assert blocks.col_types.tolist() == [0, 0, 1] and blocks.col_counts.tolist() == [2, 1]
+    assert [m.tolist() for m in blocks.members(0)] == [[0, 2], [1], [3]]
+    assert blocks.cells.tolist() == [4, 2, 2, 1, 2, 1]
+    values = np.arange(6.0)
+    assert blocks.expand(values).reshape(4, 3).tolist() == [
+        [0, 0, 1], [2, 2, 3], [0, 0, 1], [4, 4, 5],
+    ]  # fmt: skip
+
+
+def cvxpy_weighted_projection(b: np.ndarray, weights: np.ndarray, m: float) -> np.ndarray:
+    import cvxpy as cp
+
+    x = cp.Variable(b.size)
+    cp.Problem(
+        cp.Minimize(cp.sum(cp.multiply(weights, cp.square(x - b)))),
+        [x >= 0, x <= 1, weights @ x == m],
+    ).solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    return np.asarray(x.value)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_weighted_projection_agrees_with_cvxpy(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(1, 30))
+    weights = rng.integers(1, 20, size).astype(float)
+    b = rng.normal(0, float(rng.choice([0.1, 1.0, 5.0])), size) + rng.normal()
+    m = float(rng.uniform(0, weights.sum()))
+    x, y = project_with_root(b, m, weights=weights)
+    assert np.all((x >= 0) & (x <= 1))
+    assert abs(float(weights @ x) - m) <= 1e-12 * max(1.0, m)
+    check_kkt(b, x, y)  # the same clip(b + y, 0, 1) form, y the weighted root
+    assert np.allclose(x, cvxpy_weighted_projection(b, weights, m), atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_project_counted_rows_agrees_with_cvxpy(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    rows, cols = int(rng.integers(1, 5)), int(rng.integers(1, 7))
+    weights = rng.integers(1, 6, (rows, cols)).astype(float)
+    totals = np.array([rng.uniform(0, w.sum()) for w in weights])
+    values = rng.normal(0, float(rng.choice([0.1, 1.0, 10.0])), (rows, cols))
+    if seed % 4 == 0:
+        values[:, : cols // 2 + 1] = values[0, 0]  # ties
+    projected = project_counted_rows(values, weights, totals)
+    assert np.all((projected >= 0) & (projected <= 1))
+    assert np.allclose((weights * projected).sum(axis=1), totals, atol=1e-9)
+    for row in range(rows):
+        expected = cvxpy_weighted_projection(values[row], weights[row], totals[row])
+        assert np.allclose(projected[row], expected, atol=1e-6), (seed, row)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_frank_wolfe_gap_with_multiplicities_bounds_the_gap(seed: int) -> None:
+    problem = counted_instance(seed)
+    optimum = dpopt.solve(problem, "cvxpy:clarabel").objective
+    for budget in (1, 5):
+        solution = dpopt.solve(problem, "pgd", max_iterations=budget)
+        slack = CVXPY_SLACK * max(1.0, optimum)
+        assert solution.objective - optimum <= solution.info["gap"] + slack, (seed, budget)

@@ -35,6 +35,7 @@ LAYERS = {
     "relational": 3,
     "relational_data": 3,
     "relational_evaluation": 3,
+    "relational_fit": 3,
     "relational_synth": 3,
     "compare": 4,
     "paper": 4,
