@@ -10,6 +10,13 @@ A release has two steps that never mix:
    n. It builds the post-processing Problem of the chosen mechanism with per-cell domains
    [c̃ − δ, c̃ + δ] ∩ [0, n], δ = ⌈m·sd⌉ (spec G4; doubled until feasible), and solves it.
 
+The default objective of the Model 1 mechanisms is ``"leaf-weighted"``
+(:data:`~dpopt.models.pgsr.OBJECTIVES`): every region's squared errors weighted by the number
+of leaf regions it aggregates, and the domains doubled until the node potentials certify the
+optimum of Model 1 on [0, n]. The paper's Model 1 weighs every cell alike, which lets the
+leaves' non-negativity bias the aggregates (docs/families/census.md, "What it gets you");
+``objective="paper"`` keeps it, and is the only objective of Models 2 and 3.
+
 The chain DP (M_DP^CC) follows spec §4 option (a): the level-wise chain counts are a
 post-processing of the noisy per-region cumulative vectors (λ = L/ε), never noised directly
 with λ = L/ε, whose sensitivity is |H_l| (spec §4, G7).
@@ -36,8 +43,10 @@ from dpopt.census_data import (
 from dpopt.census_partitioned import domain, solve_partitioned, split_at_root
 from dpopt.hierarchy import Tree
 from dpopt.models.pgsr import (
+    OBJECTIVES,
     ChainPostProcess,
     CumulativePostProcess,
+    Objective,
     PostProcess,
     chain_from_counts,
     counts_from_chain,
@@ -51,6 +60,7 @@ from dpopt.validation import choice, finite_array, integer_array, positive_numbe
 
 __all__ = [
     "MECHANISMS",
+    "OBJECTIVES",
     "CensusData",
     "Measurement",
     "Mechanism",
@@ -230,21 +240,64 @@ PROBE = {PostProcess: "pwl-dp", ChainPostProcess: "chain-dp", CumulativePostProc
 DP_METHODS = ("pwl-dp", "dp-table", "pava-dp")
 
 
+def _objective(objective: str | None, mechanism: str) -> Objective:
+    """The objective a mechanism post-processes with: None is ``"leaf-weighted"`` for the
+    Model 1 mechanisms and ``"paper"`` for the others, which have no other."""
+    spec = _mechanism(mechanism)
+    if objective is None:
+        return OBJECTIVES["leaf-weighted" if spec.problem is PostProcess else "paper"]
+    name = choice("objective", objective, tuple(OBJECTIVES))
+    if name != "paper" and spec.problem is not PostProcess:
+        raise ValueError(
+            f"objective {name!r} weighs Model 1; mechanism {mechanism!r} solves "
+            f"{spec.problem.__name__}, whose only objective is 'paper'"
+        )
+    return OBJECTIVES[name]
+
+
+def _post_processing_problem(
+    spec: Mechanism,
+    measurement: Measurement,
+    target: np.ndarray,
+    domain: tuple[np.ndarray, np.ndarray],
+    weights: np.ndarray | None,
+) -> Problem:
+    """The mechanism's Problem; ``weights`` are Model 1's region weights (None: all 1)."""
+    if spec.problem is PostProcess:
+        return PostProcess(measurement.parents, target, measurement.total, domain, weights)
+    return spec.problem(measurement.parents, target, measurement.total, domain)
+
+
+def _settled(solution: Solution, full: bool, objective: Objective) -> bool:
+    """Whether the domains need no widening: they are 0 … n, or the probe found them feasible
+    and, if the objective asks for it, its point certified optimal on 0 … n."""
+    if full:
+        return True
+    if solution.status == "infeasible":
+        return False
+    certificate = solution.info.get("domain_certificate", {})
+    return not objective.widen_until_optimal or bool(certificate.get("unrestricted_optimal"))
+
+
 def build_problem(
     measurement: Measurement,
     mechanism: str = "pwl-dp",
     *,
+    objective: str | None = None,
     domain_sd: float = 3.0,
     executor: Executor | None = None,
 ) -> tuple[Problem, Solution]:
-    """The mechanism's post-processing Problem on feasible domains, and the probe's solution.
+    """The mechanism's post-processing Problem on settled domains, and the probe's solution.
 
     Domains are [c̃ − δ, c̃ + δ] ∩ [0, n] with δ = ⌈domain_sd · sd⌉ (spec G4). Models 1 and 3:
     while their exact DP finds the domains infeasible, δ doubles (at the latest the full range
-    0 … n is feasible). Model 2 has no exact fast path, so its domains are widened to contain
-    the pava-dp answer (a feasible point computed from the noisy data alone), which also makes
-    that answer feasible for the problem returned. The probe is the DP of :data:`PROBE`; its
-    solution is returned so it need not be solved twice.
+    0 … n is feasible); with an objective that widens until optimal (``"leaf-weighted"``, the
+    default of Model 1) δ also doubles until the node potentials certify the DP's point
+    optimal for Model 1 on 0 … n. Model 2 has no exact fast path, so its domains are widened to
+    contain the pava-dp answer (a feasible point computed from the noisy data alone), which also
+    makes that answer feasible for the problem returned. The probe is the DP of :data:`PROBE`;
+    its solution is returned so it need not be solved twice. ``objective``: see
+    :func:`release`.
     """
     if not isinstance(measurement, Measurement):
         raise TypeError(
@@ -256,6 +309,8 @@ def build_problem(
             f"mechanism {mechanism!r} post-processes {spec.query!r} measurements, "
             f"got {measurement.query!r}"
         )
+    chosen = _objective(objective, mechanism)
+    weights = chosen.weights(measurement.tree)
     domain_sd = _domain_sd(domain_sd)
     target, sd = _target(measurement, spec)
     probe = PROBE[spec.problem]
@@ -266,14 +321,14 @@ def build_problem(
     while True:
         delta = np.ceil(multiplier * sd).astype(np.int64)
         domain = (np.clip(target - delta, 0, total), np.clip(target + delta, 0, total))
-        problem = spec.problem(measurement.parents, target, total, domain)
+        problem = _post_processing_problem(spec, measurement, target, domain, weights)
         full = bool(np.all(domain[0] == 0) & np.all(domain[1] == total))
         # Model 1's feasibility costs one pass of sums: the DP runs once, on feasible domains
         if isinstance(problem, PostProcess) and not full and not problem.domain_feasible():
             multiplier *= 2
             continue
         solution = solve(problem, probe, **options)
-        if solution.status != "infeasible" or full:
+        if _settled(solution, full, chosen):
             break
         multiplier *= 2
     solution = replace(solution, info={**solution.info, "domain_sd": multiplier})
@@ -282,7 +337,7 @@ def build_problem(
     if spec.problem is CumulativePostProcess:
         anchor = solution.x
         domain = (np.minimum(domain[0], anchor), np.maximum(domain[1], anchor))
-        problem = spec.problem(measurement.parents, target, total, domain)
+        problem = _post_processing_problem(spec, measurement, target, domain, weights)
         info = {k: v for k, v in solution.info.items() if k != "message"}
         violation = problem.violations(anchor)
         status: Status = "feasible" if violation <= problem.feasibility_tol else "violated"
@@ -294,6 +349,7 @@ def post_process(
     measurement: Measurement,
     mechanism: str = "pwl-dp",
     *,
+    objective: str | None = None,
     domain_sd: float = 3.0,
     executor: Any = None,
     time_limit: float | None = None,
@@ -301,15 +357,21 @@ def post_process(
     """Post-process a measurement with ``mechanism``: the released counts and the solution.
 
     Reads nothing but the measurement (noisy values and public facts); see
-    :func:`build_problem` for the domains. ``executor`` is a ``concurrent.futures.Executor``
-    or a ``dask.distributed.Client``; on a client ``pwl-dp`` runs the partitioned two-pass DP
-    (:mod:`dpopt.census_partitioned`), whose counts equal the serial ones bit for bit.
+    :func:`build_problem` for the domains and :func:`release` for ``objective``. ``executor``
+    is a ``concurrent.futures.Executor`` or a ``dask.distributed.Client``; on a client
+    ``pwl-dp`` runs the partitioned two-pass DP (:mod:`dpopt.census_partitioned`), whose
+    counts equal the serial ones bit for bit.
     """
     _check_time_limit(mechanism, time_limit)
+    chosen = _objective(objective, mechanism)
     if is_dask_client(executor) and mechanism == "pwl-dp":
-        return _post_process_partitioned(measurement, _domain_sd(domain_sd), Runner(executor))
+        return _post_process_partitioned(
+            measurement, chosen, _domain_sd(domain_sd), Runner(executor)
+        )
     executor = as_executor(executor)
-    problem, probed = build_problem(measurement, mechanism, domain_sd=domain_sd, executor=executor)
+    problem, probed = build_problem(
+        measurement, mechanism, objective=chosen.name, domain_sd=domain_sd, executor=executor
+    )
     method = MECHANISMS[mechanism].method
     if method == probed.method:
         solution = probed
@@ -325,11 +387,11 @@ def post_process(
 
 
 def _post_process_partitioned(
-    measurement: Measurement, domain_sd: float, runner: Runner
+    measurement: Measurement, objective: Objective, domain_sd: float, runner: Runner
 ) -> tuple[np.ndarray, Solution]:
     """``pwl-dp`` on a Dask client: the root's subtrees are shipped once and solved by the
-    two-pass partitioned DP with the serial widening rule, so the counts equal the serial ones
-    bit for bit (:mod:`dpopt.census_partitioned`)."""
+    two-pass partitioned DP with the serial widening rule and ``objective``, so the counts
+    equal the serial ones bit for bit (:mod:`dpopt.census_partitioned`)."""
     if not isinstance(measurement, Measurement):
         raise TypeError(
             f"measurement must be a census.Measurement, got {type(measurement).__name__}"
@@ -347,6 +409,7 @@ def _post_process_partitioned(
         measurement.total,
         domain_sd=domain_sd,
         widening="global",
+        objective=objective.name,
         runner=runner,
     )
     counts = np.empty_like(noisy)
@@ -360,6 +423,7 @@ def _post_process_partitioned(
         noisy,
         measurement.total,
         domain(noisy, sd, multiplier, measurement.total),
+        objective.weights(tree),
     )
     violation = float(problem.violations(counts))
     status: Status = "violated"
@@ -416,9 +480,11 @@ def _mechanism(name: str) -> Mechanism:
 
 @dataclass(frozen=True, eq=False)
 class Release:
-    """A released hierarchy: ``counts[r, j]`` groups of size ``sizes[j]`` in region r."""
+    """A released hierarchy: ``counts[r, j]`` groups of size ``sizes[j]`` in region r, and the
+    mechanism and objective (:data:`OBJECTIVES`) that post-processed it."""
 
     mechanism: str
+    objective: str
     counts: np.ndarray
     sizes: np.ndarray
     budget: dict[str, Any]
@@ -438,6 +504,7 @@ def release(
     *,
     rng: np.random.Generator,
     accountant: Accountant | None = None,
+    objective: str | None = None,
     level_weights: Any = None,
     domain_sd: float = 3.0,
     executor: Any = None,
@@ -446,12 +513,18 @@ def release(
     """Release ``data`` under ε-DP with ``mechanism`` (a key of :data:`MECHANISMS`).
 
     Charges exactly ``epsilon`` to ``accountant`` (if given), after every input is validated.
-    ``executor``: see :func:`post_process` (a Dask client is accepted).
-    ``conditions`` reports the PGSR conditions checked on the released counts.
+    ``objective`` (a key of :data:`OBJECTIVES`): ``"leaf-weighted"``, the default of the
+    Model 1 mechanisms, weighs every region's fit by the number of leaf regions it aggregates
+    and releases the certified optimum of that Model 1 on 0 … n; ``"paper"`` is the paper's
+    objective (every cell alike, domains widened until feasible), the only one of the
+    cumulative mechanisms. ``level_weights`` splits the budget over the levels (spec G11),
+    which is another matter. ``executor``: see :func:`post_process` (a Dask client is
+    accepted). ``conditions`` reports the PGSR conditions checked on the released counts.
     """
     _check_data(data)
     positive_number("epsilon", epsilon)
     spec = _mechanism(mechanism)
+    chosen = _objective(objective, mechanism)
     _domain_sd(domain_sd)
     _check_time_limit(mechanism, time_limit)
     measurement = measure(
@@ -463,11 +536,17 @@ def release(
         level_weights=level_weights,
     )
     counts, solution = post_process(
-        measurement, mechanism, domain_sd=domain_sd, executor=executor, time_limit=time_limit
+        measurement,
+        mechanism,
+        objective=chosen.name,
+        domain_sd=domain_sd,
+        executor=executor,
+        time_limit=time_limit,
     )
     check = PostProcess(data.parents, counts, data.total)
     return Release(
         mechanism,
+        chosen.name,
         counts,
         data.sizes,
         measurement.budget,

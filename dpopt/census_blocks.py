@@ -9,13 +9,16 @@
    written as the state's ``noisy`` partition (:mod:`dpopt.census_store`). The task returns the
    state's total and root counts, which the driver needs for the nation row and n.
 2. **bottom-up** and 3. **top-down**, one task per (state, size), by
-   :func:`~dpopt.census_partitioned.solve_partitioned`; each top-down task writes its counts
-   to ``release/state=<i>/size_<s>.parquet``.
+   :func:`~dpopt.census_partitioned.solve_partitioned` with the objective of
+   :func:`dpopt.census.release` (``"leaf-weighted"`` by default: the same Model 1 as the
+   in-memory release); each top-down task writes its counts to
+   ``release/state=<i>/size_<s>.parquet``.
 
 The budget is charged once, in the driver, after every input is validated and before any
 task runs; a task re-run after a lost worker redraws the same keyed noise and rewrites the same
 bytes, so nothing is charged twice or lost. ``manifest.json`` records the budget, the
-checksum of the release, the optimal cost, the domains used and the certificate.
+checksum of the release, the objective, the optimal cost, the domains used and the
+certificate.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from dpopt.census_store import (
     read_partition,
     write_partition,
 )
+from dpopt.models.pgsr import OBJECTIVES
 from dpopt.privacy import Accountant
 from dpopt.runner import Runner
 from dpopt.validation import choice, positive_number
@@ -149,6 +153,7 @@ class BlockRelease:
     nation_noisy: np.ndarray
     solution: PartitionedSolution
     budget: dict[str, Any]
+    objective: str
 
     @property
     def checksum(self) -> str:
@@ -163,7 +168,8 @@ class BlockRelease:
             "total": self.total,
             "budget": self.budget,
             "checksum": self.checksum,
-            "objective": solution.objective,
+            "objective": self.objective,
+            "optimal_cost": solution.objective,
             "widening": solution.widening,
             "domain_sd": {
                 "nation": solution.root_multipliers.tolist(),
@@ -197,6 +203,7 @@ def release_blocks(
     executor: Any = None,
     domain_sd: float = 3.0,
     widening: Widening = "global",
+    objective: str = "leaf-weighted",
     progress: bool = False,
 ) -> BlockRelease:
     """Release ``geography``'s counts under ε-DP with M_DP (pwl-dp), one state per partition.
@@ -204,10 +211,13 @@ def release_blocks(
     ``executor``: None (inline), a ``concurrent.futures.Executor`` or a
     ``dask.distributed.Client``. The result is bit-identical on any of them (see the module
     docstring); ``accountant`` is charged exactly ε once, after validation, before any task.
+    ``objective``: a key of :data:`~dpopt.models.pgsr.OBJECTIVES`, as in
+    :func:`dpopt.census.release`.
     """
     _check_inputs(geography, epsilon, out_dir, data_dir)
     positive_number("domain_sd", domain_sd)
     widening = choice("widening", widening, WIDENING)  # type: ignore[assignment]
+    objective = choice("objective", objective, tuple(OBJECTIVES))
     runner = Runner(executor, progress=progress)
     noise = LevelNoise.uniform(epsilon, len(LEVELS))
     entropy = draw_entropy(rng)
@@ -235,6 +245,7 @@ def release_blocks(
         total,
         domain_sd=domain_sd,
         widening=widening,
+        objective=objective,
         runner=runner,
         sinks=[StateSink(str(out / "release"), s) for s in states],
     )
@@ -245,7 +256,7 @@ def release_blocks(
             {"label": label, "amount": float(loss.epsilon or 0)} for loss, label in noise.charges
         ],
     }
-    result = BlockRelease(out, geography, total, nation_noisy, solution, budget)
+    result = BlockRelease(out, geography, total, nation_noisy, solution, budget, objective)
     (out / "manifest.json").write_text(json.dumps(result.manifest(), indent=1))
     return result
 

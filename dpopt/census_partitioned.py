@@ -13,6 +13,11 @@ more than its own partition; the driver holds only root tables, splits and check
 Because every merge is the same deterministic Algorithm 1 with the same child order (ties to
 the lower child, spec G5), the result equals the serial DP bit for bit.
 
+The objective is the serial release's (:data:`~dpopt.models.pgsr.OBJECTIVES`): with
+``"leaf-weighted"`` (the default) each task weighs its partition's regions by the leaves they
+aggregate, a partition root's weight is its number of leaves, and the root's the sum of those;
+``"paper"`` weighs every cell alike.
+
 Domains (spec G4) are [c̃ − δ, c̃ + δ] ∩ [0, n] with δ = ⌈m·sd⌉. Two widening rules:
 
 - ``"global"`` (the default) — the serial rule: if any cell's domains are infeasible, m doubles
@@ -24,7 +29,10 @@ Domains (spec G4) are [c̃ − δ, c̃ + δ] ∩ [0, n] with δ = ⌈m·sd⌉. T
   until its window is non-empty, then for all sizes until n is in the dummy root's range); only
   if the root's domains are full and still infeasible does the floor of every m double.
 
-Both are deterministic, because partitions follow the geography, not the workers.
+Both are deterministic, because partitions follow the geography, not the workers. With an
+objective that widens until optimal (the default) and global widening, the driver then doubles
+m for every region until the certificate below proves the release optimal for Model 1 on
+[0, n], as the serial release does; partition widening stops at feasibility.
 
 :class:`DomainCertificate`: whether the solution is optimal with its domains and whether it is
 also optimal for the unrestricted Model 1, both decided exactly by node potentials
@@ -42,7 +50,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from dpopt.hierarchy import Tree
-from dpopt.models.pgsr import active_bounds, reachable
+from dpopt.models.pgsr import OBJECTIVES, active_bounds, leaf_weights, reachable
 from dpopt.models.pgsr_optimality import (
     Interval,
     arc_interval,
@@ -85,6 +93,11 @@ class ColumnSource(Protocol):
     def column(self, size: int) -> Column: ...
 
 
+def _weights(tree: Tree, weighted: bool) -> np.ndarray | None:
+    """A partition's region weights: the leaves below each region, or None (all 1)."""
+    return leaf_weights(tree) if weighted else None
+
+
 @dataclass(frozen=True, eq=False)
 class MemorySource:
     """A partition held in memory (shipped once to the workers by :meth:`Runner.put`)."""
@@ -111,11 +124,13 @@ def _is_full(lower: np.ndarray, upper: np.ndarray, total: int) -> bool:
 
 @dataclass(frozen=True)
 class RootTable:
-    """A (partition, size) bottom-up result: the multiplier used and the root's table."""
+    """A (partition, size) bottom-up result: the multiplier used, the root's table and the
+    partition root's weight."""
 
     multiplier: float
     table: Table | None
     full: bool
+    weight: int
     message: str = ""
 
 
@@ -138,20 +153,23 @@ def partition_floor(source: ColumnSource, size: int, total: int, multiplier: flo
 
 
 def partition_root(
-    source: ColumnSource, size: int, total: int, multiplier: float, widen: bool
+    source: ColumnSource, size: int, total: int, multiplier: float, widen: bool, weighted: bool
 ) -> RootTable:
-    """Bottom-up pass of one (partition, size); with ``widen`` m doubles until feasible."""
+    """Bottom-up pass of one (partition, size); with ``widen`` m doubles until feasible;
+    ``weighted``: leaf weights (else all 1)."""
     column = source.column(size)
     tree = Tree(column.parents)
     if widen:
         multiplier = _feasible_multiplier(tree, column, total, multiplier)
     lower, upper = domain(column.noisy, column.sd, multiplier, total)
     full = _is_full(lower, upper, total)
+    weights = _weights(tree, weighted)
+    weight = 1 if weights is None else int(weights[tree.root])
     try:
-        table = root_table(tree, column.noisy, lower, upper, size)
+        table = root_table(tree, column.noisy, lower, upper, size, weights)
     except Infeasible as err:
-        return RootTable(multiplier, None, full, str(err))
-    return RootTable(multiplier, table, full)
+        return RootTable(multiplier, None, full, weight, str(err))
+    return RootTable(multiplier, table, full, weight)
 
 
 @dataclass(frozen=True)
@@ -182,18 +200,21 @@ def partition_column(
     multiplier: float,
     root_value: int,
     sink: Sink | None,
+    weighted: bool,
 ) -> ColumnResult:
     """Both passes of one (partition, size) with its root fixed to ``root_value``."""
     column = source.column(size)
     tree = Tree(column.parents)
     lower, upper = domain(column.noisy, column.sd, multiplier, total)
-    values = column_values(tree, column.noisy, lower, upper, root_value, size)
+    weights = _weights(tree, weighted)
+    values = column_values(tree, column.noisy, lower, upper, root_value, size, weights)
+    weight = 1 if weights is None else weights
     result = ColumnResult(
         checksum(values),
         active_bounds(values, lower, upper, total),
-        upward_interval(tree, column.noisy, values, lower, upper),
+        upward_interval(tree, column.noisy, values, lower, upper, weight),
         upward_interval(
-            tree, column.noisy, values, np.zeros_like(lower), np.full_like(upper, total)
+            tree, column.noisy, values, np.zeros_like(lower), np.full_like(upper, total), weight
         ),
         values,
     )
@@ -218,16 +239,15 @@ class DomainCertificate:
 
 def _certificate(
     columns: list[list[ColumnResult]],
-    root_noisy: np.ndarray,
+    root: _Root,
     root_counts: np.ndarray,
     root_domain: tuple[np.ndarray, np.ndarray],
-    total: int,
 ) -> DomainCertificate:
     """Join the partitions' root intervals at the root (per size) and at the dummy root."""
     verdicts = []
     for which, bounds in (
         ("restricted", root_domain),
-        ("unrestricted", (np.zeros_like(root_counts), np.full_like(root_counts, total))),
+        ("unrestricted", (np.zeros_like(root_counts), np.full_like(root_counts, root.total))),
     ):
         children = [
             (
@@ -236,9 +256,9 @@ def _certificate(
             )
             for row in columns
         ]
-        own = arc_interval(root_noisy, root_counts, *bounds)
+        own = arc_interval(root.noisy, root_counts, *bounds, root.weight)
         verdicts.append(feasible_at_root(parent_interval(children, own)))
-    active = active_bounds(root_counts, *root_domain, total)
+    active = active_bounds(root_counts, *root_domain, root.total)
     active += sum(r.active_bounds for row in columns for r in row)
     return DomainCertificate(active, *verdicts)
 
@@ -267,35 +287,45 @@ class PartitionedSolution:
 
 
 @dataclass(frozen=True)
+class _Root:
+    """The root region: its noisy vector (one entry per size), noise sd, the public total n and
+    its weight in the objective (the sum of the partition roots' with leaf weights, else 1)."""
+
+    noisy: np.ndarray
+    sd: float
+    total: int
+    weight: int
+
+    def domain(self, multiplier: Any) -> tuple[np.ndarray, np.ndarray]:
+        return domain(self.noisy, np.full(self.noisy.size, self.sd), multiplier, self.total)
+
+    def is_full(self, multiplier: Any) -> bool:
+        return _is_full(*self.domain(multiplier), self.total)
+
+
+@dataclass(frozen=True)
 class _Top:
     tables: list[Table]
     splits: list[Any]
     root_multipliers: np.ndarray
 
 
-def _top_merge(
-    roots: list[list[RootTable]],
-    root_noisy: np.ndarray,
-    root_sd: float,
-    total: int,
-    floor: float,
-    widen: bool,
-) -> _Top | None:
+def _top_merge(roots: list[list[RootTable]], root: _Root, floor: float, widen: bool) -> _Top | None:
     """Per size, merge the partitions' tables into the root's (eq. 4b–4d, Algorithm 1) and
     window it to the root's domain; None if some size is infeasible there."""
     tables, splits, used = [], [], []
-    for size, noisy in enumerate(root_noisy.tolist()):
+    for size, noisy in enumerate(root.noisy.tolist()):
         merged, split = merge_convex([row[size].table for row in roots])  # type: ignore[misc]
         multiplier = floor
         while True:
-            lower, upper = domain(np.array([noisy]), np.array([root_sd]), multiplier, total)
+            lower, upper = domain(np.array([noisy]), np.array([root.sd]), multiplier, root.total)
             window = merged.window(int(lower[0]), int(upper[0]))
             if window is not None:
                 break
-            if not widen or (lower[0] == 0 and upper[0] == total):
+            if not widen or (lower[0] == 0 and upper[0] == root.total):
                 return None
             multiplier *= 2
-        own = squared_table(window.lo, window.hi, int(noisy))
+        own = squared_table(window.lo, window.hi, int(noisy), root.weight)
         tables.append(Table(window.lo, window.cost + own.cost))
         splits.append(split)
         used.append(multiplier)
@@ -324,12 +354,7 @@ def split_at_root(
 
 
 def _top(
-    roots: list[list[RootTable]],
-    root_noisy: np.ndarray,
-    root_sd: float,
-    total: int,
-    floor: float,
-    widen: bool,
+    roots: list[list[RootTable]], root: _Root, floor: float, widen: bool
 ) -> tuple[_Top, Table, Any] | None:
     """The root's tables and the dummy root's merge with n in range, or None.
 
@@ -337,16 +362,96 @@ def _top(
     (doubling its multiplier, all sizes) before the caller widens every partition."""
     root_floor = floor
     while True:
-        top = _top_merge(roots, root_noisy, root_sd, total, root_floor, widen)
+        top = _top_merge(roots, root, root_floor, widen)
         if top is None:
             return None
         dummy, split_sizes = merge_convex(top.tables)
-        if dummy.lo <= total <= dummy.hi:
+        if dummy.lo <= root.total <= dummy.hi:
             return top, dummy, split_sizes
-        lower, upper = domain(root_noisy, np.full(root_noisy.size, root_sd), root_floor, total)
-        if not widen or (np.all(lower == 0) and np.all(upper == total)):
+        if not widen or root.is_full(root_floor):
             return None
         root_floor *= 2
+
+
+@dataclass(frozen=True)
+class _Feasible:
+    """The bottom-up passes at the first floor where the dummy root reaches n."""
+
+    floor: float
+    roots: list[list[RootTable]]
+    root: _Root
+    top: _Top
+    dummy: Table
+    split_sizes: Any
+
+    @property
+    def full(self) -> bool:
+        """Every domain is 0 … n: no wider one exists."""
+        partitions = all(r.full for row in self.roots for r in row)
+        return partitions and self.root.is_full(self.top.root_multipliers)
+
+
+def _feasible(
+    sources: Sequence[Any],
+    root_noisy: np.ndarray,
+    root_sd: float,
+    total: int,
+    floor: float,
+    widen: bool,
+    weighted: bool,
+    runner: Runner,
+) -> _Feasible:
+    """Bottom-up passes from ``floor``, doubling it until the dummy root reaches n."""
+    sizes = root_noisy.size
+    while True:
+        tasks = [
+            (f"bottom-up p{p} s{s}", (source, s, total, floor, widen, weighted))
+            for p, source in enumerate(sources)
+            for s in range(sizes)
+        ]
+        flat = runner.run("bottom-up", partition_root, tasks)
+        roots = [flat[p * sizes : (p + 1) * sizes] for p in range(len(sources))]
+        weight = sum(row[0].weight for row in roots) if weighted else 1
+        root = _Root(root_noisy, root_sd, total, weight)
+        solved = _top(roots, root, floor, widen) if all(r.table is not None for r in flat) else None
+        if solved is not None:
+            return _Feasible(floor, roots, root, *solved)
+        if all(r.full for r in flat) and bool(np.all(root.domain(floor)[1] == total)):
+            message = next((r.message for r in flat if r.table is None), "the dummy root")
+            raise Infeasible(-1, None) from RuntimeError(message)
+        floor *= 2
+
+
+def _top_down(
+    sources: Sequence[Any],
+    solved: _Feasible,
+    sinks: Sequence[Sink | None],
+    weighted: bool,
+    runner: Runner,
+) -> tuple[np.ndarray, list[list[ColumnResult]]]:
+    """Split n down to every (partition, size) and run their top-down tasks."""
+    total, sizes = solved.root.total, solved.root.noisy.size
+    root_counts = solved.split_sizes(total)
+    values = [solved.top.splits[s](int(root_counts[s])) for s in range(sizes)]
+    column_tasks: list[tuple[str, tuple]] = [
+        (
+            f"top-down p{p} s{s}",
+            (
+                source,
+                s,
+                total,
+                solved.roots[p][s].multiplier,
+                int(values[s][p]),
+                sinks[p],
+                weighted,
+            ),
+        )
+        for p, source in enumerate(sources)
+        for s in range(sizes)
+    ]
+    flat_columns = runner.run("top-down", partition_column, column_tasks)
+    columns = [flat_columns[p * sizes : (p + 1) * sizes] for p in range(len(sources))]
+    return root_counts.astype(np.int64), columns
 
 
 def solve_partitioned(
@@ -357,71 +462,47 @@ def solve_partitioned(
     *,
     domain_sd: float = 3.0,
     widening: Widening = "global",
+    objective: str = "leaf-weighted",
     runner: Runner | None = None,
     sinks: Sequence[Sink | None] | None = None,
 ) -> PartitionedSolution:
     """Solve Model 1 (pwl-dp) over ``sources`` (the root's children, in child order).
 
     ``root_noisy`` is the root's noisy vector (one entry per size) and ``root_sd`` its noise sd;
-    ``sinks[p]`` (optional) receives partition p's counts instead of the driver.
+    ``objective`` a key of :data:`~dpopt.models.pgsr.OBJECTIVES`; ``sinks[p]`` (optional)
+    receives partition p's counts instead of the driver.
     """
     if widening not in WIDENING:
         raise ValueError(f"widening must be one of {WIDENING}, got {widening!r}")
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {tuple(OBJECTIVES)}, got {objective!r}")
     runner = runner or Runner()
-    sizes = root_noisy.size
     sinks = list(sinks) if sinks is not None else [None] * len(sources)
     widen = widening == "partition"
+    weighted = OBJECTIVES[objective].weighted
+    certify = OBJECTIVES[objective].widen_until_optimal and not widen
     floor = domain_sd
     if not widen:  # one DP pass, at the smallest floor every (partition, size) is feasible at
         probes = [
             (f"domains p{p} s{s}", (source, s, total, floor))
             for p, source in enumerate(sources)
-            for s in range(sizes)
+            for s in range(root_noisy.size)
         ]
         floor = max(runner.run("domains", partition_floor, probes))
     while True:
-        tasks = [
-            (f"bottom-up p{p} s{s}", (source, s, total, floor, widen))
-            for p, source in enumerate(sources)
-            for s in range(sizes)
-        ]
-        flat = runner.run("bottom-up", partition_root, tasks)
-        roots = [flat[p * sizes : (p + 1) * sizes] for p in range(len(sources))]
-        solved = (
-            _top(roots, root_noisy, root_sd, total, floor, widen)
-            if all(r.table is not None for r in flat)
-            else None
-        )
-        if solved is not None:
+        solved = _feasible(sources, root_noisy, root_sd, total, floor, widen, weighted, runner)
+        root_counts, columns = _top_down(sources, solved, sinks, weighted, runner)
+        root_domain = solved.root.domain(solved.top.root_multipliers)
+        certificate = _certificate(columns, solved.root, root_counts, root_domain)
+        if not certify or certificate.unrestricted_optimal or solved.full:
             break
-        root_full = bool(
-            np.all(domain(root_noisy, np.full(sizes, root_sd), floor, total)[1] == total)
-        )
-        if all(r.full for r in flat) and root_full:
-            message = next((r.message for r in flat if r.table is None), "the dummy root")
-            raise Infeasible(-1, None) from RuntimeError(message)
-        floor *= 2
-    top, dummy, split_sizes = solved
-    root_counts = split_sizes(total)
-    values = [top.splits[s](int(root_counts[s])) for s in range(sizes)]
-    column_tasks: list[tuple[str, tuple]] = [
-        (
-            f"top-down p{p} s{s}",
-            (source, s, total, roots[p][s].multiplier, int(values[s][p]), sinks[p]),
-        )
-        for p, source in enumerate(sources)
-        for s in range(sizes)
-    ]
-    flat_columns = runner.run("top-down", partition_column, column_tasks)
-    columns = [flat_columns[p * sizes : (p + 1) * sizes] for p in range(len(sources))]
-    root_domain = domain(root_noisy, np.full(sizes, root_sd), top.root_multipliers, total)
-    certificate = _certificate(columns, root_noisy, root_counts, root_domain, total)
+        floor = 2 * solved.floor
     return PartitionedSolution(
-        root_counts.astype(np.int64),
+        root_counts,
         columns,
-        dummy.at(total),
-        top.root_multipliers,
-        np.array([[r.multiplier for r in row] for row in roots]),
+        solved.dummy.at(total),
+        solved.top.root_multipliers,
+        np.array([[r.multiplier for r in row] for row in solved.roots]),
         widening,
         certificate,
         list(runner.stats),

@@ -105,6 +105,16 @@ class Tree:
         return has_child & ~inner_child
 
     @cached_property
+    def leaves_below(self) -> np.ndarray:
+        """The number of leaves in each region's subtree (1 at a leaf): how many leaf regions
+        a region's count aggregates."""
+        counts = self.is_leaf.astype(np.int64)
+        for parents, kids, starts in self.bottom_up:
+            counts[parents] = np.add.reduceat(counts[kids], starts)
+        counts.setflags(write=False)
+        return counts
+
+    @cached_property
     def levels(self) -> int:
         return int(self.depth.max()) + 1
 

@@ -5,7 +5,8 @@ i's parent, −1 for the single root); counts are integer arrays of shape (regio
 
 - :class:`PostProcess`, Model 1 (H1–H4): integer counts within per-cell domains, each parent
   equal to the sum of its children for every size, the root's sizes summing to the public
-  total; minimise Σ (x − noisy)².
+  total; minimise Σ_r w_r Σ_s (x − noisy)², with public integer region weights w (all 1 in
+  the paper's H1; :func:`leaf_weights` weighs each region by the leaves it aggregates).
 - :class:`CumulativePostProcess`, Model 2 (C1–C5): the same on per-region cumulative counts
   Γ, non-decreasing along sizes, with the root's last entry equal to the total.
 - :class:`ChainPostProcess`, Model 3 (C6–C10): level-wise chain cumulative counts over the
@@ -124,9 +125,15 @@ class _CensusCounts(Problem):
             raise ValueError(f"x must have shape {self.noisy.shape}, got {arr.shape}")
         return arr
 
+    @property
+    def row_weights(self) -> np.ndarray | int:
+        """The weight of each region's squared errors, broadcast over the sizes (1 unless the
+        Model says otherwise)."""
+        return 1
+
     def objective(self, x: Any) -> float:
-        """Σ (x − noisy)² (H1 / C1 / C6)."""
-        return float(np.sum((self._point(x) - self.noisy) ** 2))
+        """Σ (x − noisy)² (H1 / C1 / C6), each region's terms times its weight."""
+        return float(np.sum(self.row_weights * (self._point(x) - self.noisy) ** 2))
 
     def violations(self, x: Any) -> float:
         """Largest violation of any constraint, in counts (0 when feasible)."""
@@ -163,9 +170,42 @@ class _CensusCounts(Problem):
         raise NotImplementedError
 
 
+# Largest region weight: a weight times a squared error must leave the DP's int64 costs room.
+MAX_WEIGHT = 2**31
+
+
 @dataclass(frozen=True, eq=False)
 class PostProcess(_CensusCounts):
-    """Model 1 (H1–H4): hierarchical group-size counts made consistent, faithful, integral."""
+    """Model 1 (H1–H4): hierarchical group-size counts made consistent, faithful, integral.
+
+    ``weights`` (one positive integer per region, default all 1: the paper's H1) multiply each
+    region's squared errors: the objective is Σ_r w_r Σ_s (x_rs − noisy_rs)². Weights are
+    public, like the hierarchy; :func:`leaf_weights` gives the default of
+    :func:`dpopt.census.release`.
+    """
+
+    weights: Any = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        regions = self.parents.size
+        if self.weights is None:
+            weights = np.ones(regions, dtype=np.int64)
+        else:
+            weights = integer_array("weights", self.weights, ndim=1, bound=MAX_WEIGHT)
+            if weights.shape != (regions,):
+                raise ValueError(
+                    f"weights must have one entry per region ({regions}), got {weights.shape}"
+                )
+            if np.any(weights < 1):
+                bad = int(np.argmax(weights < 1))
+                raise ValueError(f"weights must be >= 1, got {weights[bad]} at region {bad}")
+        weights.setflags(write=False)
+        object.__setattr__(self, "weights", weights)
+
+    @property
+    def row_weights(self) -> np.ndarray:
+        return self.weights[:, None]
 
     def domain_feasible(self) -> bool:
         """Whether Model 1 has a feasible point within the domains: no region's window is empty
@@ -293,7 +333,8 @@ CHORD_MAX_WIDTH = 4096
 
 
 def _cpsat_base(problem: _CensusCounts) -> tuple[cp_model.CpModel, np.ndarray]:
-    """Integer cells within their domains and the objective Σ (x − noisy)², exact on integers.
+    """Integer cells within their domains and the objective Σ (x − noisy)² (each region's terms
+    times its weight), exact on integers.
 
     On the integers (v − t)² is the maximum of its chords through (u, (u−t)²) and
     (u+1, (u+1−t)²), so ``sq ≥ (2(u−t)+1)(v−u) + (u−t)²`` for every u, minimised, equals the
@@ -305,6 +346,7 @@ def _cpsat_base(problem: _CensusCounts) -> tuple[cp_model.CpModel, np.ndarray]:
     model = cp_model.CpModel()
     regions, sizes = problem.noisy.shape
     cells = np.empty((regions, sizes), dtype=object)
+    weights = np.broadcast_to(problem.row_weights, problem.noisy.shape)
     squares = []
     for (r, s), target in np.ndenumerate(problem.noisy):
         lo, hi, t = int(problem.lower[r, s]), int(problem.upper[r, s]), int(target)
@@ -315,7 +357,7 @@ def _cpsat_base(problem: _CensusCounts) -> tuple[cp_model.CpModel, np.ndarray]:
                 model.add(square >= (2 * (u - t) + 1) * (var - u) + (u - t) ** 2)
         else:
             model.add_multiplication_equality(square, [var - t, var - t])
-        squares.append(square)
+        squares.append(int(weights[r, s]) * square)
     model.minimize(sum(squares))
     return model, cells
 
@@ -388,7 +430,8 @@ def _relaxation(problem: _CensusCounts, monotone: bool) -> CvxpyBuild:
     ]
     if monotone and noisy.shape[1] > 1:  # C3: Γ_{s−1} ≤ Γ_s
         constraints.append(y[:, 1:] - y[:, :-1] >= noisy[:, :-1] - noisy[:, 1:])
-    model = cp.Problem(cp.Minimize(cp.sum_squares(y)), constraints)
+    weights = np.broadcast_to(problem.row_weights, noisy.shape)
+    model = cp.Problem(cp.Minimize(cp.sum(cp.multiply(weights, cp.square(y)))), constraints)
     return model, lambda: noisy + np.asarray(y.value)
 
 
@@ -439,9 +482,53 @@ def domain_certificate(problem: PostProcess, x: np.ndarray) -> dict[str, Any]:
     (:mod:`dpopt.models.pgsr_optimality`); x must be feasible."""
     x = np.asarray(x)
     lower, upper, total = problem.lower, problem.upper, problem.total
-    tree, noisy = problem.tree, problem.noisy
+    tree, noisy, weights = problem.tree, problem.noisy, problem.weights
     return {
         "active_bounds": active_bounds(x, lower, upper, total),
-        "restricted_optimal": certified(tree, noisy, x, lower, upper),
-        "unrestricted_optimal": certified(tree, noisy, x, 0, total),
+        "restricted_optimal": certified(tree, noisy, x, lower, upper, weights),
+        "unrestricted_optimal": certified(tree, noisy, x, 0, total, weights),
     }
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What a census release minimises in Model 1, and how far its domains widen.
+
+    ``weighted``: each region weighted by :func:`leaf_weights` (else all 1, the paper's H1).
+    ``widen_until_optimal``: the domains double until the node potentials certify that the
+    optimum within them is the optimum of Model 1 on [0, n] (else only until feasible, the
+    paper's M_DP, spec G4).
+    """
+
+    name: str
+    weighted: bool
+    widen_until_optimal: bool
+
+    def weights(self, tree: Tree) -> np.ndarray | None:
+        return leaf_weights(tree) if self.weighted else None
+
+
+OBJECTIVES: dict[str, Objective] = {
+    objective.name: objective
+    for objective in (
+        # Model 1 with each region weighted by its leaves, solved to its optimum on 0 … n
+        Objective("leaf-weighted", weighted=True, widen_until_optimal=True),
+        # the paper's models, every cell alike, on domains widened until feasible (spec G4)
+        Objective("paper", weighted=False, widen_until_optimal=False),
+    )
+}
+
+
+def leaf_weights(tree: Tree) -> np.ndarray:
+    """Each region weighted by the number of leaf regions it aggregates (1 at a leaf).
+
+    With these weights every level of a uniform hierarchy carries the same total weight, where
+    the paper's H1 (all weights 1) gives the leaves almost all of it. Why (relaxed, one parent
+    of m leaves, noisy parent y and leaf sum S, equal noise variance σ²): the weighted fit
+    takes the parent as (S + m·w·y)/(m·w + 1). With w = 1 (H1) that is the unbiased
+    least-squares estimate, variance σ²·m/(m + 1), but a bias b of S (non-negativity at leaves
+    whose true count is 0) reaches the parent as b/(m + 1). With w = m it reaches it as
+    b/(m² + 1), about m times less, and the variance is σ²·(m⁴ + m)/(m² + 1)², never more
+    than (1 + 1/m) times the least-squares one.
+    """
+    return np.asarray(tree.leaves_below)

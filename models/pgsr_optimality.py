@@ -2,15 +2,16 @@
 
 Model 1 is a separable convex cost flow: a dummy root s sends the public total n down k copies
 of the region tree (one per group size); the flow on the arc into cell (r, size) is its count
-x and costs f(x) = (x − c̃)²; each leaf passes its flow on to a sink t, and t returns n to s.
+x and costs f(x) = w_r (x − c̃)² (the region weights of :class:`~dpopt.models.pgsr.PostProcess`,
+all 1 in the paper's H1); each leaf passes its flow on to a sink t, and t returns n to s.
 For such a flow, an integer point x is optimal if and only if its residual network, with the
 one-unit marginal costs as arc lengths, has no negative cycle (Ahuja, Magnanti & Orlin,
 *Network Flows*, §14.2), that is, if and only if there are node potentials π with
 
     −f⁺(x_r) ≤ π_parent(r) − π_r ≤ f⁻(x_r)      for every cell r,
 
-where f⁺ = f(x + 1) − f(x) = 2(x − c̃) + 1 unless x is at its upper bound (then −f⁺ = −∞),
-f⁻ = f(x − 1) − f(x) = 1 − 2(x − c̃) unless x is at its lower bound (then +∞), and π_t = 0
+where f⁺ = f(x + 1) − f(x) = w(2(x − c̃) + 1) unless x is at its upper bound (then −f⁺ = −∞),
+f⁻ = f(x − 1) − f(x) = w(1 − 2(x − c̃)) unless x is at its lower bound (then +∞), and π_t = 0
 on the sink, where every leaf's flow ends. The arc t → s carries the fixed n and constrains
 nothing. With t pinned, the constraints form a tree below s, so they are feasible if and only
 if the intervals computed bottom-up are never empty: a leaf r allows its parent the potentials
@@ -45,22 +46,28 @@ Interval = tuple[np.ndarray, np.ndarray]
 
 
 def arc_interval(
-    noisy: np.ndarray, x: np.ndarray, lower: np.ndarray, upper: np.ndarray
+    noisy: np.ndarray, x: np.ndarray, lower: np.ndarray, upper: np.ndarray, weight: Any = 1
 ) -> Interval:
-    """[−f⁺(x), f⁻(x)] for f(x) = (x − noisy)², with ∓∞ where x sits on a bound."""
+    """[−f⁺(x), f⁻(x)] for f(x) = weight·(x − noisy)², with ∓∞ where x sits on a bound."""
+    weight = np.asarray(weight, dtype=np.float64)
     step = 2.0 * (np.asarray(x, dtype=np.float64) - noisy)
-    low = np.where(x < upper, -(step + 1.0), -np.inf)
-    high = np.where(x > lower, 1.0 - step, np.inf)
+    low = np.where(x < upper, -weight * (step + 1.0), -np.inf)
+    high = np.where(x > lower, weight * (1.0 - step), np.inf)
     return low, high
 
 
 def upward_interval(
-    tree: Tree, noisy: np.ndarray, x: np.ndarray, lower: np.ndarray, upper: np.ndarray
+    tree: Tree,
+    noisy: np.ndarray,
+    x: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    weight: Any = 1,
 ) -> Interval:
     """C of the tree's root: the potentials its parent may take (empty, lo > hi, when some
     cell of the tree already has no feasible potential). Arrays are (regions,) or (regions,
-    columns); the result has one entry per column."""
-    low, high = arc_interval(noisy, x, lower, upper)
+    columns), ``weight`` broadcasts to them; the result has one entry per column."""
+    low, high = arc_interval(noisy, x, lower, upper, weight)
     # J of the internal cells, level by level from the deepest, then C = J + the own arc
     for parents, kids, starts in tree.bottom_up:
         joint = (
@@ -95,9 +102,19 @@ def feasible_at_root(interval: Interval) -> bool:
     return bool(np.max(interval[0]) <= np.min(interval[1]))
 
 
-def certified(tree: Tree, noisy: np.ndarray, x: np.ndarray, lower: Any, upper: Any) -> bool:
+def certified(
+    tree: Tree, noisy: np.ndarray, x: np.ndarray, lower: Any, upper: Any, weights: Any = 1
+) -> bool:
     """Whether the feasible point ``x`` (regions × sizes) is optimal for Model 1 with the
-    per-cell bounds ``lower`` … ``upper`` (broadcast to ``x``; 0 … n for the unrestricted model)."""
+    per-cell bounds ``lower`` … ``upper`` (broadcast to ``x``; 0 … n for the unrestricted model)
+    and the region ``weights`` (one per region, or 1: the paper's objective)."""
     x = np.asarray(x)
     lower, upper = np.broadcast_to(lower, x.shape), np.broadcast_to(upper, x.shape)
-    return feasible_at_root(upward_interval(tree, np.asarray(noisy), x, lower, upper))
+    weight = _per_row(weights, x.ndim)
+    return feasible_at_root(upward_interval(tree, np.asarray(noisy), x, lower, upper, weight))
+
+
+def _per_row(weights: Any, ndim: int) -> np.ndarray:
+    """Region weights shaped to broadcast over the columns of a (regions, columns) array."""
+    weight = np.asarray(weights)
+    return weight[:, None] if weight.ndim == 1 and ndim == 2 else weight

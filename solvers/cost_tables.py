@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +36,19 @@ class Infeasible(Exception):
         super().__init__(
             f"no consistent value in the domains at {where}"
             + ("" if size is None else f", size index {size}")
+        )
+
+
+def check_cost_range(
+    noisy: np.ndarray, lower: np.ndarray, upper: np.ndarray, weight: Any = 1
+) -> None:
+    """Refuse domains whose weighted squared errors could sum past :data:`MAX_COST`: every
+    table entry of a DP over them then fits in int64."""
+    spread = np.maximum(np.abs(lower - noisy), np.abs(upper - noisy)).astype(np.float64)
+    if float(np.sum(np.asarray(weight, dtype=np.float64) * spread**2)) >= MAX_COST:
+        raise ValueError(
+            "domain: the cost tables would overflow 64-bit integers; narrow the "
+            "domains around the noisy counts"
         )
 
 
@@ -60,10 +74,10 @@ class Table:
         return Table(start, self.cost[start - self.lo : stop - self.lo + 1])
 
 
-def squared_table(lo: int, hi: int, target: int) -> Table:
-    """(v − target)² on [lo, hi]: a leaf's table (eq. 4a with Φ ≡ 0)."""
+def squared_table(lo: int, hi: int, target: int, weight: int = 1) -> Table:
+    """weight·(v − target)² on [lo, hi]: a leaf's table (eq. 4a with Φ ≡ 0)."""
     values = np.arange(lo, hi + 1, dtype=np.int64) - target
-    return Table(lo, values * values)
+    return Table(lo, weight * values * values)
 
 
 def merge_convex(tables: Sequence[Table]) -> tuple[Table, Splitter]:

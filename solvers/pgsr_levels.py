@@ -22,8 +22,14 @@ slopes counted per slope value ("bins" of increasing slope), with cumulative cou
   prefix sum, and the children's windowed tables (materialized, width ≤ their domain) are
   counted with ``bincount``.
 - *Sorted bins* (the fallback, for a parent whose slope range is far wider than its slope count,
-  as with domains far apart from each other): its children's slopes are materialized, sorted
-  (one ``lexsort`` for all such parents of the level) and run-length counted.
+  as with domains far apart from each other, or with a leaf of weight w ≠ 1, whose slopes are
+  w·(2u + 1)): its children's slopes are materialized, sorted (one ``lexsort`` for all such
+  parents of the level) and run-length counted.
+
+**Weights.** A region of weight w has the own cost w·(v − c̃)²
+(:class:`~dpopt.models.pgsr.PostProcess`). An internal region adds it to its table, so its
+parent merges its slopes as any others; the census default
+(:func:`~dpopt.models.pgsr.leaf_weights`) gives every leaf w = 1.
 
 **Ties (spec G5).** The generic path sorts the concatenated slopes stably: by slope, then child
 index, then value. So the first k sorted slopes are all slopes below the k-th smallest, s*,
@@ -32,10 +38,10 @@ equal slopes are taken from the lower value up). In the top-down pass a parent a
 v = Σ lo_y + k reads s* = Φ(v) − Φ(v − 1) off its own table (kept from the bottom-up pass
 with the k_min-th smallest slope for v at the table's lowest value) and gives child y
 lo_y + #{its slopes < s*} + min(#{its slopes = s*}, max(0, r − #{slopes = s* of lower-index
-children})): the generic path's split. A leaf's counts are closed forms, an internal child's
-come from binary searches in its table. Costs are integer sums, so they are identical
-whatever the order of the additions (int64 arithmetic is exact modulo 2⁶⁴, and every table
-entry lies below ``MAX_COST``).
+children})): the generic path's split. A leaf's counts are closed forms (in its weight too), an
+internal child's come from binary searches in its table. Costs are integer sums, so they are
+identical whatever the order of the additions (int64 arithmetic is exact modulo 2⁶⁴, and every
+table entry lies below ``MAX_COST``).
 
 **Infeasibility.** A parent whose window is empty raises
 :class:`~dpopt.solvers.cost_tables.Infeasible` naming the same region as the generic path: the
@@ -50,15 +56,25 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpopt.hierarchy import Tree, ragged_ranges
-from dpopt.solvers.cost_tables import MAX_COST, Infeasible, Table, squared_table
+from dpopt.solvers.cost_tables import Infeasible, Table, check_cost_range, squared_table
 
-__all__ = ["HISTOGRAM_SPAN_RATIO", "HISTOGRAM_SPAN_SLACK", "column_values", "root_table"]
+__all__ = [
+    "HISTOGRAM_SPAN_RATIO",
+    "HISTOGRAM_SPAN_SLACK",
+    "SORT_KEY_LIMIT",
+    "column_values",
+    "root_table",
+]
 
 # A parent's slopes are counted in dense bins when its slope range spans at most
 # RATIO × (its slope count + its children) + SLACK integers, else they are sorted. Domains
 # built around the noisy counts (spec G4) keep every range near the domain widths.
 HISTOGRAM_SPAN_RATIO = 8
 HISTOGRAM_SPAN_SLACK = 256
+
+# Sorted bins sort (parent, slope) as one int64 key when the parents' slope ranges add up to
+# less than this (always, short of slopes near the cost bound), else by a lexsort.
+SORT_KEY_LIMIT = 2**61
 
 _BIG = np.iinfo(np.int64).max
 
@@ -69,6 +85,7 @@ def root_table(
     lower: np.ndarray,
     upper: np.ndarray,
     size_index: int | None = None,
+    weight: np.ndarray | None = None,
 ) -> Table:
     """The root region's table C (windowed to its domain, own cost added) of one size column.
 
@@ -81,6 +98,9 @@ def root_table(
         (``lower <= upper``).
     size_index
         Named in the :class:`~dpopt.solvers.cost_tables.Infeasible` message.
+    weight
+        Positive integer weights of the regions' own costs w·(v − c̃)² (None: all 1, the
+        paper's H1).
 
     Raises
     ------
@@ -88,11 +108,14 @@ def root_table(
         When a region's window is empty: the same region the generic path names (the
         region latest in breadth-first order among those of the deepest level that has one).
     """
-    column = _Column.of(tree, noisy, lower, upper)
+    column = _Column.of(tree, noisy, lower, upper, weight)
     root = tree.root
     if tree.size == 1:
         return squared_table(
-            int(column.lower[root]), int(column.upper[root]), int(column.noisy[root])
+            int(column.lower[root]),
+            int(column.upper[root]),
+            int(column.noisy[root]),
+            int(column.weight[root]),
         )
     tables = _Tables.empty(tree.size)
     cost = np.zeros(0, dtype=np.int64)
@@ -108,15 +131,16 @@ def column_values(
     upper: np.ndarray,
     root_value: int,
     size_index: int | None = None,
+    weight: np.ndarray | None = None,
 ) -> np.ndarray:
     """Every region's count (int64) of one size column with the root fixed to ``root_value``.
 
     Both passes of the DP: the counts are those of the generic path's top-down pass, ties
     broken the same way (spec G5). ``root_value`` must lie in the root's table
-    (:func:`root_table`), else ``ValueError``; :class:`~dpopt.solvers.cost_tables.Infeasible`
-    as in :func:`root_table`.
+    (:func:`root_table`), else ``ValueError``; ``weight`` and
+    :class:`~dpopt.solvers.cost_tables.Infeasible` as in :func:`root_table`.
     """
-    column = _Column.of(tree, noisy, lower, upper)
+    column = _Column.of(tree, noisy, lower, upper, weight)
     root = tree.root
     values = np.empty(tree.size, dtype=np.int64)
     values[root] = root_value
@@ -151,25 +175,32 @@ class _Column:
     noisy: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
+    weight: np.ndarray
 
     @classmethod
-    def of(cls, tree: Tree, noisy: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> _Column:
-        arrays = [np.ascontiguousarray(a, dtype=np.int64) for a in (noisy, lower, upper)]
-        for name, array in zip(("noisy", "lower", "upper"), arrays, strict=True):
+    def of(
+        cls,
+        tree: Tree,
+        noisy: np.ndarray,
+        lower: np.ndarray,
+        upper: np.ndarray,
+        weight: np.ndarray | None,
+    ) -> _Column:
+        if weight is None:
+            weight = np.ones(tree.size, dtype=np.int64)
+        named = {"noisy": noisy, "lower": lower, "upper": upper, "weight": weight}
+        arrays = {k: np.ascontiguousarray(a, dtype=np.int64) for k, a in named.items()}
+        for name, array in arrays.items():
             if array.shape != (tree.size,):
                 raise ValueError(f"{name} must have one entry per region ({tree.size})")
-        noisy, lower, upper = arrays
+        noisy, lower, upper, weight = arrays.values()
         bad = np.flatnonzero(lower > upper)
         if bad.size:
             raise ValueError(f"domain lower bound must be <= upper bound, not at region {bad[0]}")
-        # As pgsr_tree_dp checks a whole problem: every table entry stays below MAX_COST.
-        spread = np.maximum(np.abs(lower - noisy), np.abs(upper - noisy)).astype(np.float64)
-        if float(np.sum(spread**2)) >= MAX_COST:
-            raise ValueError(
-                "domain: the cost tables would overflow 64-bit integers; narrow the "
-                "domains around the noisy counts"
-            )
-        return cls(noisy, lower, upper)
+        if np.any(weight < 1):
+            raise ValueError("weight must be >= 1 at every region")
+        check_cost_range(noisy, lower, upper, weight)  # as pgsr_tree_dp checks a whole problem
+        return cls(noisy, lower, upper, weight)
 
 
 @dataclass(frozen=True)
@@ -240,7 +271,8 @@ class _Kids:
     lo: np.ndarray  # each kid's lowest value
     width: np.ndarray  # its number of slopes
     leaf_pos: np.ndarray  # positions of the leaf kids in the level
-    leaf_a: np.ndarray  # a leaf's slopes are 2u + 1 for u = a … a + width − 1
+    leaf_a: np.ndarray  # a leaf's slopes are w·(2u + 1) for u = a … a + width − 1
+    leaf_w: np.ndarray  # … and w, the leaf's weight
     inner_pos: np.ndarray  # positions of the internal kids, in the order of their tables
     inner_first: np.ndarray  # where each internal kid's slopes start in ``slopes``
     slopes: np.ndarray  # the internal kids' slopes, kid by kid
@@ -273,6 +305,7 @@ def _kids(
         width=width,
         leaf_pos=leaf_pos,
         leaf_a=column.lower[leaves] - column.noisy[leaves],
+        leaf_w=column.weight[leaves],
         inner_pos=inner_pos,
         inner_first=_exclusive_cumsum(inner_width),
         slopes=inner_slopes,
@@ -306,7 +339,7 @@ def _merge_level(
     parents, first = level.parents, level.first
     kids = _kids(level, column, tables, below)
     first_cost = np.empty(level.kids.size, dtype=np.int64)
-    first_cost[kids.leaf_pos] = kids.leaf_a * kids.leaf_a
+    first_cost[kids.leaf_pos] = kids.leaf_w * kids.leaf_a * kids.leaf_a
     first_cost[kids.inner_pos] = below[tables.off[level.kids[kids.inner_pos]]]
     sum_lo = np.add.reduceat(kids.lo, first)
     count = np.add.reduceat(kids.width, first)  # the parent's number of slopes
@@ -325,6 +358,7 @@ def _merge_level(
     low, span = _slope_ranges(level, kids)
     kid_count = np.diff(first, append=level.kids.size)
     dense = span <= HISTOGRAM_SPAN_RATIO * (count + kid_count) + HISTOGRAM_SPAN_SLACK
+    dense &= _unit_leaves(level, kids)  # weighted leaves' slopes are sorted, never binned
     bin_start, slope, cum, sums = _bins(level, kids, low, span, dense)
     del kids
     before = cum[bin_start]  # slopes in the bins of the parents laid out earlier
@@ -363,8 +397,16 @@ def _merge_level(
     own = index  # v − noisy, in place
     own += np.repeat(start - column.noisy[parents] - step_start, width)
     own *= own
+    own *= np.repeat(column.weight[parents], width)
     cost += own
     return cost, _Split(sum_lo, first_step)
+
+
+def _unit_leaves(level: _Level, kids: _Kids) -> np.ndarray:
+    """Per parent: every leaf child has weight 1 (slopes 2u + 1, what the dense bins count)."""
+    unit = np.ones(level.kids.size, dtype=bool)
+    unit[kids.leaf_pos] = kids.leaf_w == 1
+    return np.logical_and.reduceat(unit, level.first)
 
 
 def _slope_ranges(level: _Level, kids: _Kids) -> tuple[np.ndarray, np.ndarray]:
@@ -374,9 +416,10 @@ def _slope_ranges(level: _Level, kids: _Kids) -> tuple[np.ndarray, np.ndarray]:
     last = np.full(level.kids.size, -_BIG, dtype=np.int64)
     leaf_w = kids.width[kids.leaf_pos]
     some = leaf_w > 0
-    a = kids.leaf_a[some]
-    first_slope[kids.leaf_pos[some]] = 2 * a + 1
-    last[kids.leaf_pos[some]] = 2 * (a + leaf_w[some]) + 1  # one past the last: the end marker
+    a, weight = kids.leaf_a[some], kids.leaf_w[some]
+    first_slope[kids.leaf_pos[some]] = weight * (2 * a + 1)
+    # one past the last: the end marker
+    last[kids.leaf_pos[some]] = weight * (2 * (a + leaf_w[some]) + 1)
     inner_w = kids.width[kids.inner_pos]
     some = inner_w > 0
     head = kids.inner_first[some]
@@ -416,7 +459,7 @@ def _bins(
         at = slice(n_leaves, n_leaves + n_others)
         _dense_bins(level, kids, others, low[others], span[others], slope[at], count[at])
     if rare.size:
-        sorted_slope, sorted_count, n_bins = _sorted_bins(level, kids, rare)
+        sorted_slope, sorted_count, n_bins = _sorted_bins(level, kids, rare, low[rare], span[rare])
         bin_start[rare] = slope.size - 1 + _exclusive_cumsum(n_bins)
         slope = np.concatenate([slope[:-1], sorted_slope, slope[-1:]])
         count = np.concatenate([count[:-1], sorted_count, count[-1:]])
@@ -502,26 +545,47 @@ def _dense_bins(
 
 
 def _sorted_bins(
-    level: _Level, kids: _Kids, chosen: np.ndarray
+    level: _Level, kids: _Kids, chosen: np.ndarray, low: np.ndarray, span: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Bins of the distinct slopes only, from materializing and sorting the slopes; returns
-    the bins' slopes and counts and each chosen parent's number of bins."""
+    the bins' slopes and counts and each chosen parent's number of bins.
+
+    Parent p's slopes lie in [low[p], low[p] + span[p]) (:func:`_slope_ranges`), so shifted by
+    p's offset (the spans of the parents before it) they sort by (parent, slope) as one key.
+    Each child's slopes are already sorted, and numpy's stable sort (timsort) merges such
+    runs far faster than a lexsort; the lexsort remains for key ranges int64 cannot hold.
+    """
     leaf_w = kids.width[kids.leaf_pos]
     leaf_parent = _parents_of(level, chosen, kids.leaf_pos)
     keep = leaf_parent >= 0
     inner_parent = kids.per_slope(_parents_of(level, chosen, kids.inner_pos))
     mine = inner_parent >= 0
-    slope = np.concatenate(
-        [2 * ragged_ranges(kids.leaf_a[keep], leaf_w[keep]) + 1, kids.slopes[mine]]
-    )
+    leaf_slopes = 2 * ragged_ranges(kids.leaf_a[keep], leaf_w[keep]) + 1
+    leaf_slopes *= np.repeat(kids.leaf_w[keep], leaf_w[keep])
+    slope = np.concatenate([leaf_slopes, kids.slopes[mine]])
     parent = np.concatenate([np.repeat(leaf_parent[keep], leaf_w[keep]), inner_parent[mine]])
-    order = np.lexsort((slope, parent))
-    slope, parent = slope[order], parent[order]
+    if float(np.sum(span, dtype=np.float64)) >= SORT_KEY_LIMIT:
+        order = np.lexsort((slope, parent))
+        return _run_lengths(slope[order], parent[order], chosen.size)
+    shift = _exclusive_cumsum(span) - low
+    key = slope
+    key += shift[parent]
+    key.sort(kind="stable")  # parent by parent, each one's slopes in order
+    owner = np.repeat(np.arange(chosen.size), np.bincount(parent, minlength=chosen.size))
+    key -= shift[owner]
+    return _run_lengths(key, owner, chosen.size)
+
+
+def _run_lengths(
+    slope: np.ndarray, parent: np.ndarray, parents: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bins of slopes sorted by (parent, slope): each distinct pair's slope and count, and each
+    parent's number of bins."""
     new = np.ones(slope.size, dtype=bool)
     new[1:] = (slope[1:] != slope[:-1]) | (parent[1:] != parent[:-1])
     heads = np.flatnonzero(new)
     count = np.diff(heads, append=slope.size)
-    return slope[heads], count, np.bincount(parent[heads], minlength=chosen.size)
+    return slope[heads], count, np.bincount(parent[heads], minlength=parents)
 
 
 # --- top-down: one level --------------------------------------------------------------------
@@ -549,6 +613,7 @@ def _split_level(
     up = np.flatnonzero(value > lo)
     at = tables.off[parents[up]] + value[up] - lo[up]
     own_step = 2 * (value[up] - column.noisy[parents[up]]) - 1
+    own_step *= column.weight[parents[up]]
     s_star[up] = cost[at] - cost[at - 1] - own_step
 
     kids = _kids(level, column, tables, below, slopes=False)
@@ -556,12 +621,9 @@ def _split_level(
     threshold = s_star[level.owner]
     under = np.zeros(size, dtype=np.int64)
     equal = np.zeros(size, dtype=np.int64)
-    # A leaf's slopes 2u + 1, u = a … a + w − 1: those below s* are u < ⌊s*/2⌋.
-    half = threshold[kids.leaf_pos] // 2
-    a, w = kids.leaf_a, kids.width[kids.leaf_pos]
-    under[kids.leaf_pos] = np.clip(half - a, 0, w)
-    odd = (threshold[kids.leaf_pos] & 1) == 1
-    equal[kids.leaf_pos] = odd & (a <= half) & (half < a + w)
+    under[kids.leaf_pos], equal[kids.leaf_pos] = _leaf_slopes_at(
+        kids.leaf_a, kids.width[kids.leaf_pos], kids.leaf_w, threshold[kids.leaf_pos]
+    )
     # An internal kid's slopes are non-decreasing (its table is convex): binary searches.
     inner = level.kids[kids.inner_pos]
     cut = threshold[kids.inner_pos]
@@ -575,6 +637,23 @@ def _split_level(
     earlier -= earlier[level.first][level.owner]
     share = np.clip(rem[level.owner] - earlier, 0, equal)
     values[level.kids] = kids.lo + under + share
+
+
+def _leaf_slopes_at(
+    a: np.ndarray, width: np.ndarray, weight: np.ndarray, cut: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For leaves with slopes w·(2u + 1), u = a … a + width − 1: how many are below ``cut``
+    and how many equal it.
+
+    w·(2u + 1) < cut ⇔ 2u + 1 ≤ ⌈cut/w⌉ − 1 ⇔ u < ⌊⌈cut/w⌋/2⌋; a slope equals cut when
+    q = cut/w is an odd integer, at u = ⌊q/2⌋ (floor divisions, so negative cuts too).
+    """
+    ceiling = -(-cut // weight)
+    under = np.clip(ceiling // 2 - a, 0, width)
+    q = cut // weight
+    at = q // 2
+    exact = (cut % weight == 0) & ((q & 1) == 1)
+    return under, (exact & (a <= at) & (at < a + width)).astype(np.int64)
 
 
 def _count_slopes(

@@ -28,10 +28,10 @@ from dpopt.hierarchy import Tree
 from dpopt.models.pgsr import PostProcess
 from dpopt.solvers import pgsr_levels
 from dpopt.solvers.cost_tables import (
-    MAX_COST,
     Infeasible,
     Splitter,
     Table,
+    check_cost_range,
     merge_convex,
     squared_table,
 )
@@ -41,16 +41,26 @@ Merge = Callable[[Sequence[Table]], tuple[Table, Splitter]]
 
 @dataclass(frozen=True)
 class SubtreeData:
-    """One size column: noisy counts and domain bounds for every region."""
+    """One size column: noisy counts, domain bounds and objective weights for every region
+    (``weight`` None: all 1, the paper's H1)."""
 
     size_index: int
     noisy: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
+    weight: np.ndarray | None = None
+
+    def weight_of(self, region: int) -> int:
+        return 1 if self.weight is None else int(self.weight[region])
+
+
+def _own_table(data: SubtreeData, region: int, lo: int, hi: int) -> Table:
+    """A region's own cost w·(v − c̃)² on [lo, hi] (eq. 4a without Φ)."""
+    return squared_table(lo, hi, int(data.noisy[region]), data.weight_of(region))
 
 
 def _leaf_table(data: SubtreeData, region: int) -> Table:
-    return squared_table(int(data.lower[region]), int(data.upper[region]), int(data.noisy[region]))
+    return _own_table(data, region, int(data.lower[region]), int(data.upper[region]))
 
 
 def _bottom_up(tree: Tree, data: SubtreeData, merge: Merge) -> tuple[list, dict]:
@@ -73,7 +83,7 @@ def _bottom_up(tree: Tree, data: SubtreeData, merge: Merge) -> tuple[list, dict]
         window = phi.window(int(data.lower[r]), int(data.upper[r]))
         if window is None:
             raise Infeasible(r, data.size_index)
-        own = squared_table(window.lo, window.hi, int(data.noisy[r]))
+        own = _own_table(data, r, window.lo, window.hi)
         tables[r] = Table(window.lo, window.cost + own.cost)
     return tables, splits
 
@@ -85,7 +95,9 @@ def subtree_root_table(tree: Tree, merge: Merge, data: SubtreeData) -> Table:
     (:func:`dpopt.solvers.pgsr_levels.root_table`, bit-identical to the generic path).
     """
     if merge is merge_convex:
-        return pgsr_levels.root_table(tree, data.noisy, data.lower, data.upper, data.size_index)
+        return pgsr_levels.root_table(
+            tree, data.noisy, data.lower, data.upper, data.size_index, data.weight
+        )
     tables, _ = _bottom_up(tree, data, merge)
     return tables[tree.root]
 
@@ -98,7 +110,7 @@ def subtree_solution(tree: Tree, merge: Merge, root_value: int, data: SubtreeDat
     """
     if merge is merge_convex:
         return pgsr_levels.column_values(
-            tree, data.noisy, data.lower, data.upper, root_value, data.size_index
+            tree, data.noisy, data.lower, data.upper, root_value, data.size_index, data.weight
         )
     _, splits = _bottom_up(tree, data, merge)
     values = np.empty(tree.size, dtype=np.int64)
@@ -110,20 +122,11 @@ def subtree_solution(tree: Tree, merge: Merge, root_value: int, data: SubtreeDat
 
 def _columns(problem: PostProcess) -> list[SubtreeData]:
     return [
-        SubtreeData(s, problem.noisy[:, s], problem.lower[:, s], problem.upper[:, s])
+        SubtreeData(
+            s, problem.noisy[:, s], problem.lower[:, s], problem.upper[:, s], problem.weights
+        )
         for s in range(problem.noisy.shape[1])
     ]
-
-
-def _check_cost_range(problem: PostProcess) -> None:
-    spread = np.maximum(
-        np.abs(problem.lower - problem.noisy), np.abs(problem.upper - problem.noisy)
-    )
-    if float(np.sum(spread.astype(np.float64) ** 2)) >= MAX_COST:
-        raise ValueError(
-            "domain: the cost tables would overflow 64-bit integers; narrow the "
-            "domains around the noisy counts"
-        )
 
 
 def solve_tree_dp(
@@ -133,7 +136,7 @@ def solve_tree_dp(
 
     Raises :class:`Infeasible` when the domains admit no consistent, faithful solution.
     """
-    _check_cost_range(problem)
+    check_cost_range(problem.noisy, problem.lower, problem.upper, problem.row_weights)
     tree, columns = problem.tree, _columns(problem)
     mapper = map if executor is None else executor.map
     roots = list(mapper(partial(subtree_root_table, tree, merge), columns))

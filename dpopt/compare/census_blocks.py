@@ -5,13 +5,15 @@
 :func:`~dpopt.census_geography.us_blocks` at ε = 1, at the fixed domain half-widths the serial
 widening visits (3, 6 and 12 noise sds, spec G4), and reports microseconds per region × size
 cell. ``blocks-widening`` solves the same noisy national data (a scaled geography) with each
-widening rule of :mod:`dpopt.census_partitioned` and reports the L1 error per level against
-the truth, the optimal cost, the domains reached, the optimality certificates and the time.
-Everything runs in this process; nothing is written to disk.
+widening rule of :mod:`dpopt.census_partitioned` and each objective
+(:data:`~dpopt.models.pgsr.OBJECTIVES`), and reports the L1 error per level against the
+truth (and the raw noisy counts'), the optimal cost, the domains reached, the optimality
+certificates and the time. Everything runs in this process; nothing is written to disk.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
@@ -23,6 +25,7 @@ from dpopt.census_keyed import LevelNoise, draw_entropy, keyed_noise, noisy_coun
 from dpopt.census_partitioned import WIDENING, MemorySource, domain, solve_partitioned
 from dpopt.compare.instance import Experiment
 from dpopt.hierarchy import Tree
+from dpopt.models.pgsr import OBJECTIVES
 from dpopt.solvers.cost_tables import Infeasible
 from dpopt.solvers.pgsr_levels import column_values, root_table
 
@@ -104,7 +107,8 @@ def _kernel_report(rows: list[dict[str, Any]], texas: StateData) -> str:
 def widening_experiment(
     fraction: float, epsilons: tuple[float, ...], repeats: int, sizes: int
 ) -> Experiment:
-    """The same noisy nation solved with each widening rule, ``repeats`` noise draws per ε."""
+    """The same noisy nation solved with each objective and widening rule, ``repeats`` noise
+    draws per ε."""
 
     def experiment(seed: int, progress: bool) -> tuple[list[dict[str, Any]], str]:
         geography = _geography(fraction, sizes)
@@ -118,26 +122,37 @@ def widening_experiment(
             entropy = draw_entropy(np.random.default_rng([seed, repeat]))
             sources = [_noisy(state, noise, entropy) for state in states]
             nation_noise = keyed_noise(entropy, 0, np.empty((1, 0)), sizes, noise.sampler(0))
-            for widening in WIDENING:
+            nation_noisy = nation + nation_noise[0]
+            raw = _level_errors(states, nation, nation_noisy, [s.noisy for s in sources])
+            for objective, widening in itertools.product(OBJECTIVES, WIDENING):
                 start = time.perf_counter()
                 solved = solve_partitioned(
                     sources,
-                    nation + nation_noise[0],
+                    nation_noisy,
                     float(noise.sd()[0]),
                     total,
                     widening=widening,  # type: ignore[arg-type]
+                    objective=objective,
                 )
                 seconds = time.perf_counter() - start
+                released = [
+                    np.column_stack([np.asarray(result.values) for result in results])
+                    for results in solved.columns
+                ]
                 rows.append(
                     {
                         "epsilon": epsilon,
                         "repeat": repeat,
+                        "objective": objective,
                         "widening": widening,
                         "seconds": seconds,
-                        "objective": solved.objective,
+                        "cost": solved.objective,
                         "largest_domain_sd": float(solved.multipliers.max()),
                         **solved.certificate.as_info(),
-                        "mean_l1_per_level": _level_errors(states, nation, solved),
+                        "mean_l1_per_level": _level_errors(
+                            states, nation, solved.root_counts, released
+                        ),
+                        "raw_l1_per_level": raw,
                     }
                 )
         return rows, _widening_report(rows, geography)
@@ -145,13 +160,15 @@ def widening_experiment(
     return experiment
 
 
-def _level_errors(states: list[StateData], nation: np.ndarray, solved: Any) -> list[float]:
-    """Mean |released − true| per region × size cell at each level, nation first."""
+def _level_errors(
+    states: list[StateData], nation: np.ndarray, nation_counts: np.ndarray, counts: list[Any]
+) -> list[float]:
+    """Mean |counts − true| per region × size cell at each level, nation first (``counts``:
+    one (regions × sizes) array per state)."""
     error = np.zeros(len(LEVELS))
     cells = np.zeros(len(LEVELS))
-    error[0], cells[0] = np.abs(solved.root_counts - nation).sum(), nation.size
-    for state, results in zip(states, solved.columns, strict=True):
-        released = np.column_stack([result.values for result in results])
+    error[0], cells[0] = np.abs(nation_counts - nation).sum(), nation.size
+    for state, released in zip(states, counts, strict=True):
         per_region = np.abs(released - state.counts).sum(axis=1)
         error += np.bincount(state.level, weights=per_region, minlength=len(LEVELS))
         cells += np.bincount(state.level, minlength=len(LEVELS)) * state.counts.shape[1]
@@ -162,19 +179,22 @@ def _widening_report(rows: list[dict[str, Any]], geography: Geography) -> str:
     header = " ".join(f"{name[:9]:>9}" for name in LEVELS)
     lines = [
         f"{geography.regions:,} regions × {geography.sizes} sizes, n = {geography.households:,}; "
-        "mean L1 per region × size cell at each level (mean over draws)",
-        f"{'ε':>5} {'widening':<10} {header} {'objective':>15} {'domain_sd':>9} "
+        "mean L1 per region × size cell at each level (mean over draws; raw: the noisy counts)",
+        f"{'ε':>5} {'objective':<13} {'widening':<10} {header} {'cost':>15} {'domain_sd':>9} "
         f"{'certified':>9} {'seconds':>8}",
     ]
     for epsilon in sorted({r["epsilon"] for r in rows}):
-        for widening in WIDENING:
-            group = [r for r in rows if r["epsilon"] == epsilon and r["widening"] == widening]
+        at = [r for r in rows if r["epsilon"] == epsilon]
+        raw = np.mean(list({r["repeat"]: r["raw_l1_per_level"] for r in at}.values()), axis=0)
+        lines.append(f"{epsilon:>5g} {'raw':<24} " + " ".join(f"{v:>9.3f}" for v in raw))
+        for objective, widening in itertools.product(OBJECTIVES, WIDENING):
+            group = [r for r in at if (r["objective"], r["widening"]) == (objective, widening)]
             errors = np.mean([r["mean_l1_per_level"] for r in group], axis=0)
             certified = sum(r["unrestricted_optimal"] for r in group)
             lines.append(
-                f"{epsilon:>5g} {widening:<10} "
+                f"{epsilon:>5g} {objective:<13} {widening:<10} "
                 + " ".join(f"{value:>9.3f}" for value in errors)
-                + f" {np.mean([r['objective'] for r in group]):>15,.0f}"
+                + f" {np.mean([r['cost'] for r in group]):>15,.0f}"
                 f" {max(r['largest_domain_sd'] for r in group):>9g}"
                 f" {certified:>4}/{len(group):<4} {np.mean([r['seconds'] for r in group]):>8.2f}"
             )

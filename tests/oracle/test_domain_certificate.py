@@ -1,7 +1,9 @@
 """The optimality certificate of Model 1 by node potentials (models/pgsr_optimality.py),
 checked against CP-SAT in both directions: the DP's restricted optimum is certified for its
 domains every time, and certified for the unrestricted Model 1 exactly when CP-SAT on [0, n]
-finds no better objective; a feasible point is certified exactly when it is optimal."""
+finds no better objective; a feasible point is certified exactly when it is optimal. Each
+instance weighs its regions alike (the paper's H1), by their leaves (the census default) or at
+random."""
 
 from __future__ import annotations
 
@@ -10,13 +12,14 @@ import pytest
 
 import dpopt
 from dpopt.hierarchy import Tree
-from dpopt.models.pgsr import PostProcess, domain_certificate
+from dpopt.models.pgsr import PostProcess, domain_certificate, leaf_weights
 from dpopt.models.pgsr_optimality import certified
 
 
-def random_instance(seed: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+def random_instance(seed: int) -> tuple[np.ndarray, np.ndarray, int, int, np.ndarray]:
     """nation → 2–3 counties → 0–3 leaves each (a county without any is itself a leaf), 1–2
-    sizes, noise of ±5 and a domain half-width of 0–1."""
+    sizes, noise of ±5, a domain half-width of 0–1 and region weights: all 1, the leaves
+    below, or random in 1–4 (by seed modulo 3)."""
     rng = np.random.default_rng(seed)
     counties = int(rng.integers(2, 4))
     leaves = rng.integers(0 if seed % 3 == 0 else 1, 4, counties)
@@ -30,7 +33,8 @@ def random_instance(seed: int) -> tuple[np.ndarray, np.ndarray, int, int]:
     for region in tree.internal[::-1]:
         counts[region] = counts[tree.children(int(region))].sum(axis=0)
     noisy = counts + rng.integers(-5, 6, counts.shape)
-    return parents, noisy, int(counts[0].sum()), int(rng.integers(0, 2))
+    weights = [np.ones(tree.size, np.int64), leaf_weights(tree), rng.integers(1, 5, tree.size)]
+    return parents, noisy, int(counts[0].sum()), int(rng.integers(0, 2)), weights[seed % 3]
 
 
 def full(noisy: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
@@ -39,12 +43,12 @@ def full(noisy: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.slow
 def test_certificate_decides_unrestricted_optimality_like_cpsat() -> None:
-    outcomes = {True: 0, False: 0}
+    outcomes = {(weights, equal): 0 for weights in range(3) for equal in (True, False)}
     for seed in range(200):
-        parents, noisy, total, delta = random_instance(seed)
+        parents, noisy, total, delta, weights = random_instance(seed)
         while True:  # widen as census.build_problem does, until feasible
             domain = (np.clip(noisy - delta, 0, total), np.clip(noisy + delta, 0, total))
-            problem = PostProcess(parents, noisy, total, domain)
+            problem = PostProcess(parents, noisy, total, domain, weights)
             restricted = dpopt.solve(problem, "pwl-dp")
             # the one-pass feasibility check decides as the DP does
             assert problem.domain_feasible() == (restricted.status != "infeasible"), seed
@@ -54,15 +58,16 @@ def test_certificate_decides_unrestricted_optimality_like_cpsat() -> None:
         certificate = restricted.info["domain_certificate"]
         assert certificate == domain_certificate(problem, restricted.x)
         assert certificate["restricted_optimal"], seed  # the DP is exact for its domains
-        best = dpopt.solve(PostProcess(parents, noisy, total, full(noisy, total)), "cpsat")
+        unrestricted = PostProcess(parents, noisy, total, full(noisy, total), weights)
+        best = dpopt.solve(unrestricted, "cpsat")
         assert best.status == "optimal"
         equal = restricted.objective == best.objective
         assert certificate["unrestricted_optimal"] == equal, seed
-        outcomes[equal] += 1
+        outcomes[seed % 3, equal] += 1
         if certificate["active_bounds"] == 0:  # no active bound: certified (the weaker test)
             assert equal
-    # both directions are exercised, so the test can fail either way
-    assert outcomes[True] >= 15 and outcomes[False] >= 15, outcomes
+    # both directions are exercised with every kind of weights, so the test can fail either way
+    assert min(outcomes.values()) >= 3, outcomes
 
 
 def test_a_feasible_point_is_certified_exactly_when_it_is_optimal() -> None:
@@ -70,11 +75,11 @@ def test_a_feasible_point_is_certified_exactly_when_it_is_optimal() -> None:
     to another parent): the point stays feasible; it is certified iff its cost is optimal."""
     seen = {True: 0, False: 0}
     for seed in range(40):
-        parents, noisy, total, _ = random_instance(seed)
+        parents, noisy, total, _, weights = random_instance(seed)
         tree = Tree(parents)
-        problem = PostProcess(parents, noisy, total, full(noisy, total))
+        problem = PostProcess(parents, noisy, total, full(noisy, total), weights)
         best = dpopt.solve(problem, "cpsat", strict=True)
-        assert certified(tree, noisy, best.x, 0, total)
+        assert certified(tree, noisy, best.x, 0, total, weights)
         rng = np.random.default_rng(seed)
         leaves = np.flatnonzero(tree.is_leaf)
         for _ in range(6):
@@ -89,7 +94,7 @@ def test_a_feasible_point_is_certified_exactly_when_it_is_optimal() -> None:
                     region = parents[region]
             assert problem.violations(x) == 0
             optimal = problem.objective(x) == best.objective
-            assert certified(tree, noisy, x, 0, total) == optimal
+            assert certified(tree, noisy, x, 0, total, weights) == optimal
             seen[optimal] += 1
     assert seen[False] >= 20 and seen[True] >= 5, seen
 
@@ -106,7 +111,7 @@ def test_spec_test_2_and_a_worse_point() -> None:
 def test_pwl_dp_says_optimal_only_with_the_potentials(monkeypatch: pytest.MonkeyPatch) -> None:
     """The DP's "optimal" is the model's own check agreeing: were the potentials to reject its
     point, it would only be "feasible"."""
-    parents, noisy, total, _ = random_instance(1)
+    parents, noisy, total, _, _ = random_instance(1)
     problem = PostProcess(parents, noisy, total, full(noisy, total))
     assert dpopt.solve(problem, "pwl-dp").status == "optimal"
     monkeypatch.setattr("dpopt.models.pgsr.certified", lambda *args: False)

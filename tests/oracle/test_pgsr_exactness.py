@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from pgsr_weights import region_weights
 
 import dpopt
 from dpopt.hierarchy import Tree
@@ -103,6 +104,13 @@ def noisy_instances(draw: st.DrawFn, uniform: bool, encode=None) -> dict:
     return {"parents": parents, "noisy": noisy, "total": n, "domain": domain}
 
 
+@st.composite
+def weighted_instances(draw: st.DrawFn) -> dict:
+    """Model 1 instances of :func:`noisy_instances` (ragged trees) with region weights."""
+    instance = draw(noisy_instances(uniform=False))
+    return {**instance, "weights": draw(region_weights(Tree(instance["parents"])))}
+
+
 # --- independent feasibility checks (spec §1.4, written out here rather than trusted) ---------
 
 
@@ -141,6 +149,20 @@ def relaxation_slack(problem, method: str, optimum: float) -> float:
 @PROPERTY
 @given(instance=noisy_instances(uniform=False))
 def test_model_1_exact_methods_agree(instance: dict) -> None:
+    assert_model_1_methods_agree(instance)
+
+
+@pytest.mark.slow
+@PROPERTY
+@given(instance=weighted_instances())
+def test_weighted_model_1_exact_methods_agree(instance: dict) -> None:
+    """The same contract with region weights: Σ_r w_r Σ_s (x − c̃)² (the census default)."""
+    assert_model_1_methods_agree(instance)
+
+
+def assert_model_1_methods_agree(instance: dict) -> None:
+    """pwl-dp = dp-table = cpsat exactly, the DP's certificate holds, the relaxation is a lower
+    bound and TopDown an upper one (on 0 … n)."""
     problem = PostProcess(**instance)
     solutions = {m: dpopt.solve(problem, m) for m in EXACT_1}
     statuses = {s.status for s in solutions.values()}
@@ -161,6 +183,7 @@ def test_model_1_exact_methods_agree(instance: dict) -> None:
         assert_report_clean(problem, solution.x)
         if method != "cpsat":
             assert solution.info["dp_objective"] == optimum  # C_root(n) = top-down cost
+            assert solution.info["domain_certificate"]["restricted_optimal"]
     # Relaxed optimum ≤ integer optimum (spec §6 invariants).
     assert relaxed.info["solver_status"] == "optimal"
     assert relaxed.status == ("feasible" if relaxed.max_violation == 0 else "violated")
@@ -176,12 +199,13 @@ def test_model_1_exact_methods_agree(instance: dict) -> None:
 
 
 @PROPERTY
-@given(instance=noisy_instances(uniform=False))
+@given(instance=weighted_instances())
 def test_model_1_tables_convex_and_merges_agree(instance: dict) -> None:
     """Algorithm 1 equals the min-plus tables table-for-table; every root table is convex."""
     problem = PostProcess(**instance)
     for s in range(problem.noisy.shape[1]):
-        data = SubtreeData(s, problem.noisy[:, s], problem.lower[:, s], problem.upper[:, s])
+        column = (problem.noisy[:, s], problem.lower[:, s], problem.upper[:, s])
+        data = SubtreeData(s, *column, problem.weights)
         try:
             fast = subtree_root_table(problem.tree, merge_convex, data)
         except Infeasible:
@@ -277,7 +301,7 @@ def test_zero_noise_returns_the_truth(data: st.DataObject, uniform: bool) -> Non
     truth, n = data.draw(truths(parents))
     tree = Tree(parents)
 
-    model_1 = PostProcess(parents, truth, n)
+    model_1 = PostProcess(parents, truth, n, weights=data.draw(region_weights(tree)))
     for method in (*EXACT_1, "topdown", "relaxed:clarabel"):
         solution = dpopt.solve(model_1, method)
         assert solution.objective == 0, method

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from pgsr_weights import region_weights
 
 import dpopt
 from dpopt.hierarchy import Tree
@@ -43,11 +44,13 @@ from dpopt.solvers.pgsr_tree_dp import (
 
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-# How the kernel bins each parent's slopes: as it chooses, always dense, always sorted.
-ROUTES = {
-    "auto": (pgsr_levels.HISTOGRAM_SPAN_RATIO, pgsr_levels.HISTOGRAM_SPAN_SLACK),
-    "dense": (10**9, 10**9),
-    "sorted": (0, -1),
+# How the kernel bins each parent's slopes: as it chooses, always dense, always sorted (by one
+# key, or by the lexsort it keeps for key ranges int64 cannot hold).
+ROUTES: dict[str, dict[str, int]] = {
+    "auto": {"HISTOGRAM_SPAN_RATIO": pgsr_levels.HISTOGRAM_SPAN_RATIO},
+    "dense": {"HISTOGRAM_SPAN_RATIO": 10**9, "HISTOGRAM_SPAN_SLACK": 10**9},
+    "sorted": {"HISTOGRAM_SPAN_RATIO": 0, "HISTOGRAM_SPAN_SLACK": -1},
+    "lexsort": {"HISTOGRAM_SPAN_RATIO": 0, "HISTOGRAM_SPAN_SLACK": -1, "SORT_KEY_LIMIT": 0},
 }
 
 
@@ -58,8 +61,7 @@ def generic_convex(tables: Sequence[Table]) -> tuple[Table, Splitter]:
 
 def routed(route: str) -> Any:
     """A context in which the kernel bins slopes by ``route``."""
-    ratio, slack = ROUTES[route]
-    return mock.patch.multiple(pgsr_levels, HISTOGRAM_SPAN_RATIO=ratio, HISTOGRAM_SPAN_SLACK=slack)
+    return mock.patch.multiple(pgsr_levels, **ROUTES[route])
 
 
 # --- strategies -------------------------------------------------------------------------------
@@ -93,7 +95,8 @@ def parent_arrays(draw: st.DrawFn, max_regions: int = 60) -> np.ndarray:
 @st.composite
 def columns(draw: st.DrawFn, max_regions: int = 60) -> tuple[Tree, SubtreeData]:
     """One size column: noisy counts (negative, zero, all equal, or spread far apart) and
-    domains around them, arbitrary, or 0 … n; some infeasible."""
+    domains around them, arbitrary, or 0 … n; some infeasible; weights of
+    :func:`region_weights`."""
     tree = Tree(draw(parent_arrays(max_regions)))
     size = tree.size
     kind = draw(st.sampled_from(["small", "equal", "spread"]))
@@ -120,7 +123,7 @@ def columns(draw: st.DrawFn, max_regions: int = 60) -> tuple[Tree, SubtreeData]:
         upper = np.where(tree.is_leaf, upper, 10 * (np.abs(noisy).max() + w + 1) * size)
     event(f"{kind} noisy, {domain} domains")
     as_int = [np.asarray(a, dtype=np.int64) for a in (noisy, lower, upper)]
-    return tree, SubtreeData(draw(st.integers(0, 3)), *as_int)
+    return tree, SubtreeData(draw(st.integers(0, 3)), *as_int, draw(region_weights(tree)))
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -135,7 +138,7 @@ def generic_table(tree: Tree, data: SubtreeData) -> Table | Infeasible:
 
 def kernel_table(tree: Tree, data: SubtreeData) -> Table | Infeasible:
     try:
-        return root_table(tree, data.noisy, data.lower, data.upper, data.size_index)
+        return root_table(tree, data.noisy, data.lower, data.upper, data.size_index, data.weight)
     except Infeasible as err:
         return err
 
@@ -154,7 +157,8 @@ def assert_solution(tree: Tree, data: SubtreeData, values: np.ndarray, cost: int
     assert values.dtype == np.int64
     assert np.array_equal(tree.child_sums(values)[~tree.is_leaf], values[~tree.is_leaf])
     assert np.all(data.lower <= values) and np.all(values <= data.upper)
-    assert int(np.sum((values - data.noisy) ** 2)) == cost
+    weight = 1 if data.weight is None else data.weight
+    assert int(np.sum(weight * (values - data.noisy) ** 2)) == cost
 
 
 def assert_same_as_generic(tree: Tree, data: SubtreeData, seed: int) -> str:
@@ -180,7 +184,9 @@ def assert_same_as_generic(tree: Tree, data: SubtreeData, seed: int) -> str:
     assert np.array_equal(got.cost, expected.cost)
     for value in root_values(expected, np.random.default_rng(seed)):
         generic = subtree_solution(tree, generic_convex, value, data)
-        kernel = column_values(tree, data.noisy, data.lower, data.upper, value, data.size_index)
+        kernel = column_values(
+            tree, data.noisy, data.lower, data.upper, value, data.size_index, data.weight
+        )
         assert np.array_equal(kernel, generic), value
         assert_solution(tree, data, kernel, expected.at(value))
     return "feasible"
@@ -218,15 +224,23 @@ def test_kernel_tables_equal_min_plus_tables(column: tuple) -> None:
 
 @pytest.mark.parametrize("route", list(ROUTES))
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(parents=parent_arrays(), level=st.integers(-2, 5), seed=st.integers(0, 2**16))
-def test_ties_all_noisy_equal(route: str, parents: np.ndarray, level: int, seed: int) -> None:
+@given(
+    parents=parent_arrays(),
+    level=st.integers(-2, 5),
+    seed=st.integers(0, 2**16),
+    data=st.data(),
+)
+def test_ties_all_noisy_equal(
+    route: str, parents: np.ndarray, level: int, seed: int, data: st.DataObject
+) -> None:
     """All noisy counts equal: every parent's children have many equal slopes (spec G5)."""
     tree = Tree(parents)
     noisy = np.full(tree.size, level, dtype=np.int64)
     lower = np.zeros(tree.size, dtype=np.int64)
     upper = np.full(tree.size, 3 + tree.size, dtype=np.int64)
+    column = SubtreeData(0, noisy, lower, upper, data.draw(region_weights(tree)))
     with routed(route):
-        event(assert_same_as_generic(tree, SubtreeData(0, noisy, lower, upper), seed))
+        event(assert_same_as_generic(tree, column, seed))
 
 
 def test_ties_go_to_the_lowest_child_first() -> None:
@@ -247,6 +261,8 @@ def test_single_region_tree() -> None:
     table = root_table(tree, noisy, lower, upper)
     expected = squared_table(0, 5, -4)
     assert table.lo == expected.lo and np.array_equal(table.cost, expected.cost)
+    weighted = root_table(tree, noisy, lower, upper, weight=np.array([7]))
+    assert np.array_equal(weighted.cost, 7 * expected.cost)
     assert column_values(tree, noisy, lower, upper, 3).tolist() == [3]
     with pytest.raises(ValueError, match="outside"):
         column_values(tree, noisy, lower, upper, 6)
@@ -260,8 +276,28 @@ def test_bad_columns_are_refused() -> None:
         root_table(tree, np.zeros(2), np.zeros(3), np.ones(3))
     with pytest.raises(ValueError, match="overflow"):
         root_table(tree, np.zeros(3), np.zeros(3), np.full(3, 2**31))
+    with pytest.raises(ValueError, match="overflow"):  # the weights count
+        root_table(tree, np.zeros(3), np.zeros(3), np.full(3, 2**20), weight=np.full(3, 2**21))
+    with pytest.raises(ValueError, match="weight must be >= 1"):
+        root_table(tree, np.zeros(3), np.zeros(3), np.ones(3), weight=np.array([1, 0, 1]))
     with pytest.raises(ValueError, match="outside"):
         column_values(tree, np.zeros(3), np.zeros(3), np.full(3, 2), 5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    a=st.integers(-20, 20),
+    width=st.integers(0, 8),
+    weight=st.integers(1, 7),
+    cut=st.integers(-400, 400),
+)
+def test_weighted_leaf_slope_counts(a: int, width: int, weight: int, cut: int) -> None:
+    """The closed form of the top-down pass for a leaf of weight w, against its slopes."""
+    slopes = weight * (2 * np.arange(a, a + width) + 1)
+    under, equal = pgsr_levels._leaf_slopes_at(
+        np.array([a]), np.array([width]), np.array([weight]), np.array([cut])
+    )
+    assert under[0] == np.sum(slopes < cut) and equal[0] == np.sum(slopes == cut)
 
 
 def test_infeasible_names_the_generic_paths_region() -> None:
@@ -329,7 +365,8 @@ def test_block_like_column_equals_generic_path() -> None:
 
 @st.composite
 def problems(draw: st.DrawFn) -> dict:
-    """Small Model 1 instances: k ≤ 3 sizes, n ≤ 10, noisy −3 … 8, domains 0 … n or windows."""
+    """Small Model 1 instances: k ≤ 3 sizes, n ≤ 10, noisy −3 … 8, domains 0 … n or windows,
+    weights of :func:`region_weights`."""
     parents = draw(parent_arrays(max_regions=12))
     sizes = draw(st.integers(1, 3))
     cells = parents.size * sizes
@@ -341,7 +378,14 @@ def problems(draw: st.DrawFn) -> dict:
     if draw(st.booleans()):
         w = draw(st.integers(0, 4))
         domain = (np.clip(noisy - w, 0, total), np.clip(noisy + w, 0, total))
-    return {"parents": parents, "noisy": noisy, "total": total, "domain": domain}
+    weights = draw(region_weights(Tree(parents)))
+    return {
+        "parents": parents,
+        "noisy": noisy,
+        "total": total,
+        "domain": domain,
+        "weights": weights,
+    }
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -366,6 +410,7 @@ def test_pwl_dp_matches_cpsat_and_the_generic_path(instance: dict) -> None:
 @given(instance=problems())
 def test_pava_dp_runs_the_kernel_identically(instance: dict) -> None:
     """pava-dp's DP step (the PWL DP on the isotonic-fit counts) equals the generic path."""
+    del instance["weights"]  # Model 2 weighs every cell alike
     problem = pava_instance(
         CumulativePostProcess(**{**instance, "noisy": cumulative(instance["noisy"])})
     )

@@ -11,8 +11,9 @@ import pytest
 
 import dpopt
 from dpopt import census
+from dpopt.census_partitioned import domain
 from dpopt.hierarchy import Tree
-from dpopt.models.pgsr import chain_from_counts, cumulative
+from dpopt.models.pgsr import PostProcess, chain_from_counts, cumulative, leaf_weights
 
 LEVELS = ["state", "county"]
 
@@ -214,6 +215,91 @@ def test_post_processing_sees_only_the_measurement() -> None:
         census.post_process(measured, "pava-dp")
     with pytest.raises(ValueError, match="unknown mechanism 'nope'; available: pwl-dp"):
         census.post_process(measured, "nope")
+
+
+def test_leaf_weights_count_the_leaves_below() -> None:
+    """nation → {state 1 → 3 counties, state 2 (a leaf)}: 4, 3, 1, 1, 1, 1."""
+    tree = Tree(np.array([-1, 0, 0, 1, 1, 1]))
+    assert leaf_weights(tree).tolist() == [4, 3, 1, 1, 1, 1]
+    assert leaf_weights(Tree(np.array([-1]))).tolist() == [1]
+
+
+def test_region_weights_scale_the_objective_and_are_validated() -> None:
+    parents, noisy = [-1, 0, 0], [[4, 0], [3, -1], [3, 1]]
+    x = np.array([[4, 2], [2, 1], [2, 1]])
+    plain, weighted = (
+        PostProcess(parents, noisy, 6),
+        PostProcess(parents, noisy, 6, None, [5, 1, 2]),
+    )
+    assert plain.weights.tolist() == [1, 1, 1] and plain.objective(x) == 4 + 1 + 4 + 1
+    assert weighted.objective(x) == 5 * 4 + (1 + 4) + 2 * 1
+    for bad, match in (
+        ([1, 1], "one entry per region"),
+        ([1, 0, 1], "weights must be >= 1, got 0 at region 1"),
+        ([1, 1.5, 1], "weights"),
+        ([1, 2**40, 1], "weights"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            PostProcess(parents, noisy, 6, None, bad)
+
+
+def test_default_objective_is_the_certified_leaf_weighted_optimum() -> None:
+    """The default release solves Model 1 with leaf weights to its optimum on 0 … n: CP-SAT on
+    full domains finds no better weighted objective."""
+    data = tiny()
+    released = census.release(data, 0.5, rng=np.random.default_rng(5))
+    assert released.objective == "leaf-weighted"
+    solution = released.solution
+    assert solution.status == "optimal"
+    assert solution.info["domain_certificate"]["unrestricted_optimal"]
+    measured = census.measure(data, "counts", epsilon=0.5, rng=np.random.default_rng(5))
+    weights = leaf_weights(data.tree)
+    full = PostProcess(data.parents, measured.noisy, data.total, None, weights)
+    assert dpopt.solve(full, "cpsat", strict=True).objective == solution.objective
+    assert full.objective(released.counts) == solution.objective
+
+
+def test_paper_objective_is_the_papers_model_1_on_feasible_domains() -> None:
+    """objective="paper": every cell alike, domains doubled only until feasible (spec G4), as
+    the paper's M_DP; the default doubles them further, until its point is certified."""
+    measured = census.measure(tiny(), "counts", epsilon=0.5, rng=np.random.default_rng(5))
+    problem, probed = census.build_problem(measured, objective="paper", domain_sd=0.25)
+    assert isinstance(problem, PostProcess) and problem.weights.tolist() == [1] * 11
+    multiplier = probed.info["domain_sd"]
+    assert not _model_1(measured, multiplier / 2).domain_feasible()
+    assert census.post_process(measured, objective="paper", domain_sd=0.25)[1].objective == (
+        probed.objective
+    )
+    _, default = census.build_problem(measured, domain_sd=0.25)
+    assert default.info["domain_certificate"]["unrestricted_optimal"]
+    assert default.info["domain_sd"] >= multiplier
+
+
+def _model_1(measured: census.Measurement, multiplier: float) -> PostProcess:
+    sd = np.broadcast_to(measured.sd[:, None], measured.noisy.shape)
+    bounds = domain(measured.noisy, sd, multiplier, measured.total)
+    return PostProcess(measured.parents, measured.noisy, measured.total, bounds)
+
+
+def test_objectives_are_validated_before_anything_is_charged() -> None:
+    accountant = dpopt.Accountant.pure(1.0)
+    for mechanism, objective, match in (
+        ("pwl-dp", "nope", "objective must be one of"),
+        ("chain-dp", "leaf-weighted", "whose only objective is 'paper'"),
+        ("pava-dp", "leaf-weighted", "whose only objective is 'paper'"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            census.release(
+                tiny(),
+                1.0,
+                mechanism,
+                objective=objective,
+                accountant=accountant,
+                rng=np.random.default_rng(0),
+            )
+    assert accountant.spent == 0
+    released = census.release(tiny(), 1.0, "chain-dp", rng=np.random.default_rng(0))
+    assert released.objective == "paper"  # the only objective of Models 2 and 3
 
 
 def test_domains_double_until_feasible() -> None:

@@ -3,6 +3,7 @@ global solve, and clear errors on bad input (census-pgsr G4, G14; issue "scale-o
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,18 +67,23 @@ def test_release_is_bit_identical_on_any_number_of_workers(
         assert np.array_equal(noisy[0].values, noisy[1].values)
 
 
+@pytest.mark.parametrize("objective", ["leaf-weighted", "paper"])
 @pytest.mark.parametrize("domain_sd", [3.0, 0.3, 0.05])
 def test_per_state_decomposition_equals_the_global_serial_solve(
-    tmp_path: Path, domain_sd: float
+    tmp_path: Path, domain_sd: float, objective: str
 ) -> None:
     """widening="global" is the serial rule: counts equal census.post_process on the whole
     nation, measured in one process with the same keyed noise (small domain_sd forces the
-    domains to double)."""
+    domains to double), with either objective: the same weights, the same certificate."""
     data, level, keys = census_geography.national_data(GEOGRAPHY)
     entropy = draw_entropy(np.random.default_rng(7))
     measurement = census_blocks.keyed_measurement(data, level, keys, 1, entropy)
-    counts, solution = census.post_process(measurement, "pwl-dp", domain_sd=domain_sd)
-    result = release(tmp_path, widening="global", domain_sd=domain_sd)
+    counts, solution = census.post_process(
+        measurement, "pwl-dp", objective=objective, domain_sd=domain_sd
+    )
+    result = release(tmp_path, widening="global", domain_sd=domain_sd, objective=objective)
+    assert result.manifest()["objective"] == objective
+    assert result.manifest()["domain_sd"]["largest"] == solution.info["domain_sd"]
     assert np.array_equal(released_rows(tmp_path, result), counts)
     assert result.solution.objective == solution.objective
     assert np.array_equal(result.nation_noisy, measurement.noisy[0])
@@ -98,11 +104,10 @@ def test_partition_widening_is_feasible_and_no_better_than_global(tmp_path: Path
 
 def test_in_memory_release_on_a_client_equals_serial(client: object) -> None:
     data = census.synthetic(np.random.default_rng(0), states=4, counties=15, sizes=5, groups=5000)
-    for domain_sd in (3.0, 0.2):
-        serial = census.release(data, 1, rng=np.random.default_rng(1), domain_sd=domain_sd)
-        dask = census.release(
-            data, 1, rng=np.random.default_rng(1), domain_sd=domain_sd, executor=client
-        )
+    for domain_sd, objective in itertools.product((3.0, 0.2), ("leaf-weighted", "paper")):
+        options = {"domain_sd": domain_sd, "objective": objective}
+        serial = census.release(data, 1, rng=np.random.default_rng(1), **options)
+        dask = census.release(data, 1, rng=np.random.default_rng(1), executor=client, **options)
         assert np.array_equal(dask.counts, serial.counts)
         assert dask.solution.status == "optimal"
         assert dask.solution.objective == serial.solution.objective
