@@ -12,6 +12,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 LAYERS = {
     "problem": 0,
     "privacy": 0,
+    "release": 0,
     "validation": 0,
     "workload": 0,
     "threads": 0,

@@ -1,0 +1,121 @@
+"""The release contract every family's release entry point follows (docs/design.md, "The
+release contract").
+
+A release entry point (``census.release``, ``census.release_blocks``, ``hdmm.measure`` and
+``hdmm.answer``, ``dgm.learn``, ``relational.synthesize``, ``relational.learn_links``, the
+table synthesizer):
+
+- takes ``epsilon`` (and ``delta`` where it applies) keyword-only, with no default;
+- takes ``rng``: a ``numpy.random.Generator``, an int, or None for fresh OS entropy
+  (:func:`resolve_rng`). The noise's randomness is a secret key: whoever knows it recovers the
+  private data from the noisy answers, so it is never published, logged or reused. An
+  optimizer's own randomness (the ``seed`` of restarts) is public and separate;
+- takes ``method=`` to choose the solver of its optimisation step;
+- plans (validates every input and option, computes every noise scale, checks the accountant
+  and output paths), then charges, draws and post-processes; a failure after the charge hands
+  back the paid-for measurement;
+- returns a result that satisfies :class:`ReleaseResult`: ``budget`` (exactly
+  :meth:`~dpopt.privacy.Accountant.report` of the accountant it charged), ``statuses`` (the
+  solver status of every optimisation it ran, none dropped) and ``measured`` (what it measured,
+  as :class:`Measured` records: the one measurement vocabulary across families).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from dpopt.privacy.accounting import Loss
+from dpopt.problem import Status
+
+__all__ = ["NOISES", "Measured", "ReleaseResult", "Rng", "resolve_rng", "worst_status"]
+
+Rng = np.random.Generator | int | None
+"""What a release's ``rng`` accepts."""
+
+NOISES = ("discrete-laplace", "discrete-gaussian", "exponential")
+"""The noise a :class:`Measured` record names: every release path draws one of these exactly."""
+
+
+def resolve_rng(rng: Any) -> np.random.Generator:
+    """The Generator a release draws its noise from.
+
+    A Generator is used as it is; an int ≥ 0 seeds ``numpy.random.default_rng`` (for
+    reproducible tests and simulations only: a published or reused seed reveals the noise);
+    None draws fresh entropy from the operating system, the default of every release.
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None:
+        return np.random.default_rng(np.random.SeedSequence())
+    if isinstance(rng, bool) or not isinstance(rng, int | np.integer):
+        raise TypeError(f"rng must be a numpy Generator, an int or None, got {type(rng).__name__}")
+    if rng < 0:
+        raise ValueError(f"rng must be ≥ 0 when it is an int, got {rng}")
+    return np.random.default_rng(int(rng))
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One set of noisy answers a release drew: the shared measurement vocabulary.
+
+    ``label`` says what was measured (the accountant's charge label when it was charged
+    alone), ``noise`` which exact noise (:data:`NOISES`), ``scale`` the noise scale of each
+    answer (the discrete Laplace λ or the discrete Gaussian σ; for the exponential mechanism
+    its ε), ``answers`` how many noisy values were drawn, ``loss`` what they cost.
+    """
+
+    label: str
+    noise: str
+    scale: float
+    answers: int
+    loss: Loss
+
+    def __post_init__(self) -> None:
+        if self.noise not in NOISES:
+            raise ValueError(f"noise must be one of {NOISES}, got {self.noise!r}")
+        if not self.scale > 0 or not np.isfinite(self.scale):
+            raise ValueError(f"scale must be finite and > 0, got {self.scale!r}")
+        if self.answers < 0:
+            raise ValueError(f"answers must be ≥ 0, got {self.answers}")
+
+
+@runtime_checkable
+class ReleaseResult(Protocol):
+    """What every release returns, beside its family's own fields."""
+
+    @property
+    def budget(self) -> dict[str, Any]:
+        """The charged accountant's :meth:`~dpopt.privacy.Accountant.report`, unchanged."""
+        ...
+
+    @property
+    def statuses(self) -> Mapping[str, Status]:
+        """The solver status of every optimisation the release ran, by name."""
+        ...
+
+    @property
+    def measured(self) -> tuple[Measured, ...]:
+        """Every set of noisy answers the release drew."""
+        ...
+
+
+_RANK: dict[str, int] = {
+    "optimal": 0,
+    "feasible": 1,
+    "time_limit": 2,
+    "violated": 3,
+    "infeasible": 4,
+    "error": 5,
+}
+
+
+def worst_status(statuses: Mapping[str, Status]) -> Status | None:
+    """The least trustworthy status among ``statuses`` (None when there are none): a result
+    shows it so that a non-``optimal`` optimisation is never hidden behind others."""
+    if not statuses:
+        return None
+    return max(statuses.values(), key=lambda status: _RANK[status])
