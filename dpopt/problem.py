@@ -5,7 +5,7 @@ and constraint violations without any solver. Methods are functions registered f
 type under a name (``"cvxpy:clarabel"``, ``"closed-form"``, ...) and a kind (``exact``,
 ``relaxation``, ``heuristic``). :func:`solve` runs one, times it, and re-evaluates the returned
 point with the model's own ``objective`` and ``violations`` so that every reported number is
-the model's, not the solver's (DESIGN.md, "The core contract").
+the model's, not the solver's (docs/design.md, "The core contract").
 
 Statuses (:data:`STATUSES`) never lie; :func:`solve` enforces it on every returned point:
 

@@ -304,7 +304,7 @@ def choice(name: str, value: Any, options: tuple[str, ...]) -> str:
 
 def generator(seed: Any) -> np.random.Generator:
     """The ``numpy.random.Generator`` a ``seed`` argument stands for: a Generator as it is, an
-    integer ≥ 0 or None through ``np.random.default_rng`` (DESIGN.md: every draw takes an
+    integer ≥ 0 or None through ``np.random.default_rng`` (docs/design.md: every draw takes an
     explicit Generator; functions that accept ``seed`` build one)."""
     if isinstance(seed, np.random.Generator):
         return seed

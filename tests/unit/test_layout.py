@@ -1,5 +1,6 @@
-"""The layering of DESIGN.md: imports go one way, core ← models ← solvers ← mechanisms ←
-compare/paper/cli, and ``import dpopt`` stays cheap (no solver back-end, no scipy solver)."""
+"""The layering of docs/design.md: imports go one way, core ← models ← solvers ← mechanisms ←
+compare/paper/cli, no module imports itself through others (no cycle, lazy imports included),
+and ``import dpopt`` stays cheap (no solver back-end, no scipy solver)."""
 
 from __future__ import annotations
 
@@ -59,21 +60,78 @@ def library_modules() -> dict[str, Path]:
     return modules
 
 
+def imported(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The library modules a file imports, at any depth of its code (function-level imports
+    count: a lazy import does not remove a cycle). ``from package import name`` imports the
+    submodule ``package.name`` when there is one, else the package."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dpopt"):
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                found.add(submodule if submodule in modules else node.module)
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("dpopt")}
+    return {name for name in found if name in modules}
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = library_modules()
+    return {m: imported(path, modules) - {m} for m, path in modules.items()}
+
+
 def test_imports_go_one_way() -> None:
-    upward = []
-    for module, path in library_modules().items():
-        own = layer(module)
-        if own is None:
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dpopt"):
-                targets = [node.module]
-                if node.module == "dpopt":
-                    targets = [f"dpopt.{alias.name}" for alias in node.names]
-                upward += [
-                    (module, t) for t in targets if (layer(t) or 0) > own and layer(t) is not None
-                ]
+    upward = [
+        (module, target)
+        for module, targets in import_graph().items()
+        if layer(module) is not None
+        for target in sorted(targets)
+        if layer(target) is not None and layer(target) > layer(module)  # type: ignore[operator]
+    ]
     assert upward == [], f"imports against the layering: {upward}"
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = stack[stack.index(node) :]
+                    del stack[stack.index(node) :]
+                    if len(component) > 1:
+                        found.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                work.append((child, iter(sorted(graph[child]))))
+            elif child in stack:
+                low[node] = min(low[node], index[child])
+    return found
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
 
 
 def test_every_library_module_is_in_a_layer() -> None:

@@ -162,7 +162,7 @@ def test_post_processing_never_reads_the_private_answers(
     small: RelationalData, monkeypatch: pytest.MonkeyPatch, fit: str
 ) -> None:
     """The fits (the default whole-matrix fit and the paper's slices) and the rounding run
-    with every private reader of the data raising (DESIGN.md: post-processing sees only
+    with every private reader of the data raising (docs/design.md: post-processing sees only
     noisy values)."""
     fitting = {"on": False}
     for name in ("workload_answer", "workload_counts"):
