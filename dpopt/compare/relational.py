@@ -129,11 +129,11 @@ def _figure(
     seeds: int,
     shape: tuple[int, int, int],
     d_max: int,
-    fits: tuple[str, ...],
+    methods: tuple[str, ...],
 ) -> Experiment:
     def experiment(seed: int, progress: bool) -> tuple[list[dict[str, Any]], str]:
         rows = relational_figure.run(
-            epsilons, seeds=seeds, shape=shape, d_max=d_max, fits=fits, seed=seed,
+            epsilons, seeds=seeds, shape=shape, d_max=d_max, methods=methods, seed=seed,
             progress=progress,
         )  # fmt: skip
         return rows, relational_figure.format_report(relational_figure.summarize(rows))
@@ -152,7 +152,7 @@ EXPERIMENTS: dict[str, Experiment] = {
     "paper": _figure(WITH_FLOOR, 5, MOVIELENS, 10, ("shrinkage",)),
     # the paper's Algorithm 2 as printed, 8 slices a round (the paper's MovieLens setting)
     "paper-algorithm": _figure(relational_figure.EPSILONS, 5, MOVIELENS, 10, ("paper",)),
-    # every fit on the small shape
+    # every link fit (method) on the small shape
     "utility": _figure(WITH_FLOOR, 5, SMALL, 3, ("shrinkage", "paper", "pgd")),
     "paper-smoke": _figure((1.0, 10.0), 2, (300, 200, 500), 3, ("shrinkage", "paper")),
 }

@@ -2,10 +2,10 @@
 ε_rel, for each link fit beside uniformly random links between the same synthetic tables.
 
 Each seed builds a users × movies database with the MovieLens-1M schema and planted
-cross-table correlations (:func:`dpopt.relational_data.generate`, 6,040 × 3,883 with 10,000
+cross-table correlations (:func:`dpopt.relational.generate`, 6,040 × 3,883 with 10,000
 links and d_max = 10 by default: the shape of the paper's pruned MovieLens) and synthesizes
 both tables once with the built-in MST at ε = 1 each (the paper's per-table budget). Then for
-every ε_rel and every fit (:data:`dpopt.relational.FITS`) it learns the links
+every ε_rel and every link fit (``method``, :data:`dpopt.relational.METHODS`) it learns the links
 (δ_rel = 1e-5, T = 15, K = 3, α = 0.2) and scores them on the spec's three cross metrics
 (§8 item 12: 100·mean L1, mean TV, Def. 3 mse over every cross 3-way workload), beside
 uniformly random links with the same count between the same tables — the trivial baseline:
@@ -21,17 +21,13 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections.abc import Sequence
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from dpopt import relational
-from dpopt.privacy import Accountant, approx_dp_to_zcdp
-from dpopt.relational_data import RelationalData, generate
-from dpopt.relational_evaluation import cross_errors
-from dpopt.relational_synth import synthesize as synthesize_table
+from dpopt.relational import RelationalData, cross_errors, generate, tables
 
 __all__ = [
     "EPSILONS",
@@ -53,22 +49,23 @@ PAPER_MOVIELENS = {  # spec §6, Fig. 3 read off the plot (±0.2): ε_rel → (A
     3.0: (8.8, 9.4),
     10.0: (6.7, 7.3),
 }
+DELTA = 1e-5
+"""δ_rel of every run (the paper's)."""
 _TABLE_DELTA = 1e-6
 
 
 def _tables(data: RelationalData, epsilon: float, rng: np.random.Generator) -> list[np.ndarray]:
     """Both synthetic tables by the built-in MST at (ε, 10⁻⁶) each, as many rows as the real."""
-    rho = Fraction(approx_dp_to_zcdp(epsilon, _TABLE_DELTA))
     return [
-        synthesize_table(
+        tables.synthesize(
             data.codes(side),
             data.cards(side),
-            rho,
+            epsilon=epsilon,
+            delta=_TABLE_DELTA,
             rows=data.n_left if side == "left" else data.n_right,
-            seed=rng,
-            accountant=Accountant.zcdp(rho),
+            rng=rng,
             neighbours="replace",
-        )
+        ).codes
         for side in ("left", "right")
     ]
 
@@ -80,14 +77,15 @@ def run(
     shape: tuple[int, int, int] = (6040, 3883, 10_000),
     d_max: int = 10,
     table_epsilon: float = 1.0,
-    fits: Sequence[str] = ("shrinkage",),
+    methods: Sequence[str] = ("shrinkage",),
     seed: int = 0,
     progress: bool = True,
-    **link_options: Any,
+    settings: relational.LinkSettings | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per (seed, ε_rel, fit): the cross errors of the learned links and of random
-    links between the same synthetic tables. ``shape`` is (users, movies, links);
-    ``link_options`` go to :func:`dpopt.relational.learn_links` (rounds, slices, …)."""
+    """One row per (seed, ε_rel, method): the cross errors of the learned links and of random
+    links between the same synthetic tables. ``shape`` is (users, movies, links); ``seed`` is
+    the experiment's public seed (instances and noise are derived from it); ``settings`` go
+    to :func:`dpopt.relational.learn_links` (rounds, slices, …)."""
     users, movies, links = shape
     rows = []
     for index in tqdm(range(seeds), disable=not progress, desc="relational paper", leave=False):
@@ -97,21 +95,22 @@ def run(
         cells = rng.choice(left.shape[0] * right.shape[0], data.m, replace=False)
         random_links = np.column_stack(np.divmod(cells, right.shape[0]))
         baseline = cross_errors(data, left, right, random_links)
-        for (e, epsilon), fit in itertools.product(enumerate(epsilons), fits):
+        for (e, epsilon), method in itertools.product(enumerate(epsilons), methods):
             learned = relational.learn_links(
                 data,
                 left,
                 right,
-                epsilon,
-                fit=fit,
-                seed=np.random.default_rng([seed, index, e]),
-                **link_options,
+                epsilon=epsilon,
+                delta=DELTA,
+                rng=np.random.default_rng([seed, index, e]),
+                method=method,
+                settings=settings,
             )
             cross = cross_errors(data, left, right, learned.links)
             rows.append(
                 {
                     "epsilon": epsilon,
-                    "fit": fit,
+                    "method": method,
                     "seed": index,
                     "error_percent": cross["error_percent"],
                     "mean_tv": cross["mean_tv"],
@@ -125,11 +124,11 @@ def run(
 
 
 def summarize(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Mean and standard deviation over seeds per (ε_rel, fit), with the paper's values."""
+    """Mean and standard deviation over seeds per (ε_rel, method), with the paper's values."""
     out = []
-    for epsilon, fit in sorted({(r["epsilon"], r["fit"]) for r in rows}):
-        group = [r for r in rows if r["epsilon"] == epsilon and r["fit"] == fit]
-        entry: dict[str, Any] = {"epsilon": epsilon, "fit": fit, "runs": len(group)}
+    for epsilon, method in sorted({(r["epsilon"], r["method"]) for r in rows}):
+        group = [r for r in rows if r["epsilon"] == epsilon and r["method"] == method]
+        entry: dict[str, Any] = {"epsilon": epsilon, "method": method, "runs": len(group)}
         for key in ("error_percent", "mean_tv", "mse", "random_links_percent", "ratio"):
             values = [r[key] for r in group]
             entry[key] = statistics.fmean(values)
@@ -141,9 +140,9 @@ def summarize(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def format_report(summary: Sequence[dict[str, Any]]) -> str:
-    """The table and, per fit, whether it beats random links at every ε_rel."""
+    """The table and, per method, whether it beats random links at every ε_rel."""
     header = (
-        f"{'eps_rel':>9}  {'fit':<10}  {'runs':>4}  {'error %':>13}  {'random links %':>14}  "
+        f"{'eps_rel':>9}  {'method':<10}  {'runs':>4}  {'error %':>13}  {'random links %':>14}  "
         f"{'learned/random':>14}  {'worst seed':>10}  {'TV':>7}  {'mse':>9}  "
         f"{'paper AIM/MST %':>15}"
     )
@@ -152,16 +151,16 @@ def format_report(summary: Sequence[dict[str, Any]]) -> str:
         paper = "-" if s["paper_aim"] is None else f"{s['paper_aim']}/{s['paper_mst']}"
         label = "noise-free" if s["epsilon"] == NOISE_FREE else f"{s['epsilon']:g}"
         lines.append(
-            f"{label:>9}  {s['fit']:<10}  {s['runs']:>4}  "
+            f"{label:>9}  {s['method']:<10}  {s['runs']:>4}  "
             f"{s['error_percent']:>7.2f} ± {s['error_percent_sd']:<4.2f}  "
             f"{s['random_links_percent']:>14.2f}  {s['ratio']:>14.3f}  {s['ratio_max']:>10.3f}  "
             f"{s['mean_tv']:>7.4f}  {s['mse']:>9.2e}  {paper:>15}"
         )
-    for fit in dict.fromkeys(s["fit"] for s in summary):
-        ratios = {s["epsilon"]: s["ratio"] for s in summary if s["fit"] == fit}
+    for method in dict.fromkeys(s["method"] for s in summary):
+        ratios = {s["epsilon"]: s["ratio"] for s in summary if s["method"] == method}
         noisy = [r for e, r in ratios.items() if e != NOISE_FREE]
         verdict = "yes" if max(noisy) <= 1.0 else "no"
-        line = f"{fit}: beats random links at every eps_rel (mean ratio <= 1): {verdict}"
+        line = f"{method}: beats random links at every eps_rel (mean ratio <= 1): {verdict}"
         if NOISE_FREE in ratios:
             line += f"; noise-free ratio {ratios[NOISE_FREE]:.3f}"
         lines.append(line)

@@ -11,12 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpopt.relational_data import (
-    MOVIELENS_GENRES,
-    RelationalData,
-    generate,
-    load_movielens,
-)
+from dpopt.relational import MOVIELENS_GENRES, RelationalData, generate, load_movielens
 
 GENDER_GENRE = (("gender",), ("genre",))
 

@@ -7,8 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpopt.relational_data import RelationalData, generate
-from dpopt.relational_evaluation import cross_errors, evaluate, table_errors
+from dpopt.relational import RelationalData, cross_errors, evaluate, generate, table_errors
 
 
 def t2_data() -> RelationalData:

@@ -1,4 +1,4 @@
-"""The relational mechanism's default fit (dpopt.relational_fit) and the block rounding it uses
+"""The relational mechanism's default fit (dpopt.relational.fit) and the block rounding it uses
 (dpopt.solvers.relational_rounding): exact counts, unbiased cells, the shrinkage weight's
 limits, and the fitted point against the exact model.
 
@@ -12,7 +12,7 @@ import pytest
 
 import dpopt
 from dpopt.models.relational_qp import LinkQueries, OneToManyLinkQP, RelaxedLinkQP
-from dpopt.relational_fit import CHECKPOINTS, ShrunkFit
+from dpopt.relational.fit import CHECKPOINTS, ShrunkFit
 from dpopt.solvers.relational_qp import uniform_point
 from dpopt.solvers.relational_rounding import block_counts, links_in_blocks, parents_in_blocks
 

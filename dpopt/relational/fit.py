@@ -2,7 +2,7 @@
 matrix, regularised toward the links the synthetic tables imply by cross-validated early
 stopping and shrinkage (docs/families/relational.md, "The default fit").
 
-Each round of :func:`dpopt.relational.learn_links`:
+Each round of :func:`dpopt.relational.learn_links` with ``method="shrinkage"``:
 
 1. **The path.** The relaxed QP of eqs. (5)–(6) over *all* the workloads measured so far and
    the whole link matrix, solved on its blocks (:class:`~dpopt.models.relational_qp.LinkBlocks`:
@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpopt.models.relational_qp import LinkBlocks, LinkQueries, OneToManyLinkQP, RelaxedLinkQP
-from dpopt.problem import Solution, solve
+from dpopt.problem import Solution, Status, solve
 from dpopt.solvers.relational_qp import uniform_point
 from dpopt.solvers.relational_rounding import block_counts, links_in_blocks, parents_in_blocks
 
@@ -119,8 +119,10 @@ def _rows(slices: Sequence[slice], workloads: Sequence[int]) -> np.ndarray:
 @dataclass(eq=False)
 class ShrunkFit:
     """Steps 1–3 of the module docstring across the rounds of one run: each workload's fold
-    (in measurement order), the chosen steps t and weight λ, and the fit the links are drawn
-    from (``main``: β_t, or the uniform point when t = 0)."""
+    (in measurement order), the chosen steps t and weight λ, the fit the links are drawn
+    from (``main``: β_t, or the uniform point when t = 0) and the solver status of the last
+    refit's optimisations (``statuses``: ``"fit"`` the main fit, ``"fold f"`` the last
+    checkpoint of fold f's held-out path)."""
 
     m: int
     one_to_many: bool
@@ -129,6 +131,7 @@ class ShrunkFit:
     fold_of: list[int] = field(default_factory=list)
     steps: int = 0
     weight: float = 0.0
+    statuses: dict[str, Status] = field(default_factory=dict)
 
     def update(self, queries: LinkQueries, answers: np.ndarray, variance: float) -> None:
         """Refit on the measured workloads' ``queries`` (in measurement order; earlier ones
@@ -137,9 +140,11 @@ class ShrunkFit:
         count = len(queries.row_codes)
         self.fold_of += [(i % FOLDS) for i in range(len(self.fold_of), count)]
         blocks = queries.blocks()
+        self.statuses = {}
         self.steps, self.weight = self._choose(queries, blocks, answers, variance)
         last = deque(path(blocks, answers, self.m, self.one_to_many, self.steps), maxlen=1)
         self.main = last[0] if last else self._prior(blocks, answers)
+        self.statuses["fit"] = self.main.solution.status
 
     def _prior(self, blocks: LinkBlocks, answers: np.ndarray) -> BlockFit:
         """The uniform point as a zero-step fit."""
@@ -167,14 +172,16 @@ class ShrunkFit:
                     self.one_to_many,
                     self.iterations,
                 )
-                folds.append((trained, blocks.queries.select(out), _rows(slices, out)))
+                folds.append((fold, trained, blocks.queries.select(out), _rows(slices, out)))
         best, since = (0, 0.0, 0.0), 0  # (t, λ, estimated held-out gain), checkpoints since
         for t in CHECKPOINTS:
             if t > self.iterations or not folds or since == 2:
                 break
             gain = spread = 0.0
-            for trained, held, rows in folds:
-                g = np.asarray(held @ (cells * next(trained).on(blocks))) / self.m - prior[rows]
+            for fold, trained, held, rows in folds:
+                fitted = next(trained)
+                self.statuses[f"fold {fold}"] = fitted.solution.status
+                g = np.asarray(held @ (cells * fitted.on(blocks))) / self.m - prior[rows]
                 gain += float(g @ (answers[rows] - prior[rows]))
                 spread += float(g @ g)
             weight = 0.0

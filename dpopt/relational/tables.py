@@ -40,6 +40,13 @@ Fitting and sampling read only the :class:`Measurements` (the noisy counts, the 
 and public parameters); the synthetic records are drawn with uniform variates from the
 caller's generator, which is post-processing.
 
+The release is :func:`synthesize` (the release contract, :mod:`dpopt.release`: (ε, δ)
+keyword-only, converted to ρ by Theorem 1's closed form; ``rng``; a :class:`SyntheticTable`
+with the accountant's report and a :class:`~dpopt.release.Measured` record per charge). Its
+steps are public: :func:`plan` (validate, split ρ; nothing drawn), :func:`measure` (charge and
+draw), :func:`fit` and :func:`sample` (post-processing). MST has no solver step (its fit is
+closed-form weighting and iterative proportional fitting), so ``statuses`` is empty.
+
 The API takes integer codes (rows × d, code k of attribute a in 0 … cards[a] − 1) and the
 public domain sizes; encoding a DataFrame is the caller's (with public, declared domains).
 """
@@ -49,7 +56,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -57,18 +64,23 @@ import numpy as np
 
 from dpopt.privacy import Accountant, Loss, draw, exponential_mechanism, prepare_gaussian
 from dpopt.privacy.samplers import exact_fraction
-from dpopt.validation import choice, generator, integer, integer_array
+from dpopt.problem import Status
+from dpopt.relational.budget import SQRT2_UP, gaussian_record, relational_rho, selection_record
+from dpopt.release import Measured, resolve_rng
+from dpopt.validation import choice, integer, integer_array
 
 __all__ = [
     "MAX_PAIR_CELLS",
     "MAX_ROWS",
     "NEIGHBOURS",
-    "SQRT2_UP",
     "Measurements",
+    "SyntheticTable",
+    "TablePlan",
     "TreeModel",
     "fit",
     "marginal_error",
     "measure",
+    "plan",
     "sample",
     "synthesize",
 ]
@@ -83,8 +95,6 @@ MAX_PAIR_CELLS = 2**24
 
 _SCORE_BITS = 20  # P̂ is put on the grid 2^-20 so that the L1 scores are computed exactly
 _EPS_BITS = 40  # the exponential mechanism's ε grid (dpopt.privacy.mechanisms._EPSILON_BITS)
-SQRT2_UP = Fraction(math.isqrt(2 << 60) + 1, 1 << 30)
-"""A rational upper bound on √2, relatively by < 2^-30 (an L2 sensitivity is never rounded down)."""
 _IPF_ROUNDS = 30
 _MIN_VARIANCE = 1e-9  # inverse-variance weights stay finite
 _FLOOR = 1e-9  # pseudo-mass per cell (relative to the table) so IPF can rescale empty rows
@@ -112,10 +122,8 @@ class Measurements:
         Per-cell noise variance of each 2-way table.
     rho : Fraction
         The requested budget.
-    spent : Fraction
-        What the three steps cost (≤ ``rho``), the sum of ``losses``.
-    losses : tuple of (str, Loss)
-        Each charge with its label, in the order charged.
+    measured : tuple of Measured
+        One record per charge, in the order charged (label, noise, scale, answers, loss).
     """
 
     cards: tuple[int, ...]
@@ -126,8 +134,12 @@ class Measurements:
     two_way: tuple[np.ndarray, ...]
     two_way_variance: tuple[float, ...]
     rho: Fraction
-    spent: Fraction
-    losses: tuple[tuple[str, Loss], ...]
+    measured: tuple[Measured, ...]
+
+    @property
+    def spent(self) -> Fraction:
+        """What the three steps cost in ρ (≤ ``rho``): the sum of the records' losses."""
+        return sum((m.loss.rho for m in self.measured if m.loss.rho is not None), Fraction(0))
 
 
 @dataclass(frozen=True)
@@ -208,18 +220,51 @@ def _accountant(accountant: Any) -> Accountant | None:
 
 
 @dataclass(frozen=True)
-class _Plan:
-    """The budget split, computed and validated before anything is charged."""
+class TablePlan:
+    """A validated MST run waiting for its charge (:func:`plan`): the private codes, the public
+    domains, and the budget split computed before anything is charged.
 
+    ``charges`` lists every (loss, label) the run will charge, in order; :func:`measure` checks
+    them all against the accountant before the first draw.
+    """
+
+    codes: np.ndarray = field(repr=False)
+    cards: tuple[int, ...]
+    rho: Fraction
+    neighbours: str
+    label: str
     sensitivity: Fraction  # L2 sensitivity of one count vector
     score_sensitivity: int  # L1-score sensitivity of the selection
     rho_one: Fraction  # per 1-way vector
     rho_two: Fraction  # per 2-way table
     epsilon: Fraction  # per selection round (0: no selection)
-    losses: tuple[tuple[str, Loss], ...]  # every charge, in order
+    charges: tuple[tuple[Loss, str], ...]  # every charge, in order
 
 
-def _plan(rho: Fraction, d: int, neighbours: str) -> _Plan:
+def plan(
+    codes: Any, cards: Any, *, rho: Any, neighbours: str = "add-remove", label: str = "MST"
+) -> TablePlan:
+    """Validate an MST run of budget ρ (zCDP) on ``codes`` and split ρ (module docstring);
+    nothing is drawn or charged. ``label`` starts every charge's label.
+
+    Raises
+    ------
+    ValueError, TypeError
+        On bad input, naming the field.
+    """
+    card = _cards(cards)
+    data = _codes(codes, card)
+    total = exact_fraction("rho", rho)
+    kind = choice("neighbours", neighbours, NEIGHBOURS)
+    if not isinstance(label, str):
+        raise TypeError(f"label must be a string, got {label!r}")
+    return _split(data, card, total, kind, label)
+
+
+def _split(
+    codes: np.ndarray, cards: tuple[int, ...], rho: Fraction, neighbours: str, label: str
+) -> TablePlan:
+    d = len(cards)
     sens = Fraction(1) if neighbours == "add-remove" else SQRT2_UP
     score_sens = 1 if neighbours == "add-remove" else 2
     if d == 1:
@@ -238,9 +283,9 @@ def _plan(rho: Fraction, d: int, neighbours: str) -> _Plan:
         except ValueError as err:
             raise ValueError(f"rho {float(rho):.6g} is too small for the {what}: {err}") from None
 
-    losses: list[tuple[str, Loss]] = []
+    losses: list[tuple[Loss, str]] = []
     one = gaussian_loss(rho_one, "1-way marginals")
-    losses += [(f"MST 1-way marginal {a}", one) for a in range(d)]
+    losses += [(one, f"{label} 1-way marginal {a}") for a in range(d)]
     epsilon = Fraction(0)
     if parts[1] > 0:
         per_round = parts[1] / (d - 1)
@@ -255,11 +300,14 @@ def _plan(rho: Fraction, d: int, neighbours: str) -> _Plan:
             (epsilon, Fraction(0)),
             f"exponential mechanism, {float(epsilon):.6g}-DP",
         )
-        losses += [(f"MST tree selection round {r}", em) for r in range(d - 1)]
+        losses += [(em, f"{label} tree selection round {r}") for r in range(d - 1)]
     if rho_two > 0:
         two = gaussian_loss(rho_two, "2-way marginals")
-        losses += [(f"MST 2-way marginal {e}", two) for e in range(d - 1)]
-    return _Plan(sens, score_sens, rho_one, rho_two, epsilon, tuple(losses))
+        losses += [(two, f"{label} 2-way marginal {e}") for e in range(d - 1)]
+    return TablePlan(
+        codes, cards, rho, neighbours, label, sens, score_sens, rho_one, rho_two, epsilon,
+        tuple(losses),
+    )  # fmt: skip
 
 
 # --- measurement (the only step that reads the private codes) ----------------------------------
@@ -285,14 +333,15 @@ def _normalise(weights: np.ndarray) -> np.ndarray:
 
 
 def _select(
-    codes: np.ndarray,
-    cards: tuple[int, ...],
+    plan: TablePlan,
     one_way: Sequence[np.ndarray],
-    plan: _Plan,
     rng: np.random.Generator,
-    accountant: Accountant | None,
+    accountant: Accountant,
+    records: list[Measured],
 ) -> list[tuple[int, int]]:
-    """MST §4 selection: d − 1 exponential-mechanism rounds over pairs joining components."""
+    """MST §4 selection: d − 1 exponential-mechanism rounds over pairs joining components
+    (each pick's record appended to ``records``)."""
+    codes, cards = plan.codes, plan.cards
     d = len(cards)
     if d == 1:
         return []
@@ -318,9 +367,10 @@ def _select(
                 plan.score_sensitivity,
                 rng=rng,
                 accountant=accountant,
-                label=f"MST tree selection round {r}",
+                label=f"{plan.label} tree selection round {r}",
             )
         ]
+        records.append(selection_record(accountant))
         i, j = pairs[pick]
         chosen.append((i, j))
         old, new = component[j], component[i]
@@ -329,85 +379,80 @@ def _select(
 
 
 def measure(
-    codes: Any,
-    cards: Any,
-    rho: Any,
-    *,
-    seed: Any = None,
-    accountant: Accountant | None = None,
-    neighbours: str = "add-remove",
+    plan: TablePlan, *, rng: Any = None, accountant: Accountant | None = None
 ) -> Measurements:
-    """MST steps 1–3: noisy 1-way counts, a private spanning tree, its noisy 2-way counts.
+    """MST steps 1–3 of a :func:`plan`: noisy 1-way counts, a private spanning tree, its noisy
+    2-way counts. The only step that reads the private codes; the result holds no reference
+    to them.
 
-    The only function of this module that reads ``codes``. Parameters are as in
-    :func:`synthesize`; the result holds no reference to ``codes``.
+    Parameters
+    ----------
+    plan : TablePlan
+        The validated run (:func:`plan`).
+    rng : numpy Generator, int or None
+        The noise's randomness (:func:`dpopt.release.resolve_rng`; None: fresh OS entropy).
+    accountant : Accountant, optional
+        A zCDP accountant to charge; else one of ``plan.rho`` is made.
 
     Raises
     ------
     ValueError, TypeError
-        On bad input, naming the field; nothing is charged.
+        On a bad ``rng`` or ``accountant``; nothing is charged.
     BudgetExceededError
-        When ``accountant`` cannot pay ρ; nothing is charged.
+        When ``accountant`` cannot pay every charge of the plan; nothing is charged.
     """
-    card = _cards(cards)
-    data = _codes(codes, card)
-    total = exact_fraction("rho", rho)
-    kind = choice("neighbours", neighbours, NEIGHBOURS)
-    rng = generator(seed)
-    acc = _accountant(accountant)
-    plan = _plan(total, len(card), kind)
-    if acc is not None:
-        acc.check(
-            [(loss, label) for label, loss in plan.losses]
-        )  # the whole charge fits, or nothing is charged
+    if not isinstance(plan, TablePlan):
+        raise TypeError(f"plan must be a TablePlan (tables.plan(...)), got {type(plan).__name__}")
+    generator = resolve_rng(rng)
+    acc = _accountant(accountant) or Accountant.zcdp(plan.rho)
+    acc.check(list(plan.charges))  # the whole charge fits, or nothing is charged
+    data, card = plan.codes, plan.cards
     d = len(card)
 
     # step 1: every 1-way count vector, charged at once
+    labels = [f"{plan.label} 1-way marginal {a}" for a in range(d)]
     prepared = [
         prepare_gaussian(
             np.bincount(data[:, a], minlength=card[a]).astype(np.int64),
             plan.sensitivity,
             rho=plan.rho_one,
-            label=f"MST 1-way marginal {a}",
+            label=labels[a],
         )
         for a in range(d)
     ]
-    ones = draw(prepared, rng=rng, accountant=acc)
+    ones = draw(prepared, rng=generator, accountant=acc)
+    records = [gaussian_record(label, n) for label, n in zip(labels, ones, strict=True)]
     one_way = tuple(np.asarray(n.values, dtype=np.int64) for n in ones)
 
     # step 2: the tree
-    edges = _select(data, card, one_way, plan, rng, acc)
+    edges = _select(plan, one_way, generator, acc, records)
 
     # step 3: the tree's 2-way count tables, charged at once
     twos = []
     if edges:
+        labels = [f"{plan.label} 2-way marginal {e}" for e in range(len(edges))]
         prepared = [
             prepare_gaussian(
-                _pair_counts(data, i, j, card),
-                plan.sensitivity,
-                rho=plan.rho_two,
-                label=f"MST 2-way marginal {e}",
+                _pair_counts(data, i, j, card), plan.sensitivity, rho=plan.rho_two, label=label
             )
-            for e, (i, j) in enumerate(edges)
+            for label, (i, j) in zip(labels, edges, strict=True)
         ]
-        twos = draw(prepared, rng=rng, accountant=acc)
+        twos = draw(prepared, rng=generator, accountant=acc)
+        records += [gaussian_record(label, n) for label, n in zip(labels, twos, strict=True)]
     two_way = tuple(
         np.asarray(n.values, dtype=np.int64).reshape(card[i], card[j])
         for n, (i, j) in zip(twos, edges, strict=True)
     )
-    losses = plan.losses
-    spent = sum((loss.rho for _, loss in losses if loss.rho is not None), Fraction(0))
     return Measurements(
         cards=card,
-        neighbours=kind,
+        neighbours=plan.neighbours,
         one_way=one_way,
         one_way_variance=tuple(float(n.variance) for n in ones),
         edges=tuple(edges),
         two_way=two_way,
         two_way_variance=tuple(float(n.variance) for n in twos),
-        rho=total,
-        spent=spent,
-        losses=losses,
+        rho=plan.rho,
+        measured=tuple(records),
     )
 
 
@@ -497,12 +542,13 @@ def _draw_rows(cdf: np.ndarray, given: np.ndarray, rng: np.random.Generator) -> 
     return np.clip(hit - given * k, 0, k - 1).astype(np.int64)
 
 
-def sample(model: TreeModel, rows: Any, *, seed: Any = None) -> np.ndarray:
-    """``rows`` records drawn ancestrally from ``model`` (post-processing), int64 (rows, d)."""
+def sample(model: TreeModel, rows: Any, *, rng: Any = None) -> np.ndarray:
+    """``rows`` records drawn ancestrally from ``model`` (post-processing), int64 (rows, d);
+    ``rng`` as in :func:`dpopt.release.resolve_rng`."""
     if not isinstance(model, TreeModel):
         raise TypeError(f"model must be a TreeModel, got {type(model).__name__}")
     count = integer("rows", rows, minimum=1, maximum=MAX_ROWS)
-    rng = generator(seed)
+    rng = resolve_rng(rng)
     out = np.empty((count, len(model.cards)), dtype=np.int64)
     root = model.order[0]
     cdf = np.cumsum(model.root_marginal)[None, :]
@@ -517,17 +563,38 @@ def sample(model: TreeModel, rows: Any, *, seed: Any = None) -> np.ndarray:
 # --- the mechanism ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, eq=False)
+class SyntheticTable:
+    """A synthetic table and what it cost (the release contract, :mod:`dpopt.release`).
+
+    ``codes`` are the synthetic records (int64, rows × d, within the domains);
+    ``measurements`` what MST released about the private table; ``budget`` the charged
+    accountant's :meth:`~dpopt.privacy.Accountant.report`; ``statuses`` is empty (MST runs no
+    solver); ``measured`` one record per charge.
+    """
+
+    codes: np.ndarray
+    measurements: Measurements
+    budget: dict[str, Any]
+    statuses: dict[str, Status] = field(default_factory=dict)
+
+    @property
+    def measured(self) -> tuple[Measured, ...]:
+        return self.measurements.measured
+
+
 def synthesize(
     codes: Any,
     cards: Any,
-    rho: Any,
     *,
+    epsilon: Any,
+    delta: Any,
     rows: Any,
-    seed: Any = None,
+    rng: Any = None,
     accountant: Accountant | None = None,
     neighbours: str = "add-remove",
-) -> np.ndarray:
-    """A ρ-zCDP synthetic version of a categorical table (MST; module docstring, spec §5).
+) -> SyntheticTable:
+    """An (ε, δ)-DP synthetic version of a categorical table (MST; module docstring, spec §5).
 
     Parameters
     ----------
@@ -535,27 +602,34 @@ def synthesize(
         The private table, attribute a coded 0 … ``cards[a]`` − 1; at least one row.
     cards : sequence of int
         The public domain sizes (each 1 … 2¹⁶).
-    rho : int, Fraction or float
-        The zCDP budget, > 0, split in thirds (module docstring).
+    epsilon, delta : float
+        The guarantee, keyword-only: MST runs at ρ = (√(ε + ln(1/δ)) − √ln(1/δ))² zCDP
+        (Theorem 1's conversion, :func:`~dpopt.relational.budget.relational_rho`), split in
+        thirds (module docstring).
     rows : int
         Number of synthetic records, a **public** parameter (the relational mechanism treats
         table sizes as public; passing the true n discloses it).
-    seed : int, numpy Generator or None
-        The randomness of measurement and sampling.
+    rng : numpy Generator, int or None
+        The randomness of measurement and sampling (:func:`dpopt.release.resolve_rng`; None:
+        fresh OS entropy). A secret: whoever knows it can remove the noise.
     accountant : Accountant, optional
-        A zCDP accountant charged at most ρ (all of the check happens before any draw).
+        A zCDP accountant charged at most ρ (all of the check happens before any draw); else
+        one of ρ is made.
     neighbours : {"add-remove", "replace"}
         The neighbouring relation the guarantee is for (sensitivities in the module docstring).
 
     Returns
     -------
-    ndarray of int64, shape (rows, d)
-        Synthetic codes within the domains.
+    SyntheticTable
+        ``codes`` (int64, rows × d, within the domains), ``budget``, ``statuses`` (empty),
+        ``measured``.
     """
     count = integer("rows", rows, minimum=1, maximum=MAX_ROWS)  # before measure charges
-    rng = generator(seed)
-    measured = measure(codes, cards, rho, seed=rng, accountant=accountant, neighbours=neighbours)
-    return sample(fit(measured), count, seed=rng)
+    run = plan(codes, cards, rho=relational_rho(epsilon, delta), neighbours=neighbours)
+    generator = resolve_rng(rng)
+    ledger = _accountant(accountant) or Accountant.zcdp(run.rho)
+    measured = measure(run, rng=generator, accountant=ledger)
+    return SyntheticTable(sample(fit(measured), count, rng=generator), measured, ledger.report())
 
 
 def marginal_error(real_codes: Any, synthetic_codes: Any, cards: Any, order: int = 2) -> float:

@@ -1,4 +1,5 @@
-"""The built-in MST synthesizer (dpopt.relational_synth; relational-synth spec §5)."""
+"""The built-in MST synthesizer (dpopt.relational.tables; relational-synth spec §5) and its
+release contract (dpopt.release)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpopt import relational_synth as rs
 from dpopt.privacy import Accountant, BudgetExceededError
+from dpopt.relational import relational_rho
+from dpopt.relational import tables as rs
+from dpopt.release import ReleaseResult
 
 CARDS = [6, 6, 4, 3, 5]
 
@@ -23,6 +26,13 @@ def _table(n: int = 3000, seed: int = 0) -> np.ndarray:
     codes = np.column_stack([rng.integers(0, c, n) for c in CARDS])
     codes[:, 1] = codes[:, 0]
     return codes
+
+
+def _mst(codes: np.ndarray, rho: Any, rows: int, seed: int) -> np.ndarray:
+    """MST at ρ (zCDP) step by step, every step drawing from one Generator."""
+    generator = np.random.default_rng(seed)
+    measured = rs.measure(rs.plan(codes, CARDS, rho=rho), rng=generator)
+    return rs.sample(rs.fit(measured), rows, rng=generator)
 
 
 def _spent(acc: Accountant) -> Fraction:
@@ -44,11 +54,15 @@ def test_charges_rho_and_never_more(d: int, neighbours: str) -> None:
     rho = Fraction(3, 4)
     acc = Accountant.zcdp(rho)
     codes = _table(500)[:, :d]
-    m = rs.measure(codes, CARDS[:d], rho, seed=1, accountant=acc, neighbours=neighbours)
+    plan = rs.plan(codes, CARDS[:d], rho=rho, neighbours=neighbours)
+    m = rs.measure(plan, rng=1, accountant=acc)
     spent = _spent(acc)
     assert spent <= rho  # exact Fractions: no slack
     assert rho - spent <= rho * Fraction(1, 2**20)  # samplers round σ² up / ε down only
     assert m.spent == spent
+    # one record per charge, same label and loss: the records compose to what was spent
+    assert [r.label for r in m.measured] == [c.label for c in acc.ledger]
+    assert [r.loss for r in m.measured] == [c.loss for c in acc.ledger]
     em = [c for c in acc.ledger if "selection" in c.label]
     gauss_two = [c for c in acc.ledger if "2-way" in c.label]
     assert len([c for c in acc.ledger if "1-way" in c.label]) == d
@@ -65,13 +79,38 @@ def test_charges_rho_and_never_more(d: int, neighbours: str) -> None:
 
 def test_charges_only_rho_of_a_larger_budget() -> None:
     acc = Accountant.zcdp(5)
-    rs.synthesize(_table(300), CARDS, 1, rows=10, seed=0, accountant=acc)
-    assert Fraction(1) - Fraction(1, 2**20) <= _spent(acc) <= 1
+    rho = relational_rho(1.0, 1e-6)
+    rs.synthesize(_table(300), CARDS, epsilon=1.0, delta=1e-6, rows=10, rng=0, accountant=acc)
+    assert rho - rho * Fraction(1, 2**20) <= _spent(acc) <= rho
+
+
+def test_release_contract() -> None:
+    """epsilon/delta keyword-only; rng None, int or Generator; budget = the accountant's
+    report; statuses present (empty: MST runs no solver); measured composes to the spend."""
+    codes = _table(300)
+    with pytest.raises(TypeError):
+        rs.synthesize(codes, CARDS, 1.0, 1e-6, rows=10)  # type: ignore[misc]
+    for rng in (None, 3, np.random.default_rng(3)):
+        acc = Accountant.zcdp(1)
+        table = rs.synthesize(
+            codes, CARDS, epsilon=1.0, delta=1e-6, rows=10, rng=rng, accountant=acc
+        )
+        assert isinstance(table, ReleaseResult)
+        assert table.budget == acc.report()
+        assert table.statuses == {}
+        spent = sum((r.loss.rho for r in table.measured), Fraction(0))
+        assert spent == acc.spent
+        assert {r.noise for r in table.measured} == {"discrete-gaussian", "exponential"}
+    one = rs.synthesize(codes, CARDS, epsilon=1.0, delta=1e-6, rows=50, rng=5)
+    two = rs.synthesize(codes, CARDS, epsilon=1.0, delta=1e-6, rows=50, rng=5)
+    np.testing.assert_array_equal(one.codes, two.codes)
+    assert one.budget == two.budget
+    assert Fraction(one.budget["exact"]["total"]) == relational_rho(1.0, 1e-6)
 
 
 def test_replace_neighbours_double_the_noise_variance() -> None:
-    add = rs.measure(_table(300), CARDS, 1, seed=0)
-    rep = rs.measure(_table(300), CARDS, 1, seed=0, neighbours="replace")
+    add = rs.measure(rs.plan(_table(300), CARDS, rho=1), rng=0)
+    rep = rs.measure(rs.plan(_table(300), CARDS, rho=1, neighbours="replace"), rng=0)
     ratio = np.array(rep.one_way_variance) / np.array(add.one_way_variance)
     np.testing.assert_allclose(ratio, 2.0, rtol=1e-5)  # L2 sensitivity √2 instead of 1
 
@@ -86,14 +125,17 @@ BAD: list[tuple[str, dict[str, Any], type[Exception], str]] = [
     ("card zero", {"cards": [6, 0, 4, 3, 5]}, ValueError, "cards[1]"),
     ("card fractional", {"cards": [6, 6, 4.5, 3, 5]}, ValueError, "cards[2]"),
     ("cards not a sequence", {"cards": 6}, ValueError, "cards"),
-    ("rho zero", {"rho": 0}, ValueError, "rho"),
-    ("rho negative", {"rho": -1.0}, ValueError, "rho"),
-    ("rho nan", {"rho": float("nan")}, ValueError, "rho"),
-    ("rho string", {"rho": "1"}, ValueError, "rho"),
-    ("rho too small", {"rho": 1e-40}, ValueError, "rho"),
+    ("epsilon zero", {"epsilon": 0}, ValueError, "epsilon"),
+    ("epsilon negative", {"epsilon": -1.0}, ValueError, "epsilon"),
+    ("epsilon nan", {"epsilon": float("nan")}, ValueError, "epsilon"),
+    ("epsilon string", {"epsilon": "1"}, ValueError, "epsilon"),
+    ("epsilon too small", {"epsilon": 1e-30}, ValueError, "too small"),
+    ("delta one", {"delta": 1.0}, ValueError, "delta"),
+    ("delta zero", {"delta": 0.0}, ValueError, "delta"),
     ("rows zero", {"rows": 0}, ValueError, "rows"),
     ("rows fractional", {"rows": 1.5}, ValueError, "rows"),
-    ("seed string", {"seed": "x"}, TypeError, "seed"),
+    ("rng string", {"rng": "x"}, TypeError, "rng"),
+    ("rng negative", {"rng": -1}, ValueError, "rng"),
     ("neighbours", {"neighbours": "bounded"}, ValueError, "neighbours"),
 ]
 
@@ -103,12 +145,25 @@ def test_bad_input_is_refused_before_any_charge(
     case: str, change: dict[str, Any], error: type[Exception], field: str
 ) -> None:
     acc = Accountant.zcdp(10)
-    args: dict[str, Any] = {"codes": _table(50), "cards": CARDS, "rho": 1, "rows": 10, "seed": 0}
+    args: dict[str, Any] = {
+        "codes": _table(50),
+        "cards": CARDS,
+        "epsilon": 1.0,
+        "delta": 1e-6,
+        "rows": 10,
+        "rng": 0,
+    }
     args.update(change)
-    codes, cards, rho = args.pop("codes"), args.pop("cards"), args.pop("rho")
+    codes, cards = args.pop("codes"), args.pop("cards")
     with pytest.raises(error, match=re.escape(field)):
-        rs.synthesize(codes, cards, rho, accountant=acc, **args)
+        rs.synthesize(codes, cards, accountant=acc, **args)
     assert acc.ledger == ()
+
+
+@pytest.mark.parametrize("rho", [0, -1.0, float("nan"), "1", 1e-40])
+def test_plan_refuses_a_bad_rho(rho: Any) -> None:
+    with pytest.raises(ValueError, match="rho"):
+        rs.plan(_table(50), CARDS, rho=rho)
 
 
 @pytest.mark.parametrize(
@@ -117,15 +172,17 @@ def test_bad_input_is_refused_before_any_charge(
 )
 def test_wrong_accountant_is_refused(accountant: Any, error: type[Exception]) -> None:
     with pytest.raises(error, match="accountant"):
-        rs.synthesize(_table(50), CARDS, 1, rows=5, seed=0, accountant=accountant)
+        rs.synthesize(
+            _table(50), CARDS, epsilon=1.0, delta=1e-6, rows=5, rng=0, accountant=accountant
+        )
     if isinstance(accountant, Accountant):
         assert accountant.ledger == ()
 
 
 def test_too_small_budget_charges_nothing() -> None:
-    acc = Accountant.zcdp(Fraction(1, 2))
+    acc = Accountant.zcdp(Fraction(1, 200))
     with pytest.raises(BudgetExceededError):
-        rs.synthesize(_table(50), CARDS, 1, rows=5, seed=0, accountant=acc)
+        rs.synthesize(_table(50), CARDS, epsilon=1.0, delta=1e-6, rows=5, rng=0, accountant=acc)
     assert acc.ledger == ()
 
 
@@ -134,9 +191,9 @@ def test_too_small_budget_charges_nothing() -> None:
 
 def test_reproducible_and_within_domains() -> None:
     codes = _table(400)
-    one = rs.synthesize(codes, CARDS, 0.5, rows=777, seed=11)
-    two = rs.synthesize(codes, CARDS, 0.5, rows=777, seed=np.random.default_rng(11))
-    other = rs.synthesize(codes, CARDS, 0.5, rows=777, seed=12)
+    one = _mst(codes, 0.5, 777, 11)
+    two = _mst(codes, 0.5, 777, 11)
+    other = _mst(codes, 0.5, 777, 12)
     assert one.shape == (777, len(CARDS)) and one.dtype == np.int64
     np.testing.assert_array_equal(one, two)
     assert not np.array_equal(one, other)
@@ -145,7 +202,7 @@ def test_reproducible_and_within_domains() -> None:
 
 def test_planted_dependency_is_kept_at_generous_rho() -> None:
     codes = _table(3000)
-    synth = rs.synthesize(codes, CARDS, 10, rows=3000, seed=3)
+    synth = _mst(codes, 10, 3000, 3)
     pair = [0, 1]
     rng = np.random.default_rng(4)  # independence product: shuffle each column
     independent = np.column_stack([rng.permutation(codes[:, a]) for a in pair])
@@ -158,7 +215,7 @@ def test_planted_dependency_is_kept_at_generous_rho() -> None:
 
 def test_one_way_marginals_match_at_large_rho() -> None:
     codes = _table(3000)
-    synth = rs.synthesize(codes, CARDS, 1e6, rows=20000, seed=5)
+    synth = _mst(codes, 1e6, 20000, 5)
     assert rs.marginal_error(codes, synth, CARDS, order=1) < 0.05  # sampling error ≈ 0.02
     assert rs.marginal_error(codes, synth, CARDS, order=2) < 0.1
 
@@ -180,21 +237,21 @@ def test_marginal_error_by_hand() -> None:
 
 def test_fit_and_sample_read_only_the_measurements() -> None:
     codes = _table(800)
-    expected = rs.synthesize(codes, CARDS, 2, rows=500, seed=21)
+    expected = _mst(codes, 2, 500, 21)
     private = codes.copy()
     generator = np.random.default_rng(21)
-    measured = rs.measure(private, CARDS, 2, seed=generator)
+    measured = rs.measure(rs.plan(private, CARDS, rho=2), rng=generator)
     for value in vars(measured).values():
         arrays = value if isinstance(value, tuple) else (value,)
         for item in arrays:
             if isinstance(item, np.ndarray):
                 assert not np.shares_memory(item, private)
     private[:] = 0  # the private table is replaced after measurement
-    got = rs.sample(rs.fit(measured), 500, seed=generator)
+    got = rs.sample(rs.fit(measured), 500, rng=generator)
     np.testing.assert_array_equal(got, expected)
     # and neither step can be handed the private data at all
     assert list(inspect.signature(rs.fit).parameters) == ["measurements"]
-    assert list(inspect.signature(rs.sample).parameters) == ["model", "rows", "seed"]
+    assert list(inspect.signature(rs.sample).parameters) == ["model", "rows", "rng"]
 
 
 class _NoFloatNoise(np.random.Generator):
@@ -209,7 +266,7 @@ class _NoFloatNoise(np.random.Generator):
 
 def test_no_continuous_noise_is_drawn() -> None:
     rng = _NoFloatNoise(np.random.PCG64(0))
-    synth = rs.synthesize(_table(300), CARDS, 1, rows=50, seed=rng)
+    synth = rs.synthesize(_table(300), CARDS, epsilon=1.0, delta=1e-6, rows=50, rng=rng).codes
     assert synth.shape == (50, len(CARDS))
     source = Path(rs.__file__).read_text(encoding="utf-8")
     called = re.findall(r"\.(normal|standard_normal|laplace|gumbel|exponential|logistic)\(", source)

@@ -3,7 +3,7 @@ item 12, §4.2 Def. 3).
 
 A synthetic database ``(left, right, links)`` — two synthetic tables under the real tables'
 columns and domains (DataFrames or code arrays) and its link table of (left row, right row)
-pairs — is scored against the real :class:`~dpopt.relational_data.RelationalData` over **all**
+pairs — is scored against the real :class:`~dpopt.relational.data.RelationalData` over **all**
 cross-table k-way workloads 𝒲 (k = 3 by default), on the final discrete database:
 
 - ``error_percent`` = 100 · mean_w ‖P_w(ℬ) − P_w(ℬ_syn)‖₁, the [CODE]-style "average %
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.relational_data import SIDES, RelationalData, _synthetic_links
+from dpopt.relational.data import SIDES, RelationalData, _synthetic_links
 from dpopt.validation import choice, integer
 
 __all__ = ["cross_errors", "evaluate", "table_errors"]

@@ -1,0 +1,44 @@
+"""DP synthetic relational databases: two synthetic tables and a private link table between
+them (relational-synth spec; docs/families/relational.md).
+
+The public API of the family:
+
+- :func:`synthesize` — the release end to end (:mod:`dpopt.relational.synthesizer`);
+- :func:`learn_links`, :class:`LinkSettings`, :class:`LinkResult`, :data:`METHODS` — the link
+  learner (:mod:`dpopt.relational.links`) and its link fits (:mod:`dpopt.relational.fit`);
+- :mod:`dpopt.relational.tables` — the built-in MST table synthesizer (its release
+  ``tables.synthesize``, and the steps ``plan``, ``measure``, ``fit``, ``sample``);
+- :class:`RelationalData`, :data:`Workload` — the private input (:mod:`dpopt.relational.data`);
+- :func:`generate`, :func:`load_movielens` — instances (:mod:`dpopt.relational.datasets`);
+- :func:`cross_errors`, :func:`table_errors`, :func:`evaluate` — the paper's metrics
+  (:mod:`dpopt.relational.evaluation`);
+- :func:`relational_rho` — Theorem 1's (ε, δ) → ρ (:mod:`dpopt.relational.budget`).
+"""
+
+from dpopt.relational import tables
+from dpopt.relational.budget import relational_rho
+from dpopt.relational.data import RelationalData, Workload
+from dpopt.relational.datasets import MOVIELENS_AGES, MOVIELENS_GENRES, generate, load_movielens
+from dpopt.relational.evaluation import cross_errors, evaluate, table_errors
+from dpopt.relational.links import METHODS, LinkResult, LinkSettings, learn_links
+from dpopt.relational.synthesizer import SyntheticDatabase, synthesize
+
+__all__ = [
+    "METHODS",
+    "MOVIELENS_AGES",
+    "MOVIELENS_GENRES",
+    "LinkResult",
+    "LinkSettings",
+    "RelationalData",
+    "SyntheticDatabase",
+    "Workload",
+    "cross_errors",
+    "evaluate",
+    "generate",
+    "learn_links",
+    "load_movielens",
+    "relational_rho",
+    "synthesize",
+    "table_errors",
+    "tables",
+]

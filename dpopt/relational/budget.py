@@ -1,0 +1,49 @@
+"""The relational family's privacy bookkeeping, shared by the table synthesizer and the link
+learner: the (ε, δ) → ρ conversion of Theorem 1, the rational bound on √2 its sensitivities
+use, and the :class:`~dpopt.release.Measured` records of what a release drew.
+
+Theorem 1 (relational-synth spec §5): a ρ-zCDP mechanism is (ε, δ)-DP for
+ρ = (√(ε + ln(1/δ)) − √ln(1/δ))² (the closed form; rounded down here, so never above it).
+Every part of a relational release (each table's MST, the links) is zCDP, so the parts
+compose by adding their ρ: one zCDP accountant of ρ(ε, δ) pays for the whole release, which is
+then (ε, δ)-DP.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpopt.privacy import Accountant, NoisyAnswers, approx_dp_to_zcdp
+from dpopt.release import Measured
+
+__all__ = ["SQRT2_UP", "gaussian_record", "relational_rho", "selection_record"]
+
+SQRT2_UP = Fraction(math.isqrt(2 << 60) + 1, 1 << 30)
+"""A rational upper bound on √2, relatively by < 2^-30 (an L2 sensitivity is never rounded down)."""
+
+
+def relational_rho(epsilon: Any, delta: Any) -> Fraction:
+    """ρ = (√(ε + ln(1/δ)) − √ln(1/δ))² (Theorem 1), rounded down, as a Fraction; raises a
+    ``ValueError`` naming ``epsilon`` or ``delta`` when ε ≤ 0, δ ∉ (0, 1) or ρ rounds to 0."""
+    rho = Fraction(approx_dp_to_zcdp(epsilon, delta))
+    if rho == 0:
+        raise ValueError(f"epsilon {epsilon!r} is too small: ρ(ε, δ) rounds to 0")
+    return rho
+
+
+def gaussian_record(label: str, noisy: NoisyAnswers) -> Measured:
+    """The record of one vector of discrete Gaussian answers (σ in the answers' units)."""
+    assert noisy.noise == "gaussian"
+    return Measured(label, "discrete-gaussian", noisy.scale, int(np.size(noisy.values)), noisy.loss)
+
+
+def selection_record(accountant: Accountant) -> Measured:
+    """The record of the exponential-mechanism pick ``accountant`` was charged for last (its
+    label and loss, as charged; the scale is the mechanism's ε)."""
+    charge = accountant.ledger[-1]
+    assert charge.loss.epsilon is not None
+    return Measured(charge.label, "exponential", float(charge.loss.epsilon), 1, charge.loss)
