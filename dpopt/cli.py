@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dpopt import compare
+from dpopt.runner import close_client, dask_client
 
 EPILOG = """examples:
   dpopt compare                          small suite of every family
@@ -297,7 +298,7 @@ def _compare(args: argparse.Namespace) -> int:
             return 2
     patterns = [p.strip() for p in args.methods.split(",") if p.strip()] if args.methods else None
     try:
-        client = _client(args)
+        client = dask_client(args.scheduler, args.workers)
     except ValueError as err:
         print(f"dpopt compare: {err}", file=sys.stderr)
         return 2
@@ -318,7 +319,7 @@ def _compare(args: argparse.Namespace) -> int:
         return 130
     finally:
         if client is not None:
-            _close(client)
+            close_client(client)
     if not records:
         _report(args, records)
         print("dpopt compare: no (instance, method) pair matched", file=sys.stderr)
@@ -514,7 +515,7 @@ def _census_parser(commands: Any) -> None:
 
 
 def _geography(args: argparse.Namespace) -> Any:
-    from dpopt import census_geography as geo
+    from dpopt.census import geography as geo
 
     if args.geography == "small":
         shape = geo.small(sizes=args.sizes, seed=args.geo_seed)
@@ -523,49 +524,11 @@ def _geography(args: argparse.Namespace) -> Any:
     return shape if args.scale == 1.0 else geo.scaled(shape, args.scale)
 
 
-def _client(args: argparse.Namespace) -> Any:
-    """A Dask client (the caller closes it), or None for --workers 0."""
-    if args.scheduler is None and args.workers == 0:
-        return None
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError as err:
-        raise ValueError("Dask is not installed: pip install 'dpopt[dask]'") from err
-    if args.scheduler is not None:
-        try:
-            return Client(args.scheduler, timeout="5s")
-        except OSError as err:
-            raise ValueError(f"cannot reach the Dask scheduler {args.scheduler}: {err}") from err
-    if args.workers < 0:
-        raise ValueError("--workers must be 0 (no Dask) or more")
-    import dask
-
-    # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which turns off glibc's
-    # dynamic mmap threshold: every numpy temporary over 128 KiB becomes a fresh mmap, faulted
-    # in page by page. That made pwl-dp and the noise 1.45-1.5x slower per task on a worker
-    # than in this process (docs/families/census.md); the embedded cluster leaves malloc alone.
-    # (A MALLOC_TRIM_THRESHOLD_ already in this process's environment is inherited and wins.)
-    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
-        cluster = LocalCluster(
-            n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0"
-        )
-    return Client(cluster)
-
-
-def _close(client: Any) -> None:
-    """Close a client from :func:`_client`, and the embedded cluster it runs on, if any."""
-    cluster = client.cluster  # None for a client of --scheduler
-    client.close()
-    if cluster is not None:
-        cluster.close()
-
-
 def _census(args: argparse.Namespace) -> int:
     import time
 
-    import numpy as np
-
-    from dpopt import census_blocks
+    from dpopt import census
+    from dpopt.census import blocks
 
     start = time.perf_counter()
     problem = _unwritable(args.json) if args.json and args.json != "-" else None
@@ -574,20 +537,20 @@ def _census(args: argparse.Namespace) -> int:
         return 2
     try:
         geography = _geography(args)
-        client = _client(args)
+        client = dask_client(args.scheduler, args.workers)
     except (ValueError, TypeError) as err:
         print(f"dpopt census: {err}", file=sys.stderr)
         return 2
     try:
         if args.action == "generate":
-            paths = census_blocks.generate(geography, args.out, executor=client, progress=True)
+            paths = blocks.generate(geography, args.out, executor=client, progress=True)
             print(f"wrote {len(paths)} truth partitions under {args.out}")
             return 0
-        result = census_blocks.release_blocks(
+        result = census.release_blocks(
             geography,
-            args.eps,
-            args.out,
-            rng=np.random.default_rng(args.seed),
+            epsilon=args.eps,
+            out_dir=args.out,
+            rng=args.seed,
             data_dir=args.data,
             executor=client,
             domain_sd=args.domain_sd,
@@ -600,7 +563,7 @@ def _census(args: argparse.Namespace) -> int:
         return 2
     finally:
         if client is not None:
-            _close(client)
+            close_client(client)
     report = _release_report(result, time.perf_counter() - start)
     if args.json:
         text = json.dumps(report, indent=1)
@@ -620,7 +583,7 @@ def _release_report(result: Any, wall: float) -> dict[str, Any]:
     worker, the projected times and the command's wall time after start-up (imports excluded)."""
     from dpopt.runner import phase_summary, projected_seconds
 
-    stats = result.solution.stats
+    stats = result.partitioned.stats
     return {
         **result.manifest(),
         "regions": result.geography.regions,
@@ -642,7 +605,7 @@ def _print_release(report: dict[str, Any], out: str) -> None:
     )
     print(
         f"checksum {report['checksum']}  objective {report['objective']}, optimal cost "
-        f"{report['optimal_cost']:,}"
+        f"{report['optimal_cost']:,}, status {report['status']}"
     )
     print(
         f"domains: widening {report['widening']}, largest domain_sd "

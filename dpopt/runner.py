@@ -28,6 +28,8 @@ __all__ = [
     "Runner",
     "TaskStats",
     "as_executor",
+    "close_client",
+    "dask_client",
     "is_dask_client",
     "phase_summary",
     "projected_seconds",
@@ -52,6 +54,45 @@ def as_executor(executor: Any) -> Executor | None:
         "executor must be a concurrent.futures.Executor or a dask.distributed.Client, "
         f"got {type(executor).__name__}"
     )
+
+
+def dask_client(scheduler: str | None = None, workers: int = 0) -> Any:
+    """A ``dask.distributed.Client`` (the caller closes it with :func:`close_client`): of the
+    scheduler at address ``scheduler``, else of an embedded cluster of ``workers`` processes
+    (one thread each); None when neither is asked for (``workers == 0``)."""
+    if scheduler is None and workers == 0:
+        return None
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as err:
+        raise ValueError("Dask is not installed: pip install 'dpopt[dask]'") from err
+    if scheduler is not None:
+        try:
+            return Client(scheduler, timeout="5s")
+        except OSError as err:
+            raise ValueError(f"cannot reach the Dask scheduler {scheduler}: {err}") from err
+    if workers < 0:
+        raise ValueError("--workers must be 0 (no Dask) or more")
+    import dask
+
+    # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which turns off glibc's
+    # dynamic mmap threshold: every numpy temporary over 128 KiB becomes a fresh mmap, faulted
+    # in page by page. That made pwl-dp and the noise 1.45-1.5x slower per task on a worker
+    # than in this process (docs/families/census.md); the embedded cluster leaves malloc alone.
+    # (A MALLOC_TRIM_THRESHOLD_ already in this process's environment is inherited and wins.)
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+        cluster = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+        )
+    return Client(cluster)
+
+
+def close_client(client: Any) -> None:
+    """Close a client from :func:`dask_client`, and the embedded cluster it runs on, if any."""
+    cluster = client.cluster  # None for a client of a scheduler
+    client.close()
+    if cluster is not None:
+        cluster.close()
 
 
 @dataclass(frozen=True)

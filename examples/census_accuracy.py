@@ -22,7 +22,7 @@ import plot_output
 
 from dpopt import census
 
-MECHANISMS = ("relaxed", "pwl-dp", "cumulative-relaxed", "pava-dp", "chain-dp", "topdown")
+METHODS = ("relaxed", "pwl-dp", "cumulative-relaxed", "pava-dp", "chain-dp", "topdown")
 EPSILONS = (0.1, 0.5, 1.0)
 
 
@@ -36,26 +36,25 @@ def run(args: argparse.Namespace) -> dict[tuple[float, str], np.ndarray]:
     )
     results: dict[tuple[float, str], np.ndarray] = {}
     for epsilon in EPSILONS:
-        for mechanism in MECHANISMS:
+        for method in METHODS:
             rows = []
             for seed in range(args.seeds):
                 rng = np.random.default_rng([seed, int(epsilon * 1000)])
-                released = census.release(data, epsilon, mechanism, rng=rng, objective="paper")
+                released = census.release(
+                    data, epsilon=epsilon, method=method, rng=rng, objective="paper"
+                )
                 errors = census.level_errors(data, released.counts)
                 rows.append([*errors["mean_per_level"], errors["consistency_violations"]])
-            results[epsilon, mechanism] = np.array(rows)
+            results[epsilon, method] = np.array(rows)
     return results
 
 
 def print_table(results: dict[tuple[float, str], np.ndarray]) -> None:
-    print(f"{'ε':>4}  {'mechanism':<19} {'paper':<24} {'L1':>14} {'L2':>14} {'L3':>14} {'#CV':>8}")
-    for (epsilon, mechanism), rows in results.items():
+    print(f"{'ε':>4}  {'method':<19} {'paper':<24} {'L1':>14} {'L2':>14} {'L3':>14} {'#CV':>8}")
+    for (epsilon, method), rows in results.items():
         mean, sd = rows.mean(axis=0), rows.std(axis=0)
         cells = "".join(f" {m:7.2f} ±{s:5.2f}" for m, s in zip(mean[:3], sd[:3], strict=True))
-        print(
-            f"{epsilon:4}  {mechanism:<19} {census.MECHANISMS[mechanism].paper:<24}{cells}"
-            f" {mean[3]:8.1f}"
-        )
+        print(f"{epsilon:4}  {method:<19} {census.METHODS[method].paper:<24}{cells} {mean[3]:8.1f}")
 
 
 def plot(results: dict[tuple[float, str], np.ndarray], folder: Path) -> Path:
@@ -66,9 +65,9 @@ def plot(results: dict[tuple[float, str], np.ndarray], folder: Path) -> Path:
 
     figure, axes = plt.subplots(1, 3, figsize=(13, 4), sharey=False)
     for level, axis in enumerate(axes):
-        for mechanism in MECHANISMS:
-            means = [results[e, mechanism][:, level].mean() for e in EPSILONS]
-            axis.plot(EPSILONS, means, marker="o", label=mechanism)
+        for method in METHODS:
+            means = [results[e, method][:, level].mean() for e in EPSILONS]
+            axis.plot(EPSILONS, means, marker="o", label=method)
         axis.set(xscale="log", yscale="log", xlabel="ε", title=f"level {level + 1}")
     axes[0].set_ylabel("mean L1 error per region × size")
     axes[-1].legend(fontsize="small")

@@ -1,6 +1,6 @@
 """Release a synthetic national census instance with the PWL dynamic program and score it.
 
-    python examples/census_release.py [--epsilon 1.0] [--mechanism pwl-dp] [--seed 0]
+    python examples/census_release.py [--epsilon 1.0] [--method pwl-dp] [--seed 0]
 
 Nation → 51 states → 3,143 counties, household sizes 1..30, 120 million households
 (dpopt.census.synthetic). Prints the budget ledger, the PGSR checks, the wall time, the peak
@@ -21,7 +21,7 @@ from dpopt import census
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epsilon", type=float, default=1.0, help="total privacy budget ε")
-    parser.add_argument("--mechanism", default="pwl-dp", choices=sorted(census.MECHANISMS))
+    parser.add_argument("--method", default="pwl-dp", choices=sorted(census.METHODS))
     parser.add_argument("--seed", type=int, default=0, help="seed of the data and the noise")
     args = parser.parse_args()
 
@@ -29,16 +29,18 @@ def main() -> None:
     data = census.synthetic(rng)
     print(f"{len(data.names):,} regions, {data.sizes.size} sizes, n = {data.total:,} groups")
     start = time.perf_counter()
-    released = census.release(data, args.epsilon, args.mechanism, rng=rng)
+    released = census.release(data, epsilon=args.epsilon, method=args.method, rng=rng)
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(
-        f"{args.mechanism} ({census.MECHANISMS[args.mechanism].paper}): noise + "
+        f"{args.method} ({census.METHODS[args.method].paper}): noise + "
         f"post-processing {seconds:.2f} s, peak memory {peak:.2f} GiB"
     )
     for charge in released.budget["charges"]:
         print(f"  spent ε = {charge['amount']:.4f} on {charge['label']}")
-    print(f"  total spent {released.budget['spent']:.6f} of {args.epsilon}")
+    print(f"  total spent {released.budget['exact']['spent']} of {args.epsilon}")
+    for name, status in released.statuses.items():
+        print(f"  {name}: {status}")
     print(
         f"PGSR conditions hold: {released.satisfies_pgsr} "
         f"(#CV = {released.conditions['consistency_violations']})"

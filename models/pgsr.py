@@ -532,3 +532,112 @@ def leaf_weights(tree: Tree) -> np.ndarray:
     than (1 + 1/m) times the least-squares one.
     """
     return np.asarray(tree.leaves_below)
+
+
+@dataclass(frozen=True)
+class PartitionCheck:
+    """Model 1 checked on one (partition, size) column where its data are (the task that
+    computed it): the partition root's value, the column's share of the objective, the
+    partition root's weight, and the column's largest violation of Model 1 within the
+    partition (consistency, and the range [0, n]; the values are integers)."""
+
+    root_value: int
+    cost: float
+    weight: int
+    violation: float
+
+
+def partition_check(
+    tree: Tree, noisy: np.ndarray, values: np.ndarray, total: int, weights: np.ndarray | None
+) -> PartitionCheck:
+    """:class:`PartitionCheck` of the integer ``values`` of one partition column (``weights``:
+    the partition's region weights, None for all 1)."""
+    values = np.asarray(values, dtype=np.int64)
+    w = 1 if weights is None else weights
+    cost = float(np.sum(w * (values.astype(np.float64) - noisy) ** 2))
+    consistency = np.abs(values - tree.child_sums(values))[~tree.is_leaf]
+    outside = np.maximum(-values, values - total)
+    violation = max(int(consistency.max(initial=0)), int(outside.max(initial=0)), 0)
+    weight = 1 if weights is None else int(weights[tree.root])
+    return PartitionCheck(int(values[tree.root]), cost, weight, float(violation))
+
+
+@dataclass(frozen=True, eq=False)
+class PartitionedPostProcess(Problem):
+    """Model 1 on [0, n], its regions split at the root into partitions that never meet in one
+    process: the block-level census, whose partitions (states) live in files or on workers.
+
+    ``sources[p]`` is partition p (the root's p-th child and its subtree, in child order): an
+    object whose ``column(size)`` gives that partition's local parent links, noisy counts and
+    noise sds of one size (read by the solver's tasks, never by the driver); ``root_noisy``
+    the root's noisy vector (one entry per size), ``root_sd`` its noise sd, ``total`` the
+    public n and ``objective`` a key of :data:`OBJECTIVES` (its region weights).
+
+    A point is what the partitioned solve returns: the root's counts (``root_counts``) and one
+    :class:`PartitionCheck` per (partition, size) (``checks``), which the tasks compute with
+    :func:`partition_check`; :meth:`objective` and :meth:`violations` join them with the
+    root's own terms and constraints (the partition roots adding up to the root's counts, the
+    root's sizes adding up to n).
+    """
+
+    sources: Any
+    root_noisy: Any
+    root_sd: float
+    total: int
+    objective_name: str = "leaf-weighted"
+
+    def __post_init__(self) -> None:
+        sources = tuple(self.sources)
+        if not sources:
+            raise ValueError("sources must hold at least one partition")
+        root = integer_array("root_noisy", self.root_noisy, ndim=1)
+        if root.size == 0:
+            raise ValueError("root_noisy must have one entry per size, got none")
+        root.setflags(write=False)
+        sd = float(self.root_sd)
+        if not (np.isfinite(sd) and sd > 0):
+            raise ValueError(f"root_sd must be finite and > 0, got {self.root_sd!r}")
+        if self.objective_name not in OBJECTIVES:
+            raise ValueError(
+                f"objective_name must be one of {tuple(OBJECTIVES)}, got {self.objective_name!r}"
+            )
+        object.__setattr__(self, "sources", sources)
+        object.__setattr__(self, "root_noisy", root)
+        object.__setattr__(self, "root_sd", sd)
+        object.__setattr__(self, "total", nonnegative_integer("total", self.total))
+
+    @property
+    def size(self) -> int:
+        """Partitions × sizes: the number of independent column tasks."""
+        return len(self.sources) * int(self.root_noisy.size)
+
+    def _checks(self, x: Any) -> tuple[np.ndarray, list[list[PartitionCheck]]]:
+        root_counts = np.asarray(x.root_counts, dtype=np.int64)
+        checks = x.checks
+        sizes = self.root_noisy.size
+        if root_counts.shape != (sizes,) or len(checks) != len(self.sources):
+            raise ValueError(
+                f"x must hold {sizes} root counts and {len(self.sources)} partitions' checks"
+            )
+        if any(len(row) != sizes for row in checks):
+            raise ValueError(f"x must hold one check per (partition, size), {sizes} sizes")
+        return root_counts, checks
+
+    def objective(self, x: Any) -> float:
+        """Σ over the partitions' columns of their costs, plus the root's own weighted terms."""
+        root_counts, checks = self._checks(x)
+        weighted = OBJECTIVES[self.objective_name].weighted
+        root_weight = sum(row[0].weight for row in checks) if weighted else 1
+        own = root_weight * np.sum((root_counts - self.root_noisy).astype(np.float64) ** 2)
+        return float(own + sum(check.cost for row in checks for check in row))
+
+    def violations(self, x: Any) -> float:
+        """Largest violation, in counts: the partitions' own, the partition roots against the
+        root's counts, the root's counts against [0, n] and against n (faithfulness)."""
+        root_counts, checks = self._checks(x)
+        inside = max((check.violation for row in checks for check in row), default=0.0)
+        sums = np.sum([[check.root_value for check in row] for row in checks], axis=0)
+        consistency = int(np.abs(sums - root_counts).max())
+        outside = int(np.maximum(-root_counts, root_counts - self.total).max())
+        faithful = abs(int(root_counts.sum()) - self.total)
+        return float(max(inside, consistency, outside, faithful, 0))

@@ -22,7 +22,7 @@ With the bounds of the domains D this checks that x is optimal for the restricte
 solves; with Model 1's own bounds [0, n] it decides whether x is also optimal for the
 unrestricted Model 1 — exactly, in both directions (``tests/oracle/test_domain_certificate.py``
 checks both against CP-SAT). The intervals compose: a partition's root interval is all the
-driver of a partitioned solve needs (:mod:`dpopt.census_partitioned`).
+driver of a partitioned solve needs (:mod:`dpopt.solvers.pgsr_partitioned`).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from dpopt.solvers import (
     eigen_weighting,
     hdmm,
     pgsr,
+    pgsr_partitioned,
     relational_qp,
 )
 
@@ -20,5 +21,6 @@ __all__ = [
     "eigen_weighting",
     "hdmm",
     "pgsr",
+    "pgsr_partitioned",
     "relational_qp",
 ]

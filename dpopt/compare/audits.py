@@ -20,7 +20,9 @@ import numpy as np
 
 from dpopt import census, hdmm
 from dpopt import workload as wl
-from dpopt.census_data import CensusData
+from dpopt.census.data import CensusData
+from dpopt.census.measurement import Query
+from dpopt.models.pgsr import cumulative
 from dpopt.privacy.audit import (
     AuditResult,
     epsilon_lower_bound,
@@ -57,11 +59,11 @@ def _census_pair() -> tuple[CensusData, CensusData]:
     return data(leaves), data(moved)
 
 
-def _census_audit(query: census.Query, epsilon: float) -> Audit:
+def _census_audit(query: Query, epsilon: float) -> Audit:
     first, second = _census_pair()
     values = {
-        True: first.counts if query == "counts" else census.cumulative(first.counts),
-        False: second.counts if query == "counts" else census.cumulative(second.counts),
+        True: first.counts if query == "counts" else cumulative(first.counts),
+        False: second.counts if query == "counts" else cumulative(second.counts),
     }
     differs = values[True] != values[False]
 

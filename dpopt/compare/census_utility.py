@@ -30,7 +30,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dpopt import census
-from dpopt.census_geography import LEVELS
+from dpopt.census.geography import LEVELS
 from dpopt.compare.instance import Experiment, ratio
 from dpopt.models.pgsr import PostProcess, decumulate
 
@@ -73,18 +73,18 @@ class Shape:
 
 @dataclass(frozen=True)
 class Variant:
-    """A mechanism of :data:`dpopt.census.MECHANISMS` and an objective (None: its default)."""
+    """A method of :data:`dpopt.census.METHODS` and an objective (None: its default)."""
 
-    mechanism: str
+    method: str
     objective: str | None = None
 
     @property
     def label(self) -> str:
-        return self.mechanism if self.objective is None else f"{self.mechanism}/{self.objective}"
+        return self.method if self.objective is None else f"{self.method}/{self.objective}"
 
     @property
     def query(self) -> str:
-        return census.MECHANISMS[self.mechanism].query
+        return census.METHODS[self.method].query
 
 
 def noisy_counts(measurement: census.Measurement) -> np.ndarray:
@@ -137,13 +137,12 @@ def _row(
 ) -> dict[str, Any]:
     """A variant's release of one measurement: its scores, status and certificate, and its
     objective's distance from the noisy counts for the release and for the truth."""
-    counts, solution = census.post_process(
-        measurement, variant.mechanism, objective=variant.objective
-    )
+    processed = census.post_process(measurement, variant.method, objective=variant.objective)
+    counts, solution = processed.counts, processed.solution
     certificate = solution.info.get("domain_certificate", {})
     weights = _weights(variant, data)
     return {
-        "mechanism": variant.label,
+        "method": variant.label,
         "query": variant.query,
         "release": scores(data, counts),
         "status": solution.status,
@@ -228,9 +227,9 @@ def _ratio_se(group: Sequence[dict[str, Any]]) -> np.ndarray:
 
 
 def _groups(rows: Sequence[dict[str, Any]]) -> list[tuple[str, float, list[dict[str, Any]]]]:
-    """(mechanism, ε, rows over seeds) in the order the mechanisms and ε first appear."""
-    keys = list(dict.fromkeys((r["mechanism"], r["epsilon"]) for r in rows))
-    return [(m, e, [r for r in rows if (r["mechanism"], r["epsilon"]) == (m, e)]) for m, e in keys]
+    """(method, ε, rows over seeds) in the order the methods and ε first appear."""
+    keys = list(dict.fromkeys((r["method"], r["epsilon"]) for r in rows))
+    return [(m, e, [r for r in rows if (r["method"], r["epsilon"]) == (m, e)]) for m, e in keys]
 
 
 def _floor_lines(rows: Sequence[dict[str, Any]], sizes: int) -> list[str]:
@@ -255,7 +254,7 @@ def format_report(rows: Sequence[dict[str, Any]], shape: Shape) -> str:
     l1_head = " | ".join(f"{name + ': raw → release (ratio ± se, worse)':<46}" for name in levels)
     rmse_head = " ".join(f"{name:>8}" for name in levels)
     l1_lines, rmse_lines = [], []
-    for mechanism, epsilon, group in _groups(rows):
+    for method, epsilon, group in _groups(rows):
         raw, release = _mean(group, "raw", "l1"), _mean(group, "release", "l1")
         worse = np.sum([np.array(r["release"]["l1"]) > r["raw"]["l1"] for r in group], axis=0)
         cells = " | ".join(
@@ -263,7 +262,7 @@ def format_report(rows: Sequence[dict[str, Any]], shape: Shape) -> str:
             for a, b, e, w in zip(raw, release, _ratio_se(group), worse, strict=True)
         )
         cv = f"{_mean(group, 'raw', 'cv'):.0f} → {_mean(group, 'release', 'cv'):.0f}"
-        l1_lines.append(f"{mechanism:<18} {epsilon:>4g} | {cells} | {cv}")
+        l1_lines.append(f"{method:<18} {epsilon:>4g} | {cells} | {cv}")
         rmse = [
             ratio(b, a)
             for a, b in zip(
@@ -272,7 +271,7 @@ def format_report(rows: Sequence[dict[str, Any]], shape: Shape) -> str:
         ]
         signed = _mean(group, "release", "nation_signed")
         rmse_lines.append(
-            f"{mechanism:<18} {epsilon:>4g} | "
+            f"{method:<18} {epsilon:>4g} | "
             + " ".join(f"{v:>8.3f}" for v in rmse)
             + f" | {signed[:third].mean():>+9.2f} {signed[-third:].mean():>+9.2f}"
         )
@@ -282,12 +281,12 @@ def format_report(rows: Sequence[dict[str, Any]], shape: Shape) -> str:
             f"mean over {seeds} seeds",
             "Mean L1 per region × size cell ('worse': seeds where the release's error is above "
             "the raw counts'); #CV: inconsistent (non-leaf region, size) pairs",
-            f"{'mechanism':<18} {'ε':>4} | {l1_head} | #CV raw → release",
+            f"{'method':<18} {'ε':>4} | {l1_head} | #CV raw → release",
             *l1_lines,
             "",
             f"RMSE per cell, release / raw; the release's nation error (release − truth) per "
             f"cell, mean over sizes 1–{third} and over the largest {third} sizes",
-            f"{'mechanism':<18} {'ε':>4} | {rmse_head} | {'small':>9} {'large':>9}",
+            f"{'method':<18} {'ε':>4} | {rmse_head} | {'small':>9} {'large':>9}",
             *rmse_lines,
             "",
             "Nation floor: the least expected L1 of a faithful integer release of the nation "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -11,9 +12,16 @@ import pytest
 
 import dpopt
 from dpopt import census
-from dpopt.census_partitioned import domain
 from dpopt.hierarchy import Tree
-from dpopt.models.pgsr import PostProcess, chain_from_counts, cumulative, leaf_weights
+from dpopt.models.pgsr import (
+    PartitionedPostProcess,
+    PostProcess,
+    chain_from_counts,
+    cumulative,
+    leaf_weights,
+)
+from dpopt.release import ReleaseResult
+from dpopt.solvers.pgsr_partitioned import domain, split_at_root
 
 LEVELS = ["state", "county"]
 
@@ -174,17 +182,21 @@ def test_noise_has_the_stated_variance() -> None:
     assert abs(noise.mean()) < 4 * np.sqrt(expected / noise.size)
 
 
-@pytest.mark.parametrize("mechanism", sorted(census.MECHANISMS))
-def test_every_mechanism_releases_pgsr_counts_and_spends_exactly_epsilon(mechanism: str) -> None:
+@pytest.mark.parametrize("method", sorted(census.METHODS))
+def test_every_method_releases_pgsr_counts_and_spends_exactly_epsilon(method: str) -> None:
     data = tiny()
     accountant = dpopt.Accountant.pure(2.0)
     released = census.release(
-        data, 1.0, mechanism, rng=np.random.default_rng(7), accountant=accountant
+        data, epsilon=1.0, method=method, rng=np.random.default_rng(7), accountant=accountant
     )
     assert accountant.spent == 1  # exactly ε
+    assert released.budget == accountant.report()
     assert released.budget["spent"] == 1.0
     assert released.counts.shape == data.counts.shape
-    if census.MECHANISMS[mechanism].method.startswith("relaxed"):
+    # every solve it ran, the final post-processing solve last
+    assert list(released.statuses)[-1] == f"post-processing ({released.solution.method})"
+    assert released.statuses[list(released.statuses)[-1]] == released.solution.status
+    if census.METHODS[method].solver.startswith("relaxed"):
         # relaxations report their violations instead of repairing them (spec G9)
         report = released.conditions
         assert report["largest"]["integrality"] == 0
@@ -196,24 +208,27 @@ def test_every_mechanism_releases_pgsr_counts_and_spends_exactly_epsilon(mechani
 
 def test_release_is_deterministic_for_a_seed_and_zero_noise_limit() -> None:
     data = tiny()
-    one = census.release(data, 1.0, rng=np.random.default_rng(11))
-    two = census.release(data, 1.0, rng=np.random.default_rng(11))
+    one = census.release(data, epsilon=1.0, rng=np.random.default_rng(11))
+    two = census.release(data, epsilon=1.0, rng=np.random.default_rng(11))
     assert np.array_equal(one.counts, two.counts)
-    huge = census.release(data, 1e4, rng=np.random.default_rng(11))  # λ = 6e-4: no noise
+    huge = census.release(data, epsilon=1e4, rng=np.random.default_rng(11))  # λ = 6e-4
     assert np.array_equal(huge.counts, data.counts)
 
 
 def test_post_processing_sees_only_the_measurement() -> None:
     data = tiny()
     measured = census.measure(data, "counts", epsilon=1.0, rng=np.random.default_rng(4))
-    counts, solution = census.post_process(measured, "pwl-dp")
+    processed = census.post_process(measured, "pwl-dp")
+    counts, solution = processed.counts, processed.solution
     assert solution.status == "optimal"
-    exact, reference = census.post_process(measured, "cpsat")
-    assert reference.objective == solution.objective
-    assert exact.sum(axis=1)[0] == counts.sum(axis=1)[0] == data.total
+    assert processed.statuses == {"post-processing (pwl-dp)": "optimal"}
+    exact = census.post_process(measured, "cpsat")
+    assert exact.solution.objective == solution.objective
+    assert list(exact.statuses) == ["domain probe (pwl-dp)", "post-processing (cpsat)"]
+    assert exact.counts.sum(axis=1)[0] == counts.sum(axis=1)[0] == data.total
     with pytest.raises(ValueError, match="post-processes 'cumulative' measurements"):
         census.post_process(measured, "pava-dp")
-    with pytest.raises(ValueError, match="unknown mechanism 'nope'; available: pwl-dp"):
+    with pytest.raises(ValueError, match="unknown method 'nope'; available: pwl-dp"):
         census.post_process(measured, "nope")
 
 
@@ -247,7 +262,7 @@ def test_default_objective_is_the_certified_leaf_weighted_optimum() -> None:
     """The default release solves Model 1 with leaf weights to its optimum on 0 … n: CP-SAT on
     full domains finds no better weighted objective."""
     data = tiny()
-    released = census.release(data, 0.5, rng=np.random.default_rng(5))
+    released = census.release(data, epsilon=0.5, rng=np.random.default_rng(5))
     assert released.objective == "leaf-weighted"
     solution = released.solution
     assert solution.status == "optimal"
@@ -267,7 +282,7 @@ def test_paper_objective_is_the_papers_model_1_on_feasible_domains() -> None:
     assert isinstance(problem, PostProcess) and problem.weights.tolist() == [1] * 11
     multiplier = probed.info["domain_sd"]
     assert not _model_1(measured, multiplier / 2).domain_feasible()
-    assert census.post_process(measured, objective="paper", domain_sd=0.25)[1].objective == (
+    assert census.post_process(measured, objective="paper", domain_sd=0.25).solution.objective == (
         probed.objective
     )
     _, default = census.build_problem(measured, domain_sd=0.25)
@@ -283,7 +298,7 @@ def _model_1(measured: census.Measurement, multiplier: float) -> PostProcess:
 
 def test_objectives_are_validated_before_anything_is_charged() -> None:
     accountant = dpopt.Accountant.pure(1.0)
-    for mechanism, objective, match in (
+    for method, objective, match in (
         ("pwl-dp", "nope", "objective must be one of"),
         ("chain-dp", "leaf-weighted", "whose only objective is 'paper'"),
         ("pava-dp", "leaf-weighted", "whose only objective is 'paper'"),
@@ -291,21 +306,21 @@ def test_objectives_are_validated_before_anything_is_charged() -> None:
         with pytest.raises(ValueError, match=match):
             census.release(
                 tiny(),
-                1.0,
-                mechanism,
+                epsilon=1.0,
+                method=method,
                 objective=objective,
                 accountant=accountant,
                 rng=np.random.default_rng(0),
             )
     assert accountant.spent == 0
-    released = census.release(tiny(), 1.0, "chain-dp", rng=np.random.default_rng(0))
+    released = census.release(tiny(), epsilon=1.0, method="chain-dp", rng=0)
     assert released.objective == "paper"  # the only objective of Models 2 and 3
 
 
 def test_domains_double_until_feasible() -> None:
     data = tiny()
     measured = census.measure(data, "counts", epsilon=1.0, rng=np.random.default_rng(4))
-    _, solution = census.post_process(measured, "pwl-dp", domain_sd=1e-3)
+    solution = census.post_process(measured, "pwl-dp", domain_sd=1e-3).solution
     assert solution.status == "optimal" and solution.info["domain_sd"] > 1e-3
 
 
@@ -454,3 +469,101 @@ def test_counts_are_exact_and_never_wrap() -> None:
 def test_hostile_input_names_the_argument(call, error: type, match: str) -> None:
     with pytest.raises(error, match=match):
         call()
+
+
+# --- the release contract (dpopt.release) ------------------------------------------------------
+
+
+def test_epsilon_is_keyword_only_without_a_default() -> None:
+    with pytest.raises(TypeError):
+        census.release(tiny(), 1.0)  # type: ignore[misc]
+    with pytest.raises(TypeError, match="epsilon"):
+        census.release(tiny())  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("rng", [None, 5, np.random.default_rng(5)], ids=["None", "int", "Gen"])
+def test_rng_is_a_generator_an_int_or_none(rng: object) -> None:
+    released = census.release(tiny(), epsilon=1.0, rng=rng)
+    assert released.satisfies_pgsr
+
+
+def test_an_int_rng_is_reproducible_and_equals_its_generator() -> None:
+    data = tiny()
+    one = census.release(data, epsilon=0.5, rng=21)
+    two = census.release(data, epsilon=0.5, rng=21)
+    same = census.release(data, epsilon=0.5, rng=np.random.default_rng(21))
+    assert np.array_equal(one.counts, two.counts) and np.array_equal(one.counts, same.counts)
+    with pytest.raises(TypeError, match="rng"):
+        census.release(data, epsilon=0.5, rng=2.5)  # type: ignore[arg-type]
+
+
+def test_release_follows_the_contract() -> None:
+    """budget is the accountant's report; statuses present; one Measured per level, which
+    together spend the budget: label, exact discrete Laplace, scale λ = 2L/ε, cells."""
+    data = tiny()
+    accountant = dpopt.Accountant.pure(3.0)
+    released = census.release(data, epsilon=1.5, rng=1, accountant=accountant)
+    assert isinstance(released, ReleaseResult)
+    assert released.budget == accountant.report()
+    assert released.statuses and set(released.statuses.values()) <= set(dpopt.problem.STATUSES)
+    assert [m.label for m in released.measured] == [c.label for c in accountant.ledger]
+    assert sum(m.loss.epsilon for m in released.measured) == accountant.spent == Fraction(3, 2)
+    regions = np.bincount(data.tree.depth)
+    for level, record in enumerate(released.measured):
+        assert record.noise == "discrete-laplace"
+        assert record.scale == pytest.approx(2 * data.levels / 1.5)
+        assert record.answers == regions[level] * data.sizes.size
+    alone = census.release(data, epsilon=1.5, rng=1)  # its own accountant, exactly ε
+    assert alone.budget["exact"] == {"total": "3/2", "spent": "3/2"}
+    assert [c["label"] for c in alone.budget["charges"]] == [m.label for m in alone.measured]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"epsilon": -1.0},
+        {"method": "nope"},
+        {"objective": "nope"},
+        {"domain_sd": 0.0},
+        {"level_weights": [1.0, 0.0, 1.0]},
+        {"time_limit": 1.0},  # pwl-dp runs to completion
+        {"rng": -3},
+    ],
+    ids=lambda bad: next(iter(bad)),
+)
+def test_nothing_is_charged_on_a_bad_input(bad: dict) -> None:
+    accountant = dpopt.Accountant.pure(2.0)
+    options = {"epsilon": 1.0, "rng": 0, "accountant": accountant, **bad}
+    with pytest.raises(ValueError):
+        census.release(tiny(), **options)
+    assert accountant.spent == 0 and accountant.ledger == ()
+    with pytest.raises(dpopt.BudgetExceededError):
+        census.release(tiny(), epsilon=3.0, rng=0, accountant=accountant)
+    assert accountant.ledger == ()
+
+
+@pytest.mark.parametrize("objective", ["leaf-weighted", "paper"])
+def test_partitioned_post_processing_is_a_method_judged_by_solve(objective: str) -> None:
+    """pwl-dp:partitioned is a registered method of PartitionedPostProcess: dpopt.solve
+    judges its point with the Problem's own objective and violations (the tasks' column
+    checks joined with the root's), and it equals the serial pwl-dp."""
+    measured = census.measure(tiny(), "counts", epsilon=1.0, rng=4)
+    noisy = np.asarray(measured.noisy)
+    _, sources = split_at_root(measured.parents, noisy, measured.sd)
+    problem = PartitionedPostProcess(
+        sources, noisy[0], float(measured.sd[0]), measured.total, objective
+    )
+    assert "pwl-dp:partitioned" in [m.name for m in dpopt.methods(problem)]
+    solution = dpopt.solve(problem, "pwl-dp:partitioned")
+    serial = census.post_process(measured, "pwl-dp", objective=objective).solution
+    assert solution.objective == serial.objective and solution.max_violation == 0
+    certificate = solution.info["domain_certificate"]
+    assert certificate == serial.info["domain_certificate"]
+    assert solution.status == ("optimal" if certificate["unrestricted_optimal"] else "feasible")
+    point = solution.x
+    shifted = point.root_counts.copy()
+    shifted[0] += 1
+    moved = replace(point, root_counts=shifted)
+    assert problem.violations(moved) == 1  # the partition roots no longer add up, nor to n
+    with pytest.raises(ValueError, match="objective_name"):
+        PartitionedPostProcess(sources, noisy[0], 1.0, measured.total, "nope")

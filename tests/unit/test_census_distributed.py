@@ -12,26 +12,35 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from dpopt import census, census_blocks, census_geography  # noqa: E402
-from dpopt.census_keyed import LevelNoise, draw_entropy, keyed_noise  # noqa: E402
-from dpopt.census_store import Partition, partition_path, read_partition  # noqa: E402
-from dpopt.census_store import write_partition as store  # noqa: E402
+from dpopt import census  # noqa: E402
+from dpopt.census import blocks as census_blocks  # noqa: E402
+from dpopt.census import geography as census_geography  # noqa: E402
+from dpopt.census.keyed import LevelNoise, draw_entropy, keyed_noise  # noqa: E402
+from dpopt.census.store import Partition, partition_path, read_partition  # noqa: E402
+from dpopt.census.store import write_partition as store  # noqa: E402
+from dpopt.models.pgsr import PostProcess  # noqa: E402
 from dpopt.privacy import Accountant  # noqa: E402
+from dpopt.release import ReleaseResult  # noqa: E402
 from dpopt.runner import Runner, TaskStats, as_executor, projected_seconds  # noqa: E402
 
 GEOGRAPHY = census_geography.small(states=3, counties=2, tracts=2, block_groups=2, blocks=4)
 
 
 def release(out: Path, executor: object = None, **options: object) -> census_blocks.BlockRelease:
-    return census_blocks.release_blocks(
-        GEOGRAPHY, 1, out, rng=np.random.default_rng(7), executor=executor, **options
+    return census.release_blocks(
+        GEOGRAPHY,
+        epsilon=1,
+        out_dir=out,
+        rng=np.random.default_rng(7),
+        executor=executor,
+        **options,  # type: ignore[arg-type]
     )
 
 
 def released_rows(out: Path, result: census_blocks.BlockRelease) -> np.ndarray:
     states = range(len(GEOGRAPHY.states))
     parts = [census_blocks.read_release(out, GEOGRAPHY, s) for s in states]
-    return np.vstack([result.solution.root_counts[None], *parts])
+    return np.vstack([result.partitioned.root_counts[None], *parts])
 
 
 @pytest.fixture(scope="module", params=[1, 2, 4], ids=lambda n: f"{n}-workers")
@@ -78,17 +87,22 @@ def test_per_state_decomposition_equals_the_global_serial_solve(
     data, level, keys = census_geography.national_data(GEOGRAPHY)
     entropy = draw_entropy(np.random.default_rng(7))
     measurement = census_blocks.keyed_measurement(data, level, keys, 1, entropy)
-    counts, solution = census.post_process(
-        measurement, "pwl-dp", objective=objective, domain_sd=domain_sd
-    )
+    processed = census.post_process(measurement, "pwl-dp", objective=objective, domain_sd=domain_sd)
+    counts, solution = processed.counts, processed.solution
     result = release(tmp_path, widening="global", domain_sd=domain_sd, objective=objective)
     assert result.manifest()["objective"] == objective
     assert result.manifest()["domain_sd"]["largest"] == solution.info["domain_sd"]
     assert np.array_equal(released_rows(tmp_path, result), counts)
-    assert result.solution.objective == solution.objective
+    assert result.solution.objective == solution.objective == result.partitioned.objective
     assert np.array_equal(result.nation_noisy, measurement.noisy[0])
     # the driver's join of the partitions' potential intervals decides as the whole tree does
-    assert result.solution.certificate.as_info() == solution.info["domain_certificate"]
+    certificate = result.partitioned.certificate.as_info()
+    assert certificate == solution.info["domain_certificate"]
+    # dpopt.solve judged the partitioned point against Model 1 on [0, n]
+    status = "optimal" if certificate["unrestricted_optimal"] else "feasible"
+    assert result.solution.status == status and result.solution.max_violation == 0
+    assert result.statuses == {"post-processing (pwl-dp:partitioned)": status}
+    assert result.manifest()["status"] == status
 
 
 def test_partition_widening_is_feasible_and_no_better_than_global(tmp_path: Path) -> None:
@@ -98,7 +112,7 @@ def test_partition_widening_is_feasible_and_no_better_than_global(tmp_path: Path
     assert part.solution.objective >= glob.solution.objective
     rows = released_rows(tmp_path / "p", part)
     data, _, _ = census_geography.national_data(GEOGRAPHY)
-    report = census.PostProcess(data.parents, rows, data.total).violation_report(rows)
+    report = PostProcess(data.parents, rows, data.total).violation_report(rows)
     assert max(report["largest"].values()) == 0
 
 
@@ -106,15 +120,19 @@ def test_in_memory_release_on_a_client_equals_serial(client: object) -> None:
     data = census.synthetic(np.random.default_rng(0), states=4, counties=15, sizes=5, groups=5000)
     for domain_sd, objective in itertools.product((3.0, 0.2), ("leaf-weighted", "paper")):
         options = {"domain_sd": domain_sd, "objective": objective}
-        serial = census.release(data, 1, rng=np.random.default_rng(1), **options)
-        dask = census.release(data, 1, rng=np.random.default_rng(1), executor=client, **options)
+        serial = census.release(data, epsilon=1, rng=1, **options)  # type: ignore[arg-type]
+        dask = census.release(data, epsilon=1, rng=1, executor=client, **options)  # type: ignore[arg-type]
         assert np.array_equal(dask.counts, serial.counts)
-        assert dask.solution.status == "optimal"
+        assert dask.solution.method == "pwl-dp:partitioned"
         assert dask.solution.objective == serial.solution.objective
         assert dask.solution.info["domain_sd"] == serial.solution.info["domain_sd"]
         certificate = dask.solution.info["domain_certificate"]
         assert certificate == serial.solution.info["domain_certificate"]
         assert certificate["restricted_optimal"]
+        # the partitioned solve is judged on Model 1 on [0, n] (no domains): optimal only
+        # when the node potentials certify it there
+        status = "optimal" if certificate["unrestricted_optimal"] else "feasible"
+        assert dask.statuses == {"post-processing (pwl-dp:partitioned)": status}
 
 
 def test_keyed_noise_does_not_depend_on_the_batch() -> None:
@@ -133,11 +151,38 @@ def test_keyed_noise_does_not_depend_on_the_batch() -> None:
 
 def test_budget_is_charged_exactly_once(tmp_path: Path) -> None:
     accountant = Accountant.pure(1)
-    result = census_blocks.release_blocks(
-        GEOGRAPHY, 1, tmp_path, rng=np.random.default_rng(7), accountant=accountant
+    result = census.release_blocks(
+        GEOGRAPHY, epsilon=1, out_dir=tmp_path, rng=np.random.default_rng(7), accountant=accountant
     )
     assert accountant.spent == 1 and len(accountant.ledger) == 6
-    assert result.budget["spent"] == 1.0
+    assert result.budget == accountant.report() and result.budget["spent"] == 1.0
+    assert isinstance(result, ReleaseResult)
+    assert [m.label for m in result.measured] == [c.label for c in accountant.ledger]
+    assert sum(m.loss.epsilon for m in result.measured) == accountant.spent
+    assert [m.answers for m in result.measured] == [
+        count * GEOGRAPHY.sizes for count in GEOGRAPHY.level_counts
+    ]
+    assert all(m.noise == "discrete-laplace" and m.scale == 12 for m in result.measured)
+    assert result.statuses and result.manifest()["budget"] == result.budget
+
+
+def test_release_blocks_contract(tmp_path: Path) -> None:
+    """epsilon keyword-only; rng None, int (reproducible, equal to its Generator) or a
+    Generator; bad input charges nothing."""
+    with pytest.raises(TypeError):
+        census.release_blocks(GEOGRAPHY, 1, tmp_path / "x")  # type: ignore[misc]
+    seeded = release(tmp_path / "gen")
+    again = census.release_blocks(GEOGRAPHY, epsilon=1, out_dir=tmp_path / "int", rng=7)
+    assert again.checksum == seeded.checksum
+    fresh = census.release_blocks(GEOGRAPHY, epsilon=1, out_dir=tmp_path / "none")
+    assert fresh.statuses
+    accountant = Accountant.pure(1)
+    for bad in ({"epsilon": 0}, {"objective": "nope"}, {"domain_sd": -1}, {"rng": -1}):
+        options = {"epsilon": 1, "out_dir": tmp_path / "bad", "accountant": accountant, **bad}
+        with pytest.raises(ValueError):
+            census.release_blocks(GEOGRAPHY, **options)  # type: ignore[arg-type]
+        assert accountant.ledger == ()
+    assert not (tmp_path / "bad").exists()
 
 
 def test_runner_rejects_other_executors_and_wraps_a_client(client: object) -> None:
@@ -174,10 +219,10 @@ def test_release_from_truth_partitions_equals_generated(truth: Path, tmp_path: P
 def _charged_nothing(tmp_path: Path, truth: Path, error: type, match: str) -> None:
     accountant = Accountant.pure(1)
     with pytest.raises(error, match=match):
-        census_blocks.release_blocks(
+        census.release_blocks(
             GEOGRAPHY,
-            1,
-            tmp_path / "out",
+            epsilon=1,
+            out_dir=tmp_path / "out",
             rng=np.random.default_rng(7),
             accountant=accountant,
             data_dir=truth,
@@ -250,7 +295,7 @@ def test_the_core_does_not_import_dask() -> None:
     import sys
 
     code = (
-        "import sys, dpopt.census, dpopt.census_blocks, dpopt.hdmm, dpopt.compare, dpopt.cli; "
+        "import sys, dpopt.census, dpopt.census.blocks, dpopt.hdmm, dpopt.compare, dpopt.cli; "
         "print(sorted(m for m in ('dask', 'distributed') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -14,7 +14,8 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from dpopt import census_blocks, census_geography  # noqa: E402
+from dpopt.census import blocks as census_blocks  # noqa: E402
+from dpopt.census import geography as census_geography  # noqa: E402
 from dpopt.privacy import Accountant  # noqa: E402
 
 GEOGRAPHY = census_geography.scaled(census_geography.us_blocks(sizes=6), 0.002)
@@ -23,7 +24,7 @@ GEOGRAPHY = census_geography.scaled(census_geography.us_blocks(sizes=6), 0.002)
 @pytest.mark.slow
 def test_a_worker_killed_mid_release_changes_nothing(tmp_path: Path) -> None:
     serial = census_blocks.release_blocks(
-        GEOGRAPHY, 1, tmp_path / "serial", rng=np.random.default_rng(3)
+        GEOGRAPHY, epsilon=1, out_dir=tmp_path / "serial", rng=np.random.default_rng(3)
     )
     accountant = Accountant.pure(1)
     outcome: dict[str, object] = {}
@@ -38,8 +39,8 @@ def test_a_worker_killed_mid_release_changes_nothing(tmp_path: Path) -> None:
         def run() -> None:
             outcome["release"] = census_blocks.release_blocks(
                 GEOGRAPHY,
-                1,
-                tmp_path / "dask",
+                epsilon=1,
+                out_dir=tmp_path / "dask",
                 rng=np.random.default_rng(3),
                 accountant=accountant,
                 executor=client,

@@ -1,4 +1,4 @@
-"""dpopt.census_geography: the national block-level shape, per-state data and its structure."""
+"""dpopt.census.geography: the national block-level shape, per-state data and its structure."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpopt.census_data import MAX_CELLS, CensusData, household_distribution
-from dpopt.census_geography import (
+from dpopt.census.data import MAX_CELLS, CensusData, household_distribution
+from dpopt.census.geography import (
     LEVELS,
     Geography,
     StateData,

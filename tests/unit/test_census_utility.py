@@ -36,8 +36,8 @@ def test_scores_of_the_truth_are_zero_and_count_inconsistencies() -> None:
 
 def test_utility_smoke_rows_compare_each_release_with_its_own_measurement() -> None:
     rows, report = compare.experiments("census")["utility-smoke"](0, False)
-    mechanisms = ("pwl-dp", "pwl-dp/paper", "topdown", "pava-dp", "chain-dp")
-    assert len(rows) == 3 * 2 * len(mechanisms)  # ε × seeds × variants
+    methods = ("pwl-dp", "pwl-dp/paper", "topdown", "pava-dp", "chain-dp")
+    assert len(rows) == 3 * 2 * len(methods)  # ε × seeds × variants
     for row in rows:
         assert row["release"]["cv"] == 0  # consistent, whatever the noise
         assert sum(row["release"]["nation_signed"]) == 0  # faithful: the nation adds up to n
@@ -46,19 +46,19 @@ def test_utility_smoke_rows_compare_each_release_with_its_own_measurement() -> N
             assert row["raw"]["cv"] > 0 and min(row["raw"]["l1"]) > 0
         # a certified optimum of Model 1 (either objective) is no farther from the noisy counts
         # than the truth, a feasible point of the unrestricted model
-        if row["mechanism"].startswith("pwl-dp") and row["unrestricted_optimal"]:
+        if row["method"].startswith("pwl-dp") and row["unrestricted_optimal"]:
             assert row["distance_release"] <= row["distance_truth"]
-        if row["mechanism"] == "pwl-dp":  # the default widens its domains until certified
+        if row["method"] == "pwl-dp":  # the default widens its domains until certified
             assert row["unrestricted_optimal"] and row["status"] == "optimal"
     for epsilon in (0.1, 1.0, 10.0):
         for seed in (0, 1):
             same = [r for r in rows if r["epsilon"] == epsilon and r["seed"] == seed]
-            by = {r["mechanism"]: r["raw"] for r in same}
+            by = {r["method"]: r["raw"] for r in same}
             assert by["pwl-dp"] == by["pwl-dp/paper"] == by["topdown"]
             assert by["pava-dp"] == by["chain-dp"]
     json.dumps(rows, allow_nan=False)  # --json writes valid JSON
     assert "raw → release" in report and "#CV" in report and "Nation floor" in report
-    assert all(m in report for m in mechanisms)
+    assert all(m in report for m in methods)
 
 
 @pytest.mark.parametrize(

@@ -73,17 +73,18 @@ def test_cli_runs_compare_and_the_census_release_on_a_scheduler(
 def test_the_embedded_cluster_leaves_malloc_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """Dask's nanny sets MALLOC_TRIM_THRESHOLD_ in its workers, which made every pwl-dp task
     ~1.5x slower there than in the driver; `dpopt census release --workers N` unsets it."""
-    import argparse
     import os
+
+    from dpopt.runner import close_client, dask_client
 
     # as a fresh `dpopt` process has it: a nanny started earlier in this test process wrote
     # the variable into os.environ, and workers inherit the parent's environment
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
-    client = cli._client(argparse.Namespace(scheduler=None, workers=1))
+    client = dask_client(None, 1)
     try:
         environment = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
         threads = client.run(lambda: os.environ.get("OMP_NUM_THREADS"))
     finally:
-        cli._close(client)
+        close_client(client)
     assert list(environment.values()) == [None]
     assert list(threads.values()) == ["1"]  # the rest of the nanny's environment stays

@@ -15,13 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_fuzz_values import FUZZ, SCALARS, hostile, outcome
 
-from dpopt.census_data import (
-    CensusData,
-    from_frame,
-    from_records,
-    household_distribution,
-    synthetic,
-)
+from dpopt.census.data import CensusData, household_distribution, synthetic
+from dpopt.census.ingest import from_frame, from_records
 from dpopt.validation import MAX_COUNT
 
 IDS = st.sampled_from(["GA", "NY", "TX", 7, 2.5, "Fulton", "Kings", 12])

@@ -44,7 +44,7 @@ One state's data (:func:`state_data`):
   (exact) total over its non-empty blocks with log-normal weights (σ = 1.0): heavy-tailed, and
   the state total is hit exactly.
 - Sizes: each non-empty block's size shares are a Dirichlet draw with concentration 50 around
-  :func:`~dpopt.census_data.household_distribution` and its counts a multinomial of its
+  :func:`~dpopt.census.data.household_distribution` and its counts a multinomial of its
   households over them (drawn in chunks of 65,536 blocks).
 - Internal regions are the exact sums of their children.
 
@@ -64,7 +64,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.census_data import MAX_CELLS, MAX_HOUSEHOLD_SIZE, CensusData, household_distribution
+from dpopt.census.data import MAX_CELLS, MAX_HOUSEHOLD_SIZE, CensusData, household_distribution
 from dpopt.validation import MAX_COUNT, boolean, integer, positive_number
 
 __all__ = [
@@ -250,7 +250,7 @@ class Geography:
         """A stable SHA-256 (hex) of the generator version, sizes, seed, regularity and every
         state's shape: equal fingerprints mean :func:`state_data` draws the same data."""
         record = {
-            "generator": f"dpopt.census_geography/{GENERATOR_VERSION}",
+            "generator": f"dpopt.census.geography/{GENERATOR_VERSION}",
             "sizes": self.sizes,
             "seed": self.seed,
             "regular": self.regular,
@@ -502,13 +502,13 @@ def state_data(geography: Geography, state: int) -> StateData:
 
 
 def national_data(geography: Geography) -> tuple[CensusData, np.ndarray, np.ndarray]:
-    """The whole nation of a *small* geography as :class:`~dpopt.census_data.CensusData`,
+    """The whole nation of a *small* geography as :class:`~dpopt.census.data.CensusData`,
     with its level array (0 for the nation) and keys array (−1 throughout for the nation).
 
     Region order: the nation, then each state's :func:`state_data` rows in state order (every
     parent precedes its children). Regions are named by their codes (``"TX/3/12"``: county
     3, tract 12 of Texas; the nation is ``"US"``). Refused above
-    :data:`~dpopt.census_data.MAX_CELLS` region × size cells: this is for checking that the
+    :data:`~dpopt.census.data.MAX_CELLS` region × size cells: this is for checking that the
     per-state decomposition equals a global solve, not for national runs.
     """
     _geography_arg(geography)

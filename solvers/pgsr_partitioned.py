@@ -21,9 +21,10 @@ aggregate, a partition root's weight is its number of leaves, and the root's the
 Domains (spec G4) are [c̃ − δ, c̃ + δ] ∩ [0, n] with δ = ⌈m·sd⌉. Two widening rules:
 
 - ``"global"`` (the default) — the serial rule: if any cell's domains are infeasible, m doubles
-  for every region. Equal to :func:`dpopt.census.post_process`. A first pass of sums per
-  (partition, size) finds the smallest m·2ᵏ at which each is feasible; the DP then runs once,
-  at their maximum (feasibility only grows with m, so this is the floor doubling reaches).
+  for every region. Equal to :func:`dpopt.census.post_process` with ``pwl-dp``. A first pass
+  of sums per (partition, size) finds the smallest m·2ᵏ at which each is feasible; the DP then
+  runs once, at their maximum (feasibility only grows with m, so this is the floor doubling
+  reaches).
 - ``"partition"`` — faster and less accurate (narrow domains bind): each (partition, size)
   task doubles its own m until its subtree is feasible; the root doubles its own (per size
   until its window is non-empty, then for all sizes until n is in the dummy root's range); only
@@ -38,6 +39,13 @@ m for every region until the certificate below proves the release optimal for Mo
 also optimal for the unrestricted Model 1, both decided exactly by node potentials
 (:mod:`dpopt.models.pgsr_optimality`): each top-down task returns its partition root's
 potential intervals, which the driver joins at the root and the dummy root.
+
+The solve is the method ``"pwl-dp:partitioned"`` of
+:class:`~dpopt.models.pgsr.PartitionedPostProcess` (Model 1 on [0, n] split at the root), run
+through :func:`dpopt.solve`, which judges its point like any other: each top-down task checks
+its column against the model (:func:`~dpopt.models.pgsr.partition_check`) and the Problem joins
+those checks with the root's. The method claims ``optimal`` when the node potentials certify
+the point optimal for the unrestricted Model 1, else ``feasible``.
 """
 
 from __future__ import annotations
@@ -50,7 +58,15 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from dpopt.hierarchy import Tree
-from dpopt.models.pgsr import OBJECTIVES, active_bounds, leaf_weights, reachable
+from dpopt.models.pgsr import (
+    OBJECTIVES,
+    PartitionCheck,
+    PartitionedPostProcess,
+    active_bounds,
+    leaf_weights,
+    partition_check,
+    reachable,
+)
 from dpopt.models.pgsr_optimality import (
     Interval,
     arc_interval,
@@ -58,6 +74,7 @@ from dpopt.models.pgsr_optimality import (
     parent_interval,
     upward_interval,
 )
+from dpopt.problem import Outcome, register
 from dpopt.runner import Runner, TaskStats
 from dpopt.solvers.cost_tables import Table, merge_convex, squared_table
 from dpopt.solvers.pgsr_levels import column_values, root_table
@@ -70,6 +87,7 @@ __all__ = [
     "DomainCertificate",
     "MemorySource",
     "PartitionedSolution",
+    "domain",
     "solve_partitioned",
     "split_at_root",
 ]
@@ -175,13 +193,14 @@ def partition_root(
 @dataclass(frozen=True)
 class ColumnResult:
     """A (partition, size) top-down result: a checksum, the cells on a domain bound tighter
-    than [0, n], the partition root's potential intervals with the domains and on [0, n], and
-    the counts (None when a sink wrote them)."""
+    than [0, n], the partition root's potential intervals with the domains and on [0, n], the
+    column checked against Model 1 and the counts (None when a sink wrote them)."""
 
     checksum: str
     active_bounds: int
     restricted: Interval
     unrestricted: Interval
+    check: PartitionCheck
     values: np.ndarray | None
 
 
@@ -216,6 +235,7 @@ def partition_column(
         upward_interval(
             tree, column.noisy, values, np.zeros_like(lower), np.full_like(upper, total), weight
         ),
+        partition_check(tree, column.noisy, values, total, weights),
         values,
     )
     if sink is not None:
@@ -275,6 +295,11 @@ class PartitionedSolution:
     widening: str
     certificate: DomainCertificate
     stats: list[TaskStats] = field(repr=False)
+
+    @property
+    def checks(self) -> list[list[PartitionCheck]]:
+        """Each (partition, size) column checked against Model 1 by its task."""
+        return [[result.check for result in row] for row in self.columns]
 
     @property
     def checksum(self) -> str:
@@ -507,3 +532,51 @@ def solve_partitioned(
         certificate,
         list(runner.stats),
     )
+
+
+@register(
+    PartitionedPostProcess,
+    "pwl-dp:partitioned",
+    "exact",
+    0.0,
+    auto_rank=0,
+    description="pwl-dp by partitions: two-pass DP split at the root, tasks on a Runner",
+)
+def _pwl_dp_partitioned(
+    problem: PartitionedPostProcess,
+    *,
+    time_limit: float | None = None,
+    runner: Runner | None = None,
+    domain_sd: float = 3.0,
+    widening: Widening = "global",
+    sinks: Sequence[Sink | None] | None = None,
+) -> Outcome:
+    """:func:`solve_partitioned` on ``problem``; ``runner`` (default: inline) runs the tasks,
+    ``sinks[p]`` receives partition p's counts instead of the driver."""
+    try:
+        solved = solve_partitioned(
+            problem.sources,
+            problem.root_noisy,
+            problem.root_sd,
+            problem.total,
+            domain_sd=domain_sd,
+            widening=widening,
+            objective=problem.objective_name,
+            runner=runner,
+            sinks=sinks,
+        )
+    except Infeasible as err:
+        return Outcome(None, "infeasible", str(err.__cause__ or err))
+    certificate = solved.certificate
+    info = {
+        "dp_objective": solved.objective,
+        "domain_sd": float(solved.multipliers.max(initial=solved.root_multipliers.max())),
+        "partitions": len(problem.sources),
+        "widening": widening,
+        "checksum": solved.checksum,
+        "domain_certificate": certificate.as_info(),
+    }
+    if certificate.unrestricted_optimal:
+        return Outcome(solved, "optimal", info=info)
+    message = "the node potentials do not certify the point optimal for Model 1 on [0, n]"
+    return Outcome(solved, "feasible", message, info)

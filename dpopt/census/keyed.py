@@ -17,6 +17,7 @@ any draw.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -26,6 +27,7 @@ import numpy as np
 from dpopt.privacy import Accountant, Loss, exact_shares
 from dpopt.privacy.keyed import keyed_laplace, stream_seeds
 from dpopt.privacy.samplers import DiscreteLaplace
+from dpopt.release import Measured
 from dpopt.validation import integer, positive_number
 
 __all__ = ["COUNT_SENSITIVITY", "LevelNoise", "draw_entropy", "keyed_noise", "noisy_counts"]
@@ -71,6 +73,16 @@ class LevelNoise:
             (Loss.pure(share), f"census level {level}: counts (Δ={COUNT_SENSITIVITY})")
             for level, share in enumerate(self.shares)
         ]
+
+    def measured(self, regions: Sequence[int], sizes: int) -> tuple[Measured, ...]:
+        """One record per level: its charge label and loss, its scale and its ``regions[l]``
+        × ``sizes`` noisy answers."""
+        return tuple(
+            Measured(
+                label, "discrete-laplace", float(self.sampler(level).scale), count * sizes, loss
+            )
+            for level, ((loss, label), count) in enumerate(zip(self.charges, regions, strict=True))
+        )
 
     def charge(self, accountant: Accountant | None) -> None:
         """Spend every level at once (all or nothing) — once, in the driver, before any draw."""

@@ -4,21 +4,21 @@
 ``concurrent.futures`` executor or a ``dask.distributed.Client``):
 
 1. **measure**, one task per state: the state's private counts (generated lazily from the
-   geography's seed by :func:`~dpopt.census_geography.state_data`, or read from a ``truth``
-   partition), exact discrete Laplace noise keyed by region (:mod:`dpopt.census_keyed`),
-   written as the state's ``noisy`` partition (:mod:`dpopt.census_store`). The task returns the
+   geography's seed by :func:`~dpopt.census.geography.state_data`, or read from a ``truth``
+   partition), exact discrete Laplace noise keyed by region (:mod:`dpopt.census.keyed`),
+   written as the state's ``noisy`` partition (:mod:`dpopt.census.store`). The task returns the
    state's total and root counts, which the driver needs for the nation row and n.
-2. **bottom-up** and 3. **top-down**, one task per (state, size), by
-   :func:`~dpopt.census_partitioned.solve_partitioned` with the objective of
-   :func:`dpopt.census.release` (``"leaf-weighted"`` by default: the same Model 1 as the
-   in-memory release); each top-down task writes its counts to
-   ``release/state=<i>/size_<s>.parquet``.
+2. **bottom-up** and 3. **top-down**, one task per (state, size): the solve
+   ``dpopt.solve(PartitionedPostProcess(...), "pwl-dp:partitioned")``
+   (:mod:`dpopt.solvers.pgsr_partitioned`) with the objective of :func:`dpopt.census.release`
+   (``"leaf-weighted"`` by default: the same Model 1 as the in-memory release); each top-down
+   task writes its counts to ``release/state=<i>/size_<s>.parquet``.
 
 The budget is charged once, in the driver, after every input is validated and before any
 task runs; a task re-run after a lost worker redraws the same keyed noise and rewrites the same
 bytes, so nothing is charged twice or lost. ``manifest.json`` records the budget, the
-checksum of the release, the objective, the optimal cost, the domains used and the
-certificate.
+checksum of the release, the objective, the optimal cost, the solve's status, the domains
+used and the certificate.
 """
 
 from __future__ import annotations
@@ -31,26 +31,24 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.census import Measurement
-from dpopt.census_data import CensusData
-from dpopt.census_geography import LEVELS, Geography, state_data
-from dpopt.census_keyed import LevelNoise, draw_entropy, keyed_noise, noisy_counts
-from dpopt.census_partitioned import (
+from dpopt.census.data import CensusData
+from dpopt.census.geography import LEVELS, Geography, state_data
+from dpopt.census.keyed import LevelNoise, draw_entropy, keyed_noise, noisy_counts
+from dpopt.census.measurement import Measurement, check_accountant
+from dpopt.census.postprocess import PARTITIONED, domain_sd_of
+from dpopt.census.store import Partition, read_partition, write_partition
+from dpopt.models.pgsr import OBJECTIVES, PartitionedPostProcess
+from dpopt.privacy import Accountant
+from dpopt.problem import Solution, Status, solve
+from dpopt.release import Measured, Rng, resolve_rng
+from dpopt.runner import Runner
+from dpopt.solvers.pgsr_partitioned import (
     WIDENING,
     Column,
     PartitionedSolution,
     Widening,
     checksum,
-    solve_partitioned,
 )
-from dpopt.census_store import (
-    Partition,
-    read_partition,
-    write_partition,
-)
-from dpopt.models.pgsr import OBJECTIVES
-from dpopt.privacy import Accountant
-from dpopt.runner import Runner
 from dpopt.validation import choice, positive_number
 
 __all__ = [
@@ -145,22 +143,38 @@ def read_release(out_dir: str | os.PathLike, geography: Geography, state: int) -
 
 @dataclass(frozen=True, eq=False)
 class BlockRelease:
-    """A national release: the nation's counts, the solution, the budget and the manifest."""
+    """A national release on disk: the nation's counts, the solve, and the manifest.
+
+    ``solution`` is the :func:`dpopt.solve` of ``pwl-dp:partitioned``, its ``x`` the
+    :class:`~dpopt.solvers.pgsr_partitioned.PartitionedSolution` (the nation's counts, each
+    state's checksums; the states' counts are on disk, :func:`read_release`). The release
+    contract (:class:`dpopt.release.ReleaseResult`): ``budget`` is the charged accountant's
+    :meth:`~dpopt.privacy.Accountant.report`, ``statuses`` the status of the solve,
+    ``measured`` one :class:`~dpopt.release.Measured` record per level.
+    """
 
     out_dir: Path
     geography: Geography
     total: int
     nation_noisy: np.ndarray
-    solution: PartitionedSolution
+    solution: Solution
     budget: dict[str, Any]
+    statuses: dict[str, Status]
+    measured: tuple[Measured, ...]
     objective: str
 
     @property
+    def partitioned(self) -> PartitionedSolution:
+        """The partitioned solve's point: root counts, per-column results, domains, stats."""
+        solved: PartitionedSolution = self.solution.x
+        return solved
+
+    @property
     def checksum(self) -> str:
-        return self.solution.checksum
+        return self.partitioned.checksum
 
     def manifest(self) -> dict[str, Any]:
-        solution = self.solution
+        solution = self.partitioned
         return {
             "geography": self.geography.fingerprint(),
             "states": len(self.geography.states),
@@ -169,6 +183,7 @@ class BlockRelease:
             "budget": self.budget,
             "checksum": self.checksum,
             "objective": self.objective,
+            "status": self.solution.status,
             "optimal_cost": solution.objective,
             "widening": solution.widening,
             "domain_sd": {
@@ -182,7 +197,7 @@ class BlockRelease:
 
 def _check_inputs(geography: Any, epsilon: Any, out_dir: Any, data_dir: Any) -> None:
     if not isinstance(geography, Geography):
-        raise TypeError(f"geography must be a census_geography.Geography, got {geography!r}")
+        raise TypeError(f"geography must be a census.geography.Geography, got {geography!r}")
     positive_number("epsilon", epsilon)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -194,10 +209,10 @@ def _check_inputs(geography: Any, epsilon: Any, out_dir: Any, data_dir: Any) -> 
 
 def release_blocks(
     geography: Geography,
-    epsilon: Any,
-    out_dir: str | os.PathLike,
     *,
-    rng: np.random.Generator,
+    epsilon: float,
+    out_dir: str | os.PathLike,
+    rng: Rng = None,
     accountant: Accountant | None = None,
     data_dir: str | os.PathLike | None = None,
     executor: Any = None,
@@ -210,17 +225,23 @@ def release_blocks(
 
     ``executor``: None (inline), a ``concurrent.futures.Executor`` or a
     ``dask.distributed.Client``. The result is bit-identical on any of them (see the module
-    docstring); ``accountant`` is charged exactly ε once, after validation, before any task.
-    ``objective``: a key of :data:`~dpopt.models.pgsr.OBJECTIVES`, as in
-    :func:`dpopt.census.release`.
+    docstring); ``accountant`` (a fresh ``Accountant.pure(epsilon)`` when None) is charged
+    exactly ε once, after validation, before any task. ``rng``: a Generator, an int or None
+    (:func:`dpopt.release.resolve_rng`), from which 128 bits of entropy key every region's
+    noise (:mod:`dpopt.census.keyed`). ``objective``: a key of
+    :data:`~dpopt.models.pgsr.OBJECTIVES`, as in :func:`dpopt.census.release`.
     """
     _check_inputs(geography, epsilon, out_dir, data_dir)
-    positive_number("domain_sd", domain_sd)
+    domain_sd_of(domain_sd)
     widening = choice("widening", widening, WIDENING)  # type: ignore[assignment]
     objective = choice("objective", objective, tuple(OBJECTIVES))
     runner = Runner(executor, progress=progress)
     noise = LevelNoise.uniform(epsilon, len(LEVELS))
-    entropy = draw_entropy(rng)
+    accountant = check_accountant(accountant)
+    if accountant is None:
+        accountant = Accountant.pure(epsilon)
+    accountant.check(noise.charges)
+    entropy = draw_entropy(resolve_rng(rng))
     noise.charge(accountant)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -237,26 +258,37 @@ def release_blocks(
         nation
         + keyed_noise(entropy, 0, np.empty((1, 0), np.int64), geography.sizes, noise.sampler(0))[0]
     )
-    sd = noise.sd()
-    solution = solve_partitioned(
+    problem = PartitionedPostProcess(
         [StateSource(str(out / "noisy"), geography, s) for s in states],
         nation_noisy,
-        float(sd[0]),
+        float(noise.sd()[0]),
         total,
+        objective,
+    )
+    solution = solve(
+        problem,
+        PARTITIONED,
+        runner=runner,
         domain_sd=domain_sd,
         widening=widening,
-        objective=objective,
-        runner=runner,
         sinks=[StateSink(str(out / "release"), s) for s in states],
     )
-    budget = {
-        "kind": "pure",
-        "spent": float(noise.epsilon),
-        "charges": [
-            {"label": label, "amount": float(loss.epsilon or 0)} for loss, label in noise.charges
-        ],
-    }
-    result = BlockRelease(out, geography, total, nation_noisy, solution, budget, objective)
+    if solution.x is None:
+        raise RuntimeError(
+            f"{PARTITIONED}: {solution.status} {solution.info.get('message', '')} (the noisy "
+            f"partitions are under {out / 'noisy'})"
+        )
+    result = BlockRelease(
+        out,
+        geography,
+        total,
+        nation_noisy,
+        solution,
+        accountant.report(),
+        {f"post-processing ({PARTITIONED})": solution.status},
+        noise.measured(geography.level_counts, geography.sizes),
+        objective,
+    )
     (out / "manifest.json").write_text(json.dumps(result.manifest(), indent=1))
     return result
 
@@ -278,7 +310,7 @@ def generate(
     """Write every state's synthetic private counts as ``truth`` partitions under ``out_dir``
     (what an agency's input to :func:`release_blocks` ``data_dir`` looks like)."""
     if not isinstance(geography, Geography):
-        raise TypeError(f"geography must be a census_geography.Geography, got {geography!r}")
+        raise TypeError(f"geography must be a census.geography.Geography, got {geography!r}")
     runner = Runner(executor, progress=progress)
     tasks = [(f"generate {s}", (geography, s, str(out_dir))) for s in range(len(geography.states))]
     written: list[str] = runner.run("generate", write_truth, tasks)
@@ -298,5 +330,5 @@ def keyed_measurement(
     )[0]
     sd = noise.sd()[level]
     scale = np.array([float(noise.sampler(int(lvl)).scale) for lvl in level])
-    charges = tuple((label, loss) for loss, label in noise.charges)
-    return Measurement("counts", data.parents, data.sizes, data.total, noisy, scale, sd, charges)
+    measured = noise.measured(np.bincount(level, minlength=data.levels).tolist(), data.sizes.size)
+    return Measurement("counts", data.parents, data.sizes, data.total, noisy, scale, sd, measured)

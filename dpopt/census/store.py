@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.census_geography import Geography, StateData
+from dpopt.census.geography import Geography, StateData
 
 __all__ = ["CODE_COLUMNS", "Partition", "partition_path", "read_partition", "write_partition"]
 

@@ -1,0 +1,62 @@
+"""Census group-size release (PGSR): noisy measurement, then post-processing (census-pgsr spec).
+
+A release has two steps that never mix:
+
+1. :func:`measure` reads the private :class:`CensusData` and returns a :class:`Measurement`:
+   exact discrete Laplace noise on every region's group-size vector (Δ = 2, Lemma 4) or
+   cumulative vector (Δ = 1, Lemma 6), the budget split evenly over the L levels (ε/L each,
+   Theorem 1) and charged to an :class:`~dpopt.privacy.Accountant`.
+2. :func:`post_process` sees only the measurement and the public hierarchy, size set and total
+   n, and solves the post-processing Problem of the chosen method (:data:`METHODS`).
+
+:func:`release` runs both under the release contract (:mod:`dpopt.release`);
+:func:`release_blocks` releases a block-level nation one state per partition on a Dask
+cluster; :func:`level_errors` scores a release against the truth.
+
+Modules: :mod:`~dpopt.census.data` (the data type and the synthetic generator),
+:mod:`~dpopt.census.ingest` (data from tables and person records),
+:mod:`~dpopt.census.measurement`, :mod:`~dpopt.census.postprocess`,
+:mod:`~dpopt.census.mechanism` (the release), :mod:`~dpopt.census.evaluation`, and for the
+block-level release :mod:`~dpopt.census.geography` (the synthetic 2020 geography),
+:mod:`~dpopt.census.keyed` (noise keyed by region), :mod:`~dpopt.census.store` (per-state
+Parquet partitions) and :mod:`~dpopt.census.blocks` (the release, and the generator of truth
+partitions).
+"""
+
+from dpopt.census.blocks import BlockRelease, read_release, release_blocks
+from dpopt.census.data import CensusData, household_distribution, synthetic
+from dpopt.census.evaluation import level_errors
+from dpopt.census.ingest import from_frame, from_records
+from dpopt.census.measurement import Measurement, measure, sensitivity
+from dpopt.census.mechanism import Release, release
+from dpopt.census.postprocess import (
+    METHODS,
+    Mechanism,
+    PostProcessed,
+    build_problem,
+    post_process,
+)
+from dpopt.models.pgsr import OBJECTIVES
+
+__all__ = [
+    "METHODS",
+    "OBJECTIVES",
+    "BlockRelease",
+    "CensusData",
+    "Measurement",
+    "Mechanism",
+    "PostProcessed",
+    "Release",
+    "build_problem",
+    "from_frame",
+    "from_records",
+    "household_distribution",
+    "level_errors",
+    "measure",
+    "post_process",
+    "read_release",
+    "release",
+    "release_blocks",
+    "sensitivity",
+    "synthetic",
+]

@@ -1,0 +1,119 @@
+"""The census release: measure, then post-process (census-pgsr spec, Theorem 1).
+
+:func:`release` plans (validates the data, ε, the method and its options, computes every
+level's noise, checks the accountant), charges the accountant, draws the noise
+(:mod:`dpopt.census.measurement`) and post-processes the measurement
+(:mod:`dpopt.census.postprocess`), which reads nothing private.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpopt.census.data import CensusData
+from dpopt.census.measurement import check_accountant, execute, plan
+from dpopt.census.postprocess import (
+    check_time_limit,
+    domain_sd_of,
+    mechanism,
+    objective_of,
+    post_process,
+)
+from dpopt.models.pgsr import PostProcess
+from dpopt.privacy import Accountant
+from dpopt.problem import Solution, Status
+from dpopt.release import Measured, Rng, resolve_rng
+
+__all__ = ["Release", "release"]
+
+
+@dataclass(frozen=True, eq=False)
+class Release:
+    """A released hierarchy: ``counts[r, j]`` groups of size ``sizes[j]`` in region r.
+
+    ``method`` and ``objective`` (:data:`~dpopt.models.pgsr.OBJECTIVES`) say how it was
+    post-processed; ``solution`` is the final post-processing solve. The release contract
+    (:class:`dpopt.release.ReleaseResult`): ``budget`` is the charged accountant's
+    :meth:`~dpopt.privacy.Accountant.report`, ``statuses`` the status of every solve it ran,
+    ``measured`` one :class:`~dpopt.release.Measured` record per level. ``conditions``
+    reports the PGSR conditions checked on the released counts.
+    """
+
+    method: str
+    objective: str
+    counts: np.ndarray
+    sizes: np.ndarray
+    budget: dict[str, Any]
+    statuses: dict[str, Status]
+    measured: tuple[Measured, ...]
+    solution: Solution
+    conditions: dict[str, Any] = field(repr=False)
+
+    @property
+    def satisfies_pgsr(self) -> bool:
+        """Consistent, faithful, non-negative integers (PGSR conditions 2–4)."""
+        return max(self.conditions["largest"].values()) == 0
+
+
+def release(
+    data: CensusData,
+    *,
+    epsilon: float,
+    method: str = "pwl-dp",
+    rng: Rng = None,
+    accountant: Accountant | None = None,
+    objective: str | None = None,
+    level_weights: Any = None,
+    domain_sd: float = 3.0,
+    executor: Any = None,
+    time_limit: float | None = None,
+) -> Release:
+    """Release ``data`` under ε-DP, post-processed with ``method`` (a key of
+    :data:`~dpopt.census.METHODS`).
+
+    Charges exactly ``epsilon`` to ``accountant`` (a fresh ``Accountant.pure(epsilon)`` when
+    None), after every input is validated; ``rng``: a Generator, an int or None
+    (:func:`dpopt.release.resolve_rng`). ``objective`` (a key of
+    :data:`~dpopt.models.pgsr.OBJECTIVES`): ``"leaf-weighted"``, the default of the Model 1
+    methods, weighs every region's fit by the number of leaf regions it aggregates and
+    releases the certified optimum of that Model 1 on 0 … n; ``"paper"`` is the paper's
+    objective (every cell alike, domains widened until feasible), the only one of the
+    cumulative methods. ``level_weights`` splits the budget over the levels (spec G11), which
+    is another matter. ``executor``: see :func:`~dpopt.census.post_process` (a Dask client is
+    accepted).
+    """
+    spec = mechanism(method)
+    chosen = objective_of(objective, method)
+    domain_sd_of(domain_sd)
+    check_time_limit(method, time_limit)
+    planned = plan(data, spec.query, epsilon=epsilon, level_weights=level_weights)
+    accountant = check_accountant(accountant)
+    if accountant is None:
+        accountant = Accountant.pure(epsilon)
+    accountant.check(planned.charges)
+    generator = resolve_rng(rng)
+    measurement = execute(planned, rng=generator, accountant=accountant)
+    processed = post_process(
+        measurement,
+        method,
+        objective=chosen.name,
+        domain_sd=domain_sd,
+        executor=executor,
+        time_limit=time_limit,
+    )
+    counts = processed.counts
+    check = PostProcess(planned.data.parents, counts, planned.data.total)
+    return Release(
+        method,
+        chosen.name,
+        counts,
+        planned.data.sizes,
+        accountant.report(),
+        processed.statuses,
+        measurement.measured,
+        processed.solution,
+        check.violation_report(counts),
+    )
