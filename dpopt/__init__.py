@@ -27,8 +27,6 @@ from dpopt.problem import (
 )
 
 _SUBMODULES = (
-    "bayesnet",
-    "bif",
     "census",
     "census_blocks",
     "census_data",
@@ -39,7 +37,6 @@ _SUBMODULES = (
     "cli",
     "compare",
     "dgm",
-    "dgm_evaluation",
     "eigen",
     "hdmm",
     "hierarchy",

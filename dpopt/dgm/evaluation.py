@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.bayesnet import Network, quiet_pgmpy
+from dpopt.dgm.networks import Network, quiet_pgmpy
 
 __all__ = [
     "KL_FLOOR",
