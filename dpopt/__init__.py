@@ -27,13 +27,10 @@ from dpopt.problem import (
 )
 
 _SUBMODULES = (
-    "bayesnet",
-    "bif",
     "census",
     "cli",
     "compare",
     "dgm",
-    "dgm_evaluation",
     "eigen",
     "hdmm",
     "hierarchy",

@@ -195,7 +195,7 @@ def _dgm_parser(commands: Any) -> None:
 def _dgm(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from dpopt import bayesnet, dgm, dgm_evaluation
+    from dpopt import dgm
 
     for option, path in (("--json", args.json), ("--save", args.save)):
         problem = _unwritable(path) if path and path != "-" else None
@@ -203,7 +203,7 @@ def _dgm(args: argparse.Namespace) -> int:
             print(f"dpopt dgm: {option} {path}: {problem}", file=sys.stderr)
             return 2
     try:
-        network = bayesnet.load(args.network)
+        network = dgm.load(args.network)
         if args.data:
             import pandas as pd
 
@@ -215,16 +215,16 @@ def _dgm(args: argparse.Namespace) -> int:
         learned = dgm.learn(
             network,
             data,
-            args.eps,
+            epsilon=args.eps,
+            rng=args.seed,
             objective=args.objective,
             baseline=args.baseline,
-            seed=args.seed,
         )
     except (ValueError, TypeError, OSError) as error:
         print(f"dpopt dgm: {error}", file=sys.stderr)
         return 2
     reference = dgm.maximum_likelihood(network, data)
-    errors = dgm_evaluation.parameter_errors(reference, learned.network)
+    errors = dgm.parameter_errors(reference, learned.network)
     budgets = sorted(
         zip((float(e) for e in learned.allocation), network.nodes, strict=True), reverse=True
     )
@@ -233,6 +233,7 @@ def _dgm(args: argparse.Namespace) -> int:
         "nodes": len(network.nodes),
         "mechanism": "D-Ind baseline" if args.baseline else f"{learned.objective} objective",
         "budget": learned.budget,
+        "statuses": learned.statuses,
         "allocation": {node: eps for eps, node in budgets},
         "parameter_errors_vs_mle": errors,
     }

@@ -3,9 +3,15 @@
 - :func:`expected_error`, :func:`rmse`, :func:`svd_bound` — spec §1: TSE = c·‖A‖²·‖WA⁺‖_F²
   with c = 2/ε² (Laplace) or σ(ε,δ)² (Gaussian, analytic calibration), RMSE = √(TSE/m).
 - :func:`optimize` — OPT₀ on a workload whose Gram fits as an explicit n × n matrix (the 1-D
-  workloads of Tables 4–5): the best of Identity, Total, IdTotal and the optimised template.
+  workloads of Tables 4–5): the best of Identity, Total, IdTotal and the optimised template;
+  :func:`optimize_product` — OPT_⊗, OPT_+ and OPT_M on a union of Kronecker products. Both
+  record their solves' statuses on the strategy and refuse a solve without a feasible point.
 - :func:`measure`, :func:`reconstruct`, :func:`answer` — spec §4: y = Ax + noise, x̂ = A⁺y,
-  answers Wx̂, with the budget charged to an accountant.
+  answers Wx̂, with the budget charged to an accountant. :func:`measure` and :func:`answer`
+  follow the release contract (:mod:`dpopt.release`): ``epsilon`` and ``delta``
+  keyword-only (``delta`` for Gaussian noise only), ``rng`` a Generator, an int or None,
+  ``method=`` the strategy optimizer; their results carry ``budget``, ``statuses`` and
+  ``measured``.
 - :func:`release_variance`, :func:`release_error`, :func:`release_strategy` — the variance
   of the exact discrete noise a release at ε draws, its expected error, and the choice
   between a strategy and Identity at ε that :func:`optimize` makes when given ε.
@@ -37,7 +43,6 @@ from dpopt.privacy import (
     Accountant,
     ExactStack,
     GridNoise,
-    Loss,
     Noise,
     analytic_gaussian_sigma,
     draw,
@@ -47,13 +52,17 @@ from dpopt.privacy import (
     noise_kind,
     prepare,
 )
-from dpopt.problem import solve
+from dpopt.problem import CLAIMS_FEASIBLE, Solution, SolverError, Status, solve
+from dpopt.release import Measured, Rng, measured_answers, resolve_rng
 from dpopt.runner import as_executor
 from dpopt.solvers.hdmm import L2_DUAL_MAX_N, MAX_RESTARTS, OPT_M_MAX_ATTRIBUTES
 from dpopt.solvers.hdmm_marginals import marginal_reconstruct
 from dpopt.validation import choice, finite_array, integer, positive_number
 
 __all__ = [
+    "OPT0_METHODS",
+    "PRODUCT_METHODS",
+    "Answered",
     "AnyStrategy",
     "Measurement",
     "ProductStrategy",
@@ -96,13 +105,24 @@ def _rows(workload: Any) -> int:
     return int(workload.shape[0])
 
 
-def noise_variance(noise: str, epsilon: float, delta: float | None = None) -> float:
-    """Per-query noise variance of a unit-sensitivity strategy: 2/ε² or σ(ε, δ)² (spec §1)."""
-    epsilon = positive_number("epsilon", epsilon)
-    if noise_kind(noise) == "laplace":
-        return 2.0 / epsilon / epsilon
-    if delta is None:
+def _delta(noise: Noise, delta: Any) -> Any:
+    """``delta`` as the noise needs it: required for Gaussian noise, refused for Laplace
+    (pure ε-DP has no δ: a δ given with it is a mistake, not something to ignore)."""
+    if noise == "gaussian" and delta is None:
         raise ValueError("delta is required for Gaussian noise")
+    if noise == "laplace" and delta is not None:
+        raise ValueError(f"delta applies to Gaussian noise only; Laplace noise got {delta!r}")
+    return delta
+
+
+def noise_variance(noise: str, epsilon: float, delta: float | None = None) -> float:
+    """Per-query noise variance of a unit-sensitivity strategy: 2/ε² or σ(ε, δ)² (spec §1);
+    ``delta`` is required for Gaussian noise and refused for Laplace."""
+    kind = noise_kind(noise)
+    delta = _delta(kind, delta)
+    epsilon = positive_number("epsilon", epsilon)
+    if kind == "laplace":
+        return 2.0 / epsilon / epsilon
     return analytic_gaussian_sigma(epsilon, delta) ** 2
 
 
@@ -111,12 +131,13 @@ def expected_error(
     strategy: np.ndarray,
     noise: str = "laplace",
     *,
-    epsilon: float = 1.0,
-    delta: float | None = 1e-6,
+    epsilon: float,
+    delta: float | None = None,
 ) -> float:
     """Expected total squared error of answering W from A by least squares (spec §1).
 
-    TSE = c · ‖A‖² · tr[(AᵀA)⁺ WᵀW]; +inf if A does not support W.
+    TSE = c · ‖A‖² · tr[(AᵀA)⁺ WᵀW]; +inf if A does not support W. ``epsilon`` and
+    ``delta`` as in :func:`measure`: keyword-only, ``delta`` for Gaussian noise only.
     """
     gram = gram_of(workload)
     matrix = _strategy_matrix(strategy, gram.shape[0])
@@ -135,8 +156,8 @@ def rmse(
     strategy: np.ndarray,
     noise: str = "laplace",
     *,
-    epsilon: float = 1.0,
-    delta: float | None = 1e-6,
+    epsilon: float,
+    delta: float | None = None,
 ) -> float:
     """√(TSE/m), the metric of Tables 4–7."""
     tse = expected_error(workload, strategy, noise, epsilon=epsilon, delta=delta)
@@ -176,7 +197,9 @@ def _marginal_weights(workload: Any) -> np.ndarray | None:
 @dataclass(frozen=True)
 class Strategy:
     """An optimised strategy: the matrix, which template won, its unscaled error, every
-    candidate template's error, and the optimizer's ``details`` (its ``Solution.info``)."""
+    candidate template's error, the optimizer's ``details`` (its ``Solution.info``) and
+    ``statuses``: the status of every solve that chose it, by method name (empty for a
+    strategy no optimizer chose, such as a given matrix)."""
 
     matrix: np.ndarray
     noise: Noise
@@ -184,6 +207,7 @@ class Strategy:
     error: float
     candidates: dict[str, float]
     details: Mapping[str, Any] = field(default_factory=dict)
+    statuses: Mapping[str, Status] = field(default_factory=dict)
 
     @property
     def sensitivity(self) -> float:
@@ -206,10 +230,26 @@ def _check_release(noise: Noise, epsilon: Any, delta: Any) -> None:
     _release_noise(ExactStack.from_blocks([(1.0, (np.ones((1, 1)),))]), noise, epsilon, delta)
 
 
+def _solved(problem: Any, method: str, **options: Any) -> Solution:
+    """``dpopt.solve``, refusing a solve without a point that meets the model (a
+    :class:`~dpopt.SolverError`); any other status is kept by the caller."""
+    solution = solve(problem, method, **options)
+    if solution.status not in CLAIMS_FEASIBLE:
+        raise SolverError(solution)
+    return solution
+
+
+OPT0_METHODS = ("auto", "opt0-laplace", "opt0-gaussian", "l2-dual")
+"""The ``method`` of :func:`optimize`: ``"auto"`` is ``opt0-laplace`` for Laplace noise and
+``l2-dual`` for Gaussian; the others are the registered
+:class:`~dpopt.models.matrix_mechanism.StrategySelection` methods of that name."""
+
+
 def optimize(
     workload: Any,
     noise: str = "laplace",
     *,
+    method: str = "auto",
     restarts: int = 25,
     seed: int = 0,
     p: int | None = None,
@@ -219,13 +259,16 @@ def optimize(
 ) -> Strategy:
     """OPT₀ (spec §3.1–3.2) on the workload's Gram; never worse than Identity.
 
-    Laplace: ``restarts`` seeded p-Identity runs (p = max(1, n/16) by default) through the
-    optional ``executor`` — a ``concurrent.futures.Executor`` or a ``dask.distributed.Client``
-    (restarts in parallel; each runs BLAS on one thread), on the implicit
-    Gram of a range workload, so no n × n array is formed. Gaussian: the convex Def. 12 optimum
-    by its dual (``l2-dual``, certified by the duality gap) up to n = 4096, Eigen-Design above
-    it (``template`` then says ``"eigen-design"`` and ``details["path"]`` why). Deterministic
-    for a seed.
+    ``method`` (:data:`OPT0_METHODS`) chooses the solver. Laplace (``opt0-laplace``):
+    ``restarts`` seeded p-Identity runs (p = max(1, n/16) by default) through the optional
+    ``executor`` — a ``concurrent.futures.Executor`` or a ``dask.distributed.Client``
+    (restarts in parallel; each runs BLAS on one thread), on the implicit Gram of a range
+    workload, so no n × n array is formed; ``seed`` seeds the restarts only and is public (it
+    is not the noise's randomness). Gaussian: the convex Def. 12 optimum by its dual
+    (``l2-dual``, certified by the duality gap) up to n = 4096; past it
+    :func:`dpopt.eigen.design` or :func:`optimize_product` design the strategy. Deterministic
+    for a seed. ``statuses`` of the result holds the solve's status (a solve without a
+    feasible point raises :class:`~dpopt.SolverError`).
 
     Without ``epsilon`` the candidates are ranked by the formula's error, which does not
     depend on ε. With ``epsilon`` (and ``delta`` for Gaussian noise) the result is the
@@ -233,52 +276,49 @@ def optimize(
     the exact discrete noise of its integer answers makes its release more accurate.
     """
     noise = noise_kind(noise)
+    method = choice("method", method, OPT0_METHODS)
     restarts, seed = _randomised(restarts, seed)
     if epsilon is not None:
         _check_release(noise, epsilon, delta)
-    found = _opt0(workload, noise, restarts, seed, p, executor)
+    found = _opt0(workload, noise, method, restarts, seed, p, executor)
     if epsilon is None:
         return found
     return release_strategy(workload, found, epsilon=epsilon, delta=delta)
 
 
 def _opt0(
-    workload: Any, noise: Noise, restarts: int, seed: int, p: int | None, executor: Any
+    workload: Any,
+    noise: Noise,
+    method: str,
+    restarts: int,
+    seed: int,
+    p: int | None,
+    executor: Any,
 ) -> Strategy:
     """:func:`optimize` without ε: the best candidate by the formula."""
-    gram = _strategy_gram(workload) if noise == "laplace" else None
+    if method == "auto":
+        method = "opt0-laplace" if noise == "laplace" else "l2-dual"
+    gram = _strategy_gram(workload) if method == "opt0-laplace" else None
     cells = int(gram.shape[0]) if gram is not None else _cells(workload)
     if noise == "gaussian" and cells > L2_DUAL_MAX_N:
-        from dpopt import eigen  # eigen builds on this module
-
-        designed = eigen.design(workload)
-        if not isinstance(designed, Strategy):
-            raise ValueError(
-                f"n = {cells} is past the exact L2 optimum (n ≤ {L2_DUAL_MAX_N}) and this "
-                "workload is designed factor by factor: use dpopt.eigen.design or optimize_product"
-            )
-        why = f"n = {cells} > {L2_DUAL_MAX_N}: Eigen-Design instead of the exact L2 optimum"
-        return Strategy(
-            designed.matrix,
-            "gaussian",
-            designed.template,
-            designed.error,
-            designed.candidates,
-            {**designed.details, "path": why},
+        # no dense Gaussian strategy is designed past this size (Eigen-Design's dense path
+        # stops at the same n): the product domain's methods design it factor by factor
+        raise ValueError(
+            f"n = {cells} is past the exact L2 optimum (n ≤ {L2_DUAL_MAX_N}): design the "
+            "strategy factor by factor with dpopt.eigen.design or optimize_product"
         )
     problem = StrategySelection(gram if gram is not None else gram_of(workload), noise)
     if p is not None:
         p = integer("p", p, minimum=1, maximum=problem.size)
     options: dict[str, Any] = {}
-    if noise == "laplace":
+    if method == "opt0-laplace":
         options = {
             "restarts": restarts,
             "seed": seed,
             "p": p,
             "executor": as_executor(executor),
         }
-    method = "opt0-laplace" if noise == "laplace" else "l2-dual"
-    solution = solve(problem, method, **options)
+    solution = _solved(problem, method, **options)
     return Strategy(
         np.asarray(solution.x),
         problem.noise,
@@ -286,6 +326,7 @@ def _opt0(
         solution.objective,
         dict(solution.info["candidates"]),
         {**solution.info, "path": method},
+        {method: solution.status},
     )
 
 
@@ -305,7 +346,8 @@ class ProductStrategy:
     blocks are an OPT_+ strategy answered by local least squares per block (spec §3.4, with
     the 1/cⱼ the paper omits, §7 item 8); ``theta`` marks an OPT_M strategy. Every factor has
     unit sensitivity, so the stacked strategy's sensitivity is Σbⱼ (Laplace) or √Σbⱼ²
-    (Gaussian), both 1 by construction.
+    (Gaussian), both 1 by construction. ``statuses`` holds the status of every template's
+    solve, by method name.
     """
 
     noise: Noise
@@ -314,6 +356,7 @@ class ProductStrategy:
     candidates: dict[str, float]
     point: ProductPoint
     details: Mapping[str, Any] = field(default_factory=dict)
+    statuses: Mapping[str, Status] = field(default_factory=dict)
 
     @property
     def shares(self) -> tuple[float, ...]:
@@ -337,67 +380,71 @@ class ProductStrategy:
 AnyStrategy = Strategy | ProductStrategy
 """What :func:`optimize`, :func:`optimize_product` and :func:`dpopt.eigen.design` return."""
 
-TEMPLATES = ("auto", "kron", "union", "marginals", "identity")
-METHOD_OF = {
+TEMPLATE_OF = {
     "identity": "identity",
-    "kron": "opt-kron",
-    "union": "opt-union",
-    "marginals": "opt-marginals",
+    "opt-kron": "kron",
+    "opt-union": "union",
+    "opt-marginals": "marginals",
 }
-"""The registered ProductStrategySelection method behind each template."""
+"""The template (:attr:`ProductStrategy.template`) each ProductStrategySelection method
+builds: OPT_⊗ (``opt-kron``), OPT_+ (``opt-union``), OPT_M (``opt-marginals``), Identity."""
+PRODUCT_METHODS = ("auto", *TEMPLATE_OF)
+"""The ``method`` of :func:`optimize_product`: ``"auto"`` (OPT_HDMM: the best of every
+method that applies) or one registered method of :data:`TEMPLATE_OF`."""
 
 
 def optimize_product(
     workload: Any,
     noise: str = "laplace",
     *,
-    template: str = "auto",
+    method: str = "auto",
     restarts: int = 1,
     seed: int = 0,
     epsilon: float | None = None,
     delta: float | None = None,
 ) -> ProductStrategy:
-    """OPT_⊗, OPT_+ and OPT_M on a union of Kronecker products; ``auto`` keeps the best of
-    them and Identity (OPT_HDMM, spec §3.7), so the result is never worse than Identity.
-    ``restarts`` is per OPT₀ call inside OPT_⊗/OPT_+ (OPT_M uses at least 5). Each template
-    runs its registered method (:data:`METHOD_OF`) through :func:`dpopt.solve`. With
-    ``epsilon`` (and ``delta`` for Gaussian noise) the result is the strategy to release at
-    that ε, as in :func:`optimize`.
+    """OPT_⊗, OPT_+ and OPT_M on a union of Kronecker products; ``method="auto"`` keeps the
+    best of them and Identity (OPT_HDMM, spec §3.7), so the result is never worse than
+    Identity; a method of :data:`PRODUCT_METHODS` runs that one alone. ``restarts`` is per
+    OPT₀ call inside OPT_⊗/OPT_+ (OPT_M uses at least 5); ``seed`` seeds them and is public.
+    Each method runs through :func:`dpopt.solve`; ``statuses`` of the result holds every
+    solve's status (a solve without a feasible point raises :class:`~dpopt.SolverError`).
+    With ``epsilon`` (and ``delta`` for Gaussian noise) the result is the strategy to release
+    at that ε, as in :func:`optimize`.
     """
     noise = noise_kind(noise)
     restarts, seed = _randomised(restarts, seed)
-    template = choice("template", template, TEMPLATES)
+    method = choice("method", method, PRODUCT_METHODS)
     if epsilon is not None:
         _check_release(noise, epsilon, delta)
-    found = _opt_product(workload, noise, template, restarts, seed)
+    found = _opt_product(workload, noise, method, restarts, seed)
     if epsilon is None:
         return found
     return release_strategy(workload, found, epsilon=epsilon, delta=delta)
 
 
 def _opt_product(
-    workload: Any, noise: Noise, template: str, restarts: int, seed: int
+    workload: Any, noise: Noise, method: str, restarts: int, seed: int
 ) -> ProductStrategy:
-    """:func:`optimize_product` without ε: the best template by the formula."""
+    """:func:`optimize_product` without ε: the best method by the formula."""
     problem = ProductStrategySelection(wl.union_of_kron_terms(workload), noise)
     options: dict[str, dict[str, Any]] = {"identity": {}}
-    options["kron"] = {"restarts": restarts, "seed": seed}
+    options["opt-kron"] = {"restarts": restarts, "seed": seed}
     if len(problem.terms) > 1:
-        options["union"] = {"restarts": restarts, "seed": seed}
+        options["opt-union"] = {"restarts": restarts, "seed": seed}
     if len(problem.sizes) <= OPT_M_MAX_ATTRIBUTES:
-        options["marginals"] = {"restarts": max(restarts, 5), "seed": seed}
-    if template not in ("auto", *options):
-        raise ValueError(f"template {template!r} does not apply to this workload")
-    found: dict[str, tuple[float, ProductPoint]] = {}
-    for name in options if template == "auto" else (template,):
-        solution = solve(problem, METHOD_OF[name], **options[name])
-        if solution.status not in ("optimal", "feasible"):
-            message = solution.info.get("message", "")
-            raise RuntimeError(f"{METHOD_OF[name]} returned {solution.status}: {message}")
-        found[name] = (solution.objective, solution.x)
-    best = min(found, key=lambda t: found[t][0])
-    candidates = {t: error for t, (error, _) in found.items()}
-    return ProductStrategy(noise, best, found[best][0], candidates, found[best][1])
+        options["opt-marginals"] = {"restarts": max(restarts, 5), "seed": seed}
+    if method not in ("auto", *options):
+        raise ValueError(f"method {method!r} does not apply to this workload")
+    names = tuple(options) if method == "auto" else (method,)
+    solved = {name: _solved(problem, name, **options[name]) for name in names}
+    best = min(solved, key=lambda name: solved[name].objective)
+    candidates = {TEMPLATE_OF[name]: solution.objective for name, solution in solved.items()}
+    statuses = {name: solution.status for name, solution in solved.items()}
+    winner = solved[best]
+    return ProductStrategy(
+        noise, TEMPLATE_OF[best], winner.objective, candidates, winner.x, statuses=statuses
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -409,8 +456,12 @@ class Measurement:
     grid of :mod:`dpopt.privacy.linear`). ``variance`` is the noise variance of the stacked,
     weighted answers (``variances[j]`` = ``variance``/wⱼ²): for a unit-sensitivity strategy
     of unscaled error E the expected total squared error is ``variance``·E. ``theta`` holds
-    the marginal weights of an OPT_M strategy, answered by global least squares; ``loss`` is
-    what the measurement cost.
+    the marginal weights of an OPT_M strategy, answered by global least squares.
+
+    A :class:`~dpopt.release.ReleaseResult`: ``budget`` is the charged accountant's report,
+    ``measured`` the one set of noisy answers drawn (its noise, scale, size and loss), and
+    ``statuses`` is empty (measuring runs no optimisation; the strategy's own solves are in
+    its ``statuses``).
     """
 
     noise: Noise
@@ -419,8 +470,10 @@ class Measurement:
     answers: tuple[np.ndarray, ...]
     variances: tuple[float, ...]
     variance: float
-    loss: Loss
+    budget: dict[str, Any]
+    measured: tuple[Measured, ...]
     theta: np.ndarray | None = None
+    statuses: Mapping[str, Status] = field(default_factory=dict)
 
 
 def _stack(strategy: Any, noise: str | None) -> tuple[ExactStack, Noise, str, np.ndarray | None]:
@@ -448,13 +501,13 @@ def _stack(strategy: Any, noise: str | None) -> tuple[ExactStack, Noise, str, np
 
 
 def _release_noise(stack: ExactStack, noise: Noise, epsilon: Any, delta: Any) -> GridNoise:
-    """The exact noise a release of ``stack`` draws at (ε, δ); public: no data is read."""
+    """The exact noise a release of ``stack`` draws at (ε, δ); public: no data is read.
+    ``delta`` is required for Gaussian noise and refused for Laplace."""
+    delta = _delta(noise, delta)
     if noise == "laplace":
         return laplace_noise(
             stack.sensitivity_l1, epsilon, answer_bits=stack.bits, changed=stack.changed
         )
-    if delta is None:
-        raise ValueError("delta is required for Gaussian noise")
     return gaussian_noise(
         stack.sensitivity_l2,
         epsilon=epsilon,
@@ -516,7 +569,7 @@ def _identity_for(workload: Any, strategy: AnyStrategy) -> AnyStrategy:
     """The Identity strategy for ``workload``, in the form of ``strategy``."""
     identity: AnyStrategy
     if isinstance(strategy, ProductStrategy):
-        identity = optimize_product(workload, strategy.noise, template="identity")
+        identity = optimize_product(workload, strategy.noise, method="identity")
     else:
         trace = _squared_norm(workload)
         cells = _cells(workload)
@@ -566,7 +619,14 @@ def release_strategy(
             **chosen.details,
             "release": {"epsilon": epsilon, "delta": delta, "errors": errors},
         },
+        statuses={**identity.statuses, **strategy.statuses},
     )
+
+
+def _fresh_accountant(noise: Noise, epsilon: Any, delta: Any) -> Accountant:
+    """The accountant a release makes when given none: pure ε for Laplace noise, (ε, δ) for
+    Gaussian (the pair it was asked for, which its discrete Gaussian is calibrated to)."""
+    return Accountant.pure(epsilon) if noise == "laplace" else Accountant.approx(epsilon, delta)
 
 
 def measure(
@@ -576,7 +636,7 @@ def measure(
     epsilon: float,
     delta: float | None = None,
     noise: str | None = None,
-    rng: np.random.Generator,
+    rng: Rng = None,
     accountant: Accountant | None = None,
 ) -> Measurement:
     """Answer the strategy on the histogram ``x`` with exact noise (spec §4).
@@ -587,10 +647,16 @@ def measure(
     the discrete Gaussian at σ = ‖A‖₂/√(2ρ) with ρ = cdp_rho(ε, δ), charged as ρ-zCDP or as
     (ε, δ) (its σ is ~7 % above the continuous analytic σ(ε, δ) of :func:`noise_variance`,
     which the discrete Gaussian does not meet for vectors; ``Measurement.variance`` is the
-    variance actually drawn, :func:`release_variance` before any data is read). Every input
-    is validated before ``accountant`` is charged. ``noise`` is only needed for a bare
-    matrix. The strategy is measured as given: :func:`release_strategy` (or
-    ``optimize(..., epsilon=...)``) picks the one to measure at ε.
+    variance actually drawn, :func:`release_variance` before any data is read).
+
+    ``epsilon`` and ``delta`` are keyword-only; ``delta`` is required for Gaussian noise and
+    refused for Laplace. ``rng``: a Generator, an int or None (fresh OS entropy,
+    :func:`dpopt.release.resolve_rng`). ``accountant`` is charged when given; otherwise a
+    fresh one of the noise's kind (``Accountant.pure(ε)`` or ``Accountant.approx(ε, δ)``)
+    is, and ``Measurement.budget`` is its report. Every input is validated before the
+    charge. ``noise`` is only needed for a bare matrix. There is no ``method``: measuring
+    optimizes nothing; the strategy is measured as given (:func:`release_strategy`, or
+    ``optimize(..., epsilon=...)``, picks the one to measure at ε; :func:`answer` does both).
     """
     stack, chosen, template, theta = _stack(strategy, noise)
     try:
@@ -603,7 +669,10 @@ def measure(
     planned = _release_noise(stack, chosen, epsilon, delta)
     label = f"HDMM measurement ({template}, {chosen})"
     prepared = prepare(stack.answers(counts), planned, label=label)
-    (noisy,) = draw([prepared], rng=rng, accountant=accountant)
+    generator = resolve_rng(rng)
+    if accountant is None:
+        accountant = _fresh_accountant(chosen, epsilon, delta)
+    (noisy,) = draw([prepared], rng=generator, accountant=accountant)
     weights = stack.weights_float
     return Measurement(
         chosen,
@@ -612,7 +681,8 @@ def measure(
         tuple(stack.split(noisy.values)),
         tuple(noisy.variance / w**2 for w in weights),
         noisy.variance,
-        noisy.loss,
+        accountant.report(),
+        (measured_answers(label, noisy),),
         None if theta is None else _measured_theta(theta, weights),
     )
 
@@ -646,28 +716,89 @@ def reconstruct(measurement: Measurement) -> np.ndarray | list[np.ndarray]:
     return estimates[0] if len(estimates) == 1 else estimates
 
 
+@dataclass(frozen=True, eq=False)
+class Answered:
+    """What :func:`answer` releases: the workload's ``answers`` W x̂, the ``strategy``
+    measured and its ``measurement``; a :class:`~dpopt.release.ReleaseResult`: ``budget``
+    (the charged accountant's report), ``statuses`` (every solve of the strategy's
+    optimisation, by method name; empty for a given strategy) and ``measured``."""
+
+    answers: np.ndarray
+    strategy: AnyStrategy
+    measurement: Measurement
+    statuses: Mapping[str, Status]
+
+    @property
+    def budget(self) -> dict[str, Any]:
+        return self.measurement.budget
+
+    @property
+    def measured(self) -> tuple[Measured, ...]:
+        return self.measurement.measured
+
+
+def _optimized(
+    workload: Any,
+    noise: Noise,
+    method: str,
+    restarts: int,
+    seed: int,
+    epsilon: Any,
+    delta: Any,
+) -> AnyStrategy:
+    """:func:`answer`'s strategy: OPT₀ (:func:`optimize`) for ``auto`` and the
+    :data:`OPT0_METHODS`, :func:`optimize_product` for the product methods."""
+    if method in OPT0_METHODS:
+        return optimize(
+            workload,
+            noise,
+            method=method,
+            restarts=restarts,
+            seed=seed,
+            epsilon=epsilon,
+            delta=delta,
+        )
+    if method not in PRODUCT_METHODS:
+        raise ValueError(
+            f"method must be one of {(*OPT0_METHODS, *PRODUCT_METHODS[1:])}, got {method!r}"
+        )
+    return optimize_product(
+        workload, noise, method=method, restarts=restarts, seed=seed, epsilon=epsilon, delta=delta
+    )
+
+
 def answer(
     workload: Any,
     x: Any,
     *,
     epsilon: float,
-    noise: str = "laplace",
     delta: float | None = None,
-    rng: np.random.Generator,
+    noise: str = "laplace",
+    rng: Rng = None,
+    method: str = "auto",
     accountant: Accountant | None = None,
     strategy: Strategy | ProductStrategy | np.ndarray | None = None,
     restarts: int = 25,
     seed: int = 0,
-) -> tuple[np.ndarray, Strategy | ProductStrategy]:
-    """Optimise a strategy for this ε (data-independent, free: ``optimize(...,
-    epsilon=epsilon)``, so never less accurate than Identity at this ε) unless one is given
-    (a Strategy, a one-block or marginal ProductStrategy, or a matrix, measured as it is),
-    measure, reconstruct, answer W x̂. A strategy that does not support W, or whose blocks
-    are answered separately (OPT_+), is refused before any budget is spent."""
+) -> Answered:
+    """Optimise a strategy for this ε (data-independent, free), measure it, reconstruct, and
+    answer W x̂ (spec §4).
+
+    ``method`` chooses the optimizer: ``"auto"`` and :data:`OPT0_METHODS` run OPT₀
+    (:func:`optimize`), ``opt-kron`` (OPT_⊗), ``opt-marginals`` (OPT_M) and ``identity`` of
+    :data:`PRODUCT_METHODS` run :func:`optimize_product`; either is asked for the strategy to
+    release at this ε, so never less accurate than Identity there. ``restarts`` and ``seed``
+    are the optimizer's (public). A given ``strategy`` (a Strategy, a one-block or marginal
+    ProductStrategy, or a matrix) is measured as it is, and ``method`` is then not used.
+    ``epsilon``, ``delta``, ``rng`` and ``accountant`` are as in :func:`measure`. A strategy
+    that does not support W, or whose blocks are answered separately (OPT_+), is refused
+    before any budget is spent.
+    """
+    kind = noise_kind(noise)
+    statuses: Mapping[str, Status] = {}
     if strategy is None:
-        strategy = optimize(
-            workload, noise, restarts=restarts, seed=seed, epsilon=epsilon, delta=delta
-        )
+        strategy = _optimized(workload, kind, method, restarts, seed, epsilon, delta)
+        statuses = strategy.statuses
     if isinstance(strategy, ProductStrategy):
         if len(strategy.blocks) > 1 and strategy.theta is None:
             raise ValueError(
@@ -677,13 +808,13 @@ def answer(
     elif not isinstance(strategy, Strategy):  # a matrix: its error on W, computed once
         gram = gram_of(workload)
         matrix = _strategy_matrix(strategy, gram.shape[0])
-        error = strategy_error(matrix, gram, noise_kind(noise))
-        strategy = Strategy(matrix, noise_kind(noise), "given", error, {"given": error})
+        error = strategy_error(matrix, gram, kind)
+        strategy = Strategy(matrix, kind, "given", error, {"given": error})
     if not math.isfinite(strategy.error):
         raise ValueError(
             "strategy does not support the workload: W A⁺A ≠ W, so A x cannot answer every query"
         )
-    measured = measure(strategy, x, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
-    estimate = reconstruct(measured)
+    measurement = measure(strategy, x, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
+    estimate = reconstruct(measurement)
     assert isinstance(estimate, np.ndarray)
-    return workload @ estimate, strategy
+    return Answered(workload @ estimate, strategy, measurement, dict(statuses))

@@ -29,9 +29,18 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from dpopt.privacy.accounting import Loss
+from dpopt.privacy.mechanisms import NoisyAnswers
 from dpopt.problem import Status
 
-__all__ = ["NOISES", "Measured", "ReleaseResult", "Rng", "resolve_rng", "worst_status"]
+__all__ = [
+    "NOISES",
+    "Measured",
+    "ReleaseResult",
+    "Rng",
+    "measured_answers",
+    "resolve_rng",
+    "worst_status",
+]
 
 Rng = np.random.Generator | int | None
 """What a release's ``rng`` accepts."""
@@ -81,6 +90,15 @@ class Measured:
             raise ValueError(f"scale must be finite and > 0, got {self.scale!r}")
         if self.answers < 0:
             raise ValueError(f"answers must be ≥ 0, got {self.answers}")
+
+
+def measured_answers(label: str, noisy: NoisyAnswers, *, loss: Loss | None = None) -> Measured:
+    """The :class:`Measured` record of a vector drawn by :mod:`dpopt.privacy.mechanisms`:
+    its noise, scale and size, and ``loss`` (default: what it was charged, ``noisy.loss``;
+    a release that charged several draws as one loss gives each its share)."""
+    noise = {"laplace": "discrete-laplace", "gaussian": "discrete-gaussian"}[noisy.noise]
+    answers = int(np.asarray(noisy.values).size)
+    return Measured(label, noise, noisy.scale, answers, noisy.loss if loss is None else loss)
 
 
 @runtime_checkable

@@ -10,7 +10,8 @@
     the pgmpy output network.
 (b) The whole process on 10⁵ records, imports included:
     ``python -c "import pandas as pd; from dpopt import dgm; dgm.learn('alarm',
-    pd.read_pickle(PATH), 1, seed=0)"`` — and the same building the pgmpy model (median, min).
+    pd.read_pickle(PATH), epsilon=1, rng=0)"`` — and the same building the pgmpy model
+    (median, min).
 (c) The larger bundled networks (insurance, water, hailfinder, hepar2, win95pts, andes,
     pathfinder), each in a fresh process with 10⁵ records: learn seconds, pgmpy fit seconds,
     peak resident memory of the process.
@@ -33,13 +34,13 @@ from typing import Any
 import numpy as np
 from benchmarking import Competitor, child_json, fmt, maxrss_mib, text_table, timed
 
-from dpopt import bayesnet, dgm
+from dpopt import dgm
 
 SCRIPT = Path(__file__).resolve()
 BIG = ("insurance", "water", "hailfinder", "hepar2", "win95pts", "andes", "pathfinder")
 
 
-def _pgmpy_fit(network: bayesnet.Network, data: Any) -> float:
+def _pgmpy_fit(network: dgm.Network, data: Any) -> float:
     """Seconds of pgmpy's maximum-likelihood fit of the structure on ``data``."""
     import warnings
 
@@ -55,18 +56,21 @@ def _median(function: Any, repeats: int) -> float:
 
 def alarm_rows(records: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
     """(a) one row per (records, data type)."""
-    network = bayesnet.load("alarm")
+    network = dgm.load("alarm")
     rows = []
     for m in records:
         frame = network.sample(m, np.random.default_rng(m))
         for kind, data in (("categorical", frame), ("strings", frame.astype(str))):
-            learned, _ = timed(lambda data=data: dgm.learn(network, data, 1, seed=0))
+            learned, _ = timed(lambda data=data: dgm.learn(network, data, epsilon=1, rng=0))
             row = {
                 "records": m,
                 "data": kind,
-                "learn": _median(lambda data=data: dgm.learn(network, data, 1, seed=0), repeats),
+                "learn": _median(
+                    lambda data=data: dgm.learn(network, data, epsilon=1, rng=0), repeats
+                ),
                 "baseline": _median(
-                    lambda data=data: dgm.learn(network, data, 1, seed=0, baseline=True), repeats
+                    lambda data=data: dgm.learn(network, data, epsilon=1, rng=0, baseline=True),
+                    repeats,
                 ),
                 "mle": _median(lambda data=data: dgm.maximum_likelihood(network, data), repeats),
                 "model": timed(lambda learned=learned: learned.network.to_pgmpy())[1],
@@ -79,14 +83,14 @@ def alarm_rows(records: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
 
 def whole_process(records: int, repeats: int) -> list[dict[str, Any]]:
     """(b) fresh interpreters learning alarm from a pickled DataFrame."""
-    network = bayesnet.load("alarm")
+    network = dgm.load("alarm")
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "alarm.pkl"
         network.sample(records, np.random.default_rng(0)).to_pickle(path)
         base = (
             "import pandas as pd; from dpopt import dgm; "
-            f"r = dgm.learn('alarm', pd.read_pickle({str(path)!r}), 1, seed=0)"
+            f"r = dgm.learn('alarm', pd.read_pickle({str(path)!r}), epsilon=1, rng=0)"
         )
         for label, code in (("learn", base), ("learn + pgmpy model", base + "; r.model")):
             times = [
@@ -99,9 +103,9 @@ def whole_process(records: int, repeats: int) -> list[dict[str, Any]]:
 
 def network_child(name: str, records: int) -> dict[str, Any]:
     """(c), in a fresh process: one network's learn and pgmpy fit, and the peak RSS."""
-    network = bayesnet.load(name)
+    network = dgm.load(name)
     data = network.sample(records, np.random.default_rng(1))
-    _, seconds = timed(lambda: dgm.learn(network, data, 1, seed=0))
+    _, seconds = timed(lambda: dgm.learn(network, data, epsilon=1, rng=0))
     rss = maxrss_mib()
     return {
         "network": name,
@@ -151,7 +155,7 @@ def report(runs: dict[str, dict[str, Any]]) -> str:
     ]
     header = "run records data learn baseline mle learn+model pgmpy_fit pgmpy/learn".split()
     out += [text_table(header, rows, left=3), ""]
-    command = "python -c \"... dgm.learn('alarm', pd.read_pickle(10⁵ records), 1, seed=0)\""
+    command = "python -c \"... dgm.learn('alarm', pd.read_pickle(10⁵ records), epsilon=1, rng=0)\""
     out += [f"(b) whole process, imports included: {command}", ""]
     rows = [
         [label, r["what"], fmt(r["median"], ".2f"), fmt(r["min"], ".2f")]

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-import dpopt
 from dpopt import hdmm
 from dpopt import workload as wl
 
@@ -38,36 +37,31 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--noise", choices=["laplace", "gaussian"], default="laplace")
     parser.add_argument("--delta", type=float, default=1e-6, help="Gaussian only")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="the optimizer's restarts (public)")
     args = parser.parse_args()
+    delta = args.delta if args.noise == "gaussian" else None
 
     x, domain = histogram()
     workload = wl.Marginals(domain, 2)
     rows = workload.shape[0]
     print(f"domain {domain}, n = {x.size:,} cells, {len(workload.blocks)} marginals, m = {rows:,}")
     strategy = hdmm.optimize_product(workload, args.noise, seed=args.seed)
-    variance = hdmm.noise_variance(args.noise, args.epsilon, args.delta)
+    variance = hdmm.noise_variance(args.noise, args.epsilon, delta)
     for name, error in strategy.candidates.items():
         print(f"  {name:<8} expected RMSE {np.sqrt(variance * error / rows):8.3f}")
-    print(f"chosen: {strategy.template}")
+    print(f"chosen: {strategy.template}; solves: {dict(strategy.statuses)}")
 
-    rng = np.random.default_rng(args.seed)
-    budget = (
-        dpopt.Accountant.pure(args.epsilon)
-        if args.noise == "laplace"
-        else dpopt.Accountant.zcdp(1.0)
-    )
-    estimates = strategy.reconstruct(
-        strategy.measure(x, epsilon=args.epsilon, delta=args.delta, rng=rng, accountant=budget)
-    )
-    if strategy.template == "union":
+    # the noise draws fresh OS entropy (rng=None): a noise seed is a secret key
+    measurement = hdmm.measure(strategy, x, epsilon=args.epsilon, delta=delta)
+    estimates = hdmm.reconstruct(measurement)
+    if isinstance(estimates, list):  # a union (OPT_+) strategy: one estimate per block
         answers = [b @ e for b, e in zip(workload.blocks, estimates, strict=True)]
     else:
-        answers = [b @ estimates[0] for b in workload.blocks]
+        answers = [b @ estimates for b in workload.blocks]
     truth = [b @ x for b in workload.blocks]
     squared = sum(float(np.sum((a - t) ** 2)) for a, t in zip(answers, truth, strict=True))
     print(f"measured RMSE of the private answers: {np.sqrt(squared / rows):.3f}")
-    print(f"budget: {budget.report()['charges']}")
+    print(f"budget: {measurement.budget['charges']}")
 
 
 if __name__ == "__main__":

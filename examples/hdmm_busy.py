@@ -42,7 +42,7 @@ def child(row: str) -> dict[str, float]:
     elif row == "kron-cps":
         from dpopt.paper.hdmm_tables import cps_workload
 
-        hdmm.optimize_product(cps_workload("all-marginals"), template="kron", restarts=1)
+        hdmm.optimize_product(cps_workload("all-marginals"), method="opt-kron", restarts=1)
     elif row.startswith("l2-"):
         hdmm.optimize(wl.AllRange(int(row[3:])), "gaussian")
     elif row == "loss-4096":

@@ -17,11 +17,18 @@ factors'; the product of the factors' Program 1 optima is the product program's 
 the Kronecker product of completed factors stays a Kronecker strategy); several terms get one
 such strategy each, stacked with budget shares bⱼ² ∝ √Eⱼ (an extension beyond the paper for
 domains too large for a dense Gram).
+
+Every design is checked against Theorems 2–3 where the bounds are known (the dense Gram and a
+single Kronecker term): svdb ≤ error ≤ Program 1's value ≤ √(nσ₁·svdb) (spec §5 (c)), in the
+unscaled error the model evaluates. A design that breaks the chain ends with status ``error``
+and the reason in ``info["message"]``, so ``dpopt.solve(problem, "eigen-design")`` reports it.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +47,9 @@ ZERO_TOL = 1e-10
 """Eigenvalues at most this times σ₁ are zeros of a rank-deficient Gram (spec §8 item 5)."""
 
 DENSE_MAX_N = 4096
+
+CHECK_RTOL = 1e-9
+"""Relative slack of the Theorem 2–3 checks (rounding in the error and bound sums)."""
 
 DESIGN_GAP = 1e-11
 """The duality gap ``ipm`` closes for a design: the completed error depends on the weights
@@ -241,11 +251,36 @@ def _dense_limit(problem: StrategySelection) -> str | None:
     return None
 
 
-def _outcome(point: Any, designs: list[Design], **facts: Any) -> Outcome:
+def theorem_violation(error: float, facts: Mapping[str, Any]) -> str | None:
+    """Why a design breaks svdb ≤ error ≤ Program 1 ≤ √(nσ₁·svdb) (Theorems 2–3, spec §5
+    (c)), checked on the bounds among ``facts`` that are known, to :data:`CHECK_RTOL`; None
+    when it does not."""
+    chain = [
+        (name, value)
+        for name, value in (
+            ("svd_bound", facts.get("svd_bound")),
+            ("error", error),
+            ("program1", facts.get("program1")),
+            ("ratio_bound", facts.get("ratio_bound")),
+        )
+        if value is not None
+    ]
+    for (low_name, low), (high_name, high) in itertools.pairwise(chain):
+        if not low <= high * (1 + CHECK_RTOL):
+            return f"Eigen-Design broke Theorem 2/3: {low_name} = {low!r} > {high_name} = {high!r}"
+    return None
+
+
+def _outcome(problem: Any, point: Any, designs: list[Design], **facts: Any) -> Outcome:
     """A feasible strategy with its weighting solves and ``facts`` (Program 1's value and the
-    spectrum bounds where they are known) in ``info``."""
+    spectrum bounds where they are known) in ``info``; status ``error`` when the strategy's
+    error breaks Theorems 2–3 (:func:`theorem_violation`)."""
     weightings = [w for d in designs for w in d.weightings]
     info = {"weightings": weightings, **facts}
+    if facts:
+        broken = theorem_violation(float(problem.objective(point)), facts)
+        if broken is not None:
+            return Outcome(point, "error", broken, info=info)
     weak = [w for w in weightings if w["status"] != "optimal"]
     message = f"{len(weak)} weighting solve(s) not certified optimal: {weak[0]}" if weak else ""
     return Outcome(point, "feasible", message, info=info)
@@ -270,7 +305,8 @@ def _eigen_design(
         values, vectors = np.linalg.eigh(problem.gram)
         values, vectors = values[::-1], vectors[:, ::-1].T
     found = settings.run(values, vectors)
-    return _outcome(found.strategy, [found], program1=found.program1, **spectrum_bounds(values))
+    facts = {"program1": found.program1, **spectrum_bounds(values)}
+    return _outcome(problem, found.strategy, [found], **facts)
 
 
 def _product_limit(problem: ProductStrategySelection) -> str | None:
@@ -308,7 +344,8 @@ def _eigen_design_product(
         bounds = [spectrum_bounds(np.linalg.eigvalsh(g)) for g in grams]
         product = {k: weight * math.prod(b[k] for b in bounds) for k in bounds[0]}
         program1 = weight * math.prod(d.program1 for d in designs)
-        return _outcome(ProductPoint.kron(blocks[0]), designs, program1=program1, **product)
+        point = ProductPoint.kron(blocks[0])
+        return _outcome(problem, point, designs, program1=program1, **product)
     errors = np.array(
         [
             ProductStrategySelection([term], "gaussian").objective(ProductPoint.kron(block))
@@ -317,4 +354,4 @@ def _eigen_design_product(
     )
     shares = np.sqrt(np.sqrt(errors) / np.sqrt(errors).sum())
     point = ProductPoint(tuple(shares.tolist()), blocks)
-    return _outcome(point, [d for ds in per_term for d in ds])
+    return _outcome(problem, point, [d for ds in per_term for d in ds])

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt import bayesnet, dgm
+from dpopt import dgm
 from dpopt.compare.instance import Experiment, Instance
 from dpopt.models.dgm_budget import BudgetAllocation
 from dpopt.paper import dgm_tables
@@ -59,11 +59,11 @@ def _networks(rng: np.random.Generator) -> list[Instance]:
     weights of the measured tables (E = 1)."""
     instances = []
     for name in ("asia", "sachs", "child", "alarm"):
-        network = bayesnet.load(name)
+        network = dgm.load(name)
         records = network.sample(10_000, rng)
-        learned = dgm.learn(network, records, 1, objective="paper", seed=rng)
+        learned = dgm.learn(network, records, epsilon=1, objective="paper", rng=rng)
         instances.append(
-            Instance(f"stage-one-{name}", BudgetAllocation(learned.stage_one["a"], 0.9))
+            Instance(f"stage-one-{name}", BudgetAllocation(learned.stage_one_facts["a"], 0.9))
         )
         query = dgm.query_weights(network)
         instances.append(Instance(f"query-{name}", BudgetAllocation(query[query > 0], 1.0)))

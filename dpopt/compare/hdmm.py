@@ -10,7 +10,7 @@ import numpy as np
 from dpopt import hdmm
 from dpopt import workload as wl
 from dpopt.compare.instance import Experiment, Instance
-from dpopt.compare.strategy_utility import DELTA, AnyStrategy, Case, experiment
+from dpopt.compare.strategy_utility import AnyStrategy, Case, delta_for, experiment
 from dpopt.hdmm import gram_of
 from dpopt.models.matrix_mechanism import ProductStrategySelection, StrategySelection
 from dpopt.paper import hdmm_tables as tables
@@ -155,7 +155,9 @@ def default_strategy(workload: wl.Matrix, noise: Noise) -> AnyStrategy:
 def released_strategy(workload: wl.Matrix, strategy: AnyStrategy, epsilon: float) -> AnyStrategy:
     """What a user releases at ε: :func:`dpopt.hdmm.release_strategy` of the default, the
     strategy ``optimize(..., epsilon=ε)`` and ``answer`` return (δ = 10⁻⁶ for Gaussian)."""
-    return hdmm.release_strategy(workload, strategy, epsilon=epsilon, delta=DELTA)
+    return hdmm.release_strategy(
+        workload, strategy, epsilon=epsilon, delta=delta_for(strategy.noise)
+    )
 
 
 UTILITY_EPSILONS = (0.1, 1.0, 10.0)

@@ -48,6 +48,7 @@ __all__ = [
     "DELTA",
     "Case",
     "Designer",
+    "delta_for",
     "experiment",
     "format_report",
     "identity_strategy",
@@ -58,6 +59,13 @@ __all__ = [
 
 DELTA = 1e-6
 """δ of the Gaussian rows (the HDMM paper's Tables 5 and 7)."""
+
+
+def delta_for(noise: Noise) -> float | None:
+    """The δ a release with ``noise`` takes: :data:`DELTA` for Gaussian noise, None for
+    Laplace (which refuses a δ)."""
+    return DELTA if noise == "gaussian" else None
+
 
 AnyStrategy = hdmm.AnyStrategy
 Designer = Callable[[wl.Matrix, Noise], AnyStrategy]
@@ -78,7 +86,7 @@ class Case:
 
 def identity_strategy(workload: wl.Matrix, noise: Noise) -> hdmm.ProductStrategy:
     """The Identity baseline: one noisy answer per cell (unscaled error tr WᵀW)."""
-    return hdmm.optimize_product(workload, noise, template="identity")
+    return hdmm.optimize_product(workload, noise, method="identity")
 
 
 def squared_error(
@@ -134,7 +142,9 @@ def _releases(
     ``count`` releases."""
     variances, errors = set(), []
     for _ in range(count):
-        measured = hdmm.measure(strategy, x, epsilon=epsilon, delta=DELTA, rng=rng)
+        measured = hdmm.measure(
+            strategy, x, epsilon=epsilon, delta=delta_for(strategy.noise), rng=rng
+        )
         variances.add(measured.variance)
         errors.append(squared_error(terms, hdmm.reconstruct(measured), x))
     (variance,) = variances  # public: fixed by the strategy and ε
@@ -175,7 +185,7 @@ def run(
         designed = designer(workload, noise)
         baseline = identity_strategy(workload, noise)
         for epsilon in epsilons:
-            formula = hdmm.noise_variance(noise, epsilon, DELTA)
+            formula = hdmm.noise_variance(noise, epsilon, delta_for(noise))
             released = designed if release is None else release(workload, designed, epsilon)
             for name, strategy in {label: released, "identity": baseline}.items():
                 rng = np.random.default_rng([seed, index, len(rows)])
@@ -187,7 +197,7 @@ def run(
                         "queries": queries,
                         "noise": noise,
                         "epsilon": epsilon,
-                        "delta": DELTA if noise == "gaussian" else None,
+                        "delta": delta_for(noise),
                         "strategy": name,
                         "template": strategy.template,
                         "unscaled_error": strategy.error,

@@ -3,7 +3,7 @@
 On each network, records are drawn from its CPDs (seeded); the reference is the non-private
 MLE on those records (spec §7 item 9). For every ε and seed both mechanisms — the paper's
 objective (``objective="paper"``, "ours") and D-Ind — learn a private network, scored by
-:func:`dpopt.dgm_evaluation.evaluate` on the same random queries (10 marginal, 10
+:func:`dpopt.dgm.evaluate` on the same random queries (10 marginal, 10
 conditional, 20 MAP; spec §5 "Protocol"). The paper's Table 1 (MAP accuracy) and Table 2
 (mean μ at ε = 1) stand beside our means. :func:`run` takes other mechanisms too (the
 ``utility`` compare suite runs the default objective with it).
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from dpopt import bayesnet, dgm
-from dpopt.dgm_evaluation import Inference, evaluate, random_queries
+from dpopt import dgm
+from dpopt.dgm import Inference, evaluate, random_queries
 
 __all__ = [
     "EPSILONS",
@@ -100,9 +100,9 @@ def run(
     arguments of :func:`dpopt.dgm.learn` (default the paper's objective as "ours" and D-Ind
     as "baseline").
     """
-    prepared: dict[str, tuple[bayesnet.Network, Any, Inference, dict[str, Any]]] = {}
+    prepared: dict[str, tuple[dgm.Network, Any, Inference, dict[str, Any]]] = {}
     for n, name in enumerate(networks):
-        network = bayesnet.load(name)
+        network = dgm.load(name)
         rng = np.random.default_rng([seed, n])
         data = network.sample(records, rng)
         reference = dgm.maximum_likelihood(network, data)
@@ -129,8 +129,8 @@ def run(
         learned = dgm.learn(
             network,
             data,
-            Fraction(str(epsilon)),
-            seed=np.random.default_rng([seed, n, e, index, names.index(method)]),
+            epsilon=Fraction(str(epsilon)),
+            rng=np.random.default_rng([seed, n, e, index, names.index(method)]),
             **methods[method],
         )
         scores = evaluate(inference, learned.network, **asked)

@@ -1,6 +1,7 @@
 """Baseline columns of HDMM Tables 6–7 for any union of Kronecker products (hdmm spec §5.2).
 
-- :func:`table_rmse`: an unscaled error as the tables' RMSE at ε = 1 (δ = 1e-6, exact σ).
+- :func:`table_variance`: the tables' noise variance at ε = 1 (δ = 1e-6 for Gaussian noise,
+  exact σ); :func:`table_rmse`: an unscaled error as the tables' RMSE.
 - :func:`identity_rmse` (A = I) and :func:`workload_rmse` (A = W, the "Laplace" column) with
   the paper's union sensitivity bound :func:`union_sensitivity`, all from the Kronecker terms.
 """
@@ -23,10 +24,20 @@ def _terms_of(workload: wl.Matrix) -> list[tuple[float, list[np.ndarray]]]:
     return wl.union_of_kron_terms(workload)
 
 
+TABLE_DELTA = 1e-6
+"""δ of the paper's Gaussian tables (Tables 5 and 7)."""
+
+
+def table_variance(noise: str) -> float:
+    """The noise variance of the tables' RMSE: 2 (Laplace at ε = 1) or σ(1, 1e-6)² (spec §1)."""
+    kind = noise_kind(noise)
+    return noise_variance(kind, 1.0, TABLE_DELTA if kind == "gaussian" else None)
+
+
 def table_rmse(noise: str, error: float, rows: int) -> float:
     """RMSE at ε = 1 (δ = 1e-6) of an unscaled error: √(variance·error/m), variance 2 or σ²
     (spec §1); the inverse of ``hdmm_tables.paper_reference``."""
-    return math.sqrt(noise_variance(noise_kind(noise), 1.0, 1e-6) * error / rows)
+    return math.sqrt(table_variance(noise) * error / rows)
 
 
 def identity_rmse(workload: wl.Matrix, noise: str) -> float:

@@ -20,7 +20,7 @@ import math
 from collections.abc import Iterable, Sequence
 
 from dpopt import workload as wl
-from dpopt.hdmm import METHOD_OF, svd_bound
+from dpopt.hdmm import TEMPLATE_OF, svd_bound
 from dpopt.models.matrix_mechanism import ProductStrategySelection
 from dpopt.paper.hdmm_columns import table_rmse, union_sensitivity
 from dpopt.privacy import noise_kind
@@ -156,10 +156,11 @@ def optimizer_error(
     the Theorem-13 one; each optimizer runs its registered method with ``seed``.
     """
     template = choice("optimizer", optimizer, OPTIMIZERS)
+    (method,) = (m for m, t in TEMPLATE_OF.items() if t == template)
     problem = ProductStrategySelection(wl.union_of_kron_terms(workload), noise_kind(noise))
-    solution = solve(problem, METHOD_OF[template], restarts=restarts, seed=seed, strict=False)
+    solution = solve(problem, method, restarts=restarts, seed=seed, strict=False)
     if solution.status not in ("optimal", "feasible"):
-        raise RuntimeError(f"{METHOD_OF[template]} returned {solution.status}")
+        raise RuntimeError(f"{method} returned {solution.status}")
     return solution.objective
 
 

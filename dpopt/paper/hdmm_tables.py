@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from dpopt import workload as wl
-from dpopt.hdmm import noise_variance
 from dpopt.paper import hdmm_marginal_tables as md
 from dpopt.paper import hdmm_sf1 as sf1
+from dpopt.paper.hdmm_columns import table_variance
 from dpopt.privacy import NOISES, Noise
 
 # Table 4 (Laplace) and Table 5 (Gaussian) OPT₀ RMSE at ε = 1 (δ = 1e-6), spec §5.1.
@@ -65,7 +65,7 @@ class GramOnly:
 
 def paper_reference(noise: Noise, rmse_value: float, rows: int) -> float:
     """The unscaled error whose RMSE at ε = 1 (δ = 1e-6) is ``rmse_value``."""
-    return rmse_value**2 * rows / noise_variance(noise, 1.0, 1e-6)
+    return rmse_value**2 * rows / table_variance(noise)
 
 
 # Tables 6–7 (spec §5.2), CPS rows: paper HDMM RMSE at ε = 1 (δ = 1e-6 for Gaussian).

@@ -17,7 +17,6 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -26,9 +25,17 @@ import pytest
 
 import dpopt
 from dpopt import dgm
-from dpopt.bayesnet import Network, load
-from dpopt.dgm import allocate_budget, amplified, learn, maximum_likelihood, stage_one_budget
-from dpopt.privacy import Loss
+from dpopt.dgm import (
+    Network,
+    allocate_budget,
+    amplified,
+    learn,
+    learning,
+    load,
+    maximum_likelihood,
+    subsample_epsilon,
+)
+from dpopt.privacy import Loss, NoisyAnswers
 from dpopt.solvers.dgm_tables import (
     conditionals,
     estimated_errors,
@@ -229,10 +236,10 @@ STAGE_ONE_TABLE = {  # ε^B: (ε_s, {n: ε_s/n})
 
 
 @pytest.mark.parametrize("total", sorted(STAGE_ONE_TABLE))
-def test_stage_one_budget_table(total: int) -> None:
+def test_subsample_epsilon_table(total: int) -> None:
     stage_one = Fraction(total, 10)
     rate = Fraction(1, 10)
-    eps_s = stage_one_budget(stage_one, rate)
+    eps_s = subsample_epsilon(stage_one, rate)
     expected, per_node = STAGE_ONE_TABLE[total]
     assert float(eps_s) == pytest.approx(expected, abs=5e-7)
     for n, share in per_node.items():
@@ -246,9 +253,9 @@ def test_stage_one_budget_table(total: int) -> None:
 def test_lemma_2_1_and_no_sampling() -> None:
     assert amplified(1, 0.1) == pytest.approx(0.158565, abs=5e-7)
     assert amplified(0.7, 1) == pytest.approx(0.7, rel=1e-15)
-    assert stage_one_budget(Fraction(1, 10), Fraction(1)) == Fraction(1, 10)  # β = 1: ε_s = ε^I
+    assert subsample_epsilon(Fraction(1, 10), Fraction(1)) == Fraction(1, 10)  # β = 1: ε_s = ε^I
     # the Stage-I Laplace scale n/ε_s for n = 3, ε^B = 1
-    scale = 3 / stage_one_budget(Fraction(1, 10), Fraction(1, 10))
+    scale = 3 / subsample_epsilon(Fraction(1, 10), Fraction(1, 10))
     assert float(scale) == pytest.approx(4.17436, abs=5e-6)
 
 
@@ -571,7 +578,9 @@ def asia_data() -> tuple[Network, pd.DataFrame]:
 def test_learn_spends_exactly_the_budget(asia_data: tuple[Network, pd.DataFrame]) -> None:
     net, data = asia_data
     accountant = dpopt.Accountant.pure(Fraction(5, 2))
-    learned = learn(net, data, Fraction(3, 2), objective="paper", seed=1, accountant=accountant)
+    learned = learn(
+        net, data, epsilon=Fraction(3, 2), objective="paper", rng=1, accountant=accountant
+    )
     assert learned.budget["exact"]["spent"] == "3/2"
     assert learned.budget["exact"]["total"] == "5/2"
     assert accountant.spent == Fraction(3, 2)
@@ -584,14 +593,14 @@ def test_learn_spends_exactly_the_budget(asia_data: tuple[Network, pd.DataFrame]
     assert tuple(stage_two) == learned.allocation
     assert all(e > 0 for e in learned.allocation)
     assert not learned.baseline and learned.objective == "paper"
-    np.testing.assert_array_equal(learned.error_weights, learned.stage_one["a"])
-    assert learned.stage_one["epsilon_I"] == pytest.approx(0.15)
-    assert learned.stage_one["epsilon_s"] == float(
-        stage_one_budget(Fraction(3, 20), Fraction(1, 10))
+    np.testing.assert_array_equal(learned.error_weights, learned.stage_one_facts["a"])
+    assert learned.stage_one_facts["epsilon_I"] == pytest.approx(0.15)
+    assert learned.stage_one_facts["epsilon_s"] == float(
+        subsample_epsilon(Fraction(3, 20), Fraction(1, 10))
     )
     # without an accountant one is made for ε^B, and spent in full
     for objective in OBJECTIVES:
-        alone = learn(net, data, 1.0, objective=objective, seed=1)
+        alone = learn(net, data, epsilon=1.0, objective=objective, rng=1)
         assert alone.budget["exact"] == {"total": "1", "spent": "1"}
 
 
@@ -600,10 +609,10 @@ def test_baseline_spends_equal_shares_without_stage_one(
 ) -> None:
     net, data = asia_data
     accountant = dpopt.Accountant.pure(2)
-    learned = learn(net, data, 2, seed=1, baseline=True, accountant=accountant)
+    learned = learn(net, data, epsilon=2, rng=1, baseline=True, accountant=accountant)
     n = len(net.nodes)
     assert learned.baseline and learned.objective is None and learned.error_weights is None
-    assert learned.stage_one == {}
+    assert learned.stage_one_facts == {}
     assert learned.allocation == (Fraction(2, n),) * n
     assert [c.amount for c in accountant.ledger] == [Fraction(2, n)] * n
     assert not any("Stage I" in c.label for c in accountant.ledger)
@@ -615,9 +624,9 @@ def test_learn_is_reproducible_for_a_seed(
     asia_data: tuple[Network, pd.DataFrame], options: dict[str, Any]
 ) -> None:
     net, data = asia_data
-    first = learn(net, data, 1.0, seed=7, **options)
-    second = learn(net, data, 1.0, seed=7, **options)
-    other = learn(net, data, 1.0, seed=8, **options)
+    first = learn(net, data, epsilon=1.0, rng=7, **options)
+    second = learn(net, data, epsilon=1.0, rng=7, **options)
+    other = learn(net, data, epsilon=1.0, rng=8, **options)
     assert first.network.cpds is not None and second.network.cpds is not None
     for a, b in zip(first.network.cpds, second.network.cpds, strict=True):
         np.testing.assert_array_equal(a, b)
@@ -625,7 +634,7 @@ def test_learn_is_reproducible_for_a_seed(
     assert l1_error(first.network, other.network) > 0
     # Stage I noise moves the paper's split; the others are public, the same for every seed
     assert (first.allocation != other.allocation) == (options.get("objective") == "paper")
-    generator = learn(net, data, 1.0, seed=rng(7), **options)
+    generator = learn(net, data, epsilon=1.0, rng=rng(7), **options)
     assert l1_error(generator.network, first.network) == 0
 
 
@@ -636,7 +645,7 @@ def test_learned_cpds_are_valid_distributions(name: str) -> None:
     data = net.sample(1000, rng(2))
     for options in ({"baseline": True}, *({"objective": o} for o in OBJECTIVES)):
         for consistency in WEIGHTS:
-            learned = learn(net, data, 0.1, seed=4, consistency=consistency, **options)
+            learned = learn(net, data, epsilon=0.1, rng=4, consistency=consistency, **options)
             assert_valid_cpds(learned.network)
             assert learned.network.nodes == net.nodes and learned.network.states == net.states
     assert learned.model.check_model()
@@ -646,14 +655,14 @@ def test_learned_cpds_are_valid_distributions(name: str) -> None:
 def test_learn_accepts_a_pgmpy_model_and_a_bif_path(
     asia_data: tuple[Network, pd.DataFrame], tmp_path: Any
 ) -> None:
-    from dpopt import bif
+    from dpopt.dgm import bif
 
     net, data = asia_data
     path = tmp_path / "asia.bif"
     path.write_text(bif.bundled_text("asia"))
-    reference = learn("asia", data, 1.0, seed=3).network
+    reference = learn("asia", data, epsilon=1.0, rng=3).network
     for source in (net.to_pgmpy(), str(path), net):
-        assert l1_error(learn(source, data, 1.0, seed=3).network, reference) == 0
+        assert l1_error(learn(source, data, epsilon=1.0, rng=3).network, reference) == 0
 
 
 # --- learn: the zero-noise hook, post-processing, noise ---------------------------------------
@@ -661,14 +670,15 @@ def test_learn_accepts_a_pgmpy_model_and_a_bif_path(
 
 class Tap:
     """Patches ``Network.count_tables`` (the only reader of private records after encoding)
-    and ``dgm.draw`` (the measurement) to watch, or silence, the pipeline."""
+    and ``draw`` in :mod:`dpopt.dgm.learning` (the measurement) to watch, or silence, the
+    pipeline."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, *, silent: bool = False) -> None:
         self.counted: list[tuple[np.ndarray, list[np.ndarray]]] = []  # (codes, tables)
         self.drawn: list[tuple[list[Any], list[Any]]] = []  # (prepared, released)
         self.encoded: list[np.ndarray] = []
         self.after_draw: Callable[[int], None] = lambda k: None
-        count, encode, draw = Network.count_tables, Network.encode, dgm.draw
+        count, encode, draw = Network.count_tables, Network.encode, learning.draw
         tap = self
 
         def counting(net: Network, codes: np.ndarray, nodes: Any = None) -> list[np.ndarray]:
@@ -685,7 +695,10 @@ class Tap:
             if silent:  # the zero-noise hook of spec §6.2 item 15: charge, release exactly
                 if accountant is not None:
                     accountant.spend_all([(p.loss, p.label) for p in prepared])
-                released = [SimpleNamespace(values=t.copy()) for t in tap.counted[-1][1]]
+                released = [
+                    NoisyAnswers(t.copy(), 0, "laplace", p.noise.scale, p.noise.variance, p.loss)
+                    for p, t in zip(prepared, tap.counted[-1][1], strict=True)
+                ]
             else:
                 released = draw(prepared, rng=rng, accountant=accountant)
             tap.drawn.append((list(prepared), released))
@@ -694,7 +707,7 @@ class Tap:
 
         monkeypatch.setattr(Network, "count_tables", counting)
         monkeypatch.setattr(Network, "encode", encoding)
-        monkeypatch.setattr(dgm, "draw", drawing)
+        monkeypatch.setattr(learning, "draw", drawing)
 
 
 def test_spec_t1_through_learn_with_noise_off(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -702,9 +715,9 @@ def test_spec_t1_through_learn_with_noise_off(monkeypatch: pytest.MonkeyPatch) -
     δ̃ and ε*, and Stage II returns the exact MLE (spec §6.1 T1, §6.2 item 15)."""
     net, data = t1_chain()
     Tap(monkeypatch, silent=True)
-    learned = learn(net, data, 1, objective="paper", sampling_rate=1, seed=0)
-    np.testing.assert_allclose(learned.stage_one["estimated_errors"], T1_ERRORS, atol=5e-9)
-    np.testing.assert_allclose(learned.stage_one["weights"], [9, 5, 1])
+    learned = learn(net, data, epsilon=1, objective="paper", sampling_rate=1, rng=0)
+    np.testing.assert_allclose(learned.stage_one_facts["estimated_errors"], T1_ERRORS, atol=5e-9)
+    np.testing.assert_allclose(learned.stage_one_facts["weights"], [9, 5, 1])
     np.testing.assert_allclose([float(e) for e in learned.allocation], T1_ALLOCATION, atol=5e-7)
     assert sum(learned.allocation) == Fraction(9, 10)
     assert learned.network.cpds is not None
@@ -724,7 +737,7 @@ def test_noise_off_learn_equals_the_mle(monkeypatch: pytest.MonkeyPatch, name: s
     Tap(monkeypatch, silent=True)
     for options in ({"baseline": True}, *({"objective": o} for o in OBJECTIVES)):
         # the query objective reads a covered node's CPD off the exact table that covers it
-        learned = learn(net, data, 1.0, seed=0, **options)
+        learned = learn(net, data, epsilon=1.0, rng=0, **options)
         assert_same_cpds(learned.network, mle, 1e-12)
 
 
@@ -764,7 +777,7 @@ def learn_destroying_records(
             monkeypatch.setattr(Network, "encode", refuse)
 
     tap.after_draw = after_draw
-    return learn(net, private, 1.0, objective=objective, seed=seed), tap
+    return learn(net, private, epsilon=1.0, objective=objective, rng=seed), tap
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
@@ -777,7 +790,7 @@ def test_post_processing_never_reads_private_data(
     measure) used only the noisy tables."""
     net = load("child")
     data = net.sample(2000, rng(21))
-    reference = learn(net, data, 1.0, objective=objective, seed=5)
+    reference = learn(net, data, epsilon=1.0, objective=objective, rng=5)
     learned, tap = learn_destroying_records(monkeypatch, net, data, 5, objective)
     assert len(tap.drawn) == (2 if objective == "paper" else 1) and len(tap.encoded) == 1
     assert learned.allocation == reference.allocation
@@ -801,11 +814,11 @@ def test_post_processing_check_catches_a_leak(monkeypatch: pytest.MonkeyPatch) -
         return count(net_, codes, nodes)
 
     with monkeypatch.context() as patch:
-        patch.setattr(dgm, "estimated_errors", leaky_errors)
+        patch.setattr(learning, "estimated_errors", leaky_errors)
         patch.setattr(Network, "count_tables", remember)
-        reference = learn(net, data, 1.0, objective="paper", seed=5)
+        reference = learn(net, data, epsilon=1.0, objective="paper", rng=5)
     subsample.clear()
-    monkeypatch.setattr(dgm, "estimated_errors", leaky_errors)
+    monkeypatch.setattr(learning, "estimated_errors", leaky_errors)
     monkeypatch.setattr(Network, "count_tables", remember)
     learned, _ = learn_destroying_records(monkeypatch, net, data, 5)
     assert learned.allocation != reference.allocation
@@ -820,7 +833,7 @@ def test_large_epsilon_recovers_the_mle() -> None:
     data = net.sample(5000, rng(8))
     mle = direct_mle(net, data)
     for options in ({"baseline": True}, *({"objective": o} for o in OBJECTIVES)):
-        learned = learn(net, data, 10**4, seed=3, **options)
+        learned = learn(net, data, epsilon=10**4, rng=3, **options)
         cells = [math.prod(net.table_shape(i)) for i in range(len(net.nodes))]
         any_noise = sum(
             2 * c * math.exp(-float(e))
@@ -838,7 +851,7 @@ def test_error_shrinks_as_epsilon_grows() -> None:
     data = net.sample(5000, rng(8))
     mle = maximum_likelihood(net, data)
     errors = [
-        np.mean([l1_error(learn(net, data, eps, seed=s).network, mle) for s in range(8)])
+        np.mean([l1_error(learn(net, data, epsilon=eps, rng=s).network, mle) for s in range(8)])
         for eps in (0.3, 3, 30)
     ]
     assert errors[1] < errors[0] / 2 and errors[2] < errors[1] / 2
@@ -852,9 +865,12 @@ def test_data_dependent_beats_the_baseline_on_alarm() -> None:
     data = net.sample(10_000, rng(0))
     mle = maximum_likelihood(net, data)
     ours = [
-        l1_error(learn(net, data, 1, objective="paper", seed=s).network, mle) for s in range(20)
+        l1_error(learn(net, data, epsilon=1, objective="paper", rng=s).network, mle)
+        for s in range(20)
     ]
-    base = [l1_error(learn(net, data, 1, seed=s, baseline=True).network, mle) for s in range(20)]
+    base = [
+        l1_error(learn(net, data, epsilon=1, rng=s, baseline=True).network, mle) for s in range(20)
+    ]
     assert np.mean(ours) < np.mean(base)
 
 
@@ -885,7 +901,7 @@ def test_laplace_noise_has_variance_two_over_epsilon_squared(
     tap = Tap(monkeypatch)
     paper = options.get("objective") == "paper"
     for seed in range(3):
-        learn(net, data, 0.4 if paper else 0.2, seed=seed, **options)
+        learn(net, data, epsilon=0.4 if paper else 0.2, rng=seed, **options)
     assert len(tap.drawn) == (6 if paper else 3)
     squares: list[np.ndarray] = []
     noise: list[np.ndarray] = []
@@ -940,11 +956,11 @@ def bad_learn_inputs(data: pd.DataFrame) -> list[Any]:
         ("ε NaN", {"epsilon": float("nan")}, ValueError, "epsilon must be finite"),
         ("ε inf", {"epsilon": float("inf")}, ValueError, "epsilon must be finite"),
         ("ε text", {"epsilon": "1"}, ValueError, "epsilon must be a real number"),
-        ("stage_one 0", {"stage_one": 0}, ValueError, "stage_one"),
-        ("stage_one 1", {"stage_one": 1}, ValueError, "stage_one"),
-        ("stage_one > 1", {"stage_one": 1.5}, ValueError, "stage_one"),
-        ("stage_one < 0", {"stage_one": -0.1}, ValueError, "stage_one"),
-        ("stage_one NaN", {"stage_one": float("nan")}, ValueError, "stage_one"),
+        ("stage_one_share 0", {"stage_one_share": 0}, ValueError, "stage_one_share"),
+        ("stage_one_share 1", {"stage_one_share": 1}, ValueError, "stage_one_share"),
+        ("stage_one_share > 1", {"stage_one_share": 1.5}, ValueError, "stage_one_share"),
+        ("stage_one_share < 0", {"stage_one_share": -0.1}, ValueError, "stage_one_share"),
+        ("stage_one_share NaN", {"stage_one_share": float("nan")}, ValueError, "stage_one_share"),
         ("sampling_rate 0", {"sampling_rate": 0}, ValueError, "sampling_rate"),
         ("sampling_rate > 1", {"sampling_rate": 1.01}, ValueError, "sampling_rate"),
         ("sampling_rate < 0", {"sampling_rate": -0.5}, ValueError, "sampling_rate"),
@@ -956,7 +972,10 @@ def bad_learn_inputs(data: pd.DataFrame) -> list[Any]:
         ("method", {"method": "simplex"}, ValueError, "unknown method 'simplex'"),
         ("method, baseline", {"method": "simplex", "baseline": True}, ValueError, "simplex"),
         ("floor", {"floor": 0}, ValueError, "floor"),
-        ("seed", {"seed": "x"}, TypeError, "seed"),
+        ("rng", {"rng": "x"}, TypeError, "rng"),
+        ("rng < 0", {"rng": -1}, ValueError, "rng"),
+        ("uniform needs strict=False", {"method": "uniform"}, dpopt.SolverError, "feasible"),
+        ("strict", {"strict": 1}, ValueError, "strict"),
         ("baseline", {"baseline": 1}, TypeError, "baseline"),
         ("network", {"network": 42}, TypeError, "network must be"),
         ("network name", {"network": "asiaa"}, ValueError, "neither a bundled network"),
@@ -973,15 +992,9 @@ def test_bad_input_is_rejected_before_any_charge(
     kwargs: dict[str, Any], error: type[Exception], match: str
 ) -> None:
     accountant = dpopt.Accountant.pure(10)
-    arguments = {"network": ASIA, "data": ASIA_DATA, "epsilon": 1.0, "seed": 0} | kwargs
+    arguments = {"network": ASIA, "data": ASIA_DATA, "epsilon": 1.0, "rng": 0} | kwargs
     with pytest.raises(error, match=match):
-        learn(
-            arguments.pop("network"),
-            arguments.pop("data"),
-            arguments.pop("epsilon"),
-            accountant=accountant,
-            **arguments,
-        )
+        learn(arguments.pop("network"), arguments.pop("data"), accountant=accountant, **arguments)
     assert accountant.ledger == ()
     assert accountant.spent == 0
 
@@ -992,7 +1005,7 @@ def test_cyclic_graph_is_rejected_before_any_charge(tmp_path: Any) -> None:
     accountant = dpopt.Accountant.pure(10)
     data = pd.DataFrame({"A": ["0", "1"], "B": ["1", "1"]})
     with pytest.raises(ValueError, match="cyclic"):
-        learn(str(path), data, 1.0, accountant=accountant)
+        learn(str(path), data, epsilon=1.0, accountant=accountant)
     assert accountant.ledger == ()
 
 
@@ -1003,7 +1016,7 @@ def test_directly_built_cyclic_network_is_rejected_before_any_charge() -> None:
     data = pd.DataFrame({"A": ["0", "1"] * 5, "B": ["1", "1"] * 5})
     with pytest.raises(ValueError, match="topological order"):
         cyclic = Network(("A", "B"), ((1,), (0,)), (("0", "1"), ("0", "1")))
-        learn(cyclic, data, 1.0, accountant=accountant)
+        learn(cyclic, data, epsilon=1.0, accountant=accountant)
     assert accountant.ledger == ()
 
 
@@ -1019,7 +1032,7 @@ def test_directly_built_cyclic_network_is_rejected_before_any_charge() -> None:
 def test_wrong_or_short_accountant_is_rejected(accountant: Any, error: type, match: str) -> None:
     for baseline in (False, True):
         with pytest.raises(error, match=match):
-            learn(ASIA, ASIA_DATA, 1.0, accountant=accountant, baseline=baseline)
+            learn(ASIA, ASIA_DATA, epsilon=1.0, accountant=accountant, baseline=baseline)
         if isinstance(accountant, dpopt.Accountant):
             assert accountant.ledger == ()
 
@@ -1028,9 +1041,9 @@ def test_partly_spent_accountant_is_not_overdrawn() -> None:
     accountant = dpopt.Accountant.pure(1.5)
     accountant.spend(Loss.pure(Fraction(3, 4)), "earlier release")
     with pytest.raises(dpopt.BudgetExceededError):
-        learn(ASIA, ASIA_DATA, 1.0, accountant=accountant)
+        learn(ASIA, ASIA_DATA, epsilon=1.0, accountant=accountant)
     assert len(accountant.ledger) == 1
-    learned = learn(ASIA, ASIA_DATA, Fraction(3, 4), accountant=accountant, seed=0)
+    learned = learn(ASIA, ASIA_DATA, epsilon=Fraction(3, 4), accountant=accountant, rng=0)
     assert accountant.remaining == 0
     assert learned.budget["exact"]["spent"] == "3/2"
 

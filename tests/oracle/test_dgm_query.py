@@ -22,8 +22,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dpopt
-from dpopt.bayesnet import Network, load
-from dpopt.dgm import OBJECTIVES, allocate_budget, learn, query_coverage, query_weights
+from dpopt.dgm import (
+    OBJECTIVES,
+    Network,
+    allocate_budget,
+    learn,
+    load,
+    query_coverage,
+    query_weights,
+)
 from dpopt.models.dgm_budget import BudgetAllocation
 from dpopt.solvers.dgm_tables import make_consistent, to_marginals
 
@@ -187,7 +194,7 @@ def alarm() -> tuple[Network, object]:
 def test_default_objective_is_query(alarm: tuple[Network, object]) -> None:
     net, data = alarm
     assert OBJECTIVES[0] == "query"
-    assert learn(net, data, 1, seed=0).objective == "query"
+    assert learn(net, data, epsilon=1, rng=0).objective == "query"
 
 
 def test_learn_measures_the_maximal_families_at_eps_proportional_to_root_a(
@@ -195,10 +202,10 @@ def test_learn_measures_the_maximal_families_at_eps_proportional_to_root_a(
 ) -> None:
     net, data = alarm
     accountant = dpopt.Accountant.pure(Fraction(3, 2))
-    learned = learn(net, data, Fraction(5, 4), seed=2, accountant=accountant)
+    learned = learn(net, data, epsilon=Fraction(5, 4), rng=2, accountant=accountant)
     a = query_weights(net)
     np.testing.assert_array_equal(learned.error_weights, a)
-    assert learned.stage_one == {} and not learned.baseline
+    assert learned.stage_one_facts == {} and not learned.baseline
     measured = [i for i, cover in enumerate(net.covers) if not cover]
     assert 0 < len(measured) < len(net.nodes)  # alarm has covered roots
     assert [i for i, e in enumerate(learned.allocation) if e > 0] == measured
@@ -219,8 +226,8 @@ def test_learn_measures_the_maximal_families_at_eps_proportional_to_root_a(
 
 def test_learn_solves_the_split_with_the_chosen_method(alarm: tuple[Network, object]) -> None:
     net, data = alarm
-    closed = learn(net, data, 1, seed=0).allocation
-    clarabel = learn(net, data, 1, seed=0, method="cvxpy:clarabel").allocation
+    closed = learn(net, data, epsilon=1, rng=0).allocation
+    clarabel = learn(net, data, epsilon=1, rng=0, method="cvxpy:clarabel").allocation
     assert sum(clarabel) == 1 and [e == 0 for e in clarabel] == [e == 0 for e in closed]
     np.testing.assert_allclose([float(e) for e in clarabel], [float(e) for e in closed], atol=1e-5)
 

@@ -221,8 +221,8 @@ def test_expected_error_constants() -> None:
     sigma = privacy.analytic_gaussian_sigma(1.0, 1e-6)
     gaussian = hdmm.expected_error(workload, identity, "gaussian", epsilon=1, delta=1e-6)
     assert gaussian == pytest.approx(sigma**2 * 36, rel=1e-6)
-    assert hdmm.rmse(workload, identity) == pytest.approx(np.sqrt(2 * 36 / 8))
-    assert hdmm.expected_error(workload, np.ones((1, 8))) == float("inf")  # unsupported
+    assert hdmm.rmse(workload, identity, epsilon=1) == pytest.approx(np.sqrt(2 * 36 / 8))
+    assert hdmm.expected_error(workload, np.ones((1, 8)), epsilon=1) == float("inf")  # unsupported
 
 
 @pytest.mark.parametrize(
@@ -230,18 +230,29 @@ def test_expected_error_constants() -> None:
     [
         (lambda: hdmm.expected_error(wl.Prefix(4), np.eye(4), epsilon=0), ValueError, "epsilon"),
         (
-            lambda: hdmm.expected_error(wl.Prefix(4), np.eye(4), "gaussian", delta=1.5),
+            lambda: hdmm.expected_error(wl.Prefix(4), np.eye(4), "gaussian", epsilon=1, delta=1.5),
             ValueError,
             "delta",
         ),
-        (lambda: hdmm.expected_error(wl.Prefix(4), np.eye(3)), ValueError, "4 columns"),
+        (
+            lambda: hdmm.expected_error(wl.Prefix(4), np.eye(4), "gaussian", epsilon=1),
+            ValueError,
+            "delta is required",
+        ),
+        (
+            lambda: hdmm.expected_error(wl.Prefix(4), np.eye(4), epsilon=1, delta=1e-6),
+            ValueError,
+            "delta applies to Gaussian noise only",
+        ),
+        (lambda: hdmm.expected_error(wl.Prefix(4), np.eye(4)), TypeError, "epsilon"),
+        (lambda: hdmm.expected_error(wl.Prefix(4), np.eye(3), epsilon=1), ValueError, "4 columns"),
         (lambda: hdmm.optimize(wl.Prefix(4), "poisson"), ValueError, "noise must be one of"),
         (
             lambda: hdmm.measure(np.eye(3), np.zeros(4), epsilon=1, rng=np.random.default_rng()),
             ValueError,
             "x has 4 cells; the strategy has 3 columns",
         ),
-        (lambda: hdmm.measure(np.eye(3), np.zeros(3), epsilon=1, rng=0), TypeError, "Generator"),
+        (lambda: hdmm.measure(np.eye(3), np.zeros(3), epsilon=1, rng="0"), TypeError, "Generator"),
         (lambda: StrategySelection(np.ones((2, 3))), ValueError, "square"),
         (
             lambda: dpopt.solve(StrategySelection(np.eye(3), "laplace"), "cvxpy:clarabel"),
@@ -292,7 +303,8 @@ def test_answer_refuses_a_strategy_that_does_not_support_the_workload() -> None:
             accountant=accountant,
         )
     assert accountant.spent == 0.0  # refused before measuring
-    answers, given = hdmm.answer(
+    answered = hdmm.answer(
         wl.Prefix(4), np.ones(4), epsilon=1.0, strategy=np.eye(4), rng=np.random.default_rng(0)
     )
-    assert given.template == "given" and answers.shape == (4,)
+    assert answered.strategy.template == "given" and answered.answers.shape == (4,)
+    assert answered.statuses == {}  # a given strategy: no optimisation ran

@@ -97,7 +97,7 @@ def test_cps_rows_of_tables_6_and_7(noise: str, name: str, paper: float, bounds)
     at most :data:`LAPLACE_MARGIN` × the paper; on all marginals the deterministic IdTotal
     product (spec §5.2: 4.853) alone reproduces the paper within 2 %."""
     workload = hdmm_tables.cps_workload(name)
-    strategy = hdmm.optimize_product(workload, noise, template="kron")
+    strategy = hdmm.optimize_product(workload, noise, method="opt-kron")
     variance = 2.0 if noise == "laplace" else SIGMA**2
 
     def rmse(error: float) -> float:
@@ -123,8 +123,8 @@ def test_auto_is_never_worse_than_identity_and_records_candidates() -> None:
 
 
 def test_bad_product_input() -> None:
-    with pytest.raises(ValueError, match="template must be"):
-        hdmm.optimize_product(example_13(4), template="magic")
+    with pytest.raises(ValueError, match="method must be"):
+        hdmm.optimize_product(example_13(4), method="magic")
     with pytest.raises(ValueError, match="same attribute domains"):
         ProductStrategySelection([(1.0, [np.eye(2)]), (1.0, [np.eye(3)])])
     with pytest.raises(ValueError, match="union_of_kron_terms supports"):
@@ -141,7 +141,7 @@ def test_cps_marginals_row(noise: str, paper: float) -> None:
     at most :data:`LAPLACE_MARGIN` × the paper.
     """
     workload = hdmm_tables.cps_workload("all-marginals")
-    strategy = hdmm.optimize_product(workload, noise, template="marginals")
+    strategy = hdmm.optimize_product(workload, noise, method="opt-marginals")
     variance = 2.0 if noise == "laplace" else SIGMA**2
     ours = np.sqrt(variance * strategy.error / workload.shape[0])
     weights, domain = surrogate_weights(workload), wl.domain(workload)

@@ -16,6 +16,7 @@ from dpopt import hdmm
 from dpopt import workload as wl
 from dpopt.models.matrix_mechanism import StrategySelection
 from dpopt.paper import hdmm_tables
+from dpopt.paper.hdmm_columns import table_variance
 from dpopt.solvers import hdmm_baselines as baselines
 
 COLUMNS = ("identity", "h2", "wavelet", "hb", "svdb")
@@ -50,7 +51,7 @@ CASES = [pytest.param(*key, marks=pytest.mark.slow) if key[2] == 256 else key fo
 def test_baseline_columns(noise: str, name: str, n: int) -> None:
     workload = hdmm_tables.one_d_workload(name, n)
     problem = StrategySelection(hdmm.gram_of(workload), noise)
-    variance = hdmm.noise_variance(noise, 1.0, 1e-6)
+    variance = table_variance(noise)  # ε = 1, δ = 1e-6 for Gaussian noise
     rows = workload.shape[0]
     ours = {
         method: math.sqrt(variance * dpopt.solve(problem, method).objective / rows)

@@ -259,7 +259,7 @@ def test_gaussian_optimizer_columns(workloads, name: str) -> None:
     on SF1), ours lies between the bounds, 5× below the paper."""
     workload = workloads[name]
     errors = {
-        template: hdmm.optimize_product(workload, "gaussian", template=template).error
+        template: hdmm.optimize_product(workload, "gaussian", method=f"opt-{template}").error
         for template in ("kron", "union", "marginals")
     }
     ours = {k: rmse(workload, "gaussian", v) for k, v in errors.items()}

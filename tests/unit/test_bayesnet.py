@@ -16,8 +16,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dpopt import bif
-from dpopt.bayesnet import Network, load
+from dpopt.dgm import Network, bif, load
 
 SLOW_BIF = {"pathfinder"}  # pgmpy's BIFReader alone takes > 3 s on it (andes: ~1 s)
 

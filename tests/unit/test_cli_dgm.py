@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpopt import bayesnet
+from dpopt import dgm
 from dpopt.cli import main
 from dpopt.compare.dgm import UTILITY_METRICS, format_utility, utility_summary
 
@@ -23,7 +23,7 @@ def test_dgm_learns_and_reports_exactly_what_it_spent(capsys: pytest.CaptureFixt
     assert report["budget"]["kind"] == "pure"
     assert report["mechanism"] == "query objective"
     allocation = report["allocation"]
-    assert set(allocation) == set(bayesnet.load("asia").nodes)
+    assert set(allocation) == set(dgm.load("asia").nodes)
     assert sum(allocation.values()) == pytest.approx(0.1, rel=1e-12)  # no Stage I
     assert allocation["asia"] == allocation["smoke"] == 0  # read off tub's, lung's and bronc's
     errors = report["parameter_errors_vs_mle"]
@@ -54,7 +54,7 @@ def test_dgm_baseline_splits_equally(capsys: pytest.CaptureFixture[str]) -> None
 def test_dgm_reads_a_csv_and_saves_a_bif_that_loads_back(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    network = bayesnet.load("asia")
+    network = dgm.load("asia")
     data = tmp_path / "records.csv"
     network.sample(400, np.random.default_rng(0)).to_csv(data, index=False)
     saved = tmp_path / "private.bif"
@@ -62,7 +62,7 @@ def test_dgm_reads_a_csv_and_saves_a_bif_that_loads_back(
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "spent ε = 2" in out and f"wrote {saved}" in out
-    private = bayesnet.load(saved)
+    private = dgm.load(saved)
     assert set(private.nodes) == set(network.nodes)
     for i, node in enumerate(private.nodes):
         j = network.nodes.index(node)
@@ -93,7 +93,7 @@ def test_dgm_bad_input_exits_2_with_a_message(
 def test_dgm_data_with_an_extra_column_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    frame = bayesnet.load("asia").sample(50, np.random.default_rng(1))
+    frame = dgm.load("asia").sample(50, np.random.default_rng(1))
     frame["extra"] = "x"
     path = tmp_path / "records.csv"
     frame.to_csv(path, index=False)

@@ -1,4 +1,4 @@
-"""The DGM metrics (dpopt.dgm_evaluation): the paper's literal sums beside the P(pa)- and
+"""The DGM metrics (dpopt.dgm.evaluation): the paper's literal sums beside the P(pa)- and
 P(y)-weighted errors, on a network small enough to check by hand."""
 
 from __future__ import annotations
@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpopt.bayesnet import Network, load
-from dpopt.dgm_evaluation import Query, evaluate, parameter_errors, query_errors
+from dpopt.dgm import Network, Query, evaluate, load, parameter_errors, query_errors
 
 REFERENCE_A = [0.8, 0.2]
 REFERENCE_B = [[0.9, 0.1], [0.5, 0.5]]  # rows: A = 0, A = 1

@@ -26,7 +26,7 @@ def test_dense_and_kronecker_results_feed_hdmm() -> None:
     )
     x = np.random.default_rng(0).integers(0, 50, 16)
     budget = dpopt.Accountant.approx(1.0, 1e-6)
-    answers, used = hdmm.answer(
+    answered = hdmm.answer(
         workload,
         x,
         epsilon=1.0,
@@ -36,7 +36,8 @@ def test_dense_and_kronecker_results_feed_hdmm() -> None:
         rng=np.random.default_rng(1),
         accountant=budget,
     )
-    assert used is strategy and answers.shape == (workload.shape[0],)
+    assert answered.strategy is strategy and answered.answers.shape == (workload.shape[0],)
+    assert answered.budget == budget.report() and answered.statuses == {}
     product = eigen.design(wl.Kron([wl.Prefix(8), wl.AllRange(4)]))
     assert isinstance(product, hdmm.ProductStrategy) and len(product.blocks) == 1
     measured = hdmm.measure(
@@ -82,7 +83,7 @@ def test_closed_form_eigenpairs(n: int, prefix: bool) -> None:
         ({"separation": 100}, "separation"),
         ({"zero_tol": 1.5}, "zero_tol"),
         ({"completion": "yes"}, "completion"),
-        ({"weighting": "no-such-method"}, "no-such-method"),
+        ({"method": "no-such-method"}, "no-such-method"),
     ],
 )
 def test_bad_options_are_refused(kwargs: dict, message: str) -> None:

@@ -45,7 +45,7 @@ def test_union_strategy_answers_are_exact() -> None:
     workload = wl.VStack(
         [wl.Kron([wl.Prefix(4), wl.AllRange(3)]), wl.Kron([wl.Total(4), wl.Prefix(3)])]
     )
-    strategy = hdmm.optimize_product(workload, "gaussian", template="union")
+    strategy = hdmm.optimize_product(workload, "gaussian", method="opt-union")
     stack = ExactStack.from_blocks(strategy.measured_blocks)
     x = list(range(12))
     answers = stack.answers(np.arange(12))

@@ -149,7 +149,7 @@ def test_census_level_errors(target: str, bad: Any) -> None:
 
 
 @FUZZ_SLOW
-@given(st.sampled_from(["workload", "noise", "restarts", "seed", "p"]), BAD)
+@given(st.sampled_from(["workload", "noise", "method", "restarts", "seed", "p"]), BAD)
 @example("restarts", 2.5)  # the probe's cases
 @example("seed", -1)
 @example("restarts", 10**9)
@@ -162,7 +162,7 @@ def test_hdmm_optimize(target: str, bad: Any) -> None:
 
 
 @FUZZ_SLOW
-@given(st.sampled_from(["workload", "noise", "template", "restarts", "seed"]), BAD)
+@given(st.sampled_from(["workload", "noise", "method", "restarts", "seed"]), BAD)
 @example("restarts", 2.5)
 @example("restarts", None)
 @example("seed", np.True_)
@@ -187,7 +187,7 @@ def test_hdmm_optimize_product(target: str, bad: Any) -> None:
 @example("expected_error", "strategy", "")
 @example("rmse", "strategy", "abc")
 def test_hdmm_expected_error_and_rmse(function: str, target: str, bad: Any) -> None:
-    kwargs: dict[str, Any] = {"workload": wl.Prefix(3), "strategy": np.eye(3)}
+    kwargs: dict[str, Any] = {"workload": wl.Prefix(3), "strategy": np.eye(3), "epsilon": 1.0}
     kwargs[target] = bad
     ok, value = outcome(lambda: getattr(hdmm, function)(**kwargs), target, hang=HANG)
     if ok:

@@ -35,9 +35,10 @@ def test_dense_strategy_answers_are_unbiased_with_the_reported_variance(noise: s
     truth = workload @ x
     rng = np.random.default_rng(1)
     variances = []
+    delta = 1e-6 if noise == "gaussian" else None
 
     def once() -> float:
-        measured = hdmm.measure(strategy, x, epsilon=1.0, delta=1e-6, rng=rng)
+        measured = hdmm.measure(strategy, x, epsilon=1.0, delta=delta, rng=rng)
         variances.append(measured.variances[0])
         return float(np.sum((workload @ hdmm.reconstruct(measured) - truth) ** 2))
 
@@ -45,8 +46,8 @@ def test_dense_strategy_answers_are_unbiased_with_the_reported_variance(noise: s
     assert len(set(variances)) == 1  # public: the same every run
     expected = (
         variances[0]
-        * hdmm.expected_error(workload, strategy.matrix, noise)
-        / (hdmm.noise_variance(noise, 1.0, 1e-6))
+        * hdmm.expected_error(workload, strategy.matrix, noise, epsilon=1.0, delta=delta)
+        / (hdmm.noise_variance(noise, 1.0, delta))
     )
     assert abs(mean - expected) < 4 * error
 
@@ -66,7 +67,9 @@ def test_measurement_variance_is_the_calibrated_one() -> None:
     )
     rho = privacy.cdp_rho(1.0, 1e-6)  # tight zCDP → (ε, δ) (Canonne, Kamath & Steinke)
     assert measured.variance == pytest.approx(1 / (2 * rho), rel=1e-3)
-    assert measured.loss.approx_dp == (Fraction(1), Fraction(1e-6))
+    (record,) = measured.measured
+    assert record.loss.approx_dp == (Fraction(1), Fraction(1e-6))
+    assert record.noise == "discrete-gaussian" and record.scale**2 == measured.variance
 
 
 @pytest.mark.slow
@@ -77,7 +80,7 @@ def test_product_strategies_measure_and_reconstruct_without_bias(template: str) 
     )
     if template == "marginals":
         workload = wl.Marginals((3, 4, 2), 2)
-    strategy = hdmm.optimize_product(workload, "laplace", template=template, seed=1)
+    strategy = hdmm.optimize_product(workload, "laplace", method=f"opt-{template}", seed=1)
     cells = workload.shape[1]
     x = _histogram(cells)
     rng = np.random.default_rng(2)
@@ -131,7 +134,9 @@ def test_laplace_charges_epsilon_and_gaussian_charges_its_kind() -> None:
         (np.zeros(7), {}, "x has 7 cells; the strategy has 8 columns"),
         (np.zeros(8), {"epsilon": 0.0}, "epsilon"),
         (np.zeros(8), {"epsilon": 1e-30}, "overflow"),
-        (np.zeros(8), {"rng": 3}, "Generator"),
+        (np.zeros(8), {"rng": "3"}, "Generator"),
+        (np.zeros(8), {"rng": -3}, "rng"),
+        (np.zeros(8), {"delta": 1e-6}, "delta applies to Gaussian noise only"),
         (np.zeros(8), {"noise": "gaussian"}, "differs"),
     ],
 )

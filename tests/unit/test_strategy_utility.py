@@ -79,7 +79,7 @@ def test_measured_trace_is_the_error_of_the_strategy_as_measured() -> None:
     )
     terms = wl.union_of_kron_terms(workload)
     x = np.arange(12)
-    kron = hdmm.optimize_product(workload, "gaussian", template="kron")
+    kron = hdmm.optimize_product(workload, "gaussian", method="opt-kron")
     measured = hdmm.measure(kron, x, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(0))
     trace = measured_trace(measured, terms)
     assert trace == pytest.approx(_dense_trace(np.kron(*measured.blocks[0]), workload), rel=1e-9)
@@ -89,7 +89,7 @@ def test_measured_trace_is_the_error_of_the_strategy_as_measured() -> None:
     expected = _dense_trace(measured.blocks[0][0], workload)
     assert measured_trace(measured, terms) == pytest.approx(expected, rel=1e-9)
     marginals = wl.Marginals((2, 3, 2), 2)
-    theta = hdmm.optimize_product(marginals, "gaussian", template="marginals")
+    theta = hdmm.optimize_product(marginals, "gaussian", method="opt-marginals")
     rng = np.random.default_rng(1)
     measured = hdmm.measure(theta, np.arange(12), epsilon=1.0, delta=1e-6, rng=rng)
     assert measured_trace(measured, wl.union_of_kron_terms(marginals)) is None

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.bayesnet import Network, quiet_pgmpy
+from dpopt.dgm.networks import Network, quiet_pgmpy
 
 __all__ = [
     "KL_FLOOR",
@@ -54,6 +54,18 @@ def _kl(private: np.ndarray, reference: np.ndarray) -> tuple[float, int]:
     floored = np.maximum(reference, KL_FLOOR)
     terms = private[positive] * np.log(private[positive] / floored[positive])
     return float(terms.sum()), int(np.count_nonzero((private >= KL_FLOOR) & (reference < KL_FLOOR)))
+
+
+def _means(
+    l1: list[float], weighted: list[float], kl: list[float], floored: int
+) -> dict[str, float]:
+    """The metrics' report: each error averaged, and how many KL terms were floored."""
+    return {
+        "l1": float(np.mean(l1)),
+        "weighted_l1": float(np.mean(weighted)),
+        "kl": float(np.mean(kl)),
+        "kl_floored": floored,
+    }
 
 
 def _cpds(network: Network) -> tuple[np.ndarray, ...]:
@@ -90,12 +102,7 @@ def parameter_errors(reference: Network, private: Network) -> dict[str, float]:
         divergence, count = _kl(noisy, theta)
         kl.append(divergence)
         floored += count
-    return {
-        "l1": float(np.mean(l1)),
-        "weighted_l1": float(np.mean(weighted)),
-        "kl": float(np.mean(kl)),
-        "kl_floored": floored,
-    }
+    return _means(l1, weighted, kl, floored)
 
 
 @dataclass(frozen=True)
@@ -216,12 +223,7 @@ def query_errors(
         divergence, count = _kl(estimate[seen], truth[seen])
         kl.append(divergence)
         floored += count
-    return {
-        "l1": float(np.mean(l1)),
-        "weighted_l1": float(np.mean(weighted)),
-        "kl": float(np.mean(kl)),
-        "kl_floored": floored,
-    }
+    return _means(l1, weighted, kl, floored)
 
 
 def _engine(model: Network | Inference) -> Inference:

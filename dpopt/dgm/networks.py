@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpopt import bif
+from dpopt.dgm import bif
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -154,7 +154,7 @@ class Network:
 
     @classmethod
     def from_bif(cls, source: str | Path, *, name: str = "") -> Network:
-        """A network from a ``.bif``/``.bif.gz`` file (see :mod:`dpopt.bif`)."""
+        """A network from a ``.bif``/``.bif.gz`` file (see :mod:`dpopt.dgm.bif`)."""
         states, parents, cpds = bif.parse(bif.read_text(source))
         return cls.from_parents(parents, states, cpds, name=name or Path(source).name)
 
@@ -507,7 +507,7 @@ class Network:
 
 
 def load(source: Any) -> Network:
-    """A network from a bundled bnlearn name (:data:`dpopt.bif.BUNDLED`), a BIF file path, a
+    """A network from a bundled bnlearn name (:data:`dpopt.dgm.BUNDLED`), a BIF file path, a
     pgmpy ``DiscreteBayesianNetwork`` or a :class:`Network` (returned as is)."""
     if isinstance(source, Network):
         return source
@@ -524,5 +524,5 @@ def load(source: Any) -> Network:
         return Network.from_pgmpy(source)
     raise TypeError(
         "network must be a bundled name, a BIF path, a pgmpy DiscreteBayesianNetwork or a "
-        f"dpopt.bayesnet.Network, got {type(source).__name__}"
+        f"dpopt.dgm.Network, got {type(source).__name__}"
     )

@@ -36,7 +36,7 @@ BUNDLED = (
     "andes",
     "pathfinder",
 )
-"""Bundled bnlearn networks, smallest first (pass a name to :func:`dpopt.bayesnet.load`)."""
+"""Bundled bnlearn networks, smallest first (pass a name to :func:`dpopt.dgm.load`)."""
 
 _VARIABLE = re.compile(
     r"variable\s+([^\s{]+)\s*\{[^{}]*?type\s+discrete\s*\[\s*(\d+)\s*\]\s*\{([^}]*)\}", re.S

@@ -18,7 +18,7 @@ split over the tables:
   Laplace noise at ε_s/n, ε_s = ln(1 + (e^{ε^I} − 1)/β) rounded down, so that amplification
   by sampling (Lemma 2.1) makes Stage I cost ε^I; Algorithm 1 turns the noisy tables into
   preliminary CPDs Θ̂, and Eq. 6 into estimated errors δ̃_i. **Allocation**: a_i = W[i]·δ̃_i
-  with W (Eq. 7, :attr:`~dpopt.bayesnet.Network.weights`) computed from Θ̂ by the derivative
+  with W (Eq. 7, :attr:`~dpopt.dgm.Network.weights`) computed from Θ̂ by the derivative
   definition of Δ (Eqs. 8–9).
 
 Both solve :class:`BudgetAllocation` (Eq. 5, min Σ a_i/ε_i s.t. Σ ε_i = E) through
@@ -46,11 +46,12 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.bayesnet import Network, load
+from dpopt.dgm.networks import Network, load
 from dpopt.models.dgm_budget import BudgetAllocation
 from dpopt.privacy import Accountant, Loss, draw, exact_shares, prepare_laplace
 from dpopt.privacy.samplers import exact_fraction
-from dpopt.problem import solve
+from dpopt.problem import CLAIMS_FEASIBLE, SolverError, Status, solve
+from dpopt.release import Measured, Rng, measured_answers, resolve_rng
 from dpopt.solvers.dgm_tables import (
     CONSISTENCY_WEIGHTS,
     conditionals,
@@ -58,18 +59,21 @@ from dpopt.solvers.dgm_tables import (
     make_consistent,
     to_marginals,
 )
-from dpopt.validation import choice, generator, positive_number
+from dpopt.validation import boolean, choice, positive_number
 
 __all__ = [
     "OBJECTIVES",
+    "SAMPLING_RATE",
+    "STAGE_ONE_SHARE",
     "Learned",
+    "Settings",
     "allocate_budget",
     "amplified",
     "learn",
     "maximum_likelihood",
     "query_coverage",
     "query_weights",
-    "stage_one_budget",
+    "subsample_epsilon",
 ]
 
 OBJECTIVES = ("query", "paper")
@@ -88,10 +92,19 @@ def allocate_budget(a: Any, total: Any, *, method: str = "auto") -> list[Fractio
 
     Returns ε* as exact rationals proportional to the solver's allocation and adding up to
     ``total`` exactly, so that spending them all never exceeds it; nothing is spent here.
+    Raises :class:`~dpopt.SolverError` unless the solve is certified ``optimal``.
     """
+    return _allocation(a, total, method, True)[0]
+
+
+def _allocation(a: Any, total: Any, method: str, strict: bool) -> tuple[list[Fraction], Status]:
+    """:func:`allocate_budget` and the solve's status; ``strict=False`` accepts a ``feasible``
+    split (a point that meets the model), never one that does not."""
     budget = exact_fraction("total", total)
-    problem = BudgetAllocation(a=a, total=float(budget))
-    return exact_shares(budget, np.asarray(solve(problem, method, strict=True).x))
+    solution = solve(BudgetAllocation(a=a, total=float(budget)), method, strict=strict)
+    if solution.status not in CLAIMS_FEASIBLE:
+        raise SolverError(solution)
+    return exact_shares(budget, np.asarray(solution.x)), solution.status
 
 
 def amplified(epsilon: Any, rate: Any) -> float:
@@ -99,21 +112,23 @@ def amplified(epsilon: Any, rate: Any) -> float:
     return math.log1p(float(rate) * math.expm1(float(epsilon)))
 
 
-def stage_one_budget(stage_one: Fraction, rate: Fraction) -> Fraction:
-    """ε_s = ln(1 + (e^{ε^I} − 1)/β) (spec §2.1), rounded down to a multiple of 2⁻⁴⁸ so that
-    its amplified cost never exceeds ε^I; the check runs in 60-digit decimal arithmetic."""
+def subsample_epsilon(epsilon_one: Fraction, rate: Fraction) -> Fraction:
+    """ε_s = ln(1 + (e^{ε^I} − 1)/β) (spec §2.1): the ε Stage I may spend on its β-subsample
+    so that amplification costs ε^I = ``epsilon_one``, rounded down to a multiple of 2⁻⁴⁸ so
+    that its amplified cost never exceeds ε^I; the check runs in 60-digit decimal
+    arithmetic."""
     if rate == 1:
-        return stage_one
+        return epsilon_one
     with localcontext() as context:
         context.prec = 60
-        target = Decimal(stage_one.numerator) / Decimal(stage_one.denominator)
+        target = Decimal(epsilon_one.numerator) / Decimal(epsilon_one.denominator)
         beta = Decimal(rate.numerator) / Decimal(rate.denominator)
         exact = (1 + (target.exp() - 1) / beta).ln()
         steps = int(exact * (1 << 48)) - 1
         chosen = Fraction(steps, 1 << 48)
         cost = (1 + beta * ((Decimal(steps) / Decimal(1 << 48)).exp() - 1)).ln()
         if steps <= 0 or cost > target:
-            raise ValueError(f"ε^I = {float(stage_one):.3g} is too small to run Stage I")
+            raise ValueError(f"ε^I = {float(epsilon_one):.3g} is too small to run Stage I")
     return chosen
 
 
@@ -170,26 +185,72 @@ def query_weights(network: Any) -> np.ndarray:
     return a
 
 
+@dataclass(frozen=True)
+class Settings:
+    """The validated options of :func:`learn` (its keyword arguments of the same names).
+
+    ``objective`` (:data:`OBJECTIVES`), ``baseline`` (the D-Ind split, no optimisation),
+    ``stage_one_share`` = ε^I/ε^B in (0, 1) and ``sampling_rate`` = β in (0, 1] of the paper
+    objective (read exactly: a float by its decimal text, 0.1 → 1/10), ``floor`` τ > 0 of
+    Eq. 6, ``consistency`` the Eq. 17 weights, ``strict``: the allocation solve must be
+    certified ``optimal`` (else :class:`~dpopt.SolverError`); with ``strict=False`` a
+    ``feasible`` allocation (a heuristic's, such as ``uniform``) is used and its status kept.
+    """
+
+    objective: str = "query"
+    baseline: bool = False
+    stage_one_share: Any = STAGE_ONE_SHARE
+    sampling_rate: Any = SAMPLING_RATE
+    floor: float = 1.0
+    consistency: str = "epsilon"
+    strict: bool = True
+
+    def __post_init__(self) -> None:
+        choice("objective", self.objective, OBJECTIVES)
+        if not isinstance(self.baseline, bool):
+            raise TypeError(f"baseline must be True or False, got {self.baseline!r}")
+        share = _rate("stage_one_share", self.stage_one_share, upper_open=True)
+        rate = _rate("sampling_rate", self.sampling_rate, upper_open=False)
+        if rate.denominator >= 1 << 62:
+            raise ValueError(f"sampling_rate {rate} needs a denominator below 2^62")
+        object.__setattr__(self, "stage_one_share", share)
+        object.__setattr__(self, "sampling_rate", rate)
+        object.__setattr__(self, "floor", positive_number("floor", self.floor))
+        choice("consistency", self.consistency, CONSISTENCY_WEIGHTS)
+        object.__setattr__(self, "strict", boolean("strict", self.strict))
+
+
 @dataclass(frozen=True, eq=False)
 class Learned:
-    """A privately learned network and what it cost.
+    """A privately learned network and what it cost (a :class:`~dpopt.release.ReleaseResult`).
 
-    ``network`` carries the private CPDs (:class:`~dpopt.bayesnet.Network`); ``model`` is the
+    ``network`` carries the private CPDs (:class:`~dpopt.dgm.Network`); ``model`` is the
     same as a pgmpy ``DiscreteBayesianNetwork`` (built on first access). ``budget`` is the
-    accountant's report; ``allocation`` the Stage-II ε_i per node (exact; 0 for a table the
-    query objective does not measure); ``objective`` the split's objective (``None`` for the
-    D-Ind baseline) and ``error_weights`` the a_i it minimized Σ a_i/ε_i with; ``stage_one``
-    the Stage-I facts of the paper objective (ε^I, ε_s, β, δ̃, W, a). All are computed from
-    noisy output or public data.
+    charged accountant's report; ``statuses`` the status of the allocation solve
+    (``"allocation"``; none for the D-Ind baseline, which solves nothing); ``measured`` one
+    :class:`~dpopt.release.Measured` per noisy count table (Stage I's first, each charged its
+    share ε^I/n of Stage I's amplified cost; their losses add up to the budget spent).
+    ``allocation`` is the Stage-II ε_i per node (exact; 0 for a table the query objective
+    does not measure); ``objective`` the split's objective (``None`` for the D-Ind
+    baseline) and ``error_weights`` the a_i it minimized Σ a_i/ε_i with;
+    ``stage_one_facts`` the Stage-I facts of the paper objective (ε^I, ε_s, β, δ̃, W, a).
+    All are computed from noisy output or public data.
     """
 
     network: Network
     budget: dict[str, Any]
+    statuses: dict[str, Status]
+    measured: tuple[Measured, ...]
     allocation: tuple[Fraction, ...]
-    baseline: bool
-    stage_one: dict[str, Any] = field(default_factory=dict)
+    settings: Settings
+    stage_one_facts: dict[str, Any] = field(default_factory=dict)
     objective: str | None = None
     error_weights: np.ndarray | None = None
+
+    @property
+    def baseline(self) -> bool:
+        """Whether this is the D-Ind baseline (ε^B/n per table)."""
+        return self.settings.baseline
 
     @cached_property
     def model(self) -> Any:
@@ -252,71 +313,69 @@ def maximum_likelihood(network: Any, data: Any) -> Network:
 def learn(
     network: Any,
     data: Any,
-    epsilon: Any,
     *,
+    epsilon: Any,
+    rng: Rng = None,
+    method: str = "auto",
+    accountant: Accountant | None = None,
     objective: str = "query",
     baseline: bool = False,
-    seed: Any = None,
-    accountant: Accountant | None = None,
-    stage_one: Any = STAGE_ONE_SHARE,
+    stage_one_share: Any = STAGE_ONE_SHARE,
     sampling_rate: Any = SAMPLING_RATE,
     floor: float = 1.0,
-    method: str = "auto",
     consistency: str = "epsilon",
+    strict: bool = True,
 ) -> Learned:
     """Learn the CPDs of ``network`` from ``data`` under ``epsilon``-DP (spec §2.1).
+
+    Plans first (every input and option validated, the allocation method tried on a public
+    instance, the accountant checked), then charges and draws: bad input charges nothing.
 
     Parameters
     ----------
     network : str, path, pgmpy model or Network
         The public structure and domains: a bundled bnlearn name (``"alarm"``), a BIF file, a
-        pgmpy ``DiscreteBayesianNetwork`` or a :class:`~dpopt.bayesnet.Network`.
+        pgmpy ``DiscreteBayesianNetwork`` or a :class:`~dpopt.dgm.Network`.
     data : pandas.DataFrame
         One column per node, values among the node's states; no missing values.
     epsilon : number
-        ε^B > 0, read exactly (an int, Fraction or float).
-    objective : str
-        How ε^B is split over the tables (:data:`OBJECTIVES`): ``"query"`` (default) the
-        expected query error from public facts, measuring the maximal families only;
-        ``"paper"`` the paper's Eqs. 5–7 with Stage I.
-    baseline : bool
-        The data-independent D-Ind baseline: ε^B/n per table on the full data, no Stage I
-        (``objective`` is then only validated).
-    seed : int, numpy Generator or None
-        The randomness (sampling and noise); ``None`` draws fresh OS entropy.
+        ε^B > 0, read exactly (an int, Fraction or float); keyword-only.
+    rng : numpy Generator, int or None
+        The randomness of the sampling and the noise (:func:`dpopt.release.resolve_rng`);
+        ``None`` draws fresh OS entropy. A secret: never publish or reuse it.
+    method : str
+        The :class:`~dpopt.models.dgm_budget.BudgetAllocation` method that splits the budget
+        (default the closed form ε ∝ √a; ``"uniform"`` needs ``strict=False``).
     accountant : Accountant, optional
         A pure-ε accountant to charge (one is made for ε^B if omitted).
-    stage_one : number
-        ε^I/ε^B of the paper objective, in (0, 1) (default 1/10).
-    sampling_rate : number
-        β of the paper objective, in (0, 1] (default 1/10); 1 runs Stage I on all records.
-    floor : float
-        τ > 0: noisy counts are clipped below at τ in Eq. 6 (default 1).
-    method : str
-        The :class:`~dpopt.models.dgm_budget.BudgetAllocation` method (default the closed form).
-    consistency : str
-        Eq. 17 weights, ``"epsilon"`` (the paper) or ``"inverse-variance"``.
+    objective, baseline, stage_one_share, sampling_rate, floor, consistency, strict
+        The options of :class:`Settings` (validated there): ``objective="query"`` (default)
+        the expected query error from public facts, measuring the maximal families only;
+        ``"paper"`` the paper's Eqs. 5–7 with Stage I at ε^I = ``stage_one_share``·ε^B on a
+        ``sampling_rate`` = β Poisson subsample; ``baseline=True`` the data-independent D-Ind
+        split ε^B/n per table (``objective`` then only validated).
     """
+    settings = Settings(
+        objective, baseline, stage_one_share, sampling_rate, floor, consistency, strict
+    )
     structure = load(network)
     codes = structure.encode(data)
     eps = exact_fraction("epsilon", epsilon)
-    choice("objective", objective, OBJECTIVES)
-    share = _rate("stage_one", stage_one, upper_open=True)
-    rate = _rate("sampling_rate", sampling_rate, upper_open=False)
-    positive_number("floor", floor)
-    choice("consistency", consistency, CONSISTENCY_WEIGHTS)
-    if not isinstance(baseline, bool):
-        raise TypeError(f"baseline must be True or False, got {baseline!r}")
-    rng = generator(seed)
-    # an unknown method fails here, before any charge (also for the baseline, which has none)
-    solve(BudgetAllocation(np.ones(len(structure.nodes)), 1.0), method, strict=True)
-    run = _Run(structure, codes, _accountant(accountant, eps), rng, consistency, method)
-    if baseline:
-        return _stage_two(run, exact_shares(eps, np.ones(len(structure.nodes))), None, None, {})
-    if objective == "query":
+    generator = resolve_rng(rng)
+    # an unknown or unfit method fails here, before any charge (also for the baseline)
+    _allocation(np.ones(len(structure.nodes)), 1, method, settings.strict)
+    if settings.baseline or settings.objective == "query":
+        ledger = _accountant(accountant, eps)
+        run = _Run(structure, codes, ledger, generator, settings, method)
+        if settings.baseline:
+            return _stage_two(run, exact_shares(eps, np.ones(len(structure.nodes))), None, None)
         a = query_weights(structure)
-        return _stage_two(run, _measured_shares(a, eps, method), "query", a, {})
-    return _paper(run, eps, share * eps, rate, floor)
+        shares, status = _measured_shares(a, eps, method, settings.strict)
+        return _stage_two(run, shares, "query", a, {"allocation": status})
+    first = settings.stage_one_share * eps
+    sample_eps = subsample_epsilon(first, settings.sampling_rate)  # refuses a tiny ε^I
+    run = _Run(structure, codes, _accountant(accountant, eps), generator, settings, method)
+    return _paper(run, eps, first, sample_eps)
 
 
 @dataclass(frozen=True, eq=False)
@@ -327,20 +386,24 @@ class _Run:
     codes: np.ndarray
     ledger: Accountant
     rng: np.random.Generator
-    consistency: str
+    settings: Settings
     method: str
 
 
-def _measured_shares(a: np.ndarray, total: Fraction, method: str) -> list[Fraction]:
+def _measured_shares(
+    a: np.ndarray, total: Fraction, method: str, strict: bool
+) -> tuple[list[Fraction], Status]:
     """:func:`allocate_budget` over the tables with a_i > 0; 0 for the others (not measured)."""
-    shares = iter(allocate_budget(a[a > 0], total, method=method))
-    return [next(shares) if weight > 0 else Fraction(0) for weight in a]
+    solved, status = _allocation(a[a > 0], total, method, strict)
+    shares = iter(solved)
+    return [next(shares) if weight > 0 else Fraction(0) for weight in a], status
 
 
-def _paper(run: _Run, eps: Fraction, first: Fraction, rate: Fraction, floor: float) -> Learned:
-    """Stage I, Eqs. 6–7 and the allocation of Eq. 5 (spec §2.1 lines 1–13), then Stage II."""
-    structure, nodes = run.structure, len(run.structure.nodes)
-    sample_eps = stage_one_budget(first, rate)
+def _paper(run: _Run, eps: Fraction, first: Fraction, sample_eps: Fraction) -> Learned:
+    """Stage I at ε^I = ``first`` (ε_s = ``sample_eps`` on the subsample), Eqs. 6–7 and the
+    allocation of Eq. 5 (spec §2.1 lines 1–13), then Stage II."""
+    structure, nodes, settings = run.structure, len(run.structure.nodes), run.settings
+    rate = settings.sampling_rate
     per_table = [sample_eps / nodes] * nodes
     codes = run.codes
     kept = codes if rate == 1 else np.asfortranarray(codes[_poisson(codes.shape[0], rate, run.rng)])
@@ -351,12 +414,19 @@ def _paper(run: _Run, eps: Fraction, first: Fraction, rate: Fraction, floor: flo
         f"dgm Stage I: {nodes} tables at ε_s/n on a β = {rate} Poisson subsample "
         f"(ε_s = {float(sample_eps):.6g}, amplified to ε^I, Lemma 2.1)",
     )
-    noisy = [p.values for p in draw(prepared, rng=run.rng, accountant=None)]
-    preliminary = _parameters(structure, noisy, [float(e) for e in per_table], run.consistency)
-    errors = estimated_errors(noisy, preliminary, floor=floor)
+    released = draw(prepared, rng=run.rng, accountant=None)
+    # each table is (ε_s/n)-DP on the subsample, amplified to at most ε^I/n (the amplified
+    # cost is convex in ε and 0 at 0): the n shares add up to the ε^I charged
+    share = Loss.pure(first / nodes)
+    first_measured = [
+        measured_answers(p.label, r, loss=share) for p, r in zip(prepared, released, strict=True)
+    ]
+    noisy = [r.values for r in released]
+    preliminary = _parameters(structure, noisy, [float(e) for e in per_table], settings.consistency)
+    errors = estimated_errors(noisy, preliminary, floor=settings.floor)
     weights = structure.with_cpds(preliminary).weights  # Eqs. 7–9 on Θ̂
     a = weights * errors
-    budgets = allocate_budget(a, eps - first, method=run.method)
+    budgets, status = _allocation(a, eps - first, run.method, settings.strict)
     facts = {
         "epsilon_I": float(first),
         "epsilon_s": float(sample_eps),
@@ -365,13 +435,11 @@ def _paper(run: _Run, eps: Fraction, first: Fraction, rate: Fraction, floor: flo
         "weights": weights,
         "a": a,
     }
-    return _stage_two(run, budgets, "paper", a, facts)
+    return _stage_two(run, budgets, "paper", a, {"allocation": status}, first_measured, facts)
 
 
 def _poisson(records: int, rate: Fraction, rng: np.random.Generator) -> np.ndarray:
     """Keep each record with probability exactly β = p/q (integer draws below q)."""
-    if rate.denominator >= 1 << 62:
-        raise ValueError(f"sampling_rate {rate} needs a denominator below 2^62")
     return rng.integers(0, rate.denominator, size=records) < rate.numerator
 
 
@@ -380,7 +448,9 @@ def _stage_two(
     budgets: list[Fraction],
     objective: str | None,
     a: np.ndarray | None,
-    facts: dict[str, Any],
+    statuses: dict[str, Status] | None = None,
+    earlier: Sequence[Measured] = (),
+    facts: dict[str, Any] | None = None,
 ) -> Learned:
     """Measure every table with a budget > 0 on the full data and post-process. A table
     left out enters the consistency step as zeros of weight 0, so that it ends up as the
@@ -395,13 +465,16 @@ def _stage_two(
     released = draw(prepared, rng=run.rng, accountant=run.ledger)
     for i, release in zip(measured, released, strict=True):
         noisy[i] = release.values
-    cpds = _parameters(structure, noisy, [float(b) for b in budgets], run.consistency)
+    records = [measured_answers(p.label, r) for p, r in zip(prepared, released, strict=True)]
+    cpds = _parameters(structure, noisy, [float(b) for b in budgets], run.settings.consistency)
     return Learned(
         structure.with_cpds(cpds),
         run.ledger.report(),
+        dict(statuses or {}),
+        (*earlier, *records),
         tuple(budgets),
-        objective is None,
-        facts,
+        run.settings,
+        dict(facts or {}),
         objective,
         a,
     )

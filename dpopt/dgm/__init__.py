@@ -1,0 +1,71 @@
+"""DGM: differentially private parameter learning for discrete Bayesian networks
+(dgm-budget spec; Roy Chowdhury, Rekatsinas & Jha 2019), with the budget split optimised.
+
+The family's public API:
+
+- :func:`learn` (:mod:`~dpopt.dgm.learning`) — the release: CPDs learned under ε-DP, the
+  budget split by :class:`~dpopt.models.dgm_budget.BudgetAllocation`; returns
+  :class:`Learned` (a :class:`~dpopt.release.ReleaseResult`);
+- :class:`Network` and :func:`load` (:mod:`~dpopt.dgm.networks`) — the public structure and
+  domains, CPDs, records and count tables; :mod:`~dpopt.dgm.bif` reads BIF files and the
+  bundled bnlearn networks (:data:`BUNDLED`);
+- :func:`evaluate` and the error metrics of the paper (:mod:`~dpopt.dgm.evaluation`).
+"""
+
+from dpopt.dgm.bif import BUNDLED
+from dpopt.dgm.evaluation import (
+    KL_FLOOR,
+    MAX_QUERY_CELLS,
+    Inference,
+    Query,
+    error_bounds,
+    evaluate,
+    map_accuracy,
+    parameter_errors,
+    query_errors,
+    random_queries,
+)
+from dpopt.dgm.learning import (
+    OBJECTIVES,
+    SAMPLING_RATE,
+    STAGE_ONE_SHARE,
+    Learned,
+    Settings,
+    allocate_budget,
+    amplified,
+    learn,
+    maximum_likelihood,
+    query_coverage,
+    query_weights,
+    subsample_epsilon,
+)
+from dpopt.dgm.networks import Network, load, quiet_pgmpy
+
+__all__ = [
+    "BUNDLED",
+    "KL_FLOOR",
+    "MAX_QUERY_CELLS",
+    "OBJECTIVES",
+    "SAMPLING_RATE",
+    "STAGE_ONE_SHARE",
+    "Inference",
+    "Learned",
+    "Network",
+    "Query",
+    "Settings",
+    "allocate_budget",
+    "amplified",
+    "error_bounds",
+    "evaluate",
+    "learn",
+    "load",
+    "map_accuracy",
+    "maximum_likelihood",
+    "parameter_errors",
+    "query_coverage",
+    "query_errors",
+    "query_weights",
+    "quiet_pgmpy",
+    "random_queries",
+    "subsample_epsilon",
+]
