@@ -128,10 +128,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 DGM_EPILOG = """examples:
-  dpopt dgm --network alarm --eps 1                 10,000 records drawn from alarm's CPDs
-  dpopt dgm --network alarm --eps 1 --objective paper   the paper's data-dependent split
-  dpopt dgm --network sachs --eps 1 --baseline      the data-independent D-Ind baseline
-  dpopt dgm --network my.bif --data records.csv --eps 2 --save private.bif --json run.json
+  dpopt dgm --network alarm --epsilon 1                 10,000 records drawn from alarm's CPDs
+  dpopt dgm --network alarm --epsilon 1 --objective paper   the paper's data-dependent split
+  dpopt dgm --network sachs --epsilon 1 --baseline      the data-independent D-Ind baseline
+  dpopt dgm --network my.bif --data records.csv --epsilon 2 --save private.bif --json run.json
 
 The report: the budget spent (exactly ε, from the accountant's record), the Stage-II budget of
 the nodes that got the most and the least (0 for a table the query objective reads off a
@@ -159,6 +159,7 @@ def _dgm_parser(commands: Any) -> None:
         "win95pts, andes, pathfinder, ...) or a .bif/.bif.gz file",
     )
     cmd.add_argument(
+        "--epsilon",
         "--eps",
         type=Fraction,
         required=True,
@@ -215,7 +216,7 @@ def _dgm(args: argparse.Namespace) -> int:
         learned = dgm.learn(
             network,
             data,
-            epsilon=args.eps,
+            epsilon=args.epsilon,
             rng=args.seed,
             objective=args.objective,
             baseline=args.baseline,
@@ -404,11 +405,11 @@ def _report(
 
 
 CENSUS_EPILOG = """examples:
-  dpopt census release --scale 0.01 --workers 2 --out run1      1 % of the nation
-  dpopt census release --workers 2 --out nation                 the nation, 8.46 M regions
-  dpopt census release --scheduler tcp://host:8786 --out /shared/nation   on a cluster
+  dpopt census release --epsilon 1 --scale 0.01 --workers 2 --out run1   1 % of the nation
+  dpopt census release --epsilon 1 --workers 2 --out nation     the nation, 8.46 M regions
+  dpopt census release --epsilon 1 --scheduler tcp://host:8786 --out /shared/nation   on a cluster
   dpopt census generate --scale 0.01 --out data                 write truth partitions
-  dpopt census release --scale 0.01 --data data --out run2      release them
+  dpopt census release --epsilon 1 --scale 0.01 --data data --out run2   release them
 
 A cluster: run `dask scheduler` on one machine and `dask worker tcp://host:8786 --nthreads 1`
 on each worker machine (dpopt installed with the [dask] extra everywhere); every worker must
@@ -479,7 +480,7 @@ def _census_parser(commands: Any) -> None:
         _cluster_arguments(cmd, default_workers=os.cpu_count() or 1)
     release = actions.choices["release"]
     release.add_argument(
-        "--eps", type=Fraction, default=Fraction(1), help="ε > 0, read exactly (default 1)"
+        "--epsilon", "--eps", type=Fraction, required=True, help="ε > 0, read exactly (0.1 is 1/10)"
     )
     release.add_argument(
         "--seed", type=int, help="seed of the noise (default: fresh entropy from the OS)"
@@ -549,7 +550,7 @@ def _census(args: argparse.Namespace) -> int:
             return 0
         result = census.release_blocks(
             geography,
-            epsilon=args.eps,
+            epsilon=args.epsilon,
             out_dir=args.out,
             rng=args.seed,
             data_dir=args.data,

@@ -15,12 +15,10 @@ import math
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
-
-from dpopt.privacy import Accountant, NoisyAnswers, approx_dp_to_zcdp
+from dpopt.privacy import Accountant, approx_dp_to_zcdp
 from dpopt.release import Measured
 
-__all__ = ["SQRT2_UP", "gaussian_record", "relational_rho", "selection_record"]
+__all__ = ["SQRT2_UP", "relational_rho", "selection_record"]
 
 SQRT2_UP = Fraction(math.isqrt(2 << 60) + 1, 1 << 30)
 """A rational upper bound on √2, relatively by < 2^-30 (an L2 sensitivity is never rounded down)."""
@@ -33,12 +31,6 @@ def relational_rho(epsilon: Any, delta: Any) -> Fraction:
     if rho == 0:
         raise ValueError(f"epsilon {epsilon!r} is too small: ρ(ε, δ) rounds to 0")
     return rho
-
-
-def gaussian_record(label: str, noisy: NoisyAnswers) -> Measured:
-    """The record of one vector of discrete Gaussian answers (σ in the answers' units)."""
-    assert noisy.noise == "gaussian"
-    return Measured(label, "discrete-gaussian", noisy.scale, int(np.size(noisy.values)), noisy.loss)
 
 
 def selection_record(accountant: Accountant) -> Measured:

@@ -52,9 +52,9 @@ from dpopt.privacy import (
 from dpopt.privacy.samplers import exact_fraction
 from dpopt.problem import Status, solve
 from dpopt.relational import fit as shrinkage
-from dpopt.relational.budget import SQRT2_UP, gaussian_record, relational_rho, selection_record
+from dpopt.relational.budget import SQRT2_UP, relational_rho, selection_record
 from dpopt.relational.data import RelationalData, Workload
-from dpopt.release import Measured, resolve_rng, worst_status
+from dpopt.release import Measured, measured_answers, resolve_rng, worst_status
 from dpopt.solvers.relational_qp import projected_gradient
 from dpopt.solvers.relational_rounding import sample_rows, unbiased_sample
 from dpopt.validation import choice, integer, positive_number
@@ -545,7 +545,7 @@ def _select_and_measure(
             data.workload_counts(chosen), SQRT2_UP * data.d_max, rho=plan.rho_gauss, label=label
         )
         noisy = draw([prepared], rng=rng, accountant=ledger)[0]
-        records.append(gaussian_record(label, noisy))
+        records.append(measured_answers(label, noisy))
         picked[chosen] = np.asarray(noisy.values, dtype=np.float64) / data.m
         variance = noisy.variance / data.m**2
     return picked, variance

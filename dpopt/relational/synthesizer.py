@@ -78,6 +78,7 @@ def synthesize(
     table_share: float = 0.3,
     synthetic_left: Any = None,
     synthetic_right: Any = None,
+    accountant: Accountant | None = None,
     progress: bool = False,
 ) -> SyntheticDatabase:
     """An (ε, δ)-DP synthetic relational database (spec §0; module docstring).
@@ -104,6 +105,10 @@ def synthesize(
     synthetic_left, synthetic_right : DataFrame or int array, optional
         Your own synthetic tables (under the real columns and declared domains), used as they
         are and costing nothing here.
+    accountant : Accountant, optional
+        A zCDP accountant to charge ρ(ε, δ) to, for a release that shares a budget with
+        others (default: a fresh ``Accountant.zcdp(ρ(ε, δ))``); it is checked for the whole
+        release before anything is drawn.
     progress : bool
         Show a progress bar over the link rounds.
     """
@@ -138,7 +143,9 @@ def synthesize(
         data, *sizes, rho=rho - table_rho * len(plans), method=method, settings=links
     )
     generator = resolve_rng(rng)
-    ledger = Accountant.zcdp(rho)
+    ledger = Accountant.zcdp(rho) if accountant is None else accountant
+    if not isinstance(ledger, Accountant) or ledger.kind != "zcdp":
+        raise TypeError(f"accountant must be a zCDP Accountant, got {ledger!r}")
     charges = [charge for p in plans.values() for charge in p.charges]
     ledger.check([*charges, *link_plan.charges])  # every part fits, or nothing runs
     codes: dict[str, np.ndarray] = {}

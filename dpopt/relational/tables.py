@@ -65,8 +65,8 @@ import numpy as np
 from dpopt.privacy import Accountant, Loss, draw, exponential_mechanism, prepare_gaussian
 from dpopt.privacy.samplers import exact_fraction
 from dpopt.problem import Status
-from dpopt.relational.budget import SQRT2_UP, gaussian_record, relational_rho, selection_record
-from dpopt.release import Measured, resolve_rng
+from dpopt.relational.budget import SQRT2_UP, relational_rho, selection_record
+from dpopt.release import Measured, measured_answers, resolve_rng
 from dpopt.validation import choice, integer, integer_array
 
 __all__ = [
@@ -421,7 +421,7 @@ def measure(
         for a in range(d)
     ]
     ones = draw(prepared, rng=generator, accountant=acc)
-    records = [gaussian_record(label, n) for label, n in zip(labels, ones, strict=True)]
+    records = [measured_answers(label, n) for label, n in zip(labels, ones, strict=True)]
     one_way = tuple(np.asarray(n.values, dtype=np.int64) for n in ones)
 
     # step 2: the tree
@@ -438,7 +438,7 @@ def measure(
             for label, (i, j) in zip(labels, edges, strict=True)
         ]
         twos = draw(prepared, rng=generator, accountant=acc)
-        records += [gaussian_record(label, n) for label, n in zip(labels, twos, strict=True)]
+        records += [measured_answers(label, n) for label, n in zip(labels, twos, strict=True)]
     two_way = tuple(
         np.asarray(n.values, dtype=np.int64).reshape(card[i], card[j])
         for n, (i, j) in zip(twos, edges, strict=True)

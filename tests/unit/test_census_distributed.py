@@ -277,6 +277,8 @@ def test_unreachable_scheduler_is_a_clear_cli_error(capsys: pytest.CaptureFixtur
         [
             "census",
             "release",
+            "--epsilon",
+            "1",
             "--geography",
             "small",
             "--out",

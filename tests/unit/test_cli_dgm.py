@@ -15,11 +15,14 @@ from dpopt.cli import main
 from dpopt.compare.dgm import UTILITY_METRICS, format_utility, utility_summary
 
 
-def test_dgm_learns_and_reports_exactly_what_it_spent(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["dgm", "--network", "asia", "--eps", "0.1", "--records", "500", "--seed", "3"]
+@pytest.mark.parametrize("flag", ["--epsilon", "--eps"])  # --eps: the short alias
+def test_dgm_learns_and_reports_exactly_what_it_spent(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["dgm", "--network", "asia", flag, "0.1", "--records", "500", "--seed", "3"]
     assert main([*argv, "--json", "-"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["budget"]["exact"]["spent"] == "1/10"  # --eps is read exactly
+    assert report["budget"]["exact"]["spent"] == "1/10"  # the budget is read exactly
     assert report["budget"]["kind"] == "pure"
     assert report["mechanism"] == "query objective"
     allocation = report["allocation"]
