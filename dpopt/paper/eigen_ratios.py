@@ -70,7 +70,7 @@ __all__ = [
     "BASELINES",
     "COLUMNS",
     "WORKLOADS",
-    "Workload",
+    "RatioWorkload",
     "domain_3d",
     "experiment_rows",
     "format_rows",
@@ -103,8 +103,8 @@ SDP_MAX = 64
 
 
 @dataclass(frozen=True)
-class Workload:
-    """A workload of the experiments: its ``name`` (one of :data:`WORKLOADS`), the query
+class RatioWorkload:
+    """A workload of the ratio experiments: its ``name`` (one of :data:`WORKLOADS`), the query
     ``matrix`` (a :mod:`dpopt.workload` matrix), the attribute sizes ``domain`` (cells in
     row-major order, attribute 1 slowest) and the number of queries ``rows``."""
 
@@ -170,7 +170,7 @@ def permuted_range(n: int, rng: np.random.Generator) -> wl.Explicit:
     return wl.Explicit(np.linalg.cholesky(gram).T)
 
 
-def workload(name: str, cells: int, seed: int = 0) -> Workload:
+def workload(name: str, cells: int, seed: int = 0) -> RatioWorkload:
     """The experiment workload ``name`` on ``cells`` cells (see the module docstring); the
     random ones draw from ``numpy.random.default_rng((seed, index of name))``."""
     n = _power_of_two("cells", cells)
@@ -184,7 +184,7 @@ def workload(name: str, cells: int, seed: int = 0) -> Workload:
         matrix, domain = wl.AllRange(n), (n,)
     elif name == "permuted-range":
         matrix, domain = permuted_range(n, rng), (n,)
-        return Workload(name, matrix, domain, n * (n + 1) // 2)
+        return RatioWorkload(name, matrix, domain, n * (n + 1) // 2)
     elif name == "prefix":
         matrix, domain = wl.Prefix(n), (n,)
     elif name == "random-range":
@@ -197,7 +197,7 @@ def workload(name: str, cells: int, seed: int = 0) -> Workload:
         matrix, domain = wl.Marginals(shape, 2), shape
     else:
         matrix, domain = random_predicates(n, n, rng), (n,)
-    return Workload(name, matrix, domain, matrix.shape[0])
+    return RatioWorkload(name, matrix, domain, matrix.shape[0])
 
 
 def kron_error(factors: Sequence[np.ndarray], gram: np.ndarray) -> float:
@@ -236,7 +236,7 @@ def _timed(function: Callable[[], Any]) -> tuple[Any, float]:
     return value, time.perf_counter() - start
 
 
-def ratio_row(item: Workload, *, opt0: bool = True, sdp: bool = True) -> dict[str, Any]:
+def ratio_row(item: RatioWorkload, *, opt0: bool = True, sdp: bool = True) -> dict[str, Any]:
     """One row: per method √(error/svdb) (None where it does not run), Theorem 3's bound
     ``thm3``, the ``best`` method, ``factor`` = best baseline / eigen, the unscaled errors
     (``error_<method>``) and the seconds of the optimisers (``seconds_<method>``).
