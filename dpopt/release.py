@@ -35,6 +35,7 @@ from dpopt.problem import Status
 __all__ = [
     "NOISES",
     "Measured",
+    "ReleaseError",
     "ReleaseResult",
     "Rng",
     "measured_answers",
@@ -137,3 +138,19 @@ def worst_status(statuses: Mapping[str, Status]) -> Status | None:
     if not statuses:
         return None
     return max(statuses.values(), key=lambda status: _RANK[status])
+
+
+class ReleaseError(RuntimeError):
+    """A release failed after it was charged: ``measurement`` is what was paid for (its noisy
+    answers and public facts, safe to keep and to post-process again), ``budget`` the charged
+    accountant's report, and ``__cause__`` the failure. Raised by every release entry point
+    whose post-processing (or output) fails after the charge, so the measurement is never
+    lost (docs/design.md, "The release contract")."""
+
+    def __init__(self, message: str, *, measurement: Any, budget: dict[str, Any]):
+        super().__init__(
+            f"{message} (after the budget was charged: the paid-for measurement is on this "
+            "error's .measurement)"
+        )
+        self.measurement = measurement
+        self.budget = budget
