@@ -419,8 +419,12 @@ with it, numpy runs ~1.5x slower there.
 
 The release writes under --out: noisy/state=<i>.parquet (the noisy partitions), release/
 state=<i>/size_<s>.parquet (the released counts) and manifest.json (budget, checksum, objective,
-optimal cost, domains, certificate). The output is bit-identical on any number of workers.
-exit status: 0 ok, 2 bad input or unreachable scheduler (nothing is charged), 130 interrupted"""
+optimal cost, domains, certificate), the manifest last: until the release is done --out holds
+an INCOMPLETE file, which an interrupted or failed release leaves behind. The output is
+bit-identical on any number of workers. --seed is the noise's secret key: leave it out for a
+real release (fresh OS entropy); whoever knows it recovers the private counts.
+exit status: 0 ok, 1 failed after the budget was charged (the noisy partitions are kept under
+--out), 2 bad input or unreachable scheduler (nothing is charged), 130 interrupted"""
 
 
 def _cluster_arguments(cmd: argparse.ArgumentParser, *, default_workers: int) -> None:
@@ -477,13 +481,26 @@ def _census_parser(commands: Any) -> None:
             "--geo-seed", type=int, default=0, help="seed of the synthetic data (default 0)"
         )
         cmd.add_argument("--out", required=True, metavar="DIR", help="output directory")
+        cmd.add_argument(
+            "--json", metavar="PATH", help="write the report as JSON to PATH ('-' for stdout)"
+        )
         _cluster_arguments(cmd, default_workers=os.cpu_count() or 1)
     release = actions.choices["release"]
     release.add_argument(
-        "--epsilon", "--eps", type=Fraction, required=True, help="ε > 0, read exactly (0.1 is 1/10)"
+        "--epsilon",
+        "--eps",
+        type=_census_epsilon,
+        required=True,
+        help="ε > 0, read exactly (0.1 is 1/10)",
     )
     release.add_argument(
-        "--seed", type=int, help="seed of the noise (default: fresh entropy from the OS)"
+        "--seed",
+        type=int,
+        metavar="KEY",
+        help="the noise's secret key (default, and what a real release uses: fresh entropy "
+        "from the OS). Whoever knows it recovers the private counts from the noisy partitions "
+        "under --out: never publish, log or reuse it; a seed is for tests and simulations only "
+        "(one below 2**32 is warned about: it can be guessed by trying them all)",
     )
     release.add_argument(
         "--data",
@@ -511,14 +528,21 @@ def _census_parser(commands: Any) -> None:
     release.add_argument(
         "--domain-sd", type=float, default=3.0, help="starting domain half-width in noise sds"
     )
-    release.add_argument(
-        "--json", metavar="PATH", help="write the report as JSON to PATH ('-' for stdout)"
-    )
+
+
+def _census_epsilon(text: str) -> Fraction:
+    """``--epsilon``'s type: an exact rational (argparse reports a bad one as a usage error)."""
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError) as err:
+        raise argparse.ArgumentTypeError(f"not a number ({err}): {text!r}") from None
 
 
 def _geography(args: argparse.Namespace) -> Any:
     from dpopt.census import geography as geo
 
+    if not 0 < args.scale <= 1:
+        raise ValueError(f"--scale must be in (0, 1] (a share of the regions), got {args.scale}")
     if args.geography == "small":
         shape = geo.small(sizes=args.sizes, seed=args.geo_seed)
     else:
@@ -526,54 +550,131 @@ def _geography(args: argparse.Namespace) -> Any:
     return shape if args.scale == 1.0 else geo.scaled(shape, args.scale)
 
 
+SMALL_SEED = 2**32
+"""A census ``--seed`` below this is warned about: so few keys can all be tried."""
+
+
+def _census_client(args: argparse.Namespace) -> Any:
+    """The Dask client of ``--workers``/``--scheduler``, its worker processes started with
+    SIGINT ignored: Ctrl-C reaches this process alone, which stops them itself (they would
+    each print a traceback)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return dask_client(args.scheduler, args.workers)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return dask_client(args.scheduler, args.workers)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _close_quietly(client: Any) -> None:
+    """Close the client after an interrupt without Dask's shutdown chatter."""
+    import logging
+
+    loggers = [logging.getLogger(name) for name in ("distributed", "tornado", "asyncio")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        close_client(client)
+    except Exception:
+        pass
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
 def _census(args: argparse.Namespace) -> int:
     import time
 
-    from dpopt import census
     from dpopt.census import blocks
+    from dpopt.privacy import Accountant
+    from dpopt.release import ReleaseError
 
     start = time.perf_counter()
     problem = _unwritable(args.json) if args.json and args.json != "-" else None
     if problem:
         print(f"dpopt census: --json {args.json}: {problem}", file=sys.stderr)
         return 2
+    release = args.action == "release"
+    if release and args.seed is not None:
+        if args.seed < 0:
+            print(f"dpopt census: --seed must be >= 0, got {args.seed}", file=sys.stderr)
+            return 2
+        if args.seed < SMALL_SEED:
+            print(
+                f"dpopt census: warning: --seed {args.seed} is a small key: anyone who tries "
+                "every seed below 2**32 recovers the private counts from this release. Leave "
+                "--seed out for a real release (fresh OS entropy); never publish or reuse a seed.",
+                file=sys.stderr,
+            )
     try:
         geography = _geography(args)
-        client = dask_client(args.scheduler, args.workers)
+        if release:
+            accountant = Accountant.pure(args.epsilon)
+        client = _census_client(args)
     except (ValueError, TypeError) as err:
         print(f"dpopt census: {err}", file=sys.stderr)
         return 2
     try:
-        if args.action == "generate":
+        if not release:
             paths = blocks.generate(geography, args.out, executor=client, progress=True)
-            print(f"wrote {len(paths)} truth partitions under {args.out}")
-            return 0
-        result = census.release_blocks(
-            geography,
-            epsilon=args.epsilon,
-            out_dir=args.out,
-            rng=args.seed,
-            data_dir=args.data,
-            executor=client,
-            domain_sd=args.domain_sd,
-            widening=args.widening,
-            objective=args.objective,
-            progress=True,
+            report: dict[str, Any] = {"out": str(args.out), "partitions": paths}
+        else:
+            options: dict[str, Any] = {
+                "rng": args.seed,  # the secret key: passed on, never printed or written
+                "data_dir": args.data,
+                "domain_sd": args.domain_sd,
+                "widening": args.widening,
+                "objective": args.objective,
+            }
+            result = blocks.release_blocks(
+                geography,
+                epsilon=args.epsilon,
+                out_dir=args.out,
+                accountant=accountant,
+                executor=client,
+                progress=True,
+                **options,
+            )
+    except KeyboardInterrupt:
+        if client is not None:
+            _close_quietly(client)
+            client = None
+        charged = release and bool(accountant.ledger)
+        what = (
+            f"the budget was charged and {args.out} is marked {blocks.INCOMPLETE} (no manifest)"
+            if charged
+            else "nothing was charged"
+            if release
+            else f"{args.out} may hold some of the partitions"
         )
-    except (ValueError, TypeError, FileNotFoundError) as err:
+        print(f"dpopt census: interrupted; {what}", file=sys.stderr)
+        return 130
+    except ReleaseError as err:
+        print(f"dpopt census: {err}", file=sys.stderr)
+        return 1
+    except (ValueError, TypeError, OSError) as err:
         print(f"dpopt census: {err}", file=sys.stderr)
         return 2
     finally:
         if client is not None:
             close_client(client)
-    report = _release_report(result, time.perf_counter() - start)
+    if release:
+        report = _release_report(result, time.perf_counter() - start)
     if args.json:
         text = json.dumps(report, indent=1)
         if args.json == "-":
             print(text)
             return 0
         Path(args.json).write_text(text + "\n", encoding="utf-8")
-    _print_release(report, args.out)
+    if release:
+        _print_release(report, args.out)
+    else:
+        print(f"wrote {len(report['partitions'])} truth partitions under {args.out}")
     return 0
 
 

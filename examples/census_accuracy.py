@@ -39,6 +39,10 @@ def run(args: argparse.Namespace) -> dict[tuple[float, str], np.ndarray]:
         for method in METHODS:
             rows = []
             for seed in range(args.seeds):
+                # A simulation on synthetic data, not a release: every method gets the same
+                # seeded noise draw, so they are compared on equal terms and the table can be
+                # reproduced. A real release leaves rng out (None: fresh OS entropy), since
+                # whoever knows the seed recovers the private counts.
                 rng = np.random.default_rng([seed, int(epsilon * 1000)])
                 released = census.release(
                     data, epsilon=epsilon, method=method, rng=rng, objective="paper"

@@ -51,7 +51,7 @@ the point optimal for the unrestricted Model 1, else ``feasible``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
@@ -79,6 +79,7 @@ from dpopt.runner import Runner, TaskStats
 from dpopt.solvers.cost_tables import Table, merge_convex, squared_table
 from dpopt.solvers.pgsr_levels import column_values, root_table
 from dpopt.solvers.pgsr_tree_dp import Infeasible
+from dpopt.validation import choice, integer_array, nonnegative_integer, positive_number
 
 __all__ = [
     "WIDENING",
@@ -128,12 +129,42 @@ class MemorySource:
         return Column(self.parents, self.noisy[:, size], self.sd)
 
 
+def _column(source: ColumnSource, size: int) -> Column:
+    """``source``'s column of ``size``, its noise sds checked: finite and ≥ 0 (an sd that
+    underflowed to 0 at a huge ε keeps its domain a point; the widening loops are bounded)."""
+    column = source.column(size)
+    sd = np.asarray(column.sd, dtype=np.float64)
+    if sd.shape != np.shape(column.noisy) or not np.all(np.isfinite(sd) & (sd >= 0)):
+        raise ValueError("a partition's noise sds must be finite and >= 0, one per region")
+    return column
+
+
 def domain(
     noisy: np.ndarray, sd: np.ndarray, multiplier: Any, total: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """[c̃ − δ, c̃ + δ] ∩ [0, n], δ = ⌈m·sd⌉ (spec G4), elementwise as the serial build does."""
-    delta = np.ceil(multiplier * sd).astype(np.int64)
+    # capped before the cast at the width that covers 0 … n from any noisy value: a huge m·sd
+    # means a full domain, never an int64 overflow
+    cap = total + 1.0 + np.abs(np.asarray(noisy, dtype=np.float64))
+    with np.errstate(over="ignore"):
+        wide = np.minimum(np.asarray(multiplier * np.asarray(sd), dtype=np.float64), cap)
+    delta = np.ceil(wide).astype(np.int64)
     return np.clip(noisy - delta, 0, total), np.clip(noisy + delta, 0, total)
+
+
+MAX_WIDENINGS = 2200
+"""Most doublings of a domain multiplier: from the smallest positive float64 to past its
+largest (2^-1074 … 2^1024) is 2098, and a multiplier whose domains are full stops doubling
+(δ is capped at n + 1), so a loop past this bound is a bug, reported rather than spun."""
+
+
+def widenings(what: str) -> Iterator[int]:
+    """The rounds of a widening loop: at most :data:`MAX_WIDENINGS`, then a RuntimeError."""
+    yield from range(MAX_WIDENINGS)
+    raise RuntimeError(
+        f"widening {what} did not settle within {MAX_WIDENINGS} doublings of the domains "
+        "(a noise sd of 0 never widens a domain)"
+    )
 
 
 def _is_full(lower: np.ndarray, upper: np.ndarray, total: int) -> bool:
@@ -157,16 +188,17 @@ def _feasible_multiplier(tree: Tree, column: Column, total: int, multiplier: flo
 
     The DP is infeasible exactly when a window is empty, which one pass of sums finds out
     (:func:`~dpopt.models.pgsr.reachable`); feasibility only grows with the domains."""
-    while True:
+    for _ in widenings("a partition's domains"):
         lower, upper = domain(column.noisy, column.sd, multiplier, total)
         if _is_full(lower, upper, total) or reachable(tree, lower, upper) is not None:
             return multiplier
         multiplier *= 2
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def partition_floor(source: ColumnSource, size: int, total: int, multiplier: float) -> float:
     """The global rule's first pass: the smallest m·2ᵏ at which (partition, size) is feasible."""
-    column = source.column(size)
+    column = _column(source, size)
     return _feasible_multiplier(Tree(column.parents), column, total, multiplier)
 
 
@@ -175,7 +207,7 @@ def partition_root(
 ) -> RootTable:
     """Bottom-up pass of one (partition, size); with ``widen`` m doubles until feasible;
     ``weighted``: leaf weights (else all 1)."""
-    column = source.column(size)
+    column = _column(source, size)
     tree = Tree(column.parents)
     if widen:
         multiplier = _feasible_multiplier(tree, column, total, multiplier)
@@ -222,7 +254,7 @@ def partition_column(
     weighted: bool,
 ) -> ColumnResult:
     """Both passes of one (partition, size) with its root fixed to ``root_value``."""
-    column = source.column(size)
+    column = _column(source, size)
     tree = Tree(column.parents)
     lower, upper = domain(column.noisy, column.sd, multiplier, total)
     weights = _weights(tree, weighted)
@@ -342,7 +374,7 @@ def _top_merge(roots: list[list[RootTable]], root: _Root, floor: float, widen: b
     for size, noisy in enumerate(root.noisy.tolist()):
         merged, split = merge_convex([row[size].table for row in roots])  # type: ignore[misc]
         multiplier = floor
-        while True:
+        for _ in widenings("the root's domain"):
             lower, upper = domain(np.array([noisy]), np.array([root.sd]), multiplier, root.total)
             window = merged.window(int(lower[0]), int(upper[0]))
             if window is not None:
@@ -350,6 +382,7 @@ def _top_merge(roots: list[list[RootTable]], root: _Root, floor: float, widen: b
             if not widen or (lower[0] == 0 and upper[0] == root.total):
                 return None
             multiplier *= 2
+        assert window is not None  # widenings() raises rather than end without a window
         own = squared_table(window.lo, window.hi, int(noisy), root.weight)
         tables.append(Table(window.lo, window.cost + own.cost))
         splits.append(split)
@@ -386,7 +419,7 @@ def _top(
     With ``widen`` (partition rule) an out-of-range n first widens the root's own domains
     (doubling its multiplier, all sizes) before the caller widens every partition."""
     root_floor = floor
-    while True:
+    for _ in widenings("the root's domains"):
         top = _top_merge(roots, root, root_floor, widen)
         if top is None:
             return None
@@ -396,6 +429,7 @@ def _top(
         if not widen or root.is_full(root_floor):
             return None
         root_floor *= 2
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 @dataclass(frozen=True)
@@ -428,7 +462,7 @@ def _feasible(
 ) -> _Feasible:
     """Bottom-up passes from ``floor``, doubling it until the dummy root reaches n."""
     sizes = root_noisy.size
-    while True:
+    for _ in widenings("every partition's domains"):
         tasks = [
             (f"bottom-up p{p} s{s}", (source, s, total, floor, widen, weighted))
             for p, source in enumerate(sources)
@@ -445,6 +479,7 @@ def _feasible(
             message = next((r.message for r in flat if r.table is None), "the dummy root")
             raise Infeasible(-1, None) from RuntimeError(message)
         floor *= 2
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _top_down(
@@ -493,16 +528,25 @@ def solve_partitioned(
 ) -> PartitionedSolution:
     """Solve Model 1 (pwl-dp) over ``sources`` (the root's children, in child order).
 
-    ``root_noisy`` is the root's noisy vector (one entry per size) and ``root_sd`` its noise sd;
+    ``root_noisy`` is the root's noisy vector (one entry per size) and ``root_sd`` its noise sd
+    (finite, > 0); ``total`` the public n ≥ 0, ``domain_sd`` the starting multiplier (> 0);
     ``objective`` a key of :data:`~dpopt.models.pgsr.OBJECTIVES`; ``sinks[p]`` (optional)
     receives partition p's counts instead of the driver.
     """
-    if widening not in WIDENING:
-        raise ValueError(f"widening must be one of {WIDENING}, got {widening!r}")
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {tuple(OBJECTIVES)}, got {objective!r}")
+    choice("widening", widening, WIDENING)
+    choice("objective", objective, tuple(OBJECTIVES))
+    if isinstance(sources, str | bytes) or not isinstance(sources, Sequence) or not sources:
+        raise ValueError("sources must be a non-empty sequence of partitions (column sources)")
+    root_noisy = integer_array("root_noisy", root_noisy, ndim=1)
+    root_sd = positive_number("root_sd", root_sd)
+    total = nonnegative_integer("total", total)
+    domain_sd = positive_number("domain_sd", domain_sd)
+    if runner is not None and not isinstance(runner, Runner):
+        raise TypeError(f"runner must be a dpopt Runner or None, got {type(runner).__name__}")
     runner = runner or Runner()
     sinks = list(sinks) if sinks is not None else [None] * len(sources)
+    if len(sinks) != len(sources):
+        raise ValueError(f"sinks must hold one sink (or None) per source, {len(sources)}")
     widen = widening == "partition"
     weighted = OBJECTIVES[objective].weighted
     certify = OBJECTIVES[objective].widen_until_optimal and not widen
@@ -514,7 +558,7 @@ def solve_partitioned(
             for s in range(root_noisy.size)
         ]
         floor = max(runner.run("domains", partition_floor, probes))
-    while True:
+    for _ in widenings("the domains until certified"):
         solved = _feasible(sources, root_noisy, root_sd, total, floor, widen, weighted, runner)
         root_counts, columns = _top_down(sources, solved, sinks, weighted, runner)
         root_domain = solved.root.domain(solved.top.root_multipliers)

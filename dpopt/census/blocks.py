@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ from dpopt.census.store import Partition, read_partition, write_partition
 from dpopt.models.pgsr import OBJECTIVES, PartitionedPostProcess
 from dpopt.privacy import Accountant
 from dpopt.problem import Solution, Status, solve
-from dpopt.release import Measured, Rng, resolve_rng
+from dpopt.release import Measured, ReleaseError, Rng, resolve_rng
 from dpopt.runner import Runner
 from dpopt.solvers.pgsr_partitioned import (
     WIDENING,
@@ -52,6 +52,8 @@ from dpopt.solvers.pgsr_partitioned import (
 from dpopt.validation import choice, positive_number
 
 __all__ = [
+    "INCOMPLETE",
+    "BlockMeasurement",
     "BlockRelease",
     "StateSink",
     "StateSource",
@@ -195,16 +197,93 @@ class BlockRelease:
         }
 
 
-def _check_inputs(geography: Any, epsilon: Any, out_dir: Any, data_dir: Any) -> None:
-    if not isinstance(geography, Geography):
-        raise TypeError(f"geography must be a census.geography.Geography, got {geography!r}")
-    positive_number("epsilon", epsilon)
+INCOMPLETE = "INCOMPLETE"
+"""The file that marks a release directory as unfinished: written before anything is charged,
+removed after the manifest, the last file a release writes."""
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True, eq=False)
+class BlockMeasurement:
+    """What a block release had paid for when it failed after the charge
+    (:class:`~dpopt.release.ReleaseError`'s ``measurement``): the noisy partitions under
+    ``noisy_dir`` (complete when ``nation_noisy`` is not None, which is then the nation's noisy
+    vector), the public total n and one :class:`~dpopt.release.Measured` record per level.
+    The key of the noise is not kept: it is a secret (docs/design.md, "The release contract").
+    """
+
+    noisy_dir: Path
+    nation_noisy: np.ndarray | None
+    total: int | None
+    measured: tuple[Measured, ...]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    geography: Geography
+    out: Path
+    data: str | None
+    noise: LevelNoise
+    domain_sd: float
+    widening: Widening
+    objective: str
+
+
+def check_truth(directory: str, geography: Geography, state: int) -> None:
+    """A planning task: read state ``state``'s truth partition whole and validate it (hierarchy
+    and counts, :func:`~dpopt.census.store.read_partition`); returns nothing."""
+    read_partition(directory, geography, state, "truth")
+
+
+def _prepare_out(out_dir: Any) -> Path:
+    """Create ``out_dir`` and write its :data:`INCOMPLETE` marker (a real test-write: a folder's
+    permission bits do not bind root), removing the manifest of an earlier release there."""
+    if isinstance(out_dir, bool) or not isinstance(out_dir, str | os.PathLike) or not out_dir:
+        raise TypeError(f"out_dir must be a non-empty path, got {out_dir!r:.60}")
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"out_dir {out} exists and is not a directory")
-    if data_dir is not None:  # every file's metadata and hierarchy, before anything is charged
-        for state in range(len(geography.states)):
-            read_partition(data_dir, geography, state, "truth", columns=())
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / INCOMPLETE).write_text(
+            "A census release is being written here, or it was interrupted or failed: "
+            "nothing in this directory is a finished release until this file is gone and "
+            f"{MANIFEST} exists.\n",
+            encoding="utf-8",
+        )
+        (out / MANIFEST).unlink(missing_ok=True)
+    except OSError as err:
+        raise ValueError(f"out_dir {out} cannot be written ({err}); nothing was charged") from err
+    return out
+
+
+def _plan(
+    geography: Any,
+    epsilon: Any,
+    data_dir: Any,
+    domain_sd: Any,
+    widening: Any,
+    objective: Any,
+    runner: Runner,
+    accountant: Accountant,
+) -> tuple[LevelNoise, float, str | None]:
+    """Everything checked before the charge but the output directory."""
+    if not isinstance(geography, Geography):
+        raise TypeError(f"geography must be a census.geography.Geography, got {geography!r}")
+    positive_number("epsilon", epsilon)
+    domain_sd = domain_sd_of(domain_sd)
+    choice("widening", widening, WIDENING)
+    choice("objective", objective, tuple(OBJECTIVES))
+    noise = LevelNoise.uniform(epsilon, len(LEVELS))  # every level's sampler built and checked
+    accountant.check(noise.charges)
+    data = None
+    if data_dir is not None:
+        if isinstance(data_dir, bool) or not isinstance(data_dir, str | os.PathLike):
+            raise TypeError(f"data_dir must be a path or None, got {data_dir!r:.60}")
+        data = str(data_dir)
+        tasks = [(f"validate {s}", (geography, s)) for s in range(len(geography.states))]
+        runner.run("validate", check_truth, [(label, (data, *args)) for label, args in tasks])
+    return noise, domain_sd, data
 
 
 def release_blocks(
@@ -227,30 +306,67 @@ def release_blocks(
     ``dask.distributed.Client``. The result is bit-identical on any of them (see the module
     docstring); ``accountant`` (a fresh ``Accountant.pure(epsilon)`` when None) is charged
     exactly ε once, after validation, before any task. ``rng``: a Generator, an int or None
-    (:func:`dpopt.release.resolve_rng`), from which 128 bits of entropy key every region's
-    noise (:mod:`dpopt.census.keyed`). ``objective``: a key of
+    (:func:`dpopt.release.resolve_rng`; None, fresh OS entropy, is the default and what a
+    real release uses), from which 128 bits of entropy key every region's noise
+    (:mod:`dpopt.census.keyed`): whoever knows them (or the seed they came from) recovers the
+    private counts from the noisy partitions, so they are never written anywhere, and a seed
+    is never published or reused. ``objective``: a key of
     :data:`~dpopt.models.pgsr.OBJECTIVES`, as in :func:`dpopt.census.release`.
+
+    The release plans first: every option (``domain_sd`` finite, > 0 and at most
+    :data:`~dpopt.census.postprocess.MAX_DOMAIN_SD`, as :func:`dpopt.census.release` caps
+    it), the noise scale of every level, the accountant, every truth partition of
+    ``data_dir`` read whole and validated as :class:`~dpopt.census.CensusData` validates
+    counts in memory (non-negative, parents the sums of their children), and ``out_dir``
+    created and test-written: it holds an ``INCOMPLETE`` file until the release is done.
+    Only then is the accountant charged. ``manifest.json`` is written last, and the
+    ``INCOMPLETE`` file removed after it; a directory with ``INCOMPLETE`` (after a failure or
+    an interrupt) is not a release. A failure after the charge raises
+    :class:`~dpopt.release.ReleaseError` with a :class:`BlockMeasurement` (the noisy
+    partitions already written) and the budget report.
     """
-    _check_inputs(geography, epsilon, out_dir, data_dir)
-    domain_sd_of(domain_sd)
-    widening = choice("widening", widening, WIDENING)  # type: ignore[assignment]
-    objective = choice("objective", objective, tuple(OBJECTIVES))
     runner = Runner(executor, progress=progress)
-    noise = LevelNoise.uniform(epsilon, len(LEVELS))
     accountant = check_accountant(accountant)
     if accountant is None:
+        positive_number("epsilon", epsilon)
         accountant = Accountant.pure(epsilon)
-    accountant.check(noise.charges)
-    entropy = draw_entropy(resolve_rng(rng))
+    noise, domain_sd, data = _plan(
+        geography, epsilon, data_dir, domain_sd, widening, objective, runner, accountant
+    )
+    generator = resolve_rng(rng)
+    out = _prepare_out(out_dir)
+    plan = _Plan(geography, out, data, noise, domain_sd, widening, objective)
+    entropy = draw_entropy(generator)
     noise.charge(accountant)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    data = None if data_dir is None else str(data_dir)
+    measured = noise.measured(geography.level_counts, geography.sizes)
+    paid = [BlockMeasurement(out / "noisy", None, None, measured)]
+    try:
+        return _run(plan, entropy, runner, accountant, measured, paid)
+    except Exception as err:
+        raise ReleaseError(
+            f"census.release_blocks failed after the charge ({type(err).__name__}: {err}); "
+            f"{out} is marked {INCOMPLETE}",
+            measurement=paid[-1],
+            budget=accountant.report(),
+        ) from err
+
+
+def _run(
+    plan: _Plan,
+    entropy: int,
+    runner: Runner,
+    accountant: Accountant,
+    measured: tuple[Measured, ...],
+    paid: list[BlockMeasurement],
+) -> BlockRelease:
+    """Draw, post-process and write: everything after the charge (``paid[-1]`` is what has
+    been measured so far, for the error of a failure)."""
+    geography, out, noise = plan.geography, plan.out, plan.noise
     states = range(len(geography.states))
     summaries: list[StateSummary] = runner.run(
         "measure",
         measure_state,
-        [(f"measure {s}", (geography, s, entropy, noise, data, str(out))) for s in states],
+        [(f"measure {s}", (geography, s, entropy, noise, plan.data, str(out))) for s in states],
     )
     total = sum(summary.total for summary in summaries)
     nation = np.sum([summary.root_counts for summary in summaries], axis=0)
@@ -258,19 +374,20 @@ def release_blocks(
         nation
         + keyed_noise(entropy, 0, np.empty((1, 0), np.int64), geography.sizes, noise.sampler(0))[0]
     )
+    paid.append(replace(paid[-1], nation_noisy=nation_noisy, total=total))
     problem = PartitionedPostProcess(
         [StateSource(str(out / "noisy"), geography, s) for s in states],
         nation_noisy,
         float(noise.sd()[0]),
         total,
-        objective,
+        plan.objective,
     )
     solution = solve(
         problem,
         PARTITIONED,
         runner=runner,
-        domain_sd=domain_sd,
-        widening=widening,
+        domain_sd=plan.domain_sd,
+        widening=plan.widening,
         sinks=[StateSink(str(out / "release"), s) for s in states],
     )
     if solution.x is None:
@@ -286,11 +403,19 @@ def release_blocks(
         solution,
         accountant.report(),
         {f"post-processing ({PARTITIONED})": solution.status},
-        noise.measured(geography.level_counts, geography.sizes),
-        objective,
+        measured,
+        plan.objective,
     )
-    (out / "manifest.json").write_text(json.dumps(result.manifest(), indent=1))
+    _write_manifest(out, result.manifest())
     return result
+
+
+def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
+    """The manifest, written atomically and last; then the :data:`INCOMPLETE` marker goes."""
+    temporary = out / f".{MANIFEST}.{os.getpid()}.tmp"
+    temporary.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    os.replace(temporary, out / MANIFEST)
+    (out / INCOMPLETE).unlink(missing_ok=True)
 
 
 def write_truth(geography: Geography, state: int, out_dir: str) -> str:

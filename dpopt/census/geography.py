@@ -376,10 +376,12 @@ def us_blocks(*, puerto_rico: bool = False, sizes: int = 30, seed: int = 0) -> G
 def scaled(geography: Geography, fraction: float) -> Geography:
     """The same states with every level count (and household total) times ``fraction``,
     rounded, at least one region of each level and nesting kept; empty shares, sizes, seed
-    and regularity unchanged. For tests and quick runs (0.01 of :func:`us_blocks` is about
-    81,000 blocks)."""
+    and regularity unchanged; 0 < ``fraction`` ≤ 1 (it shrinks, never grows). For tests and
+    quick runs (0.01 of :func:`us_blocks` is about 81,000 blocks)."""
     _geography_arg(geography)
     fraction = positive_number("fraction", fraction)
+    if fraction > 1:
+        raise ValueError(f"fraction must be in (0, 1] (a share of the regions), got {fraction!r}")
     states = []
     for s in geography.states:
         counts = []

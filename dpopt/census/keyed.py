@@ -28,7 +28,9 @@ from dpopt.privacy import Accountant, Loss, exact_shares
 from dpopt.privacy.keyed import keyed_laplace, stream_seeds
 from dpopt.privacy.samplers import DiscreteLaplace
 from dpopt.release import Measured
-from dpopt.validation import integer, positive_number
+from dpopt.validation import integer, integer_array, positive_number
+
+LEVEL_NAMES = ("nation", "state", "county", "tract", "block group", "block")
 
 __all__ = ["COUNT_SENSITIVITY", "LevelNoise", "draw_entropy", "keyed_noise", "noisy_counts"]
 
@@ -58,7 +60,16 @@ class LevelNoise:
         positive_number("epsilon", epsilon)
         levels = integer("levels", levels, minimum=1)
         shares = exact_shares(epsilon, np.ones(levels))
-        return cls(sum(shares, Fraction(0)), tuple(shares))
+        noise = cls(sum(shares, Fraction(0)), tuple(shares))
+        for level in range(levels):  # every sampler is built (its scale checked) while planning
+            try:
+                noise.sampler(level)
+            except ValueError as err:
+                raise ValueError(
+                    f"epsilon {epsilon!r} gives level {level} a discrete Laplace scale "
+                    f"{COUNT_SENSITIVITY}/(ε/{levels}) the sampler refuses: {err}"
+                ) from None
+        return noise
 
     def sampler(self, level: int) -> DiscreteLaplace:
         return DiscreteLaplace(Fraction(COUNT_SENSITIVITY) / self.shares[level])
@@ -103,11 +114,25 @@ def keyed_noise(
     :func:`~dpopt.privacy.keyed.keyed_laplace`), so it does not depend on which other rows are
     drawn with it.
     """
-    codes = np.asarray(codes, dtype=np.int64)
-    if codes.ndim != 2 or codes.shape[1] != level:
-        raise ValueError(f"codes must have shape (regions, {level}), got {codes.shape}")
+    entropy = integer("entropy", entropy, minimum=0, maximum=None)
+    level = integer("level", level, minimum=0, maximum=len(LEVEL_NAMES))
+    sizes = integer("sizes", sizes, minimum=1, maximum=None)
+    if not isinstance(sampler, DiscreteLaplace):
+        raise TypeError(f"sampler must be a DiscreteLaplace, got {type(sampler).__name__}")
+    codes = _codes(codes, level)
     spawn = np.column_stack([np.full(codes.shape[0], level, dtype=np.int64), codes])
     return keyed_laplace(sampler, stream_seeds(entropy, spawn), sizes)
+
+
+def _codes(codes: Any, level: int) -> np.ndarray:
+    """``codes`` as an int64 array of shape (regions, level): whole numbers only (a float code
+    is never truncated to another region's key)."""
+    raw = np.asarray(codes)
+    if raw.ndim != 2 or raw.shape[1] != level:
+        raise ValueError(f"codes must have shape (regions, {level}), got {raw.shape}")
+    if raw.size == 0:
+        return np.zeros(raw.shape, dtype=np.int64)
+    return np.asarray(integer_array("codes", raw, ndim=2), dtype=np.int64)
 
 
 def noisy_counts(
@@ -115,7 +140,25 @@ def noisy_counts(
 ) -> np.ndarray:
     """``values`` (regions × sizes) plus keyed noise, each region with its level's sampler
     (levels ≥ 1; ``codes`` as in :func:`keyed_noise`, one row per region)."""
-    noisy = values.copy()
+    if not isinstance(noise, LevelNoise):
+        raise TypeError(f"noise must be a LevelNoise, got {type(noise).__name__}")
+    level = np.asarray(level)
+    if level.ndim != 1 or level.dtype.kind not in "iu":
+        raise ValueError(f"level must be a 1-D integer array, got {level.dtype} {level.shape}")
+    values = np.asarray(values)
+    if values.ndim != 2 or values.shape[0] != level.size or values.dtype.kind not in "iu":
+        raise ValueError(
+            f"values must be an integer array of shape ({level.size}, sizes), one row per "
+            f"entry of level; got {values.dtype} {values.shape}"
+        )
+    codes = np.asarray(codes)
+    if codes.ndim != 2 or codes.shape[0] != level.size:
+        raise ValueError(
+            f"codes must have one row per entry of level ({level.size}), got shape {codes.shape}"
+        )
+    if level.size and (level.min() < 1 or level.max() >= len(noise.shares)):
+        raise ValueError(f"level must be in 1 … {len(noise.shares) - 1} (the nation, 0, is apart)")
+    noisy = values.astype(np.int64)
     for lvl in np.unique(level).tolist():
         rows = np.flatnonzero(level == lvl)
         noisy[rows] += keyed_noise(

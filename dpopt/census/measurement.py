@@ -31,6 +31,8 @@ def sensitivity(query: Query, data: CensusData) -> int:
     """L1 sensitivity of a region's vector: 2 for counts (Lemma 4, whatever the step), the
     data's public ``step`` Q for cumulative counts (Lemma 6 is Q = 1: a group moving from size
     s to s + q changes q ≤ Q cumulative entries by 1)."""
+    query = choice("query", query, QUERIES)  # type: ignore[assignment]
+    data = check_data(data)
     return 2 if query == "counts" else data.step
 
 
@@ -52,6 +54,28 @@ class Measurement:
     scale: np.ndarray
     sd: np.ndarray
     measured: tuple[Measured, ...]
+
+    def __post_init__(self) -> None:
+        choice("query", self.query, QUERIES)
+        parents = np.asarray(self.parents)
+        sizes = np.asarray(self.sizes)
+        noisy = np.asarray(self.noisy)
+        if parents.ndim != 1 or sizes.ndim != 1:
+            raise ValueError("parents and sizes must be 1-D arrays")
+        regions = (parents.size,)
+        if noisy.shape != (parents.size, sizes.size) or noisy.dtype.kind not in "iu":
+            raise ValueError(
+                f"noisy must be an integer array of shape {(parents.size, sizes.size)} (regions "
+                f"× sizes), got {noisy.dtype} {noisy.shape}"
+            )
+        for name in ("scale", "sd"):
+            values = np.asarray(getattr(self, name))
+            if values.shape != regions or values.dtype.kind not in "iuf":
+                raise ValueError(f"{name} must hold one number per region, shape {regions}")
+            if not np.all(np.isfinite(values) & (values >= 0)):
+                raise ValueError(f"{name} must be finite and >= 0, got {values.min()!r}")
+        if not isinstance(self.total, int | np.integer) or self.total < 0:
+            raise ValueError(f"total must be an integer >= 0, got {self.total!r}")
 
     @property
     def tree(self) -> Tree:

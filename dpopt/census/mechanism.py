@@ -16,6 +16,7 @@ import numpy as np
 from dpopt.census.data import CensusData
 from dpopt.census.measurement import check_accountant, execute, plan
 from dpopt.census.postprocess import (
+    check_refusal,
     check_time_limit,
     domain_sd_of,
     mechanism,
@@ -25,7 +26,8 @@ from dpopt.census.postprocess import (
 from dpopt.models.pgsr import PostProcess
 from dpopt.privacy import Accountant
 from dpopt.problem import Solution, Status
-from dpopt.release import Measured, Rng, resolve_rng
+from dpopt.release import Measured, ReleaseError, Rng, resolve_rng
+from dpopt.runner import Runner
 
 __all__ = ["Release", "release"]
 
@@ -84,28 +86,54 @@ def release(
     cumulative methods. ``level_weights`` splits the budget over the levels (spec G11), which
     is another matter. ``executor``: see :func:`~dpopt.census.post_process` (a Dask client is
     accepted).
+
+    Post-processing that fails after the charge (a solver's ``infeasible`` or ``time_limit``
+    without a point, a method refusing the domains widening gave it, an error) raises
+    :class:`~dpopt.release.ReleaseError` carrying the paid-for :class:`Measurement`
+    (``.measurement``, to post-process again with :func:`~dpopt.census.post_process`) and the
+    budget report. The rule: no released counts, a ReleaseError; counts, a :class:`Release`
+    whose ``statuses`` say how good they are (``feasible``, ``violated``, … are never hidden).
+    Everything that can be decided before the draw is: the options, the executor's type, the
+    method's size limit at the starting domains (:func:`dpopt.refusal`), the noise scales and
+    the accountant.
     """
     spec = mechanism(method)
     chosen = objective_of(objective, method)
-    domain_sd_of(domain_sd)
+    domain_sd = domain_sd_of(domain_sd)
     check_time_limit(method, time_limit)
+    if executor is not None:
+        Runner(executor)  # a TypeError for anything but an Executor or a Dask client
     planned = plan(data, spec.query, epsilon=epsilon, level_weights=level_weights)
+    sd = np.empty(planned.data.parents.size)
+    for rows, prepared in zip(planned.rows, planned.prepared, strict=True):
+        sd[rows] = float(prepared.noise.variance) ** 0.5
+    check_refusal(
+        method, planned.data.parents, planned.data.sizes.size, planned.data.total, sd, domain_sd
+    )
     accountant = check_accountant(accountant)
     if accountant is None:
         accountant = Accountant.pure(epsilon)
     accountant.check(planned.charges)
     generator = resolve_rng(rng)
     measurement = execute(planned, rng=generator, accountant=accountant)
-    processed = post_process(
-        measurement,
-        method,
-        objective=chosen.name,
-        domain_sd=domain_sd,
-        executor=executor,
-        time_limit=time_limit,
-    )
-    counts = processed.counts
-    check = PostProcess(planned.data.parents, counts, planned.data.total)
+    try:
+        processed = post_process(
+            measurement,
+            method,
+            objective=chosen.name,
+            domain_sd=domain_sd,
+            executor=executor,
+            time_limit=time_limit,
+        )
+        counts = processed.counts
+        check = PostProcess(planned.data.parents, counts, planned.data.total)
+    except Exception as err:
+        raise ReleaseError(
+            f"census.release: post-processing with {method!r} failed ({err}); "
+            "census.post_process(error.measurement, ...) can run it again",
+            measurement=measurement,
+            budget=accountant.report(),
+        ) from err
     return Release(
         method,
         chosen.name,

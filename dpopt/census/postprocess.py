@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.census.measurement import Measurement, Query
+from dpopt.hierarchy import Tree
 from dpopt.models.pgsr import (
     OBJECTIVES,
     ChainPostProcess,
@@ -40,9 +41,9 @@ from dpopt.models.pgsr import (
     counts_from_chain,
     decumulate,
 )
-from dpopt.problem import Problem, Solution, Status, method_info, solve
+from dpopt.problem import Problem, Solution, Status, method_info, refusal, solve
 from dpopt.runner import Runner, as_executor, is_dask_client
-from dpopt.solvers.pgsr_partitioned import domain, split_at_root
+from dpopt.solvers.pgsr_partitioned import domain, split_at_root, widenings
 from dpopt.validation import choice, positive_number
 
 __all__ = ["METHODS", "Mechanism", "PostProcessed", "build_problem", "post_process"]
@@ -126,6 +127,33 @@ def check_time_limit(method: str, time_limit: float | None) -> None:
     if not method_info(spec.problem, spec.solver).honours_time_limit:
         raise ValueError(
             f"method {method!r} ({spec.solver}) runs to completion and takes no time_limit"
+        )
+
+
+def check_refusal(
+    method: str, parents: np.ndarray, sizes: int, total: int, sd: np.ndarray, domain_sd: float
+) -> None:
+    """Refuse, before any charge, a method whose size limit (:func:`dpopt.refusal`) rejects
+    the instance at its starting domains: a Problem of the method's type with the public
+    hierarchy and n, and every cell's domain as wide as it can start (2⌈domain_sd·sd⌉ + 1,
+    at most n + 1), built from public facts only (``sd``: each region's noise sd). Widening
+    can still make the domains grow past the limit after the draw; that failure is a
+    :class:`~dpopt.release.ReleaseError` of the release."""
+    spec = mechanism(method)
+    region_sd = np.asarray(sd, dtype=np.float64)
+    if spec.problem is ChainPostProcess:
+        depth = Tree(parents).depth
+        region_sd = region_sd * np.sqrt(np.bincount(depth)[depth])
+    delta = np.ceil(np.minimum(domain_sd * region_sd, total)).astype(np.int64)
+    upper = np.broadcast_to(np.minimum(2 * delta, total)[:, None], (parents.size, sizes))
+    lower = np.zeros_like(upper)
+    target = np.zeros((parents.size, sizes), dtype=np.int64)
+    proxy = spec.problem(parents, target, total, (lower, upper))  # type: ignore[arg-type]
+    reason = refusal(proxy, spec.solver)
+    if reason is not None:
+        raise ValueError(
+            f"method {method!r} ({spec.solver}) refuses this instance at its starting domains "
+            f"(nothing was charged): {reason}; choose another method or a larger epsilon"
         )
 
 
@@ -218,7 +246,7 @@ def build_problem(
         {"executor": executor} if executor is not None and probe in DP_METHODS else {}
     )
     total = measurement.total
-    while True:
+    for _ in widenings("the domains"):
         bounds = domain(target, sd, multiplier, total)
         problem = _post_processing_problem(spec, measurement, target, bounds, weights)
         full = bool(np.all(bounds[0] == 0) & np.all(bounds[1] == total))

@@ -9,9 +9,11 @@ private in a ``truth`` dataset and noisy in a ``noisy`` one. Schema metadata rec
 the state and the geography's fingerprint, and a noisy file each level's noise sd.
 
 Reading validates everything a task relies on, and says what is wrong: a missing or corrupt
-file, a file of another geography or kind, level counts that do not match the geography, and a
-region whose parent lies in another partition. Only the requested size columns are read, so a
-task of one (state, size) loads one count column.
+file, a file of another geography or kind, level counts that do not match the geography, a
+region whose parent lies in another partition, and in a ``truth`` partition a count that is
+negative (or over 2**62) or a parent that is not the sum of its children (as
+:class:`~dpopt.census.CensusData` refuses them in memory). Only the requested size columns
+are read, so a task of one (state, size) loads one count column.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.census.geography import Geography, StateData
+from dpopt.validation import MAX_COUNT
 
 __all__ = ["CODE_COLUMNS", "Partition", "partition_path", "read_partition", "write_partition"]
 
@@ -163,8 +166,45 @@ def read_partition(
     for j, size in enumerate(wanted):
         values[:, j] = table.column(f"size_{size + 1}").to_numpy()
     _check_structure(path, shape, level, parents, codes)
+    if kind == "truth":
+        _check_counts(path, codes, parents, values, wanted)
     sd = None if meta.get("sd") is None else np.asarray(meta["sd"], dtype=np.float64)
     return Partition(kind, state, level, parents, codes, values, wanted, sd)
+
+
+def _check_counts(
+    path: Path, codes: np.ndarray, parents: np.ndarray, values: np.ndarray, sizes: tuple
+) -> None:
+    """Private counts as :class:`~dpopt.census.CensusData` requires them in memory: integers
+    from 0 to 2**62, every parent equal to the sum of its children (checked before anything is
+    charged: a corrupt input is refused, never released)."""
+    if values.size == 0:
+        return
+    bad = np.argwhere((values < 0) | (values > MAX_COUNT))
+    if bad.size:
+        row, j = (int(v) for v in bad[0])
+        raise ValueError(
+            f"{path}: region {tuple(codes[row].tolist())} (row {row}) has {int(values[row, j])} "
+            f"groups of size {sizes[j] + 1}: counts must be integers from 0 to 2**62"
+        )
+    inner = parents >= 0
+    approx = np.zeros(values.shape, dtype=np.float64)
+    np.add.at(approx, parents[inner], values[inner].astype(np.float64))
+    if np.any(approx > MAX_COUNT):
+        row = int(np.argwhere(approx > MAX_COUNT)[0][0])
+        raise ValueError(f"{path}: the children of row {row} hold more than 2**62 groups")
+    sums = np.zeros_like(values)
+    np.add.at(sums, parents[inner], values[inner])
+    has_children = np.zeros(values.shape[0], dtype=bool)
+    has_children[parents[inner]] = True
+    mismatch = np.argwhere((sums != values) & has_children[:, None])
+    if mismatch.size:
+        row, j = (int(v) for v in mismatch[0])
+        raise ValueError(
+            f"{path}: region {tuple(codes[row].tolist())} (row {row}) has "
+            f"{int(values[row, j])} groups of size {sizes[j] + 1} but its children have "
+            f"{int(sums[row, j])}: a parent's counts must be the sum of its children's"
+        )
 
 
 def _check_structure(

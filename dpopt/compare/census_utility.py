@@ -89,7 +89,12 @@ class Variant:
 
 def noisy_counts(measurement: census.Measurement) -> np.ndarray:
     """The raw counts the measurement gives without post-processing: its noisy counts, or the
-    differences of its noisy cumulative counts (census-pgsr §8)."""
+    differences of its noisy cumulative counts (census-pgsr §8). A :class:`census.Measurement`
+    checks its own shapes (noisy is regions × sizes) when it is built."""
+    if not isinstance(measurement, census.Measurement):
+        raise TypeError(
+            f"measurement must be a census.Measurement, got {type(measurement).__name__}"
+        )
     noisy = np.asarray(measurement.noisy)
     return noisy if measurement.query == "counts" else decumulate(noisy)
 

@@ -155,7 +155,7 @@ def test_fingerprint_covers_sizes_seed_and_shape(us: Geography) -> None:
 # --- scaled and small --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fraction", [1e-6, 0.001, 0.01, 0.3, 2.0])
+@pytest.mark.parametrize("fraction", [1e-6, 0.001, 0.01, 0.3, 0.9])
 def test_scaled_keeps_nesting_and_scales_counts(us: Geography, fraction: float) -> None:
     geography = scaled(us, fraction)
     assert geography.sizes == us.sizes and geography.seed == us.seed
@@ -178,6 +178,13 @@ def test_scaled_keeps_nesting_and_scales_counts(us: Geography, fraction: float) 
 
 def test_scaled_by_one_is_the_same_geography(us: Geography) -> None:
     assert scaled(us, 1.0) == us
+
+
+@pytest.mark.parametrize("fraction", [2, 1.0000001, 0, -1, float("nan"), float("inf")])
+def test_scaled_refuses_a_fraction_outside_0_1(us: Geography, fraction: float) -> None:
+    """issue 24: scaled(g, 2) grew the geography; a scale is a share in (0, 1]."""
+    with pytest.raises(ValueError, match="fraction"):
+        scaled(us, fraction)
 
 
 def test_small_is_regular() -> None:

@@ -1,0 +1,156 @@
+"""``dpopt census``: every subcommand and every documented census command line runs on a tiny
+geography; Ctrl-C stops with one line and exit 130; the seed is treated as a secret key."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyarrow")
+
+from dpopt import cli
+from dpopt.census import blocks
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ["--geography", "small", "--sizes", "3", "--workers", "0"]
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
+    status = cli.main(argv)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_every_subcommand_runs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    data, out = str(tmp_path / "data"), str(tmp_path / "out")
+    status, stdout, _ = run(["census", "generate", *TINY, "--out", data], capsys)
+    assert status == 0 and "wrote 3 truth partitions" in stdout  # failed on every call before
+    status, stdout, _ = run(["census", "generate", *TINY, "--out", data, "--json", "-"], capsys)
+    assert status == 0 and len(json.loads(stdout)["partitions"]) == 3
+    argv = ["census", "release", *TINY, "--epsilon", "1", "--data", data, "--out", out]
+    status, stdout, err = run([*argv, "--json", "-"], capsys)
+    assert status == 0, err
+    report = json.loads(stdout)
+    assert report["status"] == "optimal" and report["budget"]["spent"] == 1.0
+    assert not any(key in report for key in ("seed", "entropy"))
+    assert (Path(out) / "manifest.json").is_file()
+    assert not (Path(out) / blocks.INCOMPLETE).exists()
+    for command in (["census"], ["census", "release"], ["census", "generate"]):
+        with pytest.raises(SystemExit) as stop:
+            cli.main([*command, "--help"])
+        assert stop.value.code == 0
+    assert "secret key" in capsys.readouterr().out
+
+
+def _documented() -> list[str]:
+    """Every ``dpopt census`` command line of the README, the census docs and the epilog."""
+    texts = [
+        (ROOT / "README.md").read_text(encoding="utf-8"),
+        (ROOT / "docs" / "families" / "census.md").read_text(encoding="utf-8"),
+        cli.CENSUS_EPILOG,
+    ]
+    found: list[str] = []
+    for text in texts:
+        for line in re.findall(r"^\s*(dpopt census [^\n`]*)", text, flags=re.MULTILINE):
+            command = re.split(r"\s{2,}|\s#", line.strip())[0]  # drop a trailing comment
+            if command not in found:
+                found.append(command)
+    return found
+
+
+DOCUMENTED = _documented()
+
+
+def test_the_documented_command_lines_are_found() -> None:
+    assert any("generate" in c for c in DOCUMENTED) and any("--data" in c for c in DOCUMENTED)
+    assert len(DOCUMENTED) >= 5
+
+
+def _tiny(command: str, tmp_path: Path) -> list[str]:
+    """``command`` on the tiny geography, inline, its folders under ``tmp_path``."""
+    words = shlex.split(command)[1:]
+    argv: list[str] = []
+    skip = False
+    for i, word in enumerate(words):
+        if skip:
+            skip = False
+            continue
+        if word in ("--geography", "--scheduler", "--workers", "--sizes"):
+            skip = True
+            continue
+        if i > 0 and words[i - 1] in ("--out", "--data"):
+            word = str(tmp_path / Path(word).name)
+        argv.append(word)
+    return [*argv[:2], *TINY, *argv[2:]]
+
+
+@pytest.mark.parametrize("command", DOCUMENTED)
+def test_every_documented_command_line_runs(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    argv = _tiny(command, tmp_path)
+    if "--data" in argv:  # its truth partitions, as the docs write them first
+        data = argv[argv.index("--data") + 1]
+        scale = argv[argv.index("--scale") : argv.index("--scale") + 2] if "--scale" in argv else []
+        assert run(["census", "generate", *TINY, *scale, "--out", data], capsys)[0] == 0
+    status, _, err = run(argv, capsys)
+    assert status == 0, (argv, err)
+
+
+def test_interrupt_marks_the_output_incomplete(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(blocks, "solve", interrupted)  # after the charge and the noisy partitions
+    out = tmp_path / "out"
+    status, _, err = run(["census", "release", *TINY, "--epsilon", "1", "--out", str(out)], capsys)
+    assert status == 130
+    assert err.strip().splitlines()[-1].startswith("dpopt census: interrupted; the budget was")
+    assert len([line for line in err.splitlines() if "interrupted" in line]) == 1
+    assert "Traceback" not in err
+    assert (out / blocks.INCOMPLETE).is_file() and not (out / "manifest.json").exists()
+
+
+def test_a_small_seed_warns_and_a_negative_one_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    base = ["census", "release", *TINY, "--epsilon", "1", "--out", str(tmp_path / "o")]
+    status, _, err = run([*base, "--seed", "1"], capsys)
+    assert status == 0 and "warning: --seed 1 is a small key" in err
+    status, _, err = run([*base, "--seed", str(2**100)], capsys)
+    assert status == 0 and "warning" not in err
+    status, _, err = run([*base, "--seed", "-1"], capsys)
+    assert status == 2 and "--seed must be >= 0" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        (["--scale", "2"], "--scale must be in (0, 1]"),
+        (["--scale", "0"], "--scale must be in (0, 1]"),
+        (["--domain-sd", "1e300"], "domain_sd must be at most"),
+        (["--epsilon", "1e-300"], "discrete Laplace scale"),
+    ],
+)
+def test_bad_options_exit_2_before_the_charge(
+    extra: list[str], match: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "o"
+    argv = ["census", "release", *TINY, "--epsilon", "1", "--out", str(out), *extra]
+    status, _, err = run(argv, capsys)
+    assert status == 2 and match in err
+    assert not out.exists()
+
+
+def test_an_unreadable_epsilon_is_a_usage_error(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["census", "release", *TINY, "--epsilon", "1/0", "--out", "x"])
+    assert stop.value.code == 2
+    assert "--epsilon" in capsys.readouterr().err
