@@ -53,8 +53,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-n", type=int, default=8192, help="largest n of OPT₀ (≥ 1024)")
     parser.add_argument("--max-d", type=int, default=10, help="most dimensions of OPT_⊗ (≥ 3)")
+    parser.add_argument("--quick", action="store_true", help="--max-n 1024 --max-d 3: seconds")
     plot_output.add_arguments(parser)
     args = parser.parse_args()
+    if args.quick:
+        args.max_n, args.max_d = 1024, 3
     if args.max_n < 1024 or args.max_d < 3:
         parser.error("the fits need --max-n ≥ 1024 and --max-d ≥ 3")
     sizes = [n for n in (64, 128, 256, 512, 1024, 2048, 4096, 8192) if n <= args.max_n]
