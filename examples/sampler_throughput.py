@@ -9,7 +9,8 @@ Three workloads, as the trust-layer issue defines them:
 
 Each is timed as a whole vector of ``--size`` draws, best of ``--repeat`` runs, whole calls
 (validation included). OpenDP (``pip install opendp``) is timed through its vector
-measurements, its fastest interface. Run: ``python examples/sampler_throughput.py``.
+measurements, its fastest interface. Run: ``python examples/sampler_throughput.py``
+(``--quick``: 10,000 draws, one run).
 """
 
 from __future__ import annotations
