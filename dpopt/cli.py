@@ -178,7 +178,10 @@ def _dgm_parser(commands: Any) -> None:
         "--data-seed", type=int, default=0, help="seed of the drawn records (default: 0)"
     )
     cmd.add_argument(
-        "--seed", type=int, help="seed of the mechanism's randomness (default: fresh entropy)"
+        "--seed",
+        type=int,
+        help="seed of the mechanism's randomness (default: fresh entropy). A secret key: "
+        "whoever knows it removes the noise; for tests only, never published or reused",
     )
     cmd.add_argument(
         "--objective",
@@ -197,7 +200,14 @@ def _dgm(args: argparse.Namespace) -> int:
     import numpy as np
 
     from dpopt import dgm
+    from dpopt.release import ReleaseError
 
+    if args.seed is not None:
+        print(
+            f"dpopt dgm: warning: --seed {args.seed} makes the noise reproducible; the seed is "
+            "a secret key (whoever knows it removes the noise): never publish or reuse it",
+            file=sys.stderr,
+        )
     for option, path in (("--json", args.json), ("--save", args.save)):
         problem = _unwritable(path) if path and path != "-" else None
         if problem:
@@ -221,6 +231,9 @@ def _dgm(args: argparse.Namespace) -> int:
             objective=args.objective,
             baseline=args.baseline,
         )
+    except ReleaseError as error:  # charged, then failed: say what was spent
+        print(f"dpopt dgm: {error} (spent ε = {error.budget['exact']['spent']})", file=sys.stderr)
+        return 1
     except (ValueError, TypeError, OSError) as error:
         print(f"dpopt dgm: {error}", file=sys.stderr)
         return 2
@@ -239,7 +252,11 @@ def _dgm(args: argparse.Namespace) -> int:
         "parameter_errors_vs_mle": errors,
     }
     if args.save:
-        learned.model.save(args.save, filetype="bif")
+        try:
+            learned.model.save(args.save, filetype="bif")
+        except (OSError, ValueError) as error:
+            print(f"dpopt dgm: --save {args.save}: {error} (the budget was spent)", file=sys.stderr)
+            return 1
     if args.json:
         text = json.dumps(report, indent=1, default=float)
         if args.json == "-":

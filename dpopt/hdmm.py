@@ -53,7 +53,7 @@ from dpopt.privacy import (
     prepare,
 )
 from dpopt.problem import CLAIMS_FEASIBLE, Solution, SolverError, Status, solve
-from dpopt.release import Measured, Rng, measured_answers, resolve_rng
+from dpopt.release import Measured, ReleaseError, Rng, measured_answers, resolve_rng
 from dpopt.runner import as_executor
 from dpopt.solvers.hdmm import L2_DUAL_MAX_N, MAX_RESTARTS, OPT_M_MAX_ATTRIBUTES
 from dpopt.solvers.hdmm_marginals import marginal_reconstruct
@@ -117,13 +117,22 @@ def _delta(noise: Noise, delta: Any) -> Any:
 
 def noise_variance(noise: str, epsilon: float, delta: float | None = None) -> float:
     """Per-query noise variance of a unit-sensitivity strategy: 2/ε² or σ(ε, δ)² (spec §1);
-    ``delta`` is required for Gaussian noise and refused for Laplace."""
+    ``delta`` is required for Gaussian noise and refused for Laplace. An ε whose variance is
+    not a finite float > 0 (2/ε² overflows below about 1e-154 and underflows to 0 above about
+    1e154) is refused with a ValueError naming ``epsilon``."""
     kind = noise_kind(noise)
     delta = _delta(kind, delta)
     epsilon = positive_number("epsilon", epsilon)
     if kind == "laplace":
-        return 2.0 / epsilon / epsilon
-    return analytic_gaussian_sigma(epsilon, delta) ** 2
+        variance = 2.0 / epsilon / epsilon
+    else:
+        variance = analytic_gaussian_sigma(epsilon, delta) ** 2
+    if not (np.isfinite(variance) and variance > 0):
+        raise ValueError(
+            f"epsilon {epsilon!r} is out of range: the noise variance {variance!r} is not a "
+            "finite number > 0"
+        )
+    return float(variance)
 
 
 def expected_error(
@@ -137,11 +146,23 @@ def expected_error(
     """Expected total squared error of answering W from A by least squares (spec §1).
 
     TSE = c · ‖A‖² · tr[(AᵀA)⁺ WᵀW]; +inf if A does not support W. ``epsilon`` and
-    ``delta`` as in :func:`measure`: keyword-only, ``delta`` for Gaussian noise only.
+    ``delta`` as in :func:`measure`: keyword-only, ``delta`` for Gaussian noise only. An ε
+    whose error overflows (or underflows to 0 for a nonzero workload) is refused with a
+    ValueError naming ``epsilon``, as in :func:`noise_variance`.
     """
     gram = gram_of(workload)
     matrix = _strategy_matrix(strategy, gram.shape[0])
-    return noise_variance(noise, epsilon, delta) * strategy_error(matrix, gram, noise_kind(noise))
+    variance = noise_variance(noise, epsilon, delta)
+    error = float(strategy_error(matrix, gram, noise_kind(noise)))
+    if not np.isfinite(error):
+        return error  # A does not support W
+    total = variance * error
+    if not np.isfinite(total) or (total == 0 and error > 0):
+        raise ValueError(
+            f"epsilon {epsilon!r} is out of range: the expected error {total!r} is not finite "
+            "and > 0"
+        )
+    return total
 
 
 def _strategy_matrix(strategy: Any, cells: int) -> np.ndarray:
@@ -814,7 +835,20 @@ def answer(
         raise ValueError(
             "strategy does not support the workload: W A⁺A ≠ W, so A x cannot answer every query"
         )
+    cells = _columns(strategy)
+    if tuple(np.shape(workload))[-1:] != (cells,):
+        raise ValueError(
+            f"the workload has shape {tuple(np.shape(workload))}, the strategy {cells} columns"
+        )
     measurement = measure(strategy, x, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
-    estimate = reconstruct(measurement)
-    assert isinstance(estimate, np.ndarray)
-    return Answered(workload @ estimate, strategy, measurement, dict(statuses))
+    try:
+        estimate = reconstruct(measurement)
+        assert isinstance(estimate, np.ndarray)
+        answers = np.asarray(workload @ estimate, dtype=np.float64)
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError) as error:
+        raise ReleaseError(
+            f"hdmm.answer: reconstruction failed ({error})",
+            measurement=measurement,
+            budget=measurement.budget,
+        ) from error
+    return Answered(answers, strategy, measurement, dict(statuses))

@@ -8,7 +8,9 @@ Writes ``dgm_experiments.csv`` (one row per network, ε, seed and method) and
 ``dgm_experiments.png`` (each metric's mean against ε, ours solid and the baseline dashed, one
 colour per network) to ``--out``, and prints the summary and the headline answer: at what ε
 does the baseline match our ε = 1? The same run is ``dpopt compare --family dgm --suite
-paper``. ``--quick``: asia and sachs, ε ∈ {1, 3}, 2 seeds, 2,000 records.
+paper``. ``--quick``: asia and sachs, ε ∈ {1, 3}, 2 seeds, 2,000 records. ``--seed`` seeds
+a simulation (made-up data, many releases) so that the table is reproducible; a real release
+passes ``rng=None`` (fresh OS entropy), because a noise seed is a secret key.
 """
 
 from __future__ import annotations

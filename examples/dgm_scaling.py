@@ -10,13 +10,14 @@
     the pgmpy output network.
 (b) The whole process on 10⁵ records, imports included:
     ``python -c "import pandas as pd; from dpopt import dgm; dgm.learn('alarm',
-    pd.read_pickle(PATH), epsilon=1, rng=0)"`` — and the same building the pgmpy model
+    pd.read_pickle(PATH), epsilon=1)"`` — and the same building the pgmpy model
     (median, min).
 (c) The larger bundled networks (insurance, water, hailfinder, hepar2, win95pts, andes,
     pathfinder), each in a fresh process with 10⁵ records: learn seconds, pgmpy fit seconds,
     peak resident memory of the process.
 ``--busy`` repeats everything beside a process multiplying matrices on all cores.
-``--quick`` uses 10⁴/10⁵ records and two networks in (c).
+``--quick`` is a smoke run in seconds: 10³/10⁴ records in (a), 10⁴ in (b), one network with
+10³ records in (c), one repeat.
 """
 
 from __future__ import annotations
@@ -61,15 +62,13 @@ def alarm_rows(records: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
     for m in records:
         frame = network.sample(m, np.random.default_rng(m))
         for kind, data in (("categorical", frame), ("strings", frame.astype(str))):
-            learned, _ = timed(lambda data=data: dgm.learn(network, data, epsilon=1, rng=0))
+            learned, _ = timed(lambda data=data: dgm.learn(network, data, epsilon=1))
             row = {
                 "records": m,
                 "data": kind,
-                "learn": _median(
-                    lambda data=data: dgm.learn(network, data, epsilon=1, rng=0), repeats
-                ),
+                "learn": _median(lambda data=data: dgm.learn(network, data, epsilon=1), repeats),
                 "baseline": _median(
-                    lambda data=data: dgm.learn(network, data, epsilon=1, rng=0, baseline=True),
+                    lambda data=data: dgm.learn(network, data, epsilon=1, baseline=True),
                     repeats,
                 ),
                 "mle": _median(lambda data=data: dgm.maximum_likelihood(network, data), repeats),
@@ -90,7 +89,7 @@ def whole_process(records: int, repeats: int) -> list[dict[str, Any]]:
         network.sample(records, np.random.default_rng(0)).to_pickle(path)
         base = (
             "import pandas as pd; from dpopt import dgm; "
-            f"r = dgm.learn('alarm', pd.read_pickle({str(path)!r}), epsilon=1, rng=0)"
+            f"r = dgm.learn('alarm', pd.read_pickle({str(path)!r}), epsilon=1)"
         )
         for label, code in (("learn", base), ("learn + pgmpy model", base + "; r.model")):
             times = [
@@ -105,7 +104,7 @@ def network_child(name: str, records: int) -> dict[str, Any]:
     """(c), in a fresh process: one network's learn and pgmpy fit, and the peak RSS."""
     network = dgm.load(name)
     data = network.sample(records, np.random.default_rng(1))
-    _, seconds = timed(lambda: dgm.learn(network, data, epsilon=1, rng=0))
+    _, seconds = timed(lambda: dgm.learn(network, data, epsilon=1))
     rss = maxrss_mib()
     return {
         "network": name,
@@ -127,12 +126,14 @@ def networks(names: tuple[str, ...], records: int) -> list[dict[str, Any]]:
 
 
 def measure(quick: bool, repeats: int) -> dict[str, Any]:
+    if quick:
+        repeats = 1
     print("  (a) alarm: dgm.learn vs pgmpy fit", flush=True)
-    a = alarm_rows((10_000, 100_000) if quick else (100_000, 1_000_000), repeats)
+    a = alarm_rows((1_000, 10_000) if quick else (100_000, 1_000_000), repeats)
     print("  (b) whole process", flush=True)
-    b = whole_process(100_000, repeats)
+    b = whole_process(10_000 if quick else 100_000, repeats)
     print("  (c) larger networks", flush=True)
-    c = networks(BIG[:2] if quick else BIG, 10_000 if quick else 100_000)
+    c = networks(BIG[:1] if quick else BIG, 1_000 if quick else 100_000)
     return {"alarm": a, "process": b, "networks": c}
 
 
@@ -155,7 +156,7 @@ def report(runs: dict[str, dict[str, Any]]) -> str:
     ]
     header = "run records data learn baseline mle learn+model pgmpy_fit pgmpy/learn".split()
     out += [text_table(header, rows, left=3), ""]
-    command = "python -c \"... dgm.learn('alarm', pd.read_pickle(10⁵ records), epsilon=1, rng=0)\""
+    command = "python -c \"... dgm.learn('alarm', pd.read_pickle(10⁵ records), epsilon=1)\""
     out += [f"(b) whole process, imports included: {command}", ""]
     rows = [
         [label, r["what"], fmt(r["median"], ".2f"), fmt(r["min"], ".2f")]

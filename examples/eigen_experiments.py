@@ -1,7 +1,7 @@
 """Eigen-Design's experiments (Li & Miklau, Sec. 5; spec §6) as ratios to the SVD bound.
 
-    python examples/eigen_experiments.py [--n 256] [--seed 0] [--workloads all-range,prefix]
-        [--no-opt0] [--no-sdp] [--out examples/output] [--no-csv]
+    python examples/eigen_experiments.py [--quick] [--n 256] [--seed 0]
+        [--workloads all-range,prefix] [--no-opt0] [--no-sdp] [--out examples/output] [--no-csv]
 
 For each workload (1-D all-range, permuted range, prefix, random ranges; 1- and 2-way range
 marginals and 2-way marginals on a 3-D domain; random predicates — see
@@ -13,7 +13,7 @@ factor"), then writes the rows to ``eigen_experiments.csv`` in ``--out``.
 ``--n`` is the number of cells, a power of 2: 256 (the default, about 1 min on 2 cores, the
 3-D domain 4×8×8) up to 2,048 (the paper's size, 3-D domain 8×16×16). OPT₀ dominates the
 run time beyond n = 256 (about 50 s per workload at 512, 2 min at 1,024, much longer at
-2,048); ``--no-opt0`` leaves it out.
+2,048); ``--no-opt0`` leaves it out. ``--quick``: n = 8, without OPT₀ (seconds).
 """
 
 from __future__ import annotations
@@ -56,7 +56,10 @@ def main() -> None:
         help="folder for the CSV, created if missing (default: examples/output)",
     )
     parser.add_argument("--no-csv", action="store_true", help="do not write the CSV")
+    parser.add_argument("--quick", action="store_true", help="n = 8 without OPT₀: seconds")
     args = parser.parse_args()
+    if args.quick:
+        args.n, args.no_opt0 = 8, True
     names = [name.strip() for name in args.workloads.split(",") if name.strip()]
     unknown = sorted(set(names) - set(eigen_ratios.WORKLOADS))
     if unknown:

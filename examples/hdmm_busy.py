@@ -1,13 +1,14 @@
 """HDMM rows of issue 14, whole process, on a quiet machine and beside a competing BLAS job.
 
     python examples/hdmm_busy.py [--rows opt0-1024,opt0-2048,kron-cps,l2-256,l2-512]
-        [--quiet-only] [--json PATH]
+        [--quiet-only] [--json PATH] [--quick]
 
 Each row runs in a fresh Python process (import time included) and is timed from the outside;
 then again while :class:`benchmarking.Competitor` multiplies 2,000 × 2,000 matrices on every
 core (the load that made OPT₀ 25× slower before the threading policy). The last column is
 busy/quiet. ``loss-4096`` times one p-Identity loss evaluation at n = 4096, p = 256 on the
 implicit AllRange Gram and on the dense one, in the same process (one BLAS thread each).
+``--quick``: the ``l2-256`` row on the quiet machine only (seconds).
 """
 
 from __future__ import annotations
@@ -96,7 +97,10 @@ def main() -> None:
     parser.add_argument("--quiet-only", action="store_true", help="skip the busy runs")
     parser.add_argument("--json", help="also write the figures as JSON here")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="one small row, quiet only")
     args = parser.parse_args()
+    if args.quick:
+        args.rows, args.quiet_only = "l2-256", True
     if args.child:
         print(json.dumps(child(args.child)))
         return

@@ -9,7 +9,8 @@ Three workloads, as the trust-layer issue defines them:
 
 Each is timed as a whole vector of ``--size`` draws, best of ``--repeat`` runs, whole calls
 (validation included). OpenDP (``pip install opendp``) is timed through its vector
-measurements, its fastest interface. Run: ``python examples/sampler_throughput.py``.
+measurements, its fastest interface. Run: ``python examples/sampler_throughput.py``
+(``--quick``: 10,000 draws, one run).
 """
 
 from __future__ import annotations
@@ -80,7 +81,10 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=5, help="runs; the best is kept")
     parser.add_argument("--json", metavar="PATH", help="write the table as JSON")
+    parser.add_argument("--quick", action="store_true", help="10,000 draws, 1 run: seconds")
     args = parser.parse_args()
+    if args.quick:
+        args.size, args.opendp_size, args.repeat = 10_000, 1_000, 1
     mine = {k: args.size / _best(v, args.repeat) for k, v in ours(args.size).items()}
     theirs_calls = opendp(args.opendp_size)
     theirs = (

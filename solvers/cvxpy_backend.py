@@ -7,10 +7,15 @@ any other installed solver can be asked for by name (``solve(p, "cvxpy:osqp")``)
 
 Status mapping (cvxpy → dpopt): ``optimal`` → optimal; ``optimal_inaccurate`` → feasible (a
 point the solver could not certify), or time_limit when the solver says it stopped at its time
-limit (SCS reports that as inaccurate); ``user_limit`` → time_limit (the solver stopped at a
-limit: its time limit, or an iteration limit set in ``solver_options``); ``infeasible`` →
-infeasible; the other inaccurate, unbounded and solver-error outcomes → error, with cvxpy's
-status in ``info``. :func:`dpopt.solve` then re-checks the point against the model: an
+limit (SCS reports that as inaccurate); ``user_limit`` → time_limit only when a time limit was
+set and the solver does not say it stopped at its iteration limit; an iteration limit (OSQP's
+"maximum iterations reached": cvxpy runs OSQP with ``max_iter`` 10000 and calls that
+``user_limit`` too) → feasible with the uncertified point, or error without one;
+``infeasible`` → infeasible, unless the Problem type is registered ``feasible=True`` (feasible
+by construction: OSQP's certificate is only checked to its ``eps_prim_inf``, and a badly
+scaled feasible QP can pass it), where it is error; the other inaccurate, unbounded and
+solver-error outcomes → error, with cvxpy's status (and the solver's own, ``solver_detail``)
+in ``info``. :func:`dpopt.solve` then re-checks the point against the model: an
 ``optimal`` or ``feasible`` point outside the method's tol is ``violated``, and a relaxation's
 point is never ``optimal``.
 
@@ -158,22 +163,32 @@ def solve_cvxpy(
         )
     status: Status = _STATUS.get(model.status, "error")  # type: ignore[assignment]
     detail = _solver_detail(stats)
+    message = "" if status == "optimal" else f"cvxpy status {model.status}"
     if detail:
         info["solver_detail"] = detail
+        message += f" ({name.lower()}: {detail})" if message else ""
         if status == "feasible" and "time_limit" in detail:
             status = "time_limit"
-    message = "" if status == "optimal" else f"cvxpy status {model.status}"
     if model.status == "user_limit":
-        message += " (the solver stopped at its time or iteration limit)"
+        iteration_limit = "iteration" in detail.lower() or time_limit is None
+        if iteration_limit:
+            # an iteration limit is not a time limit: the point (if any) is uncertified
+            status = "feasible" if model.value is not None else "error"
+            message += "; the solver stopped at its iteration limit before certifying a point"
+        else:
+            message += "; the solver stopped at its time limit"
     return status, message, info
 
 
 def _solver_detail(stats: Any) -> str:
-    """The solver's own status text where cvxpy keeps it (SCS says which limit it reached)."""
+    """The solver's own status text where cvxpy keeps it (SCS says which limit it reached;
+    OSQP keeps its results object, whose ``info.status`` is e.g. "maximum iterations
+    reached" or "primal infeasible")."""
     extra = getattr(stats, "extra_stats", None)
     if isinstance(extra, dict) and isinstance(extra.get("info"), dict):
         return str(extra["info"].get("status", ""))
-    return ""
+    status = getattr(getattr(extra, "info", None), "status", None)
+    return status if isinstance(status, str) else ""
 
 
 def cvxpy_method(
@@ -188,8 +203,15 @@ def cvxpy_method(
     limit: Limit | None = None,
     auto_rank: int | None = None,
     description: str = "",
+    feasible: bool = False,
+    solver_defaults: Mapping[str, Any] | None = None,
 ) -> RegisteredMethod:
     """A registry entry that builds the model with ``build`` and solves it with ``solver``.
+
+    ``feasible=True`` says every instance of the Problem type has a feasible point (by
+    construction), so a solver's claim of infeasibility is an ``error``, never
+    ``infeasible``. ``solver_defaults`` are solver options used unless the caller's
+    ``solver_options`` set them.
 
     ``tol`` is the objective accuracy the method claims (its :class:`MethodInfo` tol);
     ``solver_tol`` is the solver tolerance run by default to achieve it (the solver's own
@@ -218,9 +240,17 @@ def cvxpy_method(
                 raise ValueError(f"tol is a relative accuracy and must be < 1, got {tol!r}")
         model, extract = build(problem)
         run_tol = solver_tol if tol is None else tol
+        options = {**dict(solver_defaults or {}), **dict(solver_options or {})}
         status, message, info = solve_cvxpy(
-            model, name, time_limit=time_limit, tol=run_tol, **dict(solver_options or {})
+            model, name, time_limit=time_limit, tol=run_tol, **options
         )
+        claims_infeasible = info.get("solver_status") in ("infeasible", "infeasible_inaccurate")
+        if feasible and claims_infeasible:
+            status = "error"
+            message = (
+                f"{message}: the solver claims the model is infeasible, but every instance of "
+                f"{type(problem).__name__} has a feasible point (an uncertified claim)"
+            )
         has_point = status in ("optimal", "feasible", "time_limit") and all(
             v.value is not None for v in model.variables()
         )
@@ -254,16 +284,20 @@ def register_cvxpy(
     limit: Limit | None = None,
     auto_rank: int | None = None,
     description: str = "",
+    feasible: bool = False,
+    solver_defaults: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     """Register ``<prefix>:<solver>`` methods for ``problem_type``.
 
     The ``solvers`` listed (those installed) appear in :func:`dpopt.methods`; any other
     installed cvxpy solver is built on demand when asked for by name. ``auto_rank`` applies to
     the first listed solver only. ``tols`` and ``solver_tols`` map solver names to the
-    claimed and the run tolerances of :func:`cvxpy_method`.
+    claimed and the run tolerances of :func:`cvxpy_method`, ``solver_defaults`` solver names
+    to default solver options; ``feasible`` is :func:`cvxpy_method`'s.
     """
     tols = {k.upper(): v for k, v in (tols or {}).items()}
     solver_tols = {k.upper(): v for k, v in (solver_tols or {}).items()}
+    defaults = {k.upper(): v for k, v in (solver_defaults or {}).items()}
 
     def make(solver: str, rank: int | None = None) -> RegisteredMethod:
         return cvxpy_method(
@@ -277,6 +311,8 @@ def register_cvxpy(
             limit=limit,
             auto_rank=rank,
             description=description,
+            feasible=feasible,
+            solver_defaults=defaults.get(solver.upper()),
         )
 
     for position, solver in enumerate(_listed_installed(solvers)):

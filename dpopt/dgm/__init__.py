@@ -26,10 +26,12 @@ from dpopt.dgm.evaluation import (
     random_queries,
 )
 from dpopt.dgm.learning import (
+    FLOOR_RANGE,
     OBJECTIVES,
     SAMPLING_RATE,
     STAGE_ONE_SHARE,
     Learned,
+    Measurement,
     Settings,
     allocate_budget,
     amplified,
@@ -43,6 +45,7 @@ from dpopt.dgm.networks import Network, load, quiet_pgmpy
 
 __all__ = [
     "BUNDLED",
+    "FLOOR_RANGE",
     "KL_FLOOR",
     "MAX_QUERY_CELLS",
     "OBJECTIVES",
@@ -50,6 +53,7 @@ __all__ = [
     "STAGE_ONE_SHARE",
     "Inference",
     "Learned",
+    "Measurement",
     "Network",
     "Query",
     "Settings",

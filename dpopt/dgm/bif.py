@@ -113,10 +113,18 @@ def _table(
 
 
 def parse(text: str) -> Parsed:
-    """(states, parents, cpds) of a BIF text, keyed by node name in the file's order."""
+    """(states, parents, cpds) of a BIF text, keyed by node name in the file's order.
+
+    A ValueError names what is wrong: a variable declared twice, a variable with two
+    probability blocks, a block naming an undeclared variable, a missing or short table.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"BIF text must be a str, got {type(text).__name__}")
     states: dict[str, tuple[str, ...]] = {}
     for match in _VARIABLE.finditer(text):
         node, listed = match.group(1), _split(match.group(3))
+        if node in states:
+            raise ValueError(f"BIF: variable {node} is declared twice")
         if len(listed) != int(match.group(2)) or len(set(listed)) != len(listed):
             raise ValueError(
                 f"BIF: variable {node} declares {match.group(2)} states, lists {listed}"
@@ -132,6 +140,12 @@ def parse(text: str) -> Parsed:
         unknown = [v for v in (node, *given) if v not in states]
         if unknown:
             raise ValueError(f"BIF: probability ({node}) names undeclared variables {unknown}")
+        if node in cpds:
+            raise ValueError(f"BIF: variable {node} has two probability blocks")
+        if node in given:
+            raise ValueError(f"BIF: probability ({node} | ...) lists {node} among its parents")
+        if len(set(given)) != len(given):
+            raise ValueError(f"BIF: probability ({node} | ...) lists a parent twice: {given}")
         parents[node] = given
         cpds[node] = _table(node, given, block.group(3), states)
     missing = [v for v in states if v not in cpds]

@@ -49,9 +49,9 @@ import numpy as np
 from dpopt.dgm.networks import Network, load
 from dpopt.models.dgm_budget import BudgetAllocation
 from dpopt.privacy import Accountant, Loss, draw, exact_shares, prepare_laplace
-from dpopt.privacy.samplers import exact_fraction
+from dpopt.privacy.samplers import MAX_LAPLACE_SCALE, exact_fraction
 from dpopt.problem import CLAIMS_FEASIBLE, SolverError, Status, solve
-from dpopt.release import Measured, Rng, measured_answers, resolve_rng
+from dpopt.release import Measured, ReleaseError, Rng, measured_answers, resolve_rng
 from dpopt.solvers.dgm_tables import (
     CONSISTENCY_WEIGHTS,
     conditionals,
@@ -62,10 +62,12 @@ from dpopt.solvers.dgm_tables import (
 from dpopt.validation import boolean, choice, positive_number
 
 __all__ = [
+    "FLOOR_RANGE",
     "OBJECTIVES",
     "SAMPLING_RATE",
     "STAGE_ONE_SHARE",
     "Learned",
+    "Measurement",
     "Settings",
     "allocate_budget",
     "amplified",
@@ -84,6 +86,10 @@ STAGE_ONE_SHARE = Fraction(1, 10)
 """ε^I = 0.1·ε^B, the paper's setting (spec §1)."""
 SAMPLING_RATE = Fraction(1, 10)
 """β = 0.1, the paper's setting (spec §1)."""
+FLOOR_RANGE = (1e-6, 1e6)
+"""The range [low, high] of the floor τ of Eq. 6: inverting a count clipped at τ and squaring
+it stays a finite, positive float, so that the estimated errors δ̃ (and the a_i of the
+allocation) are finite and > 0 (outside it 1e-300 gives NaN and 1e300 gives 0)."""
 
 
 # Hand-checked cases of the spec (§6.1 T1 three-node chain, T2 perfect squares).
@@ -108,8 +114,17 @@ def _allocation(a: Any, total: Any, method: str, strict: bool) -> tuple[list[Fra
 
 
 def amplified(epsilon: Any, rate: Any) -> float:
-    """Lemma 2.1: running an ε-DP mechanism on a Poisson β-subsample is ln(1+β(e^ε−1))-DP."""
-    return math.log1p(float(rate) * math.expm1(float(epsilon)))
+    """Lemma 2.1: running an ε-DP mechanism on a Poisson β-subsample is ln(1+β(e^ε−1))-DP.
+
+    ``epsilon`` is a finite number > 0 and ``rate`` = β in (0, 1] (read exactly, as
+    :class:`Settings` reads it); a ValueError otherwise, and when the result overflows a float.
+    """
+    eps = positive_number("epsilon", epsilon)
+    beta = float(_rate("rate", rate, upper_open=False))
+    cost = math.log1p(beta * math.expm1(eps)) if eps < 700 else eps + math.log(beta)
+    if not math.isfinite(cost) or cost <= 0:
+        raise ValueError(f"amplified cost of epsilon={epsilon!r}, rate={rate!r} is not finite > 0")
+    return cost
 
 
 def subsample_epsilon(epsilon_one: Fraction, rate: Fraction) -> Fraction:
@@ -128,7 +143,9 @@ def subsample_epsilon(epsilon_one: Fraction, rate: Fraction) -> Fraction:
         chosen = Fraction(steps, 1 << 48)
         cost = (1 + beta * ((Decimal(steps) / Decimal(1 << 48)).exp() - 1)).ln()
         if steps <= 0 or cost > target:
-            raise ValueError(f"ε^I = {float(epsilon_one):.3g} is too small to run Stage I")
+            raise ValueError(
+                f"epsilon is too small: ε^I = {float(epsilon_one):.3g} cannot run Stage I"
+            )
     return chosen
 
 
@@ -191,10 +208,11 @@ class Settings:
 
     ``objective`` (:data:`OBJECTIVES`), ``baseline`` (the D-Ind split, no optimisation),
     ``stage_one_share`` = ε^I/ε^B in (0, 1) and ``sampling_rate`` = β in (0, 1] of the paper
-    objective (read exactly: a float by its decimal text, 0.1 → 1/10), ``floor`` τ > 0 of
-    Eq. 6, ``consistency`` the Eq. 17 weights, ``strict``: the allocation solve must be
-    certified ``optimal`` (else :class:`~dpopt.SolverError`); with ``strict=False`` a
-    ``feasible`` allocation (a heuristic's, such as ``uniform``) is used and its status kept.
+    objective (read exactly: a float by its decimal text, 0.1 → 1/10), ``floor`` τ of Eq. 6,
+    a real number in :data:`FLOOR_RANGE` (kept as a float), ``consistency`` the Eq. 17
+    weights, ``strict``: the allocation solve must be certified ``optimal`` (else
+    :class:`~dpopt.SolverError`); with ``strict=False`` a ``feasible`` allocation (a
+    heuristic's, such as ``uniform``) is used and its status kept.
     """
 
     objective: str = "query"
@@ -215,7 +233,12 @@ class Settings:
             raise ValueError(f"sampling_rate {rate} needs a denominator below 2^62")
         object.__setattr__(self, "stage_one_share", share)
         object.__setattr__(self, "sampling_rate", rate)
-        object.__setattr__(self, "floor", positive_number("floor", self.floor))
+        floor = positive_number("floor", self.floor)
+        if not FLOOR_RANGE[0] <= floor <= FLOOR_RANGE[1]:
+            raise ValueError(
+                f"floor must lie in [{FLOOR_RANGE[0]:g}, {FLOOR_RANGE[1]:g}], got {self.floor!r}"
+            )
+        object.__setattr__(self, "floor", floor)
         choice("consistency", self.consistency, CONSISTENCY_WEIGHTS)
         object.__setattr__(self, "strict", boolean("strict", self.strict))
 
@@ -256,6 +279,21 @@ class Learned:
     def model(self) -> Any:
         """The private network as a pgmpy ``DiscreteBayesianNetwork``."""
         return self.network.to_pgmpy()
+
+
+@dataclass(frozen=True, eq=False)
+class Measurement:
+    """What a :func:`learn` that failed after its charge had paid for (the ``measurement`` of
+    its :class:`~dpopt.release.ReleaseError`): ``measured`` the :class:`~dpopt.release.Measured`
+    records drawn so far, ``tables`` the noisy count tables by node index (Stage I's on the
+    subsample when Stage II was never drawn; None for a table not measured), ``stage``
+    ``"I"`` or ``"II"`` and ``allocation`` the Stage-II ε_i (empty before the allocation).
+    Noisy output and public facts only: safe to keep and post-process again."""
+
+    measured: tuple[Measured, ...]
+    tables: tuple[np.ndarray | None, ...]
+    stage: str
+    allocation: tuple[Fraction, ...] = ()
 
 
 def _rate(name: str, value: Any, *, upper_open: bool) -> Fraction:
@@ -374,8 +412,23 @@ def learn(
         return _stage_two(run, shares, "query", a, {"allocation": status})
     first = settings.stage_one_share * eps
     sample_eps = subsample_epsilon(first, settings.sampling_rate)  # refuses a tiny ε^I
+    # Stage II splits ε^B − ε^I over all n tables by Stage I's noisy output, so its smallest
+    # share is at most (ε^B − ε^I)/n: refuse now when even that share's scale is too large
+    _check_scale(len(structure.nodes), eps - first, "Stage II")
     run = _Run(structure, codes, _accountant(accountant, eps), generator, settings, method)
     return _paper(run, eps, first, sample_eps)
+
+
+def _check_scale(tables: int, total: Fraction, stage: str) -> None:
+    """Refuse before any charge a split of ``total`` over ``tables`` sensitivity-1 tables whose
+    smallest share, at most ``total``/``tables``, would need a Laplace scale above the
+    sampler's limit."""
+    if Fraction(tables) / total > MAX_LAPLACE_SCALE:
+        raise ValueError(
+            f"epsilon is too small: {stage} splits {float(total):.3g} over {tables} tables, so "
+            f"some table's Laplace scale is at least {float(tables / total):.3g}, above the "
+            f"sampler's limit {float(MAX_LAPLACE_SCALE):.3g}"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -422,11 +475,21 @@ def _paper(run: _Run, eps: Fraction, first: Fraction, sample_eps: Fraction) -> L
         measured_answers(p.label, r, loss=share) for p, r in zip(prepared, released, strict=True)
     ]
     noisy = [r.values for r in released]
-    preliminary = _parameters(structure, noisy, [float(e) for e in per_table], settings.consistency)
-    errors = estimated_errors(noisy, preliminary, floor=settings.floor)
-    weights = structure.with_cpds(preliminary).weights  # Eqs. 7–9 on Θ̂
-    a = weights * errors
-    budgets, status = _allocation(a, eps - first, run.method, settings.strict)
+    try:
+        preliminary = _parameters(
+            structure, noisy, [float(e) for e in per_table], settings.consistency
+        )
+        errors = estimated_errors(noisy, preliminary, floor=settings.floor)
+        weights = structure.with_cpds(preliminary).weights  # Eqs. 7–9 on Θ̂
+        a = weights * errors
+        budgets, status = _allocation(a, eps - first, run.method, settings.strict)
+    except (ValueError, ArithmeticError, SolverError) as error:
+        measurement = Measurement(tuple(first_measured), tuple(noisy), "I")
+        raise ReleaseError(
+            f"dgm.learn: the Stage-II allocation failed after Stage I ({error})",
+            measurement=measurement,
+            budget=run.ledger.report(),
+        ) from error
     facts = {
         "epsilon_I": float(first),
         "epsilon_s": float(sample_eps),
@@ -435,7 +498,9 @@ def _paper(run: _Run, eps: Fraction, first: Fraction, sample_eps: Fraction) -> L
         "weights": weights,
         "a": a,
     }
-    return _stage_two(run, budgets, "paper", a, {"allocation": status}, first_measured, facts)
+    return _stage_two(
+        run, budgets, "paper", a, {"allocation": status}, first_measured, facts, noisy
+    )
 
 
 def _poisson(records: int, rate: Fraction, rng: np.random.Generator) -> np.ndarray:
@@ -451,22 +516,45 @@ def _stage_two(
     statuses: dict[str, Status] | None = None,
     earlier: Sequence[Measured] = (),
     facts: dict[str, Any] | None = None,
+    first_tables: Sequence[np.ndarray] = (),
 ) -> Learned:
     """Measure every table with a budget > 0 on the full data and post-process. A table
     left out enters the consistency step as zeros of weight 0, so that it ends up as the
-    marginal of the measured tables that contain its family (spec §2.3)."""
+    marginal of the measured tables that contain its family (spec §2.3). After Stage I
+    (``earlier``, ``first_tables``) or the Stage-II draw a failure is a
+    :class:`~dpopt.release.ReleaseError` carrying the paid-for :class:`Measurement`."""
     structure = run.structure
     label = "dgm D-Ind" if objective is None else "dgm Stage II"
     measured = [i for i, budget in enumerate(budgets) if budget > 0]
-    prepared = _noisy_tables(
-        structure.count_tables(run.codes, measured), [budgets[i] for i in measured], label, measured
-    )
+    try:
+        prepared = _noisy_tables(
+            structure.count_tables(run.codes, measured),
+            [budgets[i] for i in measured],
+            label,
+            measured,
+        )
+    except ValueError as error:
+        if not earlier:  # nothing charged yet: a plain refusal
+            raise
+        raise ReleaseError(
+            f"dgm.learn: a Stage-II table cannot be measured ({error})",
+            measurement=Measurement(tuple(earlier), tuple(first_tables), "I"),
+            budget=run.ledger.report(),
+        ) from error
     noisy: list[Any] = [np.zeros(structure.table_shape(i)) for i in range(len(budgets))]
     released = draw(prepared, rng=run.rng, accountant=run.ledger)
     for i, release in zip(measured, released, strict=True):
         noisy[i] = release.values
     records = [measured_answers(p.label, r) for p, r in zip(prepared, released, strict=True)]
-    cpds = _parameters(structure, noisy, [float(b) for b in budgets], run.settings.consistency)
+    try:
+        cpds = _parameters(structure, noisy, [float(b) for b in budgets], run.settings.consistency)
+    except (ValueError, ArithmeticError) as error:
+        kept = tuple(noisy[i] if budgets[i] > 0 else None for i in range(len(budgets)))
+        raise ReleaseError(
+            f"dgm.learn: post-processing the noisy tables failed ({error})",
+            measurement=Measurement((*earlier, *records), kept, "II", tuple(budgets)),
+            budget=run.ledger.report(),
+        ) from error
     return Learned(
         structure.with_cpds(cpds),
         run.ledger.report(),

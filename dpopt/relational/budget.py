@@ -15,10 +15,10 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from dpopt.privacy import Accountant, approx_dp_to_zcdp
+from dpopt.privacy import Accountant, Loss, approx_dp_to_zcdp
 from dpopt.release import Measured
 
-__all__ = ["SQRT2_UP", "relational_rho", "selection_record"]
+__all__ = ["SQRT2_UP", "relational_rho", "selection_record", "zcdp_ledger"]
 
 SQRT2_UP = Fraction(math.isqrt(2 << 60) + 1, 1 << 30)
 """A rational upper bound on √2, relatively by < 2^-30 (an L2 sensitivity is never rounded down)."""
@@ -39,3 +39,17 @@ def selection_record(accountant: Accountant) -> Measured:
     charge = accountant.ledger[-1]
     assert charge.loss.epsilon is not None
     return Measured(charge.label, "exponential", float(charge.loss.epsilon), 1, charge.loss)
+
+
+def zcdp_ledger(accountant: Any, rho: Fraction, label: str) -> Accountant:
+    """The zCDP accountant a relational release charges: ``accountant`` (a TypeError unless it
+    is a zCDP :class:`~dpopt.privacy.Accountant`; a
+    :class:`~dpopt.privacy.BudgetExceededError` unless ρ fits in what remains) or a fresh
+    ``Accountant.zcdp(rho)``. Called from public facts alone, before the private data is
+    read; nothing is spent."""
+    if accountant is None:
+        return Accountant.zcdp(rho)
+    if not isinstance(accountant, Accountant) or accountant.kind != "zcdp":
+        raise TypeError(f"accountant must be a zCDP dpopt Accountant, got {accountant!r}")
+    accountant.check([(Loss.zcdp(rho), label)])
+    return accountant

@@ -52,18 +52,20 @@ from dpopt.privacy import (
 from dpopt.privacy.samplers import exact_fraction
 from dpopt.problem import Status, solve
 from dpopt.relational import fit as shrinkage
-from dpopt.relational.budget import SQRT2_UP, relational_rho, selection_record
+from dpopt.relational.budget import SQRT2_UP, relational_rho, selection_record, zcdp_ledger
 from dpopt.relational.data import RelationalData, Workload
-from dpopt.release import Measured, measured_answers, resolve_rng, worst_status
+from dpopt.release import Measured, ReleaseError, measured_answers, resolve_rng, worst_status
 from dpopt.solvers.relational_qp import projected_gradient
 from dpopt.solvers.relational_rounding import sample_rows, unbiased_sample
 from dpopt.validation import choice, integer, positive_number
 
 __all__ = [
     "METHODS",
+    "LinkMeasurements",
     "LinkPlan",
     "LinkResult",
     "LinkSettings",
+    "encode_synthetic",
     "learn_links",
     "plan",
     "run",
@@ -186,6 +188,18 @@ class LinkPlan:
     def charges(self) -> list[tuple[Loss, str]]:
         """What :func:`run` charges at most, for an accountant's ``check``."""
         return [(Loss.zcdp(self.rho), self.label)]
+
+
+@dataclass(frozen=True, eq=False)
+class LinkMeasurements:
+    """What a link run that failed after a charge had paid for (the ``measurement`` of its
+    :class:`~dpopt.release.ReleaseError`): ``measured`` the records charged so far, ``answers``
+    the noisy answers (divided by m) of every workload measured, ``variance`` their noise
+    variance per answer. Noisy output only: safe to keep and fit again."""
+
+    measured: tuple[Measured, ...]
+    answers: dict[Workload, np.ndarray]
+    variance: float
 
 
 @dataclass(frozen=True, eq=False)
@@ -370,11 +384,8 @@ def run(
     for side, codes, size in (("left", left, plan.n_left), ("right", right, plan.n_right)):
         if not isinstance(codes, np.ndarray) or codes.ndim != 2 or codes.shape[0] != size:
             raise ValueError(f"{side} must be the planned table's codes, {size} rows")
+    ledger = zcdp_ledger(accountant, plan.rho, plan.label)  # all of it fits, or nothing runs
     generator = resolve_rng(rng)
-    ledger = Accountant.zcdp(plan.rho) if accountant is None else accountant
-    if not isinstance(ledger, Accountant) or ledger.kind != "zcdp":
-        raise TypeError(f"accountant must be a zCDP dpopt Accountant, got {accountant!r}")
-    ledger.check(plan.charges)  # all of it fits, or nothing runs
     data, settings = plan.data, plan.settings
     cells = {w: _Cells(data, left, right, w) for w in plan.workloads}
     links = _initial_links(plan.n_left, plan.n_right, plan.m_syn, plan.one_to_many, generator)
@@ -400,16 +411,16 @@ def run(
             plan, cells, links, pool, where, ledger, records, generator
         )
         measured.update(picked)
+        try:
+            _fit_round(plan, links, cells, measured, variance, fitter, where, statuses, generator)
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as error:
+            raise ReleaseError(
+                f"{where}: fitting the links failed ({error})",
+                measurement=LinkMeasurements(tuple(records), dict(measured), variance),
+                budget=ledger.report(),
+            ) from error
         if plan.method == "shrinkage":
-            _fit_all(links, cells, measured, variance, fitter, generator)
             weights.append(fitter.weight)
-            for name, status in fitter.statuses.items():
-                statuses[where if name == "fit" else f"{where} {name}"] = status
-        else:
-            for number_slice in range(1, settings.slices + 1):
-                fitted = _fit_slice(links, cells, measured, plan, generator)
-                if fitted is not None:
-                    statuses[f"{where} slice {number_slice}"] = fitted
         errors.append(float(np.mean(list(_errors(cells, links, measured).values()))))
     rows, cols = links.pairs()
     order = np.lexsort((cols, rows))
@@ -423,6 +434,29 @@ def run(
         tuple(errors),
         tuple(weights),
     )
+
+
+def _fit_round(
+    plan: LinkPlan,
+    links: _Links,
+    cells: dict[Workload, _Cells],
+    measured: dict[Workload, np.ndarray],
+    variance: float,
+    fitter: shrinkage.ShrunkFit,
+    where: str,
+    statuses: dict[str, Status],
+    generator: np.random.Generator,
+) -> None:
+    """One round's fit of the links to every workload measured so far (post-processing)."""
+    if plan.method == "shrinkage":
+        _fit_all(links, cells, measured, variance, fitter, generator)
+        for name, status in fitter.statuses.items():
+            statuses[where if name == "fit" else f"{where} {name}"] = status
+    else:
+        for number_slice in range(1, plan.settings.slices + 1):
+            fitted = _fit_slice(links, cells, measured, plan, generator)
+            if fitted is not None:
+                statuses[f"{where} slice {number_slice}"] = fitted
 
 
 def learn_links(
@@ -474,17 +508,22 @@ def learn_links(
     """
     if not isinstance(data, RelationalData):
         raise TypeError(f"data must be a RelationalData, got {type(data).__name__}")
-    left = data.encode("left", synthetic_left)
-    right = data.encode("right", synthetic_right)
-    work = plan(
-        data,
-        left.shape[0],
-        right.shape[0],
-        rho=relational_rho(epsilon, delta),
-        method=method,
-        settings=settings,
-    )
-    return run(work, left, right, rng=rng, accountant=accountant, progress=progress)
+    rho = relational_rho(epsilon, delta)
+    ledger = zcdp_ledger(accountant, rho, "relational.learn_links")  # before any data is read
+    generator = resolve_rng(rng)
+    left = encode_synthetic(data, "left", synthetic_left)
+    right = encode_synthetic(data, "right", synthetic_right)
+    work = plan(data, left.shape[0], right.shape[0], rho=rho, method=method, settings=settings)
+    return run(work, left, right, rng=generator, accountant=ledger, progress=progress)
+
+
+def encode_synthetic(data: RelationalData, side: str, table: Any) -> np.ndarray:
+    """``data.encode(side, table)`` for a synthetic table passed as ``synthetic_<side>``: its
+    errors name that argument."""
+    try:
+        return data.encode(side, table)
+    except (ValueError, TypeError) as error:
+        raise type(error)(f"synthetic_{side}: {error}") from None
 
 
 def _fit_all(

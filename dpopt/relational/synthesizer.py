@@ -28,9 +28,9 @@ from dpopt.privacy import Accountant
 from dpopt.problem import Status
 from dpopt.relational import links as link_learner
 from dpopt.relational import tables
-from dpopt.relational.budget import relational_rho
+from dpopt.relational.budget import relational_rho, zcdp_ledger
 from dpopt.relational.data import SIDES, RelationalData
-from dpopt.release import Measured, resolve_rng, worst_status
+from dpopt.release import Measured, ReleaseError, resolve_rng, worst_status
 from dpopt.validation import positive_number
 
 __all__ = ["SyntheticDatabase", "synthesize"]
@@ -107,10 +107,20 @@ def synthesize(
         are and costing nothing here.
     accountant : Accountant, optional
         A zCDP accountant to charge ρ(ε, δ) to, for a release that shares a budget with
-        others (default: a fresh ``Accountant.zcdp(ρ(ε, δ))``); it is checked for the whole
-        release before anything is drawn.
+        others (default: a fresh ``Accountant.zcdp(ρ(ε, δ))``); its kind and room for ρ(ε, δ)
+        are checked before the private data is read, every charge before anything is drawn.
     progress : bool
         Show a progress bar over the link rounds.
+
+    Raises
+    ------
+    ValueError, TypeError, BudgetExceededError
+        On bad input or an accountant that cannot pay: nothing charged (the accountant is
+        refused before the private data is read).
+    ReleaseError
+        When a step fails after a charge; ``.measurement`` maps each part measured so far
+        (``"left table"``, ``"right table"``: MST measurements; ``"links"``) to what was paid
+        for.
     """
     if not isinstance(data, RelationalData):
         raise TypeError(f"data must be a RelationalData, got {type(data).__name__}")
@@ -118,8 +128,11 @@ def synthesize(
     if not share < 1:
         raise ValueError(f"table_share must lie in (0, 1), got {table_share!r}")
     rho = relational_rho(epsilon, delta)
+    # the accountant (its kind and room for all of ρ) before anything private is read
+    ledger = zcdp_ledger(accountant, rho, "relational.synthesize")
+    generator = resolve_rng(rng)
     given = {
-        side: None if table is None else data.encode(side, table)
+        side: None if table is None else link_learner.encode_synthetic(data, side, table)
         for side, table in zip(SIDES, (synthetic_left, synthetic_right), strict=True)
     }
     table_rho = rho * Fraction(share) / 2
@@ -142,26 +155,37 @@ def synthesize(
     link_plan = link_learner.plan(
         data, *sizes, rho=rho - table_rho * len(plans), method=method, settings=links
     )
-    generator = resolve_rng(rng)
-    ledger = Accountant.zcdp(rho) if accountant is None else accountant
-    if not isinstance(ledger, Accountant) or ledger.kind != "zcdp":
-        raise TypeError(f"accountant must be a zCDP Accountant, got {ledger!r}")
     charges = [charge for p in plans.values() for charge in p.charges]
     ledger.check([*charges, *link_plan.charges])  # every part fits, or nothing runs
     codes: dict[str, np.ndarray] = {}
     measured: list[Measured] = []
+    paid: dict[str, Any] = {}  # what was measured so far, handed back if a later step fails
     for side in SIDES:
         table = given[side]
         if table is None:
             measurements = tables.measure(plans[side], rng=generator, accountant=ledger)
-            codes[side] = tables.sample(tables.fit(measurements), real_rows[side], rng=generator)
+            paid[f"{side} table"] = measurements
             measured += measurements.measured
+            codes[side] = _after_charge(
+                lambda m=measurements, rows=real_rows[side]: tables.sample(
+                    tables.fit(m), rows, rng=generator
+                ),
+                f"{side} table post-processing",
+                paid,
+                ledger,
+            )
         else:
             codes[side] = table
-    result = link_learner.run(
-        link_plan, codes["left"], codes["right"], rng=generator, accountant=ledger,
-        progress=progress,
-    )  # fmt: skip
+    try:
+        result = link_learner.run(
+            link_plan, codes["left"], codes["right"], rng=generator, accountant=ledger,
+            progress=progress,
+        )  # fmt: skip
+    except ReleaseError as error:
+        paid["links"] = error.measurement
+        raise ReleaseError(
+            f"relational.synthesize: {error.__cause__}", measurement=paid, budget=ledger.report()
+        ) from error.__cause__
     frames = {}
     for side in SIDES:
         frame = data.decode(side, codes[side])
@@ -179,3 +203,16 @@ def synthesize(
         float(delta),
         result,
     )
+
+
+def _after_charge(step: Any, what: str, paid: dict[str, Any], ledger: Accountant) -> Any:
+    """``step()``; a failure after the charge becomes a :class:`~dpopt.release.ReleaseError`
+    that hands back ``paid`` (the measurements so far, by part)."""
+    try:
+        return step()
+    except (ValueError, ArithmeticError) as error:
+        raise ReleaseError(
+            f"relational.synthesize: {what} failed ({error})",
+            measurement=paid,
+            budget=ledger.report(),
+        ) from error

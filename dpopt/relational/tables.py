@@ -65,8 +65,8 @@ import numpy as np
 from dpopt.privacy import Accountant, Loss, draw, exponential_mechanism, prepare_gaussian
 from dpopt.privacy.samplers import exact_fraction
 from dpopt.problem import Status
-from dpopt.relational.budget import SQRT2_UP, relational_rho, selection_record
-from dpopt.release import Measured, measured_answers, resolve_rng
+from dpopt.relational.budget import SQRT2_UP, relational_rho, selection_record, zcdp_ledger
+from dpopt.release import Measured, ReleaseError, measured_answers, resolve_rng
 from dpopt.validation import choice, integer, integer_array
 
 __all__ = [
@@ -90,6 +90,9 @@ NEIGHBOURS: tuple[str, ...] = ("add-remove", "replace")
 
 MAX_ROWS = 2**31
 """Largest number of input or synthetic rows: keeps every selection score exact in float64."""
+MAX_SAMPLE_CELLS = 2**27
+"""Largest rows × attributes of a synthetic table (1 GiB of int64 codes): a bigger ``rows`` is
+refused before anything is charged rather than failing for memory after the charge."""
 MAX_PAIR_CELLS = 2**24
 """Largest total number of cells over all attribute pairs (the selection computes them all)."""
 
@@ -542,12 +545,23 @@ def _draw_rows(cdf: np.ndarray, given: np.ndarray, rng: np.random.Generator) -> 
     return np.clip(hit - given * k, 0, k - 1).astype(np.int64)
 
 
+def _rows(rows: Any, attributes: int) -> int:
+    """``rows`` as an int in 1 … MAX_ROWS with rows × ``attributes`` ≤ MAX_SAMPLE_CELLS."""
+    count = integer("rows", rows, minimum=1, maximum=MAX_ROWS)
+    if count * attributes > MAX_SAMPLE_CELLS:
+        raise ValueError(
+            f"rows {count} × {attributes} attributes is above MAX_SAMPLE_CELLS = "
+            f"{MAX_SAMPLE_CELLS} codes"
+        )
+    return count
+
+
 def sample(model: TreeModel, rows: Any, *, rng: Any = None) -> np.ndarray:
     """``rows`` records drawn ancestrally from ``model`` (post-processing), int64 (rows, d);
     ``rng`` as in :func:`dpopt.release.resolve_rng`."""
     if not isinstance(model, TreeModel):
         raise TypeError(f"model must be a TreeModel, got {type(model).__name__}")
-    count = integer("rows", rows, minimum=1, maximum=MAX_ROWS)
+    count = _rows(rows, len(model.cards))
     rng = resolve_rng(rng)
     out = np.empty((count, len(model.cards)), dtype=np.int64)
     root = model.order[0]
@@ -623,13 +637,31 @@ def synthesize(
     SyntheticTable
         ``codes`` (int64, rows × d, within the domains), ``budget``, ``statuses`` (empty),
         ``measured``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        On bad input, a wrong accountant or one without room for ρ: before the private codes
+        are read, nothing charged.
+    ReleaseError
+        When post-processing fails after the charge; ``.measurement`` is the paid-for
+        :class:`Measurements`.
     """
     count = integer("rows", rows, minimum=1, maximum=MAX_ROWS)  # before measure charges
-    run = plan(codes, cards, rho=relational_rho(epsilon, delta), neighbours=neighbours)
+    rho = relational_rho(epsilon, delta)
+    _accountant(accountant)  # its kind, then room for ρ, before the private codes are read
+    ledger = zcdp_ledger(accountant, rho, "MST")
     generator = resolve_rng(rng)
-    ledger = _accountant(accountant) or Accountant.zcdp(run.rho)
+    run = plan(codes, cards, rho=rho, neighbours=neighbours)
+    _rows(count, len(run.cards))  # the sample fits, before anything is charged
     measured = measure(run, rng=generator, accountant=ledger)
-    return SyntheticTable(sample(fit(measured), count, rng=generator), measured, ledger.report())
+    try:
+        synthetic = sample(fit(measured), count, rng=generator)
+    except (ValueError, ArithmeticError) as error:
+        raise ReleaseError(
+            f"MST post-processing failed ({error})", measurement=measured, budget=ledger.report()
+        ) from error
+    return SyntheticTable(synthetic, measured, ledger.report())
 
 
 def marginal_error(real_codes: Any, synthetic_codes: Any, cards: Any, order: int = 2) -> float:
