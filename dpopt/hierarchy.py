@@ -16,6 +16,9 @@ __all__ = ["Tree", "ragged_ranges"]
 
 def ragged_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """The concatenated integer ranges starts[i] … starts[i] + counts[i] − 1, in order."""
+    for name, value in (("starts", starts), ("counts", counts)):
+        if not (isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.integer)):
+            raise TypeError(f"{name} must be an integer numpy array, got {value!r:.80}")
     ends = np.cumsum(counts)
     total = int(ends[-1]) if ends.size else 0
     return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - counts), counts)
@@ -29,6 +32,12 @@ class Tree:
     """
 
     def __init__(self, parents: np.ndarray):
+        if not (
+            isinstance(parents, np.ndarray)
+            and parents.ndim == 1
+            and np.issubdtype(parents.dtype, np.integer)
+        ):
+            raise TypeError(f"parents must be a 1-D integer numpy array, got {parents!r:.80}")
         self.parents = parents
         self.size = parents.size
         roots = np.flatnonzero(parents == -1)

@@ -97,6 +97,10 @@ def measured_answers(label: str, noisy: NoisyAnswers, *, loss: Loss | None = Non
     """The :class:`Measured` record of a vector drawn by :mod:`dpopt.privacy.mechanisms`:
     its noise, scale and size, and ``loss`` (default: what it was charged, ``noisy.loss``;
     a release that charged several draws as one loss gives each its share)."""
+    if not isinstance(label, str):
+        raise TypeError(f"label must be a str, got {type(label).__name__}")
+    if not isinstance(noisy, NoisyAnswers):
+        raise TypeError(f"noisy must be a NoisyAnswers, got {type(noisy).__name__}")
     noise = {"laplace": "discrete-laplace", "gaussian": "discrete-gaussian"}[noisy.noise]
     answers = int(np.asarray(noisy.values).size)
     return Measured(label, noise, noisy.scale, answers, noisy.loss if loss is None else loss)
@@ -135,6 +139,11 @@ _RANK: dict[str, int] = {
 def worst_status(statuses: Mapping[str, Status]) -> Status | None:
     """The least trustworthy status among ``statuses`` (None when there are none): a result
     shows it so that a non-``optimal`` optimisation is never hidden behind others."""
+    if not isinstance(statuses, Mapping):
+        raise TypeError(f"statuses must be a mapping of names to statuses, got {statuses!r}")
+    unknown = [status for status in statuses.values() if status not in _RANK]
+    if unknown:
+        raise ValueError(f"statuses must be among {tuple(_RANK)}, got {unknown[0]!r}")
     if not statuses:
         return None
     return max(statuses.values(), key=lambda status: _RANK[status])

@@ -278,6 +278,16 @@ def nonnegative_integer(name: str, value: Any, *, maximum: int | None = MAX_COUN
     return integer(name, value, minimum=0, maximum=maximum)
 
 
+def instance(name: str, value: Any, kind: type | tuple[type, ...]) -> Any:
+    """Return ``value`` if it is an instance of ``kind``; else TypeError naming both (a wrong
+    object would otherwise fail later with an AttributeError far from the argument)."""
+    if not isinstance(value, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        wanted = " or ".join(k.__name__ for k in kinds)
+        raise TypeError(f"{name} must be a {wanted}, got {type(value).__name__}")
+    return value
+
+
 def positive_number(name: str, value: Any) -> float:
     """Return ``value`` as a float that is finite and > 0."""
     if _is_bool(value) or not isinstance(value, numbers.Real):

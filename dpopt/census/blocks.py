@@ -49,7 +49,7 @@ from dpopt.solvers.pgsr_partitioned import (
     Widening,
     checksum,
 )
-from dpopt.validation import choice, positive_number
+from dpopt.validation import choice, instance, positive_number
 
 __all__ = [
     "INCOMPLETE",
@@ -133,6 +133,7 @@ def read_release(out_dir: str | os.PathLike, geography: Geography, state: int) -
     """A state's released counts, shape (regions, sizes), in its partition's row order."""
     import pyarrow.parquet as pq
 
+    instance("geography", geography, Geography)
     sink = StateSink(str(Path(out_dir) / "release"), state)
     columns = []
     for size in range(geography.sizes):

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.dgm.networks import Network, quiet_pgmpy
+from dpopt.validation import instance
 
 __all__ = [
     "KL_FLOOR",
@@ -75,6 +76,8 @@ def _cpds(network: Network) -> tuple[np.ndarray, ...]:
 
 
 def _same_structure(reference: Network, private: Network) -> None:
+    instance("reference", reference, Network)
+    instance("private", private, Network)
     if (reference.nodes, reference.parents, reference.states) != (
         private.nodes,
         private.parents,
@@ -144,7 +147,7 @@ def random_queries(
     skipping any that would take |dom(X ∪ Y)| past ``max_cells``; the first |X| taken are X
     (at most all but one when conditional), the rest Y. With ``evidence_values`` the values of
     Y are drawn from ``network``'s CPDs (a MAP query's evidence)."""
-    n = len(network.nodes)
+    n = len(instance("network", network, Network).nodes)
     if n < (3 if conditional else 2):
         raise ValueError(f"network {network.name!r} is too small for random queries")
     queries = []
@@ -168,6 +171,7 @@ class Inference:
     and pass it instead of the network to answer many queries on one model."""
 
     def __init__(self, network: Network):
+        instance("network", network, Network)
         with quiet_pgmpy():
             from pgmpy.inference import VariableElimination
 
@@ -227,10 +231,12 @@ def query_errors(
 
 
 def _engine(model: Network | Inference) -> Inference:
+    instance("a model", model, (Network, Inference))
     return model if isinstance(model, Inference) else Inference(model)
 
 
 def _network(model: Network | Inference) -> Network:
+    instance("a model", model, (Network, Inference))
     return model.network if isinstance(model, Inference) else model
 
 

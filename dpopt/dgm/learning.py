@@ -132,6 +132,9 @@ def subsample_epsilon(epsilon_one: Fraction, rate: Fraction) -> Fraction:
     so that amplification costs ε^I = ``epsilon_one``, rounded down to a multiple of 2⁻⁴⁸ so
     that its amplified cost never exceeds ε^I; the check runs in 60-digit decimal
     arithmetic."""
+    epsilon_one, rate = exact_fraction("epsilon_one", epsilon_one), exact_fraction("rate", rate)
+    if rate > 1:
+        raise ValueError(f"rate must be in (0, 1], got {rate}")
     if rate == 1:
         return epsilon_one
     with localcontext() as context:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.relational.data import SIDES, RelationalData, _synthetic_links
-from dpopt.validation import choice, integer
+from dpopt.validation import choice, instance, integer
 
 __all__ = ["cross_errors", "evaluate", "table_errors"]
 
@@ -54,7 +54,7 @@ def cross_errors(
         ``max_l1`` (the worst workload) and ``workloads`` (|𝒲_cross,k|).
     """
     k = integer("k", k, minimum=2)
-    left_codes = data.encode("left", left)
+    left_codes = instance("data", data, RelationalData).encode("left", left)
     right_codes = data.encode("right", right)
     pairs = _synthetic_links(links, left_codes.shape[0], right_codes.shape[0])
     workloads = data.cross_workloads(k)
@@ -85,7 +85,7 @@ def table_errors(data: RelationalData, side: str, synthetic: Any) -> dict[str, f
     single column) and ``mean_l1`` (mean over all of those marginals together).
     """
     side = choice("side", side, SIDES)
-    codes = data.encode(side, synthetic)
+    codes = instance("data", data, RelationalData).encode(side, synthetic)
     names = data.columns(side)
     one = [
         float(np.abs(data.table_marginal(side, [c]) - data.table_marginal(side, [c], codes)).sum())
