@@ -262,6 +262,30 @@ def _dgm(args: argparse.Namespace) -> int:
     return 0
 
 
+SMALL_SEED = 2**32
+"""A noise seed below this is small enough to guess (docs/privacy.md, "The seed is a secret
+key")."""
+
+
+def warn_if_small_seed(seed: int | None) -> None:
+    """Warn on stderr when a release's noise ``--seed`` is a small integer (< 2**32).
+
+    The noise seed is a secret key: whoever knows it reproduces the noise and removes it from
+    the released answers; small seeds (0-199, or any 32-bit value) can be brute-forced, and a
+    seed reused on neighbouring data cancels the noise. None (fresh OS entropy, the default)
+    is silent. Every release subcommand calls it on its ``--seed``."""
+    if seed is None or isinstance(seed, bool) or not isinstance(seed, int):
+        return
+    if 0 <= seed < SMALL_SEED:
+        print(
+            f"dpopt: warning: --seed {seed} is a small integer: the noise seed is a secret key "
+            "(whoever knows or guesses it removes the noise; a seed reused on neighbouring "
+            "data cancels it). Use it for tests only, never publish or reuse it; omit --seed "
+            "for fresh entropy from the OS.",
+            file=sys.stderr,
+        )
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
