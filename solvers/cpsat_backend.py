@@ -85,6 +85,9 @@ def solve_cpsat(
     solver.parameters.num_workers = int(workers)
     solver.parameters.random_seed = int(seed)
     solver.parameters.log_search_progress = bool(log)
+    # Ctrl-C stays Python's: CP-SAT's own SIGINT handler would swallow the interrupt into a
+    # "feasible" result and leave SIGINT at its default action (which kills the process)
+    solver.parameters.catch_sigint_signal = False
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = float(time_limit)
     raw = solver.solve(built.model)
