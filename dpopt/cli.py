@@ -51,6 +51,49 @@ exit status: 0 ok, 1 --check found a disagreement or compared nothing, 2 bad arg
 130 interrupted"""
 
 
+def positive_fraction(text: str) -> Fraction:
+    """argparse type of an exact ε, δ or the like: a rational > 0 ("0.1" is 1/10, "1/3")."""
+    try:
+        value = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number (write 0.5, 1/3 or 1e-3)"
+        ) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type of a finite float > 0 (seconds, a scale, a domain width)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    """argparse type of a count or a seed: an integer ≥ 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type of a size or a count that must be at least 1."""
+    value = nonnegative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dpopt",
@@ -86,14 +129,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     cmp.add_argument(
         "--time-limit",
-        type=float,
+        type=positive_float,
         metavar="T",
         help="seconds per solve, passed only to the methods that honour a time limit (cvxpy "
         "and CP-SAT solvers, the HDMM optimizers); closed forms, dynamic programs and fixed "
         "strategies run to completion",
     )
     cmp.add_argument(
-        "--seed", type=int, default=0, help="seed of the instance generators (default: 0)"
+        "--seed",
+        type=nonnegative_int,
+        default=0,
+        help="seed of the instance generators (public, not a noise seed; default: 0)",
     )
     cmp.add_argument(
         "--json",
@@ -161,7 +207,7 @@ def _dgm_parser(commands: Any) -> None:
     cmd.add_argument(
         "--epsilon",
         "--eps",
-        type=Fraction,
+        type=positive_fraction,
         required=True,
         help="the privacy budget ε^B > 0, read exactly (0.1 is 1/10)",
     )
@@ -172,13 +218,21 @@ def _dgm_parser(commands: Any) -> None:
         "--records records drawn from the network's own CPDs)",
     )
     cmd.add_argument(
-        "--records", type=int, default=10_000, help="records to draw without --data (10,000)"
+        "--records",
+        type=positive_int,
+        default=10_000,
+        help="records to draw without --data (10,000)",
     )
     cmd.add_argument(
-        "--data-seed", type=int, default=0, help="seed of the drawn records (default: 0)"
+        "--data-seed",
+        type=nonnegative_int,
+        default=0,
+        help="seed of the drawn records (default: 0)",
     )
     cmd.add_argument(
-        "--seed", type=int, help="seed of the mechanism's randomness (default: fresh entropy)"
+        "--seed",
+        type=nonnegative_int,
+        help="seed of the mechanism's randomness (default: fresh entropy)",
     )
     cmd.add_argument(
         "--objective",
@@ -314,9 +368,6 @@ def _compare(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.time_limit is not None and not args.time_limit > 0:
-        print("dpopt compare: --time-limit must be > 0 seconds", file=sys.stderr)
-        return 2
     for option, path in (("--json", args.json), ("--csv", args.csv), ("--plot", args.plot)):
         problem = _unwritable(path) if path and path != "-" else None
         if problem:
@@ -389,15 +440,24 @@ def _experiment(args: argparse.Namespace, families: list[str]) -> int:
 
 
 def _unwritable(path: str) -> str | None:
-    """Why ``path`` cannot be written (checked before the run, not after it), or None."""
+    """Why ``path`` cannot be written (checked before the run, not after it), or None.
+
+    The check creates the file (and removes it again unless it existed): permission bits lie
+    to root, and a read-only file system or a full disk shows only on a real write."""
     target = Path(path)
     if target.is_dir():
         return "is a directory"
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         return f"folder {folder} does not exist"
-    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        return "is not writable"
+    existed = target.exists()
+    try:
+        with open(target, "a", encoding="utf-8"):
+            pass
+    except OSError as err:
+        return f"is not writable ({err.strerror or err})"
+    if not existed:
+        target.unlink(missing_ok=True)
     return None
 
 
@@ -450,7 +510,7 @@ exit status: 0 ok, 2 bad input or unreachable scheduler (nothing is charged), 13
 def _cluster_arguments(cmd: argparse.ArgumentParser, *, default_workers: int) -> None:
     cmd.add_argument(
         "--workers",
-        type=int,
+        type=nonnegative_int,
         default=default_workers,
         help="workers of an embedded Dask LocalCluster, one thread each; 0 runs every task "
         f"in this process without Dask (default: {default_workers})",
@@ -491,23 +551,34 @@ def _census_parser(commands: Any) -> None:
         )
         cmd.add_argument(
             "--scale",
-            type=float,
+            type=positive_float,
             default=1.0,
             help="fraction of every level's regions to keep (default 1: the whole nation)",
         )
         cmd.add_argument("--puerto-rico", action="store_true", help="add Puerto Rico")
-        cmd.add_argument("--sizes", type=int, default=30, help="household sizes (default 30)")
         cmd.add_argument(
-            "--geo-seed", type=int, default=0, help="seed of the synthetic data (default 0)"
+            "--sizes", type=positive_int, default=30, help="household sizes (default 30)"
+        )
+        cmd.add_argument(
+            "--geo-seed",
+            type=nonnegative_int,
+            default=0,
+            help="seed of the synthetic data (default 0)",
         )
         cmd.add_argument("--out", required=True, metavar="DIR", help="output directory")
         _cluster_arguments(cmd, default_workers=os.cpu_count() or 1)
     release = actions.choices["release"]
     release.add_argument(
-        "--epsilon", "--eps", type=Fraction, required=True, help="ε > 0, read exactly (0.1 is 1/10)"
+        "--epsilon",
+        "--eps",
+        type=positive_fraction,
+        required=True,
+        help="ε > 0, read exactly (0.1 is 1/10)",
     )
     release.add_argument(
-        "--seed", type=int, help="seed of the noise (default: fresh entropy from the OS)"
+        "--seed",
+        type=nonnegative_int,
+        help="seed of the noise (default: fresh entropy from the OS)",
     )
     release.add_argument(
         "--data",
@@ -533,7 +604,10 @@ def _census_parser(commands: Any) -> None:
         "blocks are empty",
     )
     release.add_argument(
-        "--domain-sd", type=float, default=3.0, help="starting domain half-width in noise sds"
+        "--domain-sd",
+        type=positive_float,
+        default=3.0,
+        help="starting domain half-width in noise sds",
     )
     release.add_argument(
         "--json", metavar="PATH", help="write the report as JSON to PATH ('-' for stdout)"

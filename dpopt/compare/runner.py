@@ -16,6 +16,7 @@ import csv
 import fnmatch
 import json
 import math
+import sys
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import as_completed
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from dpopt import validation
 from dpopt.compare import census, dgm, eigen, hdmm, relational
 from dpopt.compare.instance import Experiment, Instance
 from dpopt.problem import CLAIMS_FEASIBLE, method_info, methods, solve
@@ -87,9 +89,34 @@ def experiments(family: str) -> dict[str, Experiment]:
 
 
 def instances(family: str, suite: str, seed: int) -> list[Instance]:
-    """Build the instances of ``family``'s ``suite`` (an empty list if it has no such suite)."""
+    """Build the instances of ``family``'s ``suite`` (ValueError naming the known suites if
+    it has no such suite)."""
     builder = suites(family).get(suite)
-    return [] if builder is None else builder(np.random.default_rng(seed))
+    if builder is None:
+        raise ValueError(
+            f"unknown suite {suite!r} for family {family!r}; known: "
+            f"{', '.join(sorted(suites(family)))}"
+        )
+    return builder(validation.generator(validation.nonnegative_integer("seed", seed)))
+
+
+def _families(families: Any) -> list[str]:
+    if isinstance(families, str) or not isinstance(families, Sequence) or not families:
+        raise TypeError(f"families must be a non-empty list of family names, got {families!r}")
+    for family in families:
+        suites(family)  # an unknown family raises
+    return list(families)
+
+
+def _progress_line(done: int, total: int, record: Record) -> None:
+    """One line on stderr per finished solve, for a progress display that is not a terminal
+    (output redirected): the run is never silent for minutes."""
+    print(
+        f"[{done}/{total}] {record.family}/{record.instance} · {record.method}: "
+        f"{record.status} ({_num(record.seconds, '.2f')} s)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _selected(names: Iterable[str], patterns: Sequence[str] | None) -> list[str]:
@@ -171,28 +198,56 @@ def run(
     A ``KeyboardInterrupt`` stops the run and raises :class:`Interrupted` carrying the
     records of the solves that finished.
     """
+    families = _families(families)
+    if not isinstance(suite, str):
+        raise TypeError(f"suite must be a suite name (a str), got {suite!r}")
+    having = [f for f in families if suite in suites(f)]
+    if not having:
+        known = sorted({s for f in families for s in suites(f)})
+        raise ValueError(
+            f"unknown suite {suite!r} for {', '.join(families)}; known: {', '.join(known)}"
+        )
+    if time_limit is not None:
+        time_limit = validation.positive_number("time_limit", time_limit)
+    progress = validation.boolean("progress", progress)
+    if method_patterns is not None and (
+        isinstance(method_patterns, str) or not all(isinstance(p, str) for p in method_patterns)
+    ):
+        raise TypeError(f"method_patterns must be a list of str, got {method_patterns!r}")
     plan: list[tuple[str, Instance, str]] = []
-    for family in families:
+    for family in having:
         for instance in instances(family, suite, seed):
             names = _selected((m.name for m in methods(instance.problem)), method_patterns)
             plan.extend((family, instance, name) for name in names)
     records: list[Record] = []
+    futures: list[Any] = []
     interrupted = False
     pool = as_executor(executor)
-    with tqdm(total=len(plan), disable=None if progress else True, unit="solve") as bar:
+    lines = progress and not sys.stderr.isatty()  # redirected: a line per solve instead
+    with tqdm(total=len(plan), disable=not progress or lines, unit="solve") as bar:
         try:
             if pool is None:
                 for family, instance, name in plan:
                     bar.set_description(f"{instance.name} · {name}")
                     records.append(_solve_record(family, instance, name, time_limit))
                     bar.update()
+                    if lines:
+                        _progress_line(len(records), len(plan), records[-1])
             else:
                 futures = [pool.submit(_solve_record, *item, time_limit) for item in plan]
-                for _ in as_completed(futures):
+                for done, future in enumerate(as_completed(futures), 1):
                     bar.update()
+                    if lines:
+                        _progress_line(done, len(plan), future.result())
                 records.extend(future.result() for future in futures)
         except KeyboardInterrupt:
             interrupted = True
+            if pool is not None:  # keep the solves that finished, in the plan's order
+                records = [
+                    f.result()
+                    for f in futures
+                    if f.done() and not f.cancelled() and f.exception() is None
+                ]
     for group in _groups(records).values():
         _fill_gaps(group)
     if interrupted:
@@ -656,14 +711,17 @@ def write_plot(records: Sequence[Record], path: str) -> None:
             and r.status in ("optimal", "feasible")
             and r.seconds > 0
         ]
-        exponents = growth_exponents(mine)
+        # one colour and one legend entry per method; each series of a method is one more
+        # line of that colour (its growth exponent is printed by format_growth)
+        colours = {m: f"C{i % 10}" for i, m in enumerate(sorted({r.method for r in mine}))}
+        labelled: set[str] = set()
         for series, method in sorted({(_series(r), r.method) for r in mine}):
             points = sorted(
                 (r.size, r.seconds) for r in mine if (_series(r), r.method) == (series, method)
             )
-            fit = exponents.get((series, method))
-            label = method if fit is None else f"{series} / {method} (n^{fit:.2f})"
-            axis.loglog(*zip(*points, strict=True), marker="o", label=label)
+            label = None if method in labelled else method
+            labelled.add(method)
+            axis.loglog(*zip(*points, strict=True), marker="o", color=colours[method], label=label)
         axis.set(title=f"{family}: {problem}", xlabel="instance size", ylabel="seconds")
         axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize="small")
