@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dpopt import compare
+from dpopt.compare import catalog
 from dpopt.runner import close_client, dask_client
 
 EPILOG = """examples:
@@ -108,14 +109,14 @@ def _parser() -> argparse.ArgumentParser:
         description="Solve every instance of a suite with every applicable method, print a "
         "table (objective from the model itself, gap to the best exact optimum, largest "
         "constraint violation, seconds) and optionally check that exact methods agree.",
-        epilog=EPILOG % {"why": compare.runner.WHY_WIDTH},
+        epilog=EPILOG % {"why": catalog.WHY_WIDTH},
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _cluster_arguments(cmp, default_workers=0)
     cmp.add_argument(
         "--family",
         action="append",
-        choices=sorted(compare.FAMILY_SUITES),
+        choices=sorted(catalog.FAMILIES),
         help="family to run (repeatable; default: every family)",
     )
     cmp.add_argument(
@@ -350,7 +351,7 @@ def _version() -> str:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    families = args.family or list(compare.FAMILY_SUITES)
+    families = args.family or list(catalog.FAMILIES)
     if args.list:
         listing = compare.list_suites(families, seed=0)
         print(

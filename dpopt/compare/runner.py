@@ -17,7 +17,6 @@ import fnmatch
 import json
 import math
 import sys
-import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import as_completed
 from dataclasses import asdict, dataclass
@@ -28,6 +27,10 @@ from tqdm.auto import tqdm
 
 from dpopt import validation
 from dpopt.compare import census, dgm, eigen, hdmm, relational
+from dpopt.compare.catalog import SUITE_TIMES as SUITE_TIMES  # re-exported
+from dpopt.compare.catalog import WHY_WIDTH
+from dpopt.compare.catalog import format_listing as format_listing  # re-exported
+from dpopt.compare.catalog import list_suites as list_suites  # re-exported
 from dpopt.compare.instance import Experiment, Instance
 from dpopt.problem import CLAIMS_FEASIBLE, method_info, methods, solve
 from dpopt.runner import as_executor
@@ -438,9 +441,6 @@ def check(records: Sequence[Record]) -> list[str]:
 WHY_STATUSES = ("error", "violated", "time_limit")
 """Statuses whose row in :func:`format_table` carries the method's message (``why``)."""
 
-WHY_WIDTH = 60
-"""Characters of a message shown in the ``why`` column; JSON/CSV keep the whole ``message``."""
-
 STATUS_ORDER = ("optimal", "feasible", "violated", "infeasible", "time_limit", "error")
 
 
@@ -533,104 +533,6 @@ def format_summary(records: Sequence[Record], report: CheckReport | None = None)
     if skipped:
         line += f"; {_plural(len(skipped), 'instance')} not compared (no exact method)"
     return line
-
-
-# Measured 2026-11-23 on the 2-core development machine with load average < 2, by
-# `time dpopt compare --family F --suite S --no-progress` (whole command, start-up included).
-# A suite still running after 5 minutes was stopped there and is quoted as "long, > 5 min",
-# not estimated. Re-measure when a suite or a method changes; never time at list time.
-_LONG = "long, > 5 min"
-SUITE_TIMES: dict[tuple[str, str], str] = {
-    ("dgm", "smoke"): "~3 s",
-    ("dgm", "small"): "~3 s",
-    ("dgm", "medium"): _LONG,
-    ("dgm", "large"): "~4 s",
-    ("dgm", "networks"): "~6 s",
-    ("dgm", "paper-smoke"): "~3 s",
-    ("dgm", "paper"): "~40 s",
-    ("dgm", "utility-smoke"): "~6 s",
-    ("dgm", "utility"): "~3 min",
-    ("census", "smoke"): "~3 s",
-    ("census", "small"): "~4 s",
-    ("census", "medium"): "~45 s",
-    ("census", "large"): _LONG,
-    ("hdmm", "smoke"): "~3 s",
-    ("hdmm", "small"): "~55 s",
-    ("hdmm", "tables"): _LONG,
-    ("hdmm", "tables-md"): "~1.8 min",
-    ("hdmm", "opt0-timing"): "~1 min",
-    ("hdmm", "scale"): _LONG,
-    ("eigen", "smoke"): "~3 s",
-    ("eigen", "small"): "~1.7 min",
-    ("eigen", "medium"): "~4 min",
-    ("relational", "smoke"): "~1.5 s",
-    ("relational", "small"): "~2 s",
-    ("relational", "medium"): "~9 s",
-    ("relational", "paper"): _LONG,
-    ("relational", "paper-algorithm"): _LONG,
-    ("relational", "utility"): "~10 min",
-    ("relational", "paper-smoke"): "~10 s",
-    # measured 2026-11-26 beside other engineers' jobs (load average 3-8 on 2 cores)
-    ("census", "utility"): "~1.5 min",
-    ("census", "utility-smoke"): "~2 s",
-    ("hdmm", "utility"): "~4 min",
-    ("hdmm", "utility-smoke"): "~6 s",
-    ("eigen", "utility"): "~3.7 min",
-    ("eigen", "utility-smoke"): "~4 s",
-}
-"""(family, suite) → rough wall time of ``dpopt compare --family F --suite S --no-progress``
-(whole command, start-up included), measured once on a 2-core machine (see the comment
-above); :func:`list_suites` quotes it, "unknown" for a suite not in here."""
-
-
-def list_suites(families: Sequence[str], seed: int = 0) -> dict[str, dict[str, dict[str, Any]]]:
-    """family → suite → ``{"instances": [names], "time": rough run time}`` (instances built
-    with ``seed``; the time from :data:`SUITE_TIMES`, "unknown" when not measured); experiment
-    suites have no instances and ``"experiment": True``."""
-    return {
-        family: {
-            suite: {
-                "instances": [i.name for i in instances(family, suite, seed)],
-                "time": SUITE_TIMES.get((family, suite), "unknown"),
-            }
-            for suite in sorted(suites(family))
-        }
-        | {
-            suite: {
-                "instances": [],
-                "experiment": True,
-                "time": SUITE_TIMES.get((family, suite), "unknown"),
-            }
-            for suite in sorted(experiments(family))
-        }
-        for family in families
-    }
-
-
-def format_listing(listing: dict[str, dict[str, dict[str, Any]]]) -> str:
-    """``dpopt compare --list``: per family its suites, then per suite the rough run time
-    and the instance names."""
-    lines = []
-    for family, by_suite in listing.items():
-        lines.append(f"{family}: {', '.join(by_suite)}")
-        for suite, entry in by_suite.items():
-            names = entry["instances"]
-            text = f"{suite} ({entry['time']}; {_plural(len(names), 'instance')}): " + ", ".join(
-                names
-            )
-            if entry.get("experiment"):
-                text = f"{suite} ({entry['time']}; an experiment: a mechanism end to end)"
-            lines.append(
-                textwrap.fill(
-                    text,
-                    width=100,
-                    initial_indent="  ",
-                    subsequent_indent="      ",
-                    break_long_words=False,
-                    break_on_hyphens=False,
-                )
-            )
-    return "\n".join(lines)
 
 
 def _num(value: float, spec: str) -> str:

@@ -166,3 +166,48 @@ def test_the_plot_has_one_legend_entry_per_method(
     compare.write_plot(records, str(tmp_path / "p.png"))
     (axis,) = figures[0].axes
     assert sorted(t.get_text() for t in axis.get_legend().get_texts()) == ["a", "b"]
+
+
+# --- --list from the catalog: instant, and kept equal to what the builders make -------------
+
+
+def _catalog_matches(suites: list[tuple[str, str]]) -> None:
+    from dpopt.compare import catalog
+
+    for family, suite in suites:
+        built = [i.name for i in compare.instances(family, suite, 0)]
+        assert list(catalog.SUITE_INSTANCES[family, suite]) == built, (family, suite)
+
+
+def test_the_catalog_names_every_suite_and_experiment() -> None:
+    from dpopt.compare import catalog
+
+    assert catalog.FAMILIES == tuple(compare.FAMILY_SUITES)
+    assert set(catalog.SUITE_INSTANCES) == {
+        (f, s) for f in compare.FAMILY_SUITES for s in compare.suites(f)
+    }
+    assert {f: set(e) for f, e in catalog.EXPERIMENTS.items()} == {
+        f: set(compare.experiments(f)) for f in compare.FAMILY_SUITES
+    }
+    _catalog_matches([(f, "smoke") for f in catalog.FAMILIES])
+
+
+@pytest.mark.slow
+def test_the_catalog_names_the_instances_every_builder_makes() -> None:
+    from dpopt.compare import catalog
+
+    _catalog_matches(list(catalog.SUITE_INSTANCES))
+
+
+def test_list_builds_nothing_and_loads_no_family(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from dpopt import cli; assert cli.main(['compare', '--list']) == 0; "
+        "assert 'dpopt.compare.runner' not in sys.modules, 'the runner was imported'; "
+        "assert 'cvxpy' not in sys.modules"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "hdmm: " in done.stdout
