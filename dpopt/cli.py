@@ -41,8 +41,8 @@ columns of the table (one row per instance and method):
              %(why)d characters (--json and --csv keep it whole as "message")
 after the table, one line counts the solves by status and what the oracle compared (the
 same counts as --check; without --check it never changes the exit status), e.g.
-  68 solves: 30 optimal, 31 feasible, 7 violated; check: 51 solves compared on 12
-  instances, all agree; 2 instances not compared (no exact method)
+  <n> solves: <a> optimal, <b> feasible, <c> violated; check: <m> solves compared on
+  <k> instances, all agree; <j> instances not compared (no exact method)
 
 statuses: optimal (certified), feasible (meets the model, uncertified), violated (a point
 that breaks the model beyond the method's tolerance), infeasible, time_limit, error.

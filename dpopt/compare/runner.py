@@ -503,9 +503,9 @@ def _plural(count: int, noun: str) -> str:
 def format_summary(records: Sequence[Record], report: CheckReport | None = None) -> str:
     """The line printed after the table: solves by status, then what the oracle compared.
 
-    ``report`` is :func:`check_report` of ``records`` (computed when not given), e.g. for the
-    smoke suites ``68 solves: 30 optimal, 31 feasible, 7 violated; check: 51 solves compared
-    on 12 instances, all agree; 2 instances not compared (no exact method)``. A failing check
+    ``report`` is :func:`check_report` of ``records`` (computed when not given), of the form
+    ``<n> solves: <a> optimal, <b> feasible, <c> violated; check: <m> solves compared on <k>
+    instances, all agree; <j> instances not compared (no exact method)``. A failing check
     says how many failures on how many instances; ``--check`` lists them.
     """
     if report is None:

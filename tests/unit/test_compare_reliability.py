@@ -211,3 +211,17 @@ def test_list_builds_nothing_and_loads_no_family(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "hdmm: " in done.stdout
+
+
+def test_no_page_quotes_solve_counts_that_no_test_keeps_true() -> None:
+    """The smoke suites' counts (once "68 solves", "about 5 s") drift with every new instance
+    or method: the README, the docs and --help show the summary's form, not its numbers."""
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    texts = {str(p): p.read_text(encoding="utf-8") for p in pages}
+    texts["--help"] = cli.EPILOG
+    for where, text in texts.items():
+        assert not re.search(r"\b\d+ solves[:,]? ", text), where
+        assert "about 5 s" not in text, where
