@@ -182,7 +182,7 @@ def _catalog_matches(suites: list[tuple[str, str]]) -> None:
 def test_the_catalog_names_every_suite_and_experiment() -> None:
     from dpopt.compare import catalog
 
-    assert catalog.FAMILIES == tuple(compare.FAMILY_SUITES)
+    assert tuple(compare.FAMILY_SUITES) == catalog.FAMILIES
     assert set(catalog.SUITE_INSTANCES) == {
         (f, s) for f in compare.FAMILY_SUITES for s in compare.suites(f)
     }
