@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from dpopt.problem import Kind, Limit, MethodInfo, Outcome, Problem, RegisteredMethod, Status
+from dpopt.validation import positive_number
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
@@ -89,7 +90,7 @@ def solve_cpsat(
     # "feasible" result and leave SIGINT at its default action (which kills the process)
     solver.parameters.catch_sigint_signal = False
     if time_limit is not None:
-        solver.parameters.max_time_in_seconds = float(time_limit)
+        solver.parameters.max_time_in_seconds = positive_number("time_limit", time_limit)
     raw = solver.solve(built.model)
     name = solver.status_name(raw)
     status = _STATUS.get(name, "error")

@@ -129,6 +129,7 @@ def solve_cvxpy(
         )
     options = dict(solver_options)
     if time_limit is not None:
+        time_limit = positive_number("time_limit", time_limit)
         if not honours_time_limit(name):
             raise ValueError(
                 f"cvxpy solver {solver!r} does not honour a time limit in dpopt (it runs to "
@@ -303,6 +304,14 @@ def cvxpy_method(
             tol = positive_number("tol", tol)
             if tol >= 1:
                 raise ValueError(f"tol is a relative accuracy and must be < 1, got {tol!r}")
+        if solver_options is not None and (
+            not isinstance(solver_options, Mapping)
+            or not all(isinstance(key, str) for key in solver_options)
+        ):
+            raise TypeError(
+                f"solver_options must be a mapping of option names to values, got "
+                f"{solver_options!r}"
+            )
         model, extract = build(problem)
         run_tol = solver_tol if tol is None else tol
         status, message, info = solve_cvxpy(

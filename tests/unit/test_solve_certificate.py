@@ -93,3 +93,15 @@ def test_an_scs_interrupt_is_a_stop_not_an_error(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(cvxpy_backend, "_interrupted", lambda raw: raw is not None)
     with pytest.raises(KeyboardInterrupt):
         dpopt.solve(_allocation(), "cvxpy:scs")
+
+
+def test_backend_entry_points_refuse_bad_time_limits_and_options() -> None:
+    from dpopt.models.dgm_budget import cvxpy_model
+    from dpopt.solvers.cvxpy_backend import solve_cvxpy
+
+    model, _ = cvxpy_model(_allocation())
+    for bad in (-1, 0.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="time_limit"):
+            solve_cvxpy(model, "clarabel", time_limit=bad)
+    with pytest.raises(TypeError, match="solver_options"):
+        dpopt.solve(_allocation(), "cvxpy:clarabel", solver_options="max_iter=3")
