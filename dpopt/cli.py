@@ -724,9 +724,17 @@ def _print_release(report: dict[str, Any], out: str) -> None:
     )
 
 
+NOISE_SEED_COMMANDS = ("dgm",)
+"""Release subcommands whose ``--seed`` seeds the noise and is checked by :func:`main` with
+:func:`warn_if_small_seed` (``census release`` checks its own; ``compare --seed`` seeds public
+instance generators)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpopt`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
+    if args.command in NOISE_SEED_COMMANDS:
+        warn_if_small_seed(args.seed)
     try:
         command = {"compare": _compare, "dgm": _dgm, "census": _census}[args.command]
         return command(args)

@@ -22,3 +22,19 @@ def test_no_seed_or_large_seed_is_silent(
 ) -> None:
     warn_if_small_seed(seed)
     assert capsys.readouterr() == ("", "")
+
+
+def test_the_dgm_release_warns_on_a_small_seed(capsys: pytest.CaptureFixture[str]) -> None:
+    from dpopt.cli import main
+
+    main(["dgm", "--network", "asia", "--epsilon", "1", "--records", "200", "--seed", "1"])
+    assert "--seed 1 is a small integer" in capsys.readouterr().err
+    main(["dgm", "--network", "asia", "--epsilon", "1", "--records", "200"])
+    assert "small integer" not in capsys.readouterr().err
+
+
+def test_compare_seed_is_public_and_does_not_warn(capsys: pytest.CaptureFixture[str]) -> None:
+    from dpopt.cli import main
+
+    assert main(["compare", "--list", "--seed", "3"]) == 0
+    assert "small integer" not in capsys.readouterr().err
