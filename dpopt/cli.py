@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from dpopt import compare
+from dpopt.compare import catalog
 from dpopt.runner import close_client, dask_client
 
 EPILOG = """examples:
@@ -40,8 +42,8 @@ columns of the table (one row per instance and method):
              %(why)d characters (--json and --csv keep it whole as "message")
 after the table, one line counts the solves by status and what the oracle compared (the
 same counts as --check; without --check it never changes the exit status), e.g.
-  68 solves: 30 optimal, 31 feasible, 7 violated; check: 51 solves compared on 12
-  instances, all agree; 2 instances not compared (no exact method)
+  <n> solves: <a> optimal, <b> feasible, <c> violated; check: <m> solves compared on
+  <k> instances, all agree; <j> instances not compared (no exact method)
 
 statuses: optimal (certified), feasible (meets the model, uncertified), violated (a point
 that breaks the model beyond the method's tolerance), infeasible, time_limit, error.
@@ -49,6 +51,40 @@ that breaks the model beyond the method's tolerance), infeasible, time_limit, er
 infeasibility); instances without any exact method are listed as not compared.
 exit status: 0 ok, 1 --check found a disagreement or compared nothing, 2 bad arguments,
 130 interrupted"""
+
+
+def _number(text: str, convert: Callable[[str], Any], what: str, ok: Callable[[Any], bool],
+            rule: str) -> Any:  # fmt: skip
+    """``convert(text)`` if it reads and passes ``ok``; else argparse's clean usage error
+    (which names the flag)."""
+    try:
+        value = convert(text)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"must be {rule}, got {text}")
+    return value
+
+
+def positive_fraction(text: str) -> Fraction:
+    """argparse type of an exact ε, δ or the like: a rational > 0 ("0.1" is 1/10, "1/3")."""
+    what = "a number (write 0.5, 1/3 or 1e-3)"
+    return _number(text, Fraction, what, lambda value: value > 0, "> 0")  # type: ignore[no-any-return]
+
+
+def positive_float(text: str) -> float:
+    """argparse type of a finite float > 0 (seconds, a scale, a domain width)."""
+    return _number(text, float, "a number", lambda v: 0 < v < math.inf, "a finite number > 0")  # type: ignore[no-any-return]
+
+
+def nonnegative_int(text: str) -> int:
+    """argparse type of a count or a seed: an integer ≥ 0."""
+    return _number(text, int, "an integer", lambda value: value >= 0, "an integer >= 0")  # type: ignore[no-any-return]
+
+
+def positive_int(text: str) -> int:
+    """argparse type of a size or a count that must be at least 1."""
+    return _number(text, int, "an integer", lambda value: value >= 1, "an integer >= 1")  # type: ignore[no-any-return]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,14 +101,14 @@ def _parser() -> argparse.ArgumentParser:
         description="Solve every instance of a suite with every applicable method, print a "
         "table (objective from the model itself, gap to the best exact optimum, largest "
         "constraint violation, seconds) and optionally check that exact methods agree.",
-        epilog=EPILOG % {"why": compare.runner.WHY_WIDTH},
+        epilog=EPILOG % {"why": catalog.WHY_WIDTH},
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _cluster_arguments(cmp, default_workers=0)
     cmp.add_argument(
         "--family",
         action="append",
-        choices=sorted(compare.FAMILY_SUITES),
+        choices=sorted(catalog.FAMILIES),
         help="family to run (repeatable; default: every family)",
     )
     cmp.add_argument(
@@ -86,14 +122,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     cmp.add_argument(
         "--time-limit",
-        type=float,
+        type=positive_float,
         metavar="T",
         help="seconds per solve, passed only to the methods that honour a time limit (cvxpy "
         "and CP-SAT solvers, the HDMM optimizers); closed forms, dynamic programs and fixed "
         "strategies run to completion",
     )
     cmp.add_argument(
-        "--seed", type=int, default=0, help="seed of the instance generators (default: 0)"
+        "--seed",
+        type=nonnegative_int,
+        default=0,
+        help="seed of the instance generators (public, not a noise seed; default: 0)",
     )
     cmp.add_argument(
         "--json",
@@ -161,7 +200,7 @@ def _dgm_parser(commands: Any) -> None:
     cmd.add_argument(
         "--epsilon",
         "--eps",
-        type=Fraction,
+        type=positive_fraction,
         required=True,
         help="the privacy budget ε^B > 0, read exactly (0.1 is 1/10)",
     )
@@ -172,14 +211,20 @@ def _dgm_parser(commands: Any) -> None:
         "--records records drawn from the network's own CPDs)",
     )
     cmd.add_argument(
-        "--records", type=int, default=10_000, help="records to draw without --data (10,000)"
+        "--records",
+        type=positive_int,
+        default=10_000,
+        help="records to draw without --data (10,000)",
     )
     cmd.add_argument(
-        "--data-seed", type=int, default=0, help="seed of the drawn records (default: 0)"
+        "--data-seed",
+        type=nonnegative_int,
+        default=0,
+        help="seed of the drawn records (default: 0)",
     )
     cmd.add_argument(
         "--seed",
-        type=int,
+        type=nonnegative_int,
         help="seed of the mechanism's randomness (default: fresh entropy). A secret key: "
         "whoever knows it removes the noise; for tests only, never published or reused",
     )
@@ -279,6 +324,30 @@ def _dgm(args: argparse.Namespace) -> int:
     return 0
 
 
+SMALL_SEED = 2**32
+"""A noise seed below this is small enough to guess (docs/privacy.md, "The seed is a secret
+key")."""
+
+
+def warn_if_small_seed(seed: int | None) -> None:
+    """Warn on stderr when a release's noise ``--seed`` is a small integer (< 2**32).
+
+    The noise seed is a secret key: whoever knows it reproduces the noise and removes it from
+    the released answers; small seeds (0-199, or any 32-bit value) can be brute-forced, and a
+    seed reused on neighbouring data cancels the noise. None (fresh OS entropy, the default)
+    is silent. Every release subcommand calls it on its ``--seed``."""
+    if seed is None or isinstance(seed, bool) or not isinstance(seed, int):
+        return
+    if 0 <= seed < SMALL_SEED:
+        print(
+            f"dpopt: warning: --seed {seed} is a small integer: the noise seed is a secret key "
+            "(whoever knows or guesses it removes the noise; a seed reused on neighbouring "
+            "data cancels it). Use it for tests only, never publish or reuse it; omit --seed "
+            "for fresh entropy from the OS.",
+            file=sys.stderr,
+        )
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -289,7 +358,7 @@ def _version() -> str:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    families = args.family or list(compare.FAMILY_SUITES)
+    families = args.family or list(catalog.FAMILIES)
     if args.list:
         listing = compare.list_suites(families, seed=0)
         print(
@@ -306,9 +375,6 @@ def _compare(args: argparse.Namespace) -> int:
             f"known: {', '.join(sorted(known))}",
             file=sys.stderr,
         )
-        return 2
-    if args.time_limit is not None and not args.time_limit > 0:
-        print("dpopt compare: --time-limit must be > 0 seconds", file=sys.stderr)
         return 2
     for option, path in (("--json", args.json), ("--csv", args.csv), ("--plot", args.plot)):
         problem = _unwritable(path) if path and path != "-" else None
@@ -382,15 +448,24 @@ def _experiment(args: argparse.Namespace, families: list[str]) -> int:
 
 
 def _unwritable(path: str) -> str | None:
-    """Why ``path`` cannot be written (checked before the run, not after it), or None."""
+    """Why ``path`` cannot be written (checked before the run, not after it), or None.
+
+    The check creates the file (and removes it again unless it existed): permission bits lie
+    to root, and a read-only file system or a full disk shows only on a real write."""
     target = Path(path)
     if target.is_dir():
         return "is a directory"
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         return f"folder {folder} does not exist"
-    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        return "is not writable"
+    existed = target.exists()
+    try:
+        with open(target, "a", encoding="utf-8"):
+            pass
+    except OSError as err:
+        return f"is not writable ({err.strerror or err})"
+    if not existed:
+        target.unlink(missing_ok=True)
     return None
 
 
@@ -447,7 +522,7 @@ exit status: 0 ok, 1 failed after the budget was charged (the noisy partitions a
 def _cluster_arguments(cmd: argparse.ArgumentParser, *, default_workers: int) -> None:
     cmd.add_argument(
         "--workers",
-        type=int,
+        type=nonnegative_int,
         default=default_workers,
         help="workers of an embedded Dask LocalCluster, one thread each; 0 runs every task "
         f"in this process without Dask (default: {default_workers})",
@@ -488,14 +563,19 @@ def _census_parser(commands: Any) -> None:
         )
         cmd.add_argument(
             "--scale",
-            type=float,
+            type=positive_float,
             default=1.0,
             help="fraction of every level's regions to keep (default 1: the whole nation)",
         )
         cmd.add_argument("--puerto-rico", action="store_true", help="add Puerto Rico")
-        cmd.add_argument("--sizes", type=int, default=30, help="household sizes (default 30)")
         cmd.add_argument(
-            "--geo-seed", type=int, default=0, help="seed of the synthetic data (default 0)"
+            "--sizes", type=positive_int, default=30, help="household sizes (default 30)"
+        )
+        cmd.add_argument(
+            "--geo-seed",
+            type=nonnegative_int,
+            default=0,
+            help="seed of the synthetic data (default 0)",
         )
         cmd.add_argument("--out", required=True, metavar="DIR", help="output directory")
         cmd.add_argument(
@@ -506,13 +586,13 @@ def _census_parser(commands: Any) -> None:
     release.add_argument(
         "--epsilon",
         "--eps",
-        type=_census_epsilon,
+        type=positive_fraction,
         required=True,
         help="ε > 0, read exactly (0.1 is 1/10)",
     )
     release.add_argument(
         "--seed",
-        type=int,
+        type=nonnegative_int,
         metavar="KEY",
         help="the noise's secret key (default, and what a real release uses: fresh entropy "
         "from the OS). Whoever knows it recovers the private counts from the noisy partitions "
@@ -543,16 +623,11 @@ def _census_parser(commands: Any) -> None:
         "blocks are empty",
     )
     release.add_argument(
-        "--domain-sd", type=float, default=3.0, help="starting domain half-width in noise sds"
+        "--domain-sd",
+        type=positive_float,
+        default=3.0,
+        help="starting domain half-width in noise sds",
     )
-
-
-def _census_epsilon(text: str) -> Fraction:
-    """``--epsilon``'s type: an exact rational (argparse reports a bad one as a usage error)."""
-    try:
-        return Fraction(text)
-    except (ValueError, ZeroDivisionError) as err:
-        raise argparse.ArgumentTypeError(f"not a number ({err}): {text!r}") from None
 
 
 def _geography(args: argparse.Namespace) -> Any:
@@ -565,10 +640,6 @@ def _geography(args: argparse.Namespace) -> Any:
     else:
         shape = geo.us_blocks(puerto_rico=args.puerto_rico, sizes=args.sizes, seed=args.geo_seed)
     return shape if args.scale == 1.0 else geo.scaled(shape, args.scale)
-
-
-SMALL_SEED = 2**32
-"""A census ``--seed`` below this is warned about: so few keys can all be tried."""
 
 
 def _census_client(args: argparse.Namespace) -> Any:
@@ -617,17 +688,8 @@ def _census(args: argparse.Namespace) -> int:
         print(f"dpopt census: --json {args.json}: {problem}", file=sys.stderr)
         return 2
     release = args.action == "release"
-    if release and args.seed is not None:
-        if args.seed < 0:
-            print(f"dpopt census: --seed must be >= 0, got {args.seed}", file=sys.stderr)
-            return 2
-        if args.seed < SMALL_SEED:
-            print(
-                f"dpopt census: warning: --seed {args.seed} is a small key: anyone who tries "
-                "every seed below 2**32 recovers the private counts from this release. Leave "
-                "--seed out for a real release (fresh OS entropy); never publish or reuse a seed.",
-                file=sys.stderr,
-            )
+    if release:
+        warn_if_small_seed(args.seed)
     try:
         geography = _geography(args)
         if release:
@@ -751,9 +813,17 @@ def _print_release(report: dict[str, Any], out: str) -> None:
     )
 
 
+NOISE_SEED_COMMANDS = ("dgm",)
+"""Release subcommands whose ``--seed`` seeds the noise and is checked by :func:`main` with
+:func:`warn_if_small_seed` (``census release`` checks it in its handler, ``census generate``
+seeds public data; ``compare --seed`` seeds public instance generators)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpopt`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
+    if args.command in NOISE_SEED_COMMANDS:
+        warn_if_small_seed(args.seed)
     try:
         command = {"compare": _compare, "dgm": _dgm, "census": _census}[args.command]
         return command(args)

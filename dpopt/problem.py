@@ -38,6 +38,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import math
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -386,7 +388,10 @@ def solve(
         raise ValueError(f"method {chosen.info.name!r} refuses this instance: {reason}")
     _check_options(chosen, options)
     start = time.perf_counter()
-    outcome = chosen.function(problem, time_limit=time_limit, **options)
+    try:
+        outcome = chosen.function(problem, time_limit=time_limit, **options)
+    finally:
+        restore_sigint()  # a native solver may have left SIGINT at its default action
     seconds = time.perf_counter() - start
     info = dict(outcome.info)
     if outcome.message:
@@ -409,6 +414,19 @@ def solve(
     if strict and solution.status != "optimal":
         raise SolverError(solution)
     return solution
+
+
+def restore_sigint() -> None:
+    """Give SIGINT back to Python's handler (main thread only).
+
+    Native solvers install their own SIGINT handler for the length of a solve and may leave
+    the process's handler at the default action afterwards (OR-Tools CP-SAT does), so that a
+    later Ctrl-C kills the process instead of raising :class:`KeyboardInterrupt`. Python's
+    ``signal.getsignal`` does not see such a change, so the handler is set again,
+    unconditionally. :func:`solve` calls this after every method; backend adapters that
+    solve outside it call it too."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def allowed_violation(problem: Problem, info: MethodInfo) -> float:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from dpopt.problem import Kind, Limit, MethodInfo, Outcome, Problem, RegisteredMethod, Status
+from dpopt.validation import positive_number
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
@@ -85,8 +86,11 @@ def solve_cpsat(
     solver.parameters.num_workers = int(workers)
     solver.parameters.random_seed = int(seed)
     solver.parameters.log_search_progress = bool(log)
+    # Ctrl-C stays Python's: CP-SAT's own SIGINT handler would swallow the interrupt into a
+    # "feasible" result and leave SIGINT at its default action (which kills the process)
+    solver.parameters.catch_sigint_signal = False
     if time_limit is not None:
-        solver.parameters.max_time_in_seconds = float(time_limit)
+        solver.parameters.max_time_in_seconds = positive_number("time_limit", time_limit)
     raw = solver.solve(built.model)
     name = solver.status_name(raw)
     status = _STATUS.get(name, "error")

@@ -30,6 +30,7 @@ limit ends in a solver failure; PDLP; SciPy) refuse a time limit.
 from __future__ import annotations
 
 import importlib.util
+import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,7 @@ from dpopt.problem import (
     Status,
     add_method,
     register_family,
+    restore_sigint,
 )
 from dpopt.validation import positive_number
 
@@ -132,6 +134,7 @@ def solve_cvxpy(
         )
     options = dict(solver_options)
     if time_limit is not None:
+        time_limit = positive_number("time_limit", time_limit)
         if not honours_time_limit(name):
             raise ValueError(
                 f"cvxpy solver {solver!r} does not honour a time limit in dpopt (it runs to "
@@ -142,16 +145,28 @@ def solve_cvxpy(
         for key in _TOL_OPTIONS.get(name, ()):
             options.setdefault(key, float(tol))
     info: dict[str, Any] = {"solver": name.lower()}
+    raw: Any = None
     try:
         with warnings.catch_warnings():
             # cvxpy warns "Solution may be inaccurate"; the status mapping reports it instead.
             warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-            model.solve(solver=name, **options)
+            # cvxpy's documented two-step solve (Problem.get_problem_data): it keeps the
+            # solver's raw result, whose dual objective certifies the duality gap
+            data, chain, inverse = model.get_problem_data(name, solver_opts=options)
+            raw = chain.solve_via_data(model, data, False, False, options)
+            model.unpack_results(raw, chain, inverse)
     except cp.error.SolverError as err:
+        if _interrupted(raw):
+            raise KeyboardInterrupt(f"{name.lower()} was interrupted") from None
         info["solver_status"] = "solver_error"
         return "error", f"{name.lower()} failed: {err}", info
+    finally:
+        restore_sigint()
+    if _interrupted(raw):  # a solver that caught Ctrl-C: a stop, not a result
+        raise KeyboardInterrupt(f"{name.lower()} was interrupted")
     info["solver_status"] = model.status
     info["solver_objective"] = model.value
+    info.update(_certificate(name, raw))
     stats = model.solver_stats
     if stats is not None:
         info.update(
@@ -178,6 +193,79 @@ def solve_cvxpy(
         else:
             message += "; the solver stopped at its time limit"
     return status, message, info
+
+
+# Where each solver's raw result keeps (primal objective, dual objective, primal residual,
+# dual residual): Clarabel's DefaultSolution, SCS's and ECOS's info dicts, OSQP's info.
+_CERTIFICATE_FIELDS: dict[str, tuple[str, str, str, str]] = {
+    "CLARABEL": ("obj_val", "obj_val_dual", "r_prim", "r_dual"),
+    "SCS": ("pobj", "dobj", "res_pri", "res_dual"),
+    "ECOS": ("pcost", "dcost", "pres", "dres"),
+    "OSQP": ("obj_val", "dual_obj_val", "prim_res", "dual_res"),
+}
+
+
+def _certificate(name: str, raw: Any) -> dict[str, float]:
+    """The solver's duality-gap certificate, where its raw result reports a dual objective:
+    ``duality_gap`` = |p − d| / min(|p|, |d|) (inf when p and d differ in sign or one is 0),
+    which bounds the relative sub-optimality of the primal objective p when the residuals are
+    small (weak duality: d ≤ optimum ≤ p), and the solver's ``primal_residual`` and
+    ``dual_residual``. Empty for a solver that reports no dual objective."""
+    fields = _CERTIFICATE_FIELDS.get(name)
+    if fields is None or raw is None:
+        return {}
+    source = raw.get("info", {}) if isinstance(raw, dict) else getattr(raw, "info", raw)
+    values: list[float] = []
+    for key in fields:
+        value = source.get(key) if isinstance(source, dict) else getattr(source, key, None)
+        try:
+            values.append(float(value))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return {}
+    primal, dual, primal_residual, dual_residual = values
+    if not (math.isfinite(primal) and math.isfinite(dual)):
+        return {}
+    scale = min(abs(primal), abs(dual))
+    same_sign = (primal > 0 and dual > 0) or (primal < 0 and dual < 0)
+    gap = abs(primal - dual) / scale if same_sign and scale > 0 else math.inf
+    return {
+        "duality_gap": gap,
+        "primal_residual": primal_residual,
+        "dual_residual": dual_residual,
+    }
+
+
+def _interrupted(raw: Any) -> bool:
+    """Whether the solver's raw result says it stopped on SIGINT (SCS: status "interrupted",
+    status_val −5; any solver whose status text says it was interrupted)."""
+    if raw is None:
+        return False
+    source = raw.get("info", {}) if isinstance(raw, dict) else getattr(raw, "info", raw)
+    status = source.get("status") if isinstance(source, dict) else getattr(source, "status", "")
+    code = source.get("status_val") if isinstance(source, dict) else None
+    return code == -5 or "interrupt" in str(status).lower()
+
+
+def certified(info: Mapping[str, Any], tol: float, own_tol: float) -> str | None:
+    """Why a solver's ``optimal`` at a caller's ``tol`` looser than the method's own
+    ``own_tol`` is not certified (None when it is): the solver must report a dual objective,
+    its relative duality gap must be ≤ ``tol`` and its residuals ≤ ``own_tol`` (so that the
+    dual objective bounds the optimum as tightly as at the method's own settings)."""
+    gap = info.get("duality_gap")
+    if gap is None:
+        return (
+            f"tol {tol:g} is looser than the method's own {own_tol:g} and the solver reports no "
+            "dual objective to certify the duality gap"
+        )
+    residual = max(info.get("primal_residual", math.inf), info.get("dual_residual", math.inf))
+    if not gap <= tol:
+        return f"tol {tol:g}: the certified duality gap {gap:.3g} is above it"
+    if not residual <= own_tol:
+        return (
+            f"tol {tol:g}: the solver's residual {residual:.3g} is above the method's own tol "
+            f"{own_tol:g}, so its dual objective does not bound the optimum"
+        )
+    return None
 
 
 def _solver_detail(stats: Any) -> str:
@@ -238,6 +326,14 @@ def cvxpy_method(
             tol = positive_number("tol", tol)
             if tol >= 1:
                 raise ValueError(f"tol is a relative accuracy and must be < 1, got {tol!r}")
+        if solver_options is not None and (
+            not isinstance(solver_options, Mapping)
+            or not all(isinstance(key, str) for key in solver_options)
+        ):
+            raise TypeError(
+                f"solver_options must be a mapping of option names to values, got "
+                f"{solver_options!r}"
+            )
         model, extract = build(problem)
         run_tol = solver_tol if tol is None else tol
         options = {**dict(solver_defaults or {}), **dict(solver_options or {})}
@@ -254,6 +350,12 @@ def cvxpy_method(
         has_point = status in ("optimal", "feasible", "time_limit") and all(
             v.value is not None for v in model.variables()
         )
+        if status == "optimal" and tol is not None and tol > method_tol:
+            # a looser tol than the method's own buys `optimal` only with a certificate
+            info["tol"] = tol
+            reason = certified(info, tol, method_tol)
+            if reason is not None:
+                status, message = "feasible", reason
         x = extract() if has_point else None
         if x is not None and post is not None:
             x, extra = post(problem, x)

@@ -10,33 +10,51 @@
 - :mod:`~dpopt.compare.audits` — empirical privacy audits of the mechanisms.
 """
 
-from dpopt.compare.instance import Instance
-from dpopt.compare.runner import (
-    FAMILY_EXPERIMENTS,
-    FAMILY_SUITES,
-    SUITE_TIMES,
-    CheckReport,
-    InstanceCheck,
-    Interrupted,
-    Record,
-    best_exact,
-    check,
-    check_report,
-    experiments,
-    format_growth,
-    format_listing,
-    format_summary,
-    format_table,
-    growth_exponents,
-    instances,
-    list_suites,
-    records_as_dicts,
-    run,
-    suites,
-    write_csv,
-    write_json,
-    write_plot,
-)
+from typing import TYPE_CHECKING, Any
+
+from dpopt.compare.catalog import SUITE_TIMES, format_listing, list_suites
+
+if TYPE_CHECKING:
+    from dpopt.compare.instance import Instance
+    from dpopt.compare.runner import (
+        FAMILY_EXPERIMENTS,
+        FAMILY_SUITES,
+        CheckReport,
+        InstanceCheck,
+        Interrupted,
+        Record,
+        best_exact,
+        check,
+        check_report,
+        experiments,
+        format_growth,
+        format_summary,
+        format_table,
+        growth_exponents,
+        instances,
+        records_as_dicts,
+        run,
+        suites,
+        write_csv,
+        write_json,
+        write_plot,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """The runner's names load the families' suites (and their solvers) on first use, so
+    ``dpopt compare --list`` (:mod:`dpopt.compare.catalog`) stays instant."""
+    if name == "Instance":
+        from dpopt.compare import instance
+
+        return instance.Instance
+    if name in __all__ or name == "runner":
+        import importlib
+
+        runner = importlib.import_module("dpopt.compare.runner")
+        return runner if name == "runner" else getattr(runner, name)
+    raise AttributeError(f"module 'dpopt.compare' has no attribute {name!r}")
+
 
 __all__ = [
     "FAMILY_EXPERIMENTS",

@@ -16,7 +16,7 @@ import csv
 import fnmatch
 import json
 import math
-import textwrap
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import as_completed
 from dataclasses import asdict, dataclass
@@ -25,7 +25,12 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from dpopt import validation
 from dpopt.compare import census, dgm, eigen, hdmm, relational
+from dpopt.compare.catalog import SUITE_TIMES as SUITE_TIMES  # re-exported
+from dpopt.compare.catalog import WHY_WIDTH
+from dpopt.compare.catalog import format_listing as format_listing  # re-exported
+from dpopt.compare.catalog import list_suites as list_suites  # re-exported
 from dpopt.compare.instance import Experiment, Instance
 from dpopt.problem import CLAIMS_FEASIBLE, method_info, methods, solve
 from dpopt.runner import as_executor
@@ -87,9 +92,34 @@ def experiments(family: str) -> dict[str, Experiment]:
 
 
 def instances(family: str, suite: str, seed: int) -> list[Instance]:
-    """Build the instances of ``family``'s ``suite`` (an empty list if it has no such suite)."""
+    """Build the instances of ``family``'s ``suite`` (ValueError naming the known suites if
+    it has no such suite)."""
     builder = suites(family).get(suite)
-    return [] if builder is None else builder(np.random.default_rng(seed))
+    if builder is None:
+        raise ValueError(
+            f"unknown suite {suite!r} for family {family!r}; known: "
+            f"{', '.join(sorted(suites(family)))}"
+        )
+    return builder(validation.generator(validation.nonnegative_integer("seed", seed)))
+
+
+def _families(families: Any) -> list[str]:
+    if isinstance(families, str) or not isinstance(families, Sequence) or not families:
+        raise TypeError(f"families must be a non-empty list of family names, got {families!r}")
+    for family in families:
+        suites(family)  # an unknown family raises
+    return list(families)
+
+
+def _progress_line(done: int, total: int, record: Record) -> None:
+    """One line on stderr per finished solve, for a progress display that is not a terminal
+    (output redirected): the run is never silent for minutes."""
+    print(
+        f"[{done}/{total}] {record.family}/{record.instance} · {record.method}: "
+        f"{record.status} ({_num(record.seconds, '.2f')} s)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _selected(names: Iterable[str], patterns: Sequence[str] | None) -> list[str]:
@@ -171,28 +201,56 @@ def run(
     A ``KeyboardInterrupt`` stops the run and raises :class:`Interrupted` carrying the
     records of the solves that finished.
     """
+    families = _families(families)
+    if not isinstance(suite, str):
+        raise TypeError(f"suite must be a suite name (a str), got {suite!r}")
+    having = [f for f in families if suite in suites(f)]
+    if not having:
+        known = sorted({s for f in families for s in suites(f)})
+        raise ValueError(
+            f"unknown suite {suite!r} for {', '.join(families)}; known: {', '.join(known)}"
+        )
+    if time_limit is not None:
+        time_limit = validation.positive_number("time_limit", time_limit)
+    progress = validation.boolean("progress", progress)
+    if method_patterns is not None and (
+        isinstance(method_patterns, str) or not all(isinstance(p, str) for p in method_patterns)
+    ):
+        raise TypeError(f"method_patterns must be a list of str, got {method_patterns!r}")
     plan: list[tuple[str, Instance, str]] = []
-    for family in families:
+    for family in having:
         for instance in instances(family, suite, seed):
             names = _selected((m.name for m in methods(instance.problem)), method_patterns)
             plan.extend((family, instance, name) for name in names)
     records: list[Record] = []
+    futures: list[Any] = []
     interrupted = False
     pool = as_executor(executor)
-    with tqdm(total=len(plan), disable=None if progress else True, unit="solve") as bar:
+    lines = progress and not sys.stderr.isatty()  # redirected: a line per solve instead
+    with tqdm(total=len(plan), disable=not progress or lines, unit="solve") as bar:
         try:
             if pool is None:
                 for family, instance, name in plan:
                     bar.set_description(f"{instance.name} · {name}")
                     records.append(_solve_record(family, instance, name, time_limit))
                     bar.update()
+                    if lines:
+                        _progress_line(len(records), len(plan), records[-1])
             else:
                 futures = [pool.submit(_solve_record, *item, time_limit) for item in plan]
-                for _ in as_completed(futures):
+                for done, future in enumerate(as_completed(futures), 1):
                     bar.update()
+                    if lines:
+                        _progress_line(done, len(plan), future.result())
                 records.extend(future.result() for future in futures)
         except KeyboardInterrupt:
             interrupted = True
+            if pool is not None:  # keep the solves that finished, in the plan's order
+                records = [
+                    f.result()
+                    for f in futures
+                    if f.done() and not f.cancelled() and f.exception() is None
+                ]
     for group in _groups(records).values():
         _fill_gaps(group)
     if interrupted:
@@ -383,9 +441,6 @@ def check(records: Sequence[Record]) -> list[str]:
 WHY_STATUSES = ("error", "violated", "time_limit")
 """Statuses whose row in :func:`format_table` carries the method's message (``why``)."""
 
-WHY_WIDTH = 60
-"""Characters of a message shown in the ``why`` column; JSON/CSV keep the whole ``message``."""
-
 STATUS_ORDER = ("optimal", "feasible", "violated", "infeasible", "time_limit", "error")
 
 
@@ -448,9 +503,9 @@ def _plural(count: int, noun: str) -> str:
 def format_summary(records: Sequence[Record], report: CheckReport | None = None) -> str:
     """The line printed after the table: solves by status, then what the oracle compared.
 
-    ``report`` is :func:`check_report` of ``records`` (computed when not given), e.g. for the
-    smoke suites ``68 solves: 30 optimal, 31 feasible, 7 violated; check: 51 solves compared
-    on 12 instances, all agree; 2 instances not compared (no exact method)``. A failing check
+    ``report`` is :func:`check_report` of ``records`` (computed when not given), of the form
+    ``<n> solves: <a> optimal, <b> feasible, <c> violated; check: <m> solves compared on <k>
+    instances, all agree; <j> instances not compared (no exact method)``. A failing check
     says how many failures on how many instances; ``--check`` lists them.
     """
     if report is None:
@@ -478,104 +533,6 @@ def format_summary(records: Sequence[Record], report: CheckReport | None = None)
     if skipped:
         line += f"; {_plural(len(skipped), 'instance')} not compared (no exact method)"
     return line
-
-
-# Measured 2026-11-23 on the 2-core development machine with load average < 2, by
-# `time dpopt compare --family F --suite S --no-progress` (whole command, start-up included).
-# A suite still running after 5 minutes was stopped there and is quoted as "long, > 5 min",
-# not estimated. Re-measure when a suite or a method changes; never time at list time.
-_LONG = "long, > 5 min"
-SUITE_TIMES: dict[tuple[str, str], str] = {
-    ("dgm", "smoke"): "~3 s",
-    ("dgm", "small"): "~3 s",
-    ("dgm", "medium"): _LONG,
-    ("dgm", "large"): "~4 s",
-    ("dgm", "networks"): "~6 s",
-    ("dgm", "paper-smoke"): "~3 s",
-    ("dgm", "paper"): "~40 s",
-    ("dgm", "utility-smoke"): "~6 s",
-    ("dgm", "utility"): "~3 min",
-    ("census", "smoke"): "~3 s",
-    ("census", "small"): "~4 s",
-    ("census", "medium"): "~45 s",
-    ("census", "large"): _LONG,
-    ("hdmm", "smoke"): "~3 s",
-    ("hdmm", "small"): "~55 s",
-    ("hdmm", "tables"): _LONG,
-    ("hdmm", "tables-md"): "~1.8 min",
-    ("hdmm", "opt0-timing"): "~1 min",
-    ("hdmm", "scale"): _LONG,
-    ("eigen", "smoke"): "~3 s",
-    ("eigen", "small"): "~1.7 min",
-    ("eigen", "medium"): "~4 min",
-    ("relational", "smoke"): "~1.5 s",
-    ("relational", "small"): "~2 s",
-    ("relational", "medium"): "~9 s",
-    ("relational", "paper"): _LONG,
-    ("relational", "paper-algorithm"): _LONG,
-    ("relational", "utility"): "~40 min",
-    ("relational", "paper-smoke"): "~50 s",
-    # measured 2026-11-26 beside other engineers' jobs (load average 3-8 on 2 cores)
-    ("census", "utility"): "~1.5 min",
-    ("census", "utility-smoke"): "~2 s",
-    ("hdmm", "utility"): "~4 min",
-    ("hdmm", "utility-smoke"): "~6 s",
-    ("eigen", "utility"): "~3.7 min",
-    ("eigen", "utility-smoke"): "~4 s",
-}
-"""(family, suite) → rough wall time of ``dpopt compare --family F --suite S --no-progress``
-(whole command, start-up included), measured once on a 2-core machine (see the comment
-above); :func:`list_suites` quotes it, "unknown" for a suite not in here."""
-
-
-def list_suites(families: Sequence[str], seed: int = 0) -> dict[str, dict[str, dict[str, Any]]]:
-    """family → suite → ``{"instances": [names], "time": rough run time}`` (instances built
-    with ``seed``; the time from :data:`SUITE_TIMES`, "unknown" when not measured); experiment
-    suites have no instances and ``"experiment": True``."""
-    return {
-        family: {
-            suite: {
-                "instances": [i.name for i in instances(family, suite, seed)],
-                "time": SUITE_TIMES.get((family, suite), "unknown"),
-            }
-            for suite in sorted(suites(family))
-        }
-        | {
-            suite: {
-                "instances": [],
-                "experiment": True,
-                "time": SUITE_TIMES.get((family, suite), "unknown"),
-            }
-            for suite in sorted(experiments(family))
-        }
-        for family in families
-    }
-
-
-def format_listing(listing: dict[str, dict[str, dict[str, Any]]]) -> str:
-    """``dpopt compare --list``: per family its suites, then per suite the rough run time
-    and the instance names."""
-    lines = []
-    for family, by_suite in listing.items():
-        lines.append(f"{family}: {', '.join(by_suite)}")
-        for suite, entry in by_suite.items():
-            names = entry["instances"]
-            text = f"{suite} ({entry['time']}; {_plural(len(names), 'instance')}): " + ", ".join(
-                names
-            )
-            if entry.get("experiment"):
-                text = f"{suite} ({entry['time']}; an experiment: a mechanism end to end)"
-            lines.append(
-                textwrap.fill(
-                    text,
-                    width=100,
-                    initial_indent="  ",
-                    subsequent_indent="      ",
-                    break_long_words=False,
-                    break_on_hyphens=False,
-                )
-            )
-    return "\n".join(lines)
 
 
 def _num(value: float, spec: str) -> str:
@@ -656,14 +613,17 @@ def write_plot(records: Sequence[Record], path: str) -> None:
             and r.status in ("optimal", "feasible")
             and r.seconds > 0
         ]
-        exponents = growth_exponents(mine)
+        # one colour and one legend entry per method; each series of a method is one more
+        # line of that colour (its growth exponent is printed by format_growth)
+        colours = {m: f"C{i % 10}" for i, m in enumerate(sorted({r.method for r in mine}))}
+        labelled: set[str] = set()
         for series, method in sorted({(_series(r), r.method) for r in mine}):
             points = sorted(
                 (r.size, r.seconds) for r in mine if (_series(r), r.method) == (series, method)
             )
-            fit = exponents.get((series, method))
-            label = method if fit is None else f"{series} / {method} (n^{fit:.2f})"
-            axis.loglog(*zip(*points, strict=True), marker="o", label=label)
+            label = None if method in labelled else method
+            labelled.add(method)
+            axis.loglog(*zip(*points, strict=True), marker="o", color=colours[method], label=label)
         axis.set(title=f"{family}: {problem}", xlabel="instance size", ylabel="seconds")
         axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize="small")

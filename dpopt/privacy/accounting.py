@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from numbers import Rational
 from typing import Any, Literal
 
 import numpy as np
@@ -37,6 +38,8 @@ __all__ = ["KINDS", "Accountant", "BudgetExceededError", "Charge", "Loss", "exac
 Kind = Literal["pure", "zcdp", "approx"]
 KINDS: tuple[Kind, ...] = ("pure", "zcdp", "approx")
 Amount = Fraction | tuple[Fraction, Fraction]
+_LARGEST = Fraction(2) ** 1000  # as exact_fraction: every amount converts to a float
+_LARGEST_PURE = Fraction(2) ** 500  # a pure ε whose ε²/2 is still at most _LARGEST
 
 
 class BudgetExceededError(RuntimeError):
@@ -48,6 +51,44 @@ def _delta(value: Any) -> Fraction:
     if delta >= 1:
         raise ValueError(f"delta must be in (0, 1), got {value!r}")
     return delta
+
+
+def _exact_amount(name: str, value: Any, owner: str, *, positive: bool = False) -> Fraction:
+    """An exact amount of a :class:`Loss` or an :class:`Accountant` total: an int or a
+    Fraction (never a float: the classmethods read floats exactly), finite, ≥ 0 (> 0 when
+    ``positive``) and at most 2^1000."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, Rational):
+        raise TypeError(
+            f"{owner} {name} must be an exact Fraction or int, got {type(value).__name__} "
+            f"{value!r} (use {owner}.pure(…), .zcdp(…) or .approx(…), which read floats exactly)"
+        )
+    exact = Fraction(int(value.numerator), int(value.denominator))
+    if exact < 0 or (positive and exact == 0):
+        rule = "> 0" if positive else "≥ 0"
+        raise ValueError(f"{owner} {name} must be {rule}, got {exact}")
+    if exact > _LARGEST:
+        raise ValueError(f"{owner} {name} must be at most 2^1000, got a larger value")
+    return exact
+
+
+def _exact_pair(value: Any, owner: str, *, positive: bool = False) -> tuple[Fraction, Fraction]:
+    """An exact (ε, δ) pair: ε as :func:`_exact_amount`, 0 ≤ δ < 1."""
+    if not isinstance(value, tuple) or len(value) != 2:
+        raise TypeError(f"{owner} (epsilon, delta) must be a pair of Fractions, got {value!r}")
+    epsilon = _exact_amount("epsilon", value[0], owner, positive=positive)
+    delta = _exact_amount("delta", value[1], owner)
+    if delta >= 1:
+        raise ValueError(f"{owner} delta must be in [0, 1), got {delta}")
+    return (epsilon, delta)
+
+
+def _pure_epsilon(epsilon: Any) -> Fraction:
+    """ε of a pure loss: :func:`exact_fraction`, and at most 2^500 so that its zCDP form
+    (ε²/2 or ε²/8) stays an amount an accountant can hold."""
+    eps = exact_fraction("epsilon", epsilon)
+    if eps > _LARGEST_PURE:
+        raise ValueError("epsilon must be at most 2^500 (no privacy), got a larger value")
+    return eps
 
 
 @dataclass(frozen=True)
@@ -66,7 +107,7 @@ class Loss:
     @classmethod
     def pure(cls, epsilon: Any) -> Loss:
         """ε-DP, hence (ε²/2)-zCDP (Bun & Steinke 2016, Prop. 1.4) and (ε, 0)-DP."""
-        eps = exact_fraction("epsilon", epsilon)
+        eps = _pure_epsilon(epsilon)
         return cls(eps, eps * eps / 2, (eps, Fraction(0)), f"{float(eps):.6g}-DP")
 
     @classmethod
@@ -92,6 +133,20 @@ class Loss:
         if pair is not None:
             text += f", ({float(pair[0]):.6g}, {float(pair[1]):.3g})-DP"
         return cls(None, value, pair, text)
+
+    def __post_init__(self) -> None:
+        # the constructors above validate their inputs; a Loss built directly is checked
+        # here, so that a negative, float or NaN amount never reaches an Accountant
+        for name in ("epsilon", "rho"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _exact_amount(name, value, "Loss"))
+        if self.approx_dp is not None:
+            object.__setattr__(self, "approx_dp", _exact_pair(self.approx_dp, "Loss"))
+        if self.epsilon is None and self.rho is None and self.approx_dp is None:
+            raise ValueError("a Loss needs at least one of epsilon, rho or approx_dp")
+        if not isinstance(self.description, str):
+            raise TypeError(f"description must be a str, got {type(self.description).__name__}")
 
     def amount(self, kind: Kind) -> Amount | None:
         """This loss as an amount of ``kind`` (None when it has no such form)."""
@@ -136,10 +191,16 @@ class Accountant:
     """
 
     def __init__(self, kind: Kind, total: Amount):
-        if kind not in KINDS:
+        if not isinstance(kind, str) or kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
         self.kind: Kind = kind
-        self.total: Amount = total
+        self.total: Amount = (
+            _exact_pair(total, "Accountant", positive=True)
+            if kind == "approx"
+            else _exact_amount(
+                "rho" if kind == "zcdp" else "epsilon", total, "Accountant", positive=True
+            )
+        )
         self._ledger: list[Charge] = []
 
     @classmethod

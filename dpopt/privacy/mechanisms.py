@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from dpopt.privacy.accounting import Accountant, Loss
+from dpopt.privacy.accounting import Accountant, Loss, _pure_epsilon
 from dpopt.privacy.calibration import cdp_rho
 from dpopt.privacy.samplers import (
     DiscreteGaussian,
@@ -538,7 +538,7 @@ def exponential_mechanism(
     down to a multiple of 2^−40.
     """
     values = _scores(scores)
-    eps = exact_fraction("epsilon", epsilon)
+    eps = _pure_epsilon(epsilon)
     delta = exact_fraction("sensitivity", sensitivity)
     bits = _slack_bits(delta, 1, "laplace")
     grid = snap(values, bits, name="scores")

@@ -293,13 +293,34 @@ class _IntegerSampler:
     """A distribution on the integers sampled in vectors (``_draw``: ``count`` int64 draws)."""
 
     def sample(self, size: int | tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-        """Independent draws as an int64 array of shape ``size``."""
-        shape = (size,) if isinstance(size, int | np.integer) else tuple(size)
-        count = int(np.prod(shape, dtype=np.int64))
-        return self._draw(count, _generator(rng)).reshape(shape)
+        """Independent draws as an int64 array of shape ``size`` (an int ≥ 0 or a tuple of
+        them; at most :data:`MAX_DRAWS` draws in one call)."""
+        shape = _shape(size)
+        generator = _generator(rng)
+        return self._draw(math.prod(shape), generator).reshape(shape)
 
     def _draw(self, count: int, rng: np.random.Generator) -> np.ndarray:
         raise NotImplementedError
+
+
+MAX_DRAWS = 1 << 31
+"""Most draws one ``sample`` call makes (16 GiB of int64): draw more in batches."""
+
+
+def _shape(size: Any) -> tuple[int, ...]:
+    """``size`` (an int or a tuple of ints, each ≥ 0) as a shape; ValueError/TypeError naming
+    ``size`` otherwise."""
+    dims = (size,) if isinstance(size, int | np.integer) else size
+    if not isinstance(dims, tuple | list) or any(
+        isinstance(d, bool | np.bool_) or not isinstance(d, int | np.integer) for d in dims
+    ):
+        raise TypeError(f"size must be an int or a tuple of ints, got {size!r}")
+    shape = tuple(int(d) for d in dims)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"size must not be negative, got {size!r}")
+    if math.prod(shape) > MAX_DRAWS:
+        raise ValueError(f"size {size!r} asks for more than 2^31 draws at once: draw in batches")
+    return shape
 
 
 class DiscreteLaplace(_IntegerSampler):

@@ -202,3 +202,47 @@ def test_gaussian_for_epsilon_delta_is_calibrated_through_tight_zcdp() -> None:
 
 def test_dpopt_exports_the_typed_accountant() -> None:
     assert dpopt.Accountant is Accountant and dpopt.BudgetExceededError is BudgetExceededError
+
+
+# --- direct construction is validated too (issue 24) -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("build", "error", "match"),
+    [
+        (lambda: Loss(epsilon=Fraction(-5)), ValueError, "epsilon must be ≥ 0"),
+        (lambda: Loss(rho=Fraction(-1, 3)), ValueError, "rho must be ≥ 0"),
+        (lambda: Loss(epsilon=0.5), TypeError, "epsilon must be an exact Fraction"),  # type: ignore[arg-type]
+        (lambda: Loss(rho=math.nan), TypeError, "rho must be an exact Fraction"),  # type: ignore[arg-type]
+        (lambda: Loss(approx_dp=(Fraction(1), Fraction(1))), ValueError, "delta must be in"),
+        (lambda: Loss(approx_dp=(Fraction(1),)), TypeError, "pair"),  # type: ignore[arg-type]
+        (lambda: Loss(), ValueError, "at least one"),
+        (lambda: Accountant("pure", Fraction(-1)), ValueError, "epsilon must be > 0"),
+        (lambda: Accountant("zcdp", Fraction(0)), ValueError, "rho must be > 0"),
+        (lambda: Accountant("pure", math.nan), TypeError, "epsilon must be an exact"),  # type: ignore[arg-type]
+        (lambda: Accountant("pure", 1.0), TypeError, "epsilon must be an exact"),  # type: ignore[arg-type]
+        (lambda: Accountant("approx", Fraction(1)), TypeError, "pair"),
+        (lambda: Accountant("approx", (Fraction(1), Fraction(2))), ValueError, "delta"),
+        (lambda: Accountant("pure", (Fraction(1), Fraction(0))), TypeError, "epsilon"),
+        (lambda: Accountant(None, Fraction(1)), ValueError, "kind"),  # type: ignore[arg-type]
+    ],
+)
+def test_direct_construction_is_validated(build, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        build()
+
+
+def test_a_negative_loss_cannot_refund_the_budget() -> None:
+    budget = Accountant.pure(1)
+    budget.spend(Loss.pure(1), "all of it")
+    with pytest.raises(ValueError, match="≥ 0"):
+        budget.spend(Loss(epsilon=Fraction(-5)), "refund")
+    assert budget.remaining == 0 and len(budget.ledger) == 1
+
+
+def test_direct_construction_with_exact_values_works() -> None:
+    loss = Loss(epsilon=Fraction(1, 3), rho=1, approx_dp=(Fraction(1, 3), Fraction(0)))
+    assert loss.rho == Fraction(1) and isinstance(loss.rho, Fraction)
+    budget = Accountant("approx", (Fraction(1), Fraction(1, 10**6)))
+    budget.spend(loss, "a third")
+    assert budget.spent == (Fraction(1, 3), Fraction(0))

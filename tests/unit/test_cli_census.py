@@ -123,11 +123,11 @@ def test_a_small_seed_warns_and_a_negative_one_is_refused(
 ) -> None:
     base = ["census", "release", *TINY, "--epsilon", "1", "--out", str(tmp_path / "o")]
     status, _, err = run([*base, "--seed", "1"], capsys)
-    assert status == 0 and "warning: --seed 1 is a small key" in err
+    assert status == 0 and "warning: --seed 1 is a small integer" in err
     status, _, err = run([*base, "--seed", str(2**100)], capsys)
     assert status == 0 and "warning" not in err
     status, _, err = run([*base, "--seed", "-1"], capsys)
-    assert status == 2 and "--seed must be >= 0" in err
+    assert status == 2 and "--seed: must be an integer >= 0" in err
 
 
 @pytest.mark.parametrize(
