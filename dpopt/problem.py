@@ -59,6 +59,8 @@ class SolverError(RuntimeError):
     """Raised by ``solve(..., strict=True)`` when the status is not ``optimal``."""
 
     def __init__(self, solution: Solution):
+        if not isinstance(solution, Solution):
+            raise TypeError(f"solution must be a Solution, got {type(solution).__name__}")
         self.solution = solution
         message = solution.info.get("message", "")
         super().__init__(

@@ -352,6 +352,8 @@ def format_listing(listing: dict[str, dict[str, dict[str, Any]]]) -> str:
     and the instance names."""
     import textwrap
 
+    if not isinstance(listing, dict):
+        raise TypeError(f"listing must be what list_suites returns, got {type(listing).__name__}")
     lines = []
     for family, by_suite in listing.items():
         lines.append(f"{family}: {', '.join(by_suite)}")

@@ -16,6 +16,7 @@ import csv
 import fnmatch
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import as_completed
@@ -169,9 +170,27 @@ def _solve_record(family: str, instance: Instance, method: str, time_limit: floa
     )
 
 
+def _records(records: Any) -> Sequence[Record]:
+    """``records`` if it is a sequence of :class:`Record`; else TypeError (the formatters and
+    writers take what :func:`run` returns)."""
+    if isinstance(records, str | bytes) or not isinstance(records, Sequence):
+        raise TypeError(f"records must be a sequence of Record, got {type(records).__name__}")
+    for record in records:
+        if not isinstance(record, Record):
+            raise TypeError(f"records must hold Record entries, got {type(record).__name__}")
+    return records
+
+
+def _path(path: Any) -> str:
+    """An output path: a non-empty str or os.PathLike."""
+    if not isinstance(path, str | os.PathLike) or not str(path):
+        raise TypeError(f"path must be a non-empty str or os.PathLike, got {path!r}")
+    return str(path)
+
+
 def best_exact(records: Sequence[Record]) -> float:
     """The lowest objective an exact method proved optimal, or NaN."""
-    values = [r.objective for r in records if r.kind == "exact" and r.status == "optimal"]
+    values = [r.objective for r in _records(records) if r.kind == "exact" and r.status == "optimal"]
     return min(values) if values else math.nan
 
 
@@ -423,6 +442,7 @@ def check_report(records: Sequence[Record]) -> CheckReport:
     optimum, every ``optimal`` or ``feasible`` record; in an instance that every exact
     method proved infeasible, those exact records.
     """
+    records = _records(records)
     verdicts = [_check_instance(group) for group in _groups(records).values()]
     failures = [f for verdict in verdicts for f in verdict.failures]
     if not any(v.compared for v in verdicts):
@@ -461,6 +481,7 @@ def format_table(records: Sequence[Record]) -> str:
     ``why`` column gives its message, cut to :data:`WHY_WIDTH` characters (the JSON and CSV
     records carry it whole as ``message``).
     """
+    records = _records(records)
     with_reference = any(r.reference is not None for r in records)
     with_why = any(r.status in WHY_STATUSES for r in records)
     header = "family instance size method kind status objective gap max_viol seconds".split() + (
@@ -508,6 +529,7 @@ def format_summary(records: Sequence[Record], report: CheckReport | None = None)
     instances, all agree; <j> instances not compared (no exact method)``. A failing check
     says how many failures on how many instances; ``--check`` lists them.
     """
+    records = _records(records)
     if report is None:
         report = check_report(records)
     counts: dict[str, int] = {}
@@ -549,17 +571,17 @@ def _json_value(value: Any) -> Any:
 
 def records_as_dicts(records: Sequence[Record]) -> list[dict[str, Any]]:
     """JSON-ready dicts (NaN and inf become null)."""
-    return [{k: _json_value(v) for k, v in asdict(r).items()} for r in records]
+    return [{k: _json_value(v) for k, v in asdict(r).items()} for r in _records(records)]
 
 
 def write_json(records: Sequence[Record], path: str) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
+    with open(_path(path), "w", encoding="utf-8") as handle:
         json.dump(records_as_dicts(records), handle, indent=1)
 
 
 def write_csv(records: Sequence[Record], path: str) -> None:
     rows = records_as_dicts(records)
-    with open(path, "w", encoding="utf-8", newline="") as handle:
+    with open(_path(path), "w", encoding="utf-8", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(Record.__dataclass_fields__))
         writer.writeheader()
         writer.writerows(rows)
@@ -574,6 +596,7 @@ def _series(record: Record) -> str:
 def growth_exponents(records: Sequence[Record]) -> dict[tuple[str, str], float]:
     """(series, method) → k of a least-squares fit seconds ≈ c·sizeᵏ on log-log axes, for every
     series solved (optimal or feasible) at three or more sizes."""
+    records = _records(records)
     points: dict[tuple[str, str], list[tuple[int, float]]] = {}
     for r in records:
         if r.status in ("optimal", "feasible") and r.seconds > 0 and r.size > 0:
@@ -596,6 +619,7 @@ def format_growth(records: Sequence[Record]) -> str:
 
 def write_plot(records: Sequence[Record], path: str) -> None:
     """Log-log seconds against instance size, one line per method, one panel per problem."""
+    records, path = _records(records), _path(path)
     import matplotlib
 
     matplotlib.use("Agg")

@@ -92,6 +92,10 @@ class Dyadic:
     bits: int
 
     def __post_init__(self) -> None:
+        if not isinstance(self.numerators, np.ndarray):
+            raise TypeError(
+                f"Dyadic numerators must be a numpy array, got {type(self.numerators).__name__}"
+            )
         if self.numerators.dtype != object and not np.issubdtype(self.numerators.dtype, np.integer):
             raise ValueError("Dyadic numerators must be integers")
         if not isinstance(self.bits, int) or self.bits < 0:
@@ -388,6 +392,10 @@ def _grid_name(bits: int | None) -> str:
 def prepare(answers: Any, noise: GridNoise, *, label: str) -> Prepared:
     """Validate a release of ``answers`` with ``noise``, planned for answers on their grid
     (:func:`laplace_noise`, :func:`gaussian_noise`); nothing drawn."""
+    if not isinstance(noise, GridNoise):
+        raise TypeError(f"noise must be a GridNoise (laplace_noise, gaussian_noise), got {noise!r}")
+    if not isinstance(label, str):
+        raise TypeError(f"label must be a str, got {type(label).__name__}")
     exact, is_exact = _as_exact(answers)
     found = exact.bits if is_exact else None
     if found != noise.answer_bits:

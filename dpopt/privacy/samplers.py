@@ -185,7 +185,12 @@ def bernoulli_exp(numerator: Any, denominator: Any, rng: np.random.Generator) ->
     ``denominator`` > 0 are integer arrays (int64, or Python ints in object arrays when they
     do not fit); the result has their broadcast shape.
     """
-    num, den = np.broadcast_arrays(np.asarray(numerator), np.asarray(denominator))
+    rng = _generator(rng)
+    num, den = np.broadcast_arrays(
+        _integers("numerator", numerator), _integers("denominator", denominator)
+    )
+    if np.any(num < 0) or np.any(den <= 0):
+        raise ValueError("bernoulli_exp needs numerator >= 0 and denominator > 0")
     shape = num.shape
     num, den = num.ravel(), den.ravel()
     out = np.empty(num.size, dtype=bool)
@@ -512,6 +517,20 @@ class DiscreteGaussian(_IntegerSampler):
             out[filled : filled + take] = values[:take]
             filled += take
         return out
+
+
+def _integers(name: str, value: Any) -> np.ndarray:
+    """``value`` as an integer array (int64, or Python ints in an object array); else
+    TypeError."""
+    arr = np.asarray(value)
+    whole = (
+        all(isinstance(x, int | np.integer) and not isinstance(x, bool) for x in arr.ravel())
+        if arr.dtype == object
+        else np.issubdtype(arr.dtype, np.integer)
+    )
+    if not whole:
+        raise TypeError(f"{name} must be integers, got {value!r:.80}")
+    return arr
 
 
 def _generator(rng: Any) -> np.random.Generator:

@@ -21,7 +21,11 @@ TINY = ["--geography", "small", "--sizes", "3", "--workers", "0"]
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
-    status = cli.main(argv)
+    """The exit status and output of ``dpopt argv`` (a usage error is argparse's exit 2)."""
+    try:
+        status = cli.main(argv)
+    except SystemExit as exit_:
+        status = int(exit_.code or 0)
     captured = capsys.readouterr()
     return status, captured.out, captured.err
 
@@ -134,7 +138,7 @@ def test_a_small_seed_warns_and_a_negative_one_is_refused(
     ("extra", "match"),
     [
         (["--scale", "2"], "--scale must be in (0, 1]"),
-        (["--scale", "0"], "--scale must be in (0, 1]"),
+        (["--scale", "0"], "--scale: must be a finite number > 0"),
         (["--domain-sd", "1e300"], "domain_sd must be at most"),
         (["--epsilon", "1e-300"], "discrete Laplace scale"),
     ],
