@@ -92,7 +92,7 @@ class Dyadic:
     bits: int
 
     def __post_init__(self) -> None:
-        if not isinstance(self.numerators, np.ndarray):
+        if not isinstance(self.numerators, np.ndarray | np.generic):
             raise TypeError(
                 f"Dyadic numerators must be a numpy array, got {type(self.numerators).__name__}"
             )
