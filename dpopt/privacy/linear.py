@@ -262,8 +262,10 @@ class ExactStack:
         for j, block in enumerate(self.blocks):
             nums = block.answers(x).numerators
             units = self._units(j)
-            # Python ints: an int64 product here could wrap past the bound it checks
-            if nums.dtype != object and largest_magnitude(nums) * units < _INT62:
+            # Python ints: an int64 product here could wrap past the bound it checks, and numpy
+            # cannot multiply int64 by a Python int past int64 (hence max(…, 1): all-zero
+            # answers bound no product)
+            if nums.dtype != object and max(largest_magnitude(nums), 1) * units < _INT62:
                 parts.append(nums * units)
             else:
                 parts.append(np.array([int(v) * units for v in nums], dtype=object))

@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dpopt import hdmm, privacy
@@ -131,6 +131,15 @@ def _strategies_near_int64(draw: st.DrawFn) -> tuple[list[tuple[float, list[np.n
 
 @settings(max_examples=150, deadline=None)
 @given(_strategies_near_int64())
+@example(  # all-zero answers of a block whose unit is past int64 (found by this test)
+    (
+        [
+            (0.3, [np.array([[0.25]]), np.array([[0.25, 0.25]])]),
+            (1000.5, [np.ones((1, 1)), np.ones((3, 2))]),
+        ],
+        [0, 0],
+    )
+)
 def test_stacked_answers_equal_fraction_arithmetic(case) -> None:
     """Random (union, Kronecker) strategies and counts around the int64 boundary: the exact
     answers and L1 sensitivity are those of Fraction arithmetic on the measured matrices."""
