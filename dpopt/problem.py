@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from dpopt.validation import boolean, positive_number
+from dpopt.validation import boolean, instance, positive_number
 
 STATUSES = ("optimal", "feasible", "violated", "infeasible", "time_limit", "error")
 KINDS = ("exact", "relaxation", "heuristic")
@@ -59,9 +59,7 @@ class SolverError(RuntimeError):
     """Raised by ``solve(..., strict=True)`` when the status is not ``optimal``."""
 
     def __init__(self, solution: Solution):
-        if not isinstance(solution, Solution):
-            raise TypeError(f"solution must be a Solution, got {type(solution).__name__}")
-        self.solution = solution
+        self.solution = instance("solution", solution, Solution)
         message = solution.info.get("message", "")
         super().__init__(
             f"method {solution.method!r} ended with status {solution.status!r}"

@@ -31,6 +31,7 @@ import numpy as np
 from dpopt.privacy.accounting import Loss
 from dpopt.privacy.mechanisms import NoisyAnswers
 from dpopt.problem import Status
+from dpopt.validation import instance
 
 __all__ = [
     "NOISES",
@@ -97,10 +98,8 @@ def measured_answers(label: str, noisy: NoisyAnswers, *, loss: Loss | None = Non
     """The :class:`Measured` record of a vector drawn by :mod:`dpopt.privacy.mechanisms`:
     its noise, scale and size, and ``loss`` (default: what it was charged, ``noisy.loss``;
     a release that charged several draws as one loss gives each its share)."""
-    if not isinstance(label, str):
-        raise TypeError(f"label must be a str, got {type(label).__name__}")
-    if not isinstance(noisy, NoisyAnswers):
-        raise TypeError(f"noisy must be a NoisyAnswers, got {type(noisy).__name__}")
+    instance("label", label, str)
+    instance("noisy", noisy, NoisyAnswers)
     noise = {"laplace": "discrete-laplace", "gaussian": "discrete-gaussian"}[noisy.noise]
     answers = int(np.asarray(noisy.values).size)
     return Measured(label, noise, noisy.scale, answers, noisy.loss if loss is None else loss)
