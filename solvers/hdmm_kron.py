@@ -7,7 +7,9 @@ strategy ⊗Aᵢ with unit-sensitivity factors, Theorem 6 gives the error
 - :func:`opt_kron` (Def. 18): block coordinate descent; factor i is re-optimised by OPT₀ on
   the surrogate Gram Σⱼ wⱼ² ∏_{i′≠i} C[i′, j] · Vᵢ⁽ʲ⁾ (eq. 5), starting from Aᵢ = I, until
   a sweep improves the loss by less than 1e-4 (relative) or after 10 sweeps (spec §7 item 12),
-  keeping the best iterate.
+  keeping the best iterate. On one product term the loss separates (Def. 17) and the
+  surrogate of factor i is Vᵢ itself whatever the other factors are, so one OPT₀ per distinct
+  factor Gram is the whole descent (a second sweep would only re-run the same OPT₀s).
 - :func:`opt_union` (Def. 19): each product term gets its own OPT_⊗ strategy; the budget
   shares are the closed form of spec §3.4: bⱼ ∝ Eⱼ^{1/3} (Laplace, error (ΣEⱼ^{1/3})³) or
   bⱼ ∝ Eⱼ^{1/4} with Σbⱼ² = 1 (Gaussian, error (Σ√Eⱼ)²), answered by local least squares.
@@ -92,6 +94,8 @@ def opt_kron(
     passed, the best factors so far (the Identity at the latest) are returned, stopped.
     """
     deadline = deadline or Deadline(None)
+    if len(terms) == 1:
+        return _separable(terms[0], _FactorSolver(noise, rng, restarts, deadline))
     weights = np.array([w for w, _ in terms])
     d = len(terms[0][1])
     sizes = [terms[0][1][i].shape[0] for i in range(d)]
@@ -158,24 +162,40 @@ def opt_union(
     and the result is ``stopped``.
     """
     deadline = deadline or Deadline(None)
-    solved: dict[int, tuple[np.ndarray, float]] = {}
-
-    def factor(gram: np.ndarray) -> tuple[np.ndarray, float]:
-        if id(gram) not in solved:
-            if deadline.expired():
-                solved[id(gram)] = np.eye(gram.shape[0]), float(np.trace(gram))
-            else:
-                strategy = _opt0(gram, noise, rng, restarts, deadline).strategy
-                solved[id(gram)] = strategy, float(factor_costs(strategy, [gram])[0])
-        return solved[id(gram)]
-
-    blocks = []
-    for weight, grams in terms:
-        chosen = [factor(gram) for gram in grams]
-        error = weight * float(np.prod([cost for _, cost in chosen]))
-        blocks.append(KronResult([strategy for strategy, _ in chosen], error, 1))
+    solver = _FactorSolver(noise, rng, restarts, deadline)
+    blocks = [_separable(term, solver) for term in terms]
     shares, error = union_shares(np.array([b.error for b in blocks]), noise)
     return UnionResult(blocks, shares, error, deadline.reached)
+
+
+class _FactorSolver:
+    """OPT₀ of each distinct factor Gram, once: the products of Def. 17 separate, so equal
+    Grams (the same array, which ``union_of_kron_terms`` shares between terms, or equal
+    entries, as in AllRange(n) ⊗ AllRange(n)) get the same optimised factor. Once
+    ``deadline`` has passed, a factor not yet optimised is the Identity (cost tr V)."""
+
+    def __init__(self, noise: str, rng: np.random.Generator, restarts: int, deadline: Deadline):
+        self.noise, self.rng, self.restarts, self.deadline = noise, rng, restarts, deadline
+        self.solved: dict[tuple[tuple[int, ...], bytes], tuple[np.ndarray, float]] = {}
+
+    def __call__(self, gram: np.ndarray) -> tuple[np.ndarray, float]:
+        """(strategy, tr[(AᵀA)⁺V]) of OPT₀ on ``gram``."""
+        key = (gram.shape, np.ascontiguousarray(gram).tobytes())
+        if key not in self.solved:
+            if self.deadline.expired():
+                self.solved[key] = np.eye(gram.shape[0]), float(np.trace(gram))
+            else:
+                found = _opt0(gram, self.noise, self.rng, self.restarts, self.deadline)
+                self.solved[key] = found.strategy, float(factor_costs(found.strategy, [gram])[0])
+        return self.solved[key]
+
+
+def _separable(term: Term, solver: _FactorSolver) -> KronResult:
+    """One product term's OPT_⊗: ⊗ᵢ OPT₀(Vᵢ), its error w²∏ᵢ tr[(AᵢᵀAᵢ)⁺Vᵢ] (Def. 17)."""
+    weight, grams = term
+    chosen = [solver(gram) for gram in grams]
+    error = weight * float(np.prod([cost for _, cost in chosen]))
+    return KronResult([strategy for strategy, _ in chosen], error, 1, solver.deadline.reached)
 
 
 def identity_error(terms: Sequence[Term]) -> float:

@@ -17,9 +17,11 @@ Instances of three problem types run side by side:
 
 The suites: ``smoke`` (spec §7 T5–T7 and the §2 design-set example with their optima as
 references, a random Program 1 at n = 20, strategy selection on AllRange(8) and Prefix(8)),
-``small`` (Program 1 at n = 64 and 256, n = 256 being the issue's speed benchmark of ``ipm``
-against ``cvxpy:clarabel``; strategy selection at n = 32 and 64) and ``medium`` (Program 1 at
-n = 512 and 1,024, where only ``ipm`` runs past 512 queries).
+``small`` (Program 1 at n = 64 and 128; strategy selection at n = 16 and 32: every exact model
+on sizes it solves in seconds, so that ``dpopt compare``, which runs every family's ``small``,
+stays within two minutes on 2 cores) and ``medium`` (Program 1 at n = 256, 512 and 1,024,
+n = 256 being the speed benchmark of ``ipm`` against ``cvxpy:clarabel`` and only ``ipm``
+running past 512 queries; strategy selection at n = 64, where the SCS SDPs take a minute).
 
 The ``utility`` experiment (:mod:`dpopt.compare.strategy_utility`) releases with Eigen-Design's
 strategy and with Identity under Gaussian noise across ε: the docs' "What it gets you" table.
@@ -132,17 +134,26 @@ def _smoke(rng: np.random.Generator) -> list[Instance]:
     ]
 
 
-def _small(rng: np.random.Generator) -> list[Instance]:
-    selections = [
-        _selection(name, n) for n in (32, 64) for name in ("all-range", "prefix", "permuted")
-    ]
-    return [*_program1_instances((64, 256))(rng), *selections]
+def _with_selections(
+    program1_sizes: tuple[int, ...], selection_sizes: tuple[int, ...]
+) -> Callable[[np.random.Generator], list[Instance]]:
+    """Program 1 at ``program1_sizes`` and Gaussian strategy selection at ``selection_sizes``."""
+
+    def instances(rng: np.random.Generator) -> list[Instance]:
+        selections = [
+            _selection(name, n)
+            for n in selection_sizes
+            for name in ("all-range", "prefix", "permuted")
+        ]
+        return [*_program1_instances(program1_sizes)(rng), *selections]
+
+    return instances
 
 
 SUITES: dict[str, Callable[[np.random.Generator], list[Instance]]] = {
     "smoke": _smoke,
-    "small": _small,
-    "medium": _program1_instances((512, 1024)),
+    "small": _with_selections((64, 128), (16, 32)),
+    "medium": _with_selections((256, 512, 1024), (64,)),
 }
 
 

@@ -552,15 +552,17 @@ def test_eigen_smoke_check_passes_and_meets_the_spec_optima() -> None:
 
 
 def test_eigen_suites_are_registered_and_drop_zero_eigenvalues() -> None:
+    names = ("all-range", "prefix", "width32")
     assert set(compare.suites("eigen")) == {"smoke", "small", "medium"}
     small = {i.name: i.problem for i in compare.instances("eigen", "small", 0)}
     # width-32 ranges on 64 cells have rank 33: the 31 zero eigenvalues are dropped (Sec. 4.1)
     assert small["program1-width32-64"].size == 33
-    assert small["program1-all-range-256"].size == 256
-    assert small["permuted-64-gaussian"].noise == "gaussian"
+    assert small["program1-all-range-128"].size == 128
+    assert small["permuted-32-gaussian"].noise == "gaussian"
     medium = [i.name for i in compare.instances("eigen", "medium", 0)]
     assert medium == [
-        f"program1-{name}-{n}" for n in (512, 1024) for name in ("all-range", "prefix", "width32")
+        *(f"program1-{name}-{n}" for n in (256, 512, 1024) for name in names),
+        *(f"{name}-64-gaussian" for name in ("all-range", "prefix", "permuted")),
     ]
     # the random instance is drawn from the suite's seed
     first, again, other = (
