@@ -55,8 +55,6 @@ from dpopt.privacy import (
 from dpopt.problem import CLAIMS_FEASIBLE, Solution, SolverError, Status, solve
 from dpopt.release import Measured, ReleaseError, Rng, measured_answers, resolve_rng
 from dpopt.runner import as_executor
-from dpopt.solvers.hdmm import L2_DUAL_MAX_N, MAX_RESTARTS, OPT_M_MAX_ATTRIBUTES
-from dpopt.solvers.hdmm_marginals import marginal_reconstruct
 from dpopt.validation import choice, finite_array, integer, positive_number
 
 __all__ = [
@@ -85,6 +83,8 @@ __all__ = [
 
 def _randomised(restarts: Any, seed: Any) -> tuple[int, int]:
     """Validated ``restarts`` (1 … MAX_RESTARTS) and ``seed`` (≥ 0) of a seeded optimizer."""
+    from dpopt.solvers.hdmm import MAX_RESTARTS
+
     return (
         integer("restarts", restarts, minimum=1, maximum=MAX_RESTARTS),
         integer("seed", seed, minimum=0),
@@ -317,6 +317,8 @@ def _opt0(
     executor: Any,
 ) -> Strategy:
     """:func:`optimize` without ε: the best candidate by the formula."""
+    from dpopt.solvers.hdmm import L2_DUAL_MAX_N
+
     if method == "auto":
         method = "opt0-laplace" if noise == "laplace" else "l2-dual"
     gram = _strategy_gram(workload) if method == "opt0-laplace" else None
@@ -448,6 +450,8 @@ def _opt_product(
     workload: Any, noise: Noise, method: str, restarts: int, seed: int
 ) -> ProductStrategy:
     """:func:`optimize_product` without ε: the best method by the formula."""
+    from dpopt.solvers.hdmm import OPT_M_MAX_ATTRIBUTES
+
     problem = ProductStrategySelection(wl.union_of_kron_terms(workload), noise)
     options: dict[str, dict[str, Any]] = {"identity": {}}
     options["opt-kron"] = {"restarts": restarts, "seed": seed}
@@ -722,6 +726,8 @@ def reconstruct(measurement: Measurement) -> np.ndarray | list[np.ndarray]:
     the global x̂ = 𝔾⁺(θ²)𝕄ᵀ(θ)y (spec §4). Several blocks (OPT_+): one local estimate
     per block, x̂ⱼ = (⊗Aᵢ⁽ʲ⁾)⁺yⱼ, returned as a list.
     """
+    from dpopt.solvers.hdmm_marginals import marginal_reconstruct
+
     if not isinstance(measurement, Measurement):
         raise TypeError(f"reconstruct takes an hdmm.Measurement, got {type(measurement).__name__}")
     if measurement.theta is not None:

@@ -7,9 +7,12 @@ single root). A hierarchy is public: it is never measured.
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = ["Tree", "ragged_ranges"]
 
@@ -148,6 +151,8 @@ class Tree:
     @cached_property
     def aggregation(self) -> sp.csr_matrix:
         """Sparse (internal × regions) matrix with rows e_parent − Σ e_child (consistency)."""
+        import scipy.sparse as sp
+
         rows, cols, vals = [], [], []
         for row, region in enumerate(self.internal):
             kids = self.children(int(region))

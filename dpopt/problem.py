@@ -247,17 +247,23 @@ def register_family(
     _FAMILIES.setdefault(problem_type, {})[prefix] = _MethodFamily(prefix, make)
 
 
-def load_methods() -> None:
-    """Register the built-in methods: import ``dpopt.solvers`` once, on first use.
+def load_methods(problem_type: type) -> None:
+    """Register the built-in methods of ``problem_type`` and its bases: import the solver
+    modules that ``dpopt.solvers.METHOD_MODULES`` names for them (once; later calls find them
+    loaded).
 
     The registry is a plugin point: solvers register themselves on import, so the core never
-    names them; this only makes sure the built-in ones are loaded before a lookup.
+    names them; this only makes sure the built-in ones are loaded before a lookup, and only
+    those of the type looked up, so that importing a family loads no solver (issue 25).
     """
-    importlib.import_module("dpopt.solvers")
+    method_modules = importlib.import_module("dpopt.solvers").METHOD_MODULES
+    for cls in problem_type.__mro__:
+        for module in method_modules.get(f"{cls.__module__}.{cls.__qualname__}", ()):
+            importlib.import_module(module)
 
 
 def _registered(problem_type: type) -> Iterator[RegisteredMethod]:
-    load_methods()
+    load_methods(problem_type)
     seen: set[str] = set()
     for cls in problem_type.__mro__:
         for name, method in _REGISTRY.get(cls, {}).items():
@@ -273,10 +279,9 @@ def _method_name(name: Any) -> str:
 
 
 def _lookup(problem: Problem | type[Problem], name: str) -> RegisteredMethod:
-    load_methods()
     _method_name(name)
     kind = problem if isinstance(problem, type) else type(problem)
-    for method in _registered(kind):
+    for method in _registered(kind):  # loads the type's methods, families included
         if method.info.name == name:
             return method
     prefix, _, variant = name.partition(":")

@@ -20,9 +20,11 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tqdm import tqdm
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
 
 __all__ = [
     "Runner",
@@ -145,6 +147,8 @@ class Runner:
         self, phase: str, function: Callable[..., Any], tasks: Sequence[tuple[str, tuple]]
     ) -> list[Any]:
         """``function(*args)`` for each ``(label, args)``; results in the order given."""
+        from tqdm import tqdm
+
         bar = tqdm(total=len(tasks), desc=phase, unit="task", disable=not self.progress)
         try:
             if self.executor is None:

@@ -11,16 +11,19 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from functools import reduce
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import sparse
 
 from dpopt.validation import finite_array, nonnegative_integer, positive_number
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 DENSE_LIMIT = 2**26
 """Largest number of entries ``dense()`` materialises without ``force=True``."""
@@ -46,6 +49,14 @@ MAX_ATTRIBUTES = 26
 """Most attributes :func:`marginal_weights` handles (its vector has 2^d entries)."""
 
 Terms = list[tuple[float, list[np.ndarray]]]
+
+
+def issparse(value: object) -> bool:
+    """``scipy.sparse.issparse`` without importing scipy.sparse: no sparse matrix exists before
+    that module is loaded, and ``import dpopt.hdmm`` stays cheap without it (docs/design.md,
+    "Layers and layout")."""
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and bool(sparse.issparse(value))
 
 
 def positive_size(name: str, value: Any, minimum: int = 1) -> int:
@@ -527,10 +538,12 @@ class Explicit(Matrix):
     copied). Boolean arrays are 0/1 query matrices."""
 
     def __init__(self, matrix: ArrayLike | sparse.sparray | sparse.spmatrix) -> None:
-        if sparse.issparse(matrix):
+        if issparse(matrix):
             sparse_matrix: Any = matrix  # issparse narrows nothing: scipy ships no type stubs
             if sparse_matrix.dtype.kind not in "biuf":
                 raise ValueError(f"matrix must have real entries, got dtype {sparse_matrix.dtype}")
+            from scipy import sparse
+
             self.matrix = sparse.csr_array(matrix, dtype=np.float64)
             values = self.matrix.data
         elif isinstance(matrix, np.ndarray) and matrix.dtype in (np.float64, np.bool_):
@@ -546,7 +559,7 @@ class Explicit(Matrix):
             raise ValueError("matrix must have only finite entries")
 
     def __repr__(self) -> str:
-        kind = "sparse" if sparse.issparse(self.matrix) else "dense"
+        kind = "sparse" if issparse(self.matrix) else "dense"
         return f"Explicit({self.shape[0]}×{self.shape[1]} {kind})"
 
     @property
@@ -561,19 +574,19 @@ class Explicit(Matrix):
         return np.asarray(self.matrix.T @ y)
 
     def _dense(self) -> np.ndarray:
-        if sparse.issparse(self.matrix):
+        if issparse(self.matrix):
             return self.matrix.toarray()
         return self.matrix.copy()
 
     def gram(self) -> Explicit:
-        if not sparse.issparse(self.matrix):
+        if not issparse(self.matrix):
             _gram_size(self)
         return Explicit(self.matrix.T @ self.matrix)
 
     def _gram_array(self) -> np.ndarray:
         _gram_size(self)
         gram = self.matrix.T @ self.matrix
-        return gram.toarray() if sparse.issparse(gram) else gram
+        return gram.toarray() if issparse(gram) else gram
 
     def diagonal(self) -> np.ndarray:
         self._require_square()
@@ -581,7 +594,7 @@ class Explicit(Matrix):
 
     def _own_norms(self, kind: str) -> np.ndarray:
         m = self.matrix
-        if sparse.issparse(m):
+        if issparse(m):
             values = abs(m) if kind == "l1" else m.multiply(m)
         else:
             values = np.abs(m) if kind == "l1" else m * m

@@ -7,6 +7,7 @@ from typing import Any
 __all__ = [
     "dgm_budget",
     "eigen_design",
+    "link_queries",
     "marginal_algebra",
     "matrix_mechanism",
     "pgsr",

@@ -24,8 +24,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from scipy import linalg
-from scipy.linalg import lapack
 
 from dpopt import workload as wl
 from dpopt.models.marginal_algebra import marginal_error, surrogate_from_terms
@@ -88,6 +86,8 @@ WELL_CONDITIONED = 1e-8
 
 def _cholesky(normal: np.ndarray) -> np.ndarray | None:
     """The lower Cholesky factor of a well-conditioned positive definite X, else None."""
+    from scipy.linalg import lapack
+
     chol, info = lapack.dpotrf(normal, lower=1, clean=1)
     if info != 0:
         return None
@@ -101,7 +101,9 @@ def normal_support_and_trace(normal: np.ndarray, factor: Factor) -> tuple[float,
     chol = _cholesky(normal)
     if chol is None:
         return project(*normal_basis(normal), factor())
-    solved = linalg.solve_triangular(chol, factor(), lower=True, check_finite=False)
+    from scipy.linalg import solve_triangular
+
+    solved = solve_triangular(chol, factor(), lower=True, check_finite=False)
     return 0.0, float(np.sum(solved * solved))
 
 
@@ -351,6 +353,8 @@ def gram_factor(gram: np.ndarray) -> np.ndarray:
     decomposition), stopped at pivots below 1e-12·max diag V, as a rank-deficient V's rounding
     noise (~1e-15·max) is not a direction of W. Any L with LLᵀ = V serves: the support residual
     and tr[(AᵀA)⁺V] are invariant to L → LR for orthogonal R."""
+    from scipy.linalg import lapack
+
     scale = max(float(np.diag(gram).max()), 1e-300)
     chol, pivots, rank, info = lapack.dpstrf(gram / scale, tol=1e-12, lower=1)
     if info < 0:

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg
 
 from dpopt.models.eigen_design import (
     DesignWeighting,
@@ -162,25 +161,27 @@ class _Newton:
         slack: np.ndarray,
         mu: np.ndarray,
     ) -> _Newton:
+        from scipy.linalg import cho_factor
+
         weighted = squares * np.sqrt(mu / slack)
         normal = weighted @ weighted.T
         normal[np.diag_indices(u.size)] += 2.0 * costs / u**3
         if not np.isfinite(normal).all():
-            raise linalg.LinAlgError("the Newton system overflowed")
+            raise np.linalg.LinAlgError("the Newton system overflowed")
         try:
-            factor = linalg.cho_factor(normal, lower=True, check_finite=False)
-        except linalg.LinAlgError:  # near the end μ/s spans many decades: regularise once
+            factor = cho_factor(normal, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:  # near the end μ/s spans many decades: regularise once
             normal[np.diag_indices(u.size)] += RIDGE * float(np.diag(normal).max())
-            factor = linalg.cho_factor(normal, lower=True, check_finite=False)
+            factor = cho_factor(normal, lower=True, check_finite=False)
         dual_residual = squares @ mu - costs / u**2
         return cls(squares, factor, dual_residual, u @ squares + slack - 1.0, slack, mu)
 
     def direction(self, complementarity: np.ndarray) -> tuple[np.ndarray, ...]:
         """(Δu, Δs, Δμ) for the target μ∘s = ``complementarity``."""
+        from scipy.linalg import cho_solve
+
         scaled = (self.mu * self.primal_residual - complementarity) / self.slack
-        du = linalg.cho_solve(
-            self.factor, -self.dual_residual - self.squares @ scaled, check_finite=False
-        )
+        du = cho_solve(self.factor, -self.dual_residual - self.squares @ scaled, check_finite=False)
         ds = -self.primal_residual - du @ self.squares
         return du, ds, (-complementarity - self.mu * ds) / self.slack
 
@@ -209,7 +210,7 @@ def _interior_point(
             return iteration, "the iterates reached the boundary in floating point"
         try:
             newton = _Newton.at(costs, squares, u, slack, mu)
-        except (linalg.LinAlgError, ValueError):
+        except (np.linalg.LinAlgError, ValueError):
             return iteration, "the Newton system lost positive definiteness"
         direction = newton.direction
         tau = float(mu @ slack) / n

@@ -30,6 +30,10 @@ from dpopt.models.matrix_mechanism import (
     cvxpy_model,
 )
 from dpopt.problem import Outcome, Status, register
+
+# eigen_design registers "eigen-design" for both types: imported first, it leads their method
+# list whichever module a program imports first (dpopt.solvers.HDMM_MODULES).
+from dpopt.solvers import eigen_design  # noqa: F401
 from dpopt.solvers import hdmm_baselines as baselines
 from dpopt.solvers.cvxpy_backend import register_cvxpy
 from dpopt.solvers.deadline import Deadline

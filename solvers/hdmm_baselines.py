@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy import sparse
 
 from dpopt.workload import SPARSE_LIMIT, Explicit, exact_log, positive_size
 
@@ -29,6 +28,8 @@ def _levels(n: int, widths: list[int], data: Callable[[], np.ndarray] | None = N
     indptr = np.append(starts, len(widths) * n)
     indices = np.tile(np.arange(n), len(widths))
     values = np.ones(len(widths) * n) if data is None else data()
+    from scipy import sparse
+
     return Explicit(sparse.csr_array((values, indices, indptr), shape=(len(starts), n)))
 
 

@@ -33,8 +33,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg as sla
-from scipy.linalg.blas import dsyrk
 
 from dpopt.models.matrix_mechanism import gram_factor
 from dpopt.solvers.deadline import Deadline
@@ -156,6 +154,9 @@ def _evaluate(factor: np.ndarray, weights: np.ndarray) -> _Point:
     through rounding (summing √σ put it up to 4e-9 above the upper bound on badly scaled
     Grams, measured); x and the strategy use s = √max(σ, δ).
     """
+    import scipy.linalg as sla
+    from scipy.linalg.blas import dsyrk
+
     scaled = factor * np.sqrt(weights)[:, None]
     gram = dsyrk(1.0, scaled.T, trans=0)  # the upper triangle of LᵀDL
     values, vectors = sla.eigh(gram, lower=False, driver="evd", check_finite=False)

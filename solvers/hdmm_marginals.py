@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import Bounds, minimize
 
 from dpopt import workload as wl
 from dpopt.models.marginal_algebra import (
@@ -50,6 +49,7 @@ def _descend(
     sur: Surrogate, start: np.ndarray, noise: Noise, deadline: Deadline | None = None
 ) -> np.ndarray:
     """One L-BFGS-B run on x ≥ 0 (θ for Laplace, u for Gaussian); stops at ``deadline``."""
+    from scipy.optimize import Bounds, minimize
 
     def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
         value, grad = surrogate_loss(sur, x, noise)

@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.linalg as sla
-from scipy.optimize import minimize, minimize_scalar
 
 from dpopt import workload as wl
 from dpopt.models.matrix_mechanism import (
@@ -128,6 +126,8 @@ def optimize_pidentity(
     The run stops at ``deadline`` with its last iterate; None if the deadline had passed
     before it started (the start is drawn either way, so later restarts keep their seeds).
     """
+    from scipy.optimize import minimize
+
     n = gram.shape[0]
     deadline = deadline or _never()
 
@@ -226,6 +226,8 @@ def idtotal_candidate(gram: Gram, noise: str) -> Candidate:
         # (AᵀA) = (I + t²11ᵀ)/norm²; Sherman–Morrison gives its inverse in closed form.
         norm2 = (1 + t) ** 2 if noise == "laplace" else 1 + t * t
         return norm2 * (trace - t * t * total / (1 + n * t * t))
+
+    from scipy.optimize import minimize_scalar
 
     best = minimize_scalar(error, bounds=(0.0, 10.0), method="bounded", options={"xatol": 1e-10})
     t = float(best.x) if best.fun < error(0.0) else 0.0
@@ -334,6 +336,9 @@ def _minimize_ridged(
     deadline: Deadline | None = None,
 ) -> tuple[np.ndarray, Any]:
     """One L-BFGS-B stage of Def. 12 on a ridged (positive definite) Gram: (point, result)."""
+    import scipy.linalg as sla
+    from scipy.optimize import minimize
+
     n = ridged.shape[0]
     rows, cols = np.tril_indices(n, -1)
     last = [float(np.trace(ridged))]

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import isotonic_regression
 
 from dpopt.models.pgsr import (
     ChainPostProcess,
@@ -63,6 +62,8 @@ def topdown(problem: PostProcess) -> np.ndarray:
 
 def isotonic_nonnegative(gamma: np.ndarray) -> np.ndarray:
     """argmin ‖Γ − Γ̃‖² s.t. 0 ≤ Γ_1 ≤ … ≤ Γ_k per region: PAVA, then clipping at 0."""
+    from scipy.optimize import isotonic_regression
+
     fitted = np.array([isotonic_regression(row).x for row in gamma.astype(np.float64)])
     return np.maximum(fitted, 0.0)
 

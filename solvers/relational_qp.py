@@ -18,11 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from dpopt.models.relational_qp import (
-    LinkQueries,
     OneToManyLinkQP,
     RelaxedLinkQP,
     cvxpy_model,
@@ -179,6 +176,10 @@ def largest_singular_value(matrix: Any, cells: np.ndarray | None = None) -> floa
     v ↦ Q(c∘Qᵀv) (Lanczos from the all-ones start, 8 vectors, tolerance 1e-10: ~13 products
     on workload-like Q). ``pgd`` steps at 0.99/L, which covers the 1e-10 by which a Ritz value
     may fall short."""
+    import scipy.sparse as sp
+
+    from dpopt.models.link_queries import LinkQueries
+
     scale = np.ones(matrix.shape[1]) if cells is None else cells
     if isinstance(matrix, LinkQueries):  # Q never formed
         if matrix.shape[0] <= 16:  # the k × k Gram from k products (ARPACK needs k > 2)
@@ -193,6 +194,8 @@ def largest_singular_value(matrix: Any, cells: np.ndarray | None = None) -> floa
 
 
 def _top_singular_value(q: Any, scale: np.ndarray) -> float:
+    import scipy.sparse.linalg as spla
+
     operator = spla.LinearOperator(
         (q.shape[0],) * 2, matvec=lambda v: q @ (scale * (q.T @ v)), dtype=np.float64
     )

@@ -8,7 +8,7 @@
 - :func:`sample_rows` — the one-to-many variant (App. C): one column per row from
   Categorical(row), so every child has exactly one parent.
 - :func:`block_counts`, :func:`links_in_blocks`, :func:`parents_in_blocks` — the same
-  guarantees for a block-constant B (:class:`~dpopt.models.relational_qp.LinkBlocks`): each
+  guarantees for a block-constant B (:class:`~dpopt.models.link_queries.LinkBlocks`): each
   block's link count is its expected count rounded up or down by UBS (so exactly m in all, or
   each child type's children), then the block's links are spread uniformly over its cells;
   every cell is linked with probability exactly its value.

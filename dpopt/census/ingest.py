@@ -13,19 +13,23 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from dpopt.census.data import CensusData, _exact_sum, _size_set
 from dpopt.hierarchy import Tree
 from dpopt.validation import MAX_COUNT, boolean, integer
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["from_frame", "from_records"]
 
 
 def _frame_arg(name: str, value: Any) -> pd.DataFrame:
+    import pandas as pd  # loads on first use: import dpopt.census is cheap (issue 25)
+
     if not isinstance(value, pd.DataFrame):
         raise TypeError(f"{name} must be a pandas DataFrame, got {type(value).__name__}")
     return value
@@ -43,6 +47,8 @@ def _label(name: str, value: Any) -> Hashable:
 
 
 def _levels_arg(levels: Any) -> list[Hashable]:
+    import pandas as pd
+
     if isinstance(levels, str | bytes):
         raise ValueError(
             f"levels must be a list of column names, got the string {levels!r} "
@@ -158,6 +164,8 @@ def _path_names(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(names, present): the name of every level cell (None where empty) and which cells are
     given. With ``complete`` an empty cell is an error naming its row and column."""
+    import pandas as pd
+
     cells = table[list(levels)].to_numpy(dtype=object)
     present = ~table[list(levels)].isna().to_numpy(dtype=bool).reshape(cells.shape)
     names = np.full(cells.shape, None, dtype=object)
@@ -429,6 +437,8 @@ def from_records(
     members are in different regions is an error, as
     is an empty unit or level cell; unit and region ids follow the rules of :func:`from_frame`.
     """
+    import pandas as pd
+
     _frame_arg("records", records)
     levels = _levels_arg(levels)
     unit = _label("unit", unit)

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from dpopt.compare.instance import Experiment, Instance
-from dpopt.models.relational_qp import LinkQueries, OneToManyLinkQP, RelaxedLinkQP
+from dpopt.models.link_queries import LinkQueries
+from dpopt.models.relational_qp import OneToManyLinkQP, RelaxedLinkQP
 from dpopt.paper import relational_figure
 
 __all__ = ["EXPERIMENTS", "SUITES", "random_slice", "workload_queries"]
@@ -26,7 +27,7 @@ def workload_queries(
     rng: np.random.Generator, n1: int, n2: int, workloads: int, cells: tuple[int, int]
 ) -> LinkQueries:
     """The stacked queries of ``workloads`` random cross-table workloads over the row-major
-    n1 × n2 cells, factored (:class:`~dpopt.models.relational_qp.LinkQueries`): each draws
+    n1 × n2 cells, factored (:class:`~dpopt.models.link_queries.LinkQueries`): each draws
     |c1|, |c2| uniformly in ``cells`` (inclusive) and one code per row and per column; one 1
     per column per workload (spec §1.2). ``.sparse()`` is the same matrix formed."""
     sizes = [

@@ -24,12 +24,14 @@ import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from dpopt.validation import choice, integer, integer_array
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["RELATIONSHIPS", "SIDES", "RelationalData", "Workload"]
 
@@ -200,6 +202,8 @@ class RelationalData:
         RelationalData
             Rows keep the order of the frames; codes follow the domain order.
         """
+        import pandas as pd
+
         d_max = integer("d_max", d_max, minimum=1)
         if isinstance(domains, str):
             if domains != "from-data":
@@ -305,6 +309,8 @@ class RelationalData:
         float column. A 2-D integer array is taken as codes already and only range-checked.
         Returns a new ``(rows, columns)`` int64 array; raises ValueError naming the column.
         """
+        import pandas as pd
+
         side = _side(side)
         names = self.columns(side)
         domains = self.domains(side)
@@ -342,6 +348,8 @@ class RelationalData:
     def decode(self, side: str, codes: Any = None) -> pd.DataFrame:
         """A DataFrame of Categorical columns (declared categories) from codes of ``side``
         (default: the stored table)."""
+        import pandas as pd
+
         side = _side(side)
         array = self.codes(side) if codes is None else self.encode(side, codes)
         return pd.DataFrame(
@@ -483,6 +491,8 @@ def _plain(value: Any) -> Any:
 
 
 def _is_missing(value: Any) -> bool:
+    import pandas as pd
+
     try:
         return bool(pd.isna(value))
     except (TypeError, ValueError):
@@ -529,6 +539,8 @@ def _synthetic_links(links: Any, n_left: int, n_right: int) -> np.ndarray:
 
 
 def _is_float_column(series: pd.Series) -> bool:
+    import pandas as pd
+
     if isinstance(series.dtype, pd.CategoricalDtype):
         return False
     if series.dtype.kind in "fc":
@@ -546,6 +558,8 @@ def _encode_frame(
     side: str, frame: pd.DataFrame, domains: Mapping[str, Sequence[Any]] | str | None
 ) -> tuple[tuple[str, ...], tuple[tuple[Any, ...], ...], np.ndarray]:
     """Names, domains and codes of a table's attribute columns."""
+    import pandas as pd
+
     names = [c for c in frame.columns]
     if not names:
         raise ValueError(f"{side}: the {side} table has no attribute columns")
@@ -598,6 +612,8 @@ def _sorted_values(values: Iterable[Any]) -> tuple[Any, ...]:
 def _codes_in_domain(where: str, series: pd.Series, domain: Sequence[Any]) -> np.ndarray:
     """Codes of ``series`` under ``domain``; ValueError naming ``where`` for a missing value,
     a float column or a value outside the domain."""
+    import pandas as pd
+
     if series.isna().any():
         row = int(np.flatnonzero(series.isna().to_numpy())[0])
         raise ValueError(f"{where} has a missing value (row {row})")
@@ -620,6 +636,8 @@ def _codes_in_domain(where: str, series: pd.Series, domain: Sequence[Any]) -> np
 
 def _link_pairs(links: Any, left_id: str | None, right_id: str | None) -> list[np.ndarray]:
     """(left ids, right ids) of a link table."""
+    import pandas as pd
+
     if isinstance(links, pd.DataFrame):
         if (
             left_id is not None

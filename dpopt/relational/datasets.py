@@ -11,13 +11,15 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from dpopt.relational.data import RelationalData
 from dpopt.validation import generator, integer
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "MOVIELENS_AGES",
@@ -205,6 +207,8 @@ def _within_capacity(rows: np.ndarray, degree: np.ndarray, d_max: int) -> np.nda
 
 
 def _read_dat(path: Path, columns: int) -> pd.DataFrame:
+    import pandas as pd
+
     text = path.read_text(encoding="latin-1").replace("::", "\t")
     frame = pd.read_csv(
         io.StringIO(text),
@@ -234,6 +238,8 @@ def load_movielens(folder: str | Path, *, d_max: int = 10) -> RelationalData:
     of each user, in file order (with d_max = 10, 10,075 links on ML-1M). The pruned database
     is the protected input (spec §8 item 9).
     """
+    import pandas as pd
+
     d_max = integer("d_max", d_max, minimum=1)
     folder = Path(folder)
     users = _read_dat(folder / "users.dat", 5)

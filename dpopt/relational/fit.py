@@ -5,7 +5,7 @@ stopping and shrinkage (docs/families/relational.md, "The default fit").
 Each round of :func:`dpopt.relational.learn_links` with ``method="shrinkage"``:
 
 1. **The path.** The relaxed QP of eqs. (5)–(6) over *all* the workloads measured so far and
-   the whole link matrix, solved on its blocks (:class:`~dpopt.models.relational_qp.LinkBlocks`:
+   the whole link matrix, solved on its blocks (:class:`~dpopt.models.link_queries.LinkBlocks`:
    rows that every measured workload groups alike form a type; the QP over B has the same
    optimum as the QP over one value per row type × column type block) by ``pgd`` from the
    uniform point β₀ (every cell m/N: the answers of uniformly random links between the two
@@ -44,13 +44,17 @@ import math
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpopt.models.relational_qp import LinkBlocks, LinkQueries, OneToManyLinkQP, RelaxedLinkQP
+from dpopt.models.relational_qp import OneToManyLinkQP, RelaxedLinkQP
 from dpopt.problem import Solution, Status, solve
 from dpopt.solvers.relational_qp import uniform_point
 from dpopt.solvers.relational_rounding import block_counts, links_in_blocks, parents_in_blocks
+
+if TYPE_CHECKING:
+    from dpopt.models.link_queries import LinkBlocks, LinkQueries
 
 __all__ = ["CHECKPOINTS", "FOLDS", "BlockFit", "ShrunkFit", "Z", "path"]
 

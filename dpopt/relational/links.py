@@ -36,12 +36,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from dpopt.models.relational_qp import LinkQueries, OneToManyLinkQP, RelaxedLinkQP
+from dpopt.models.relational_qp import OneToManyLinkQP, RelaxedLinkQP
 from dpopt.privacy import (
     Accountant,
     Loss,
@@ -57,6 +56,9 @@ from dpopt.relational.data import RelationalData, Workload
 from dpopt.release import Measured, ReleaseError, measured_answers, resolve_rng, worst_status
 from dpopt.solvers.relational_qp import projected_gradient
 from dpopt.solvers.relational_rounding import sample_rows, unbiased_sample
+
+if TYPE_CHECKING:
+    from dpopt.models.link_queries import LinkQueries
 from dpopt.validation import choice, integer, positive_number
 
 __all__ = [
@@ -235,7 +237,7 @@ class LinkResult:
 class _Cells:
     """One workload's code of every synthetic row (spec §1.2 [DERIVED]): link (r, s) falls in
     cell left[r]·right_size + right[s]; its query block over a slice is the Kronecker product
-    of the two groupings (:class:`~dpopt.models.relational_qp.LinkQueries`)."""
+    of the two groupings (:class:`~dpopt.models.link_queries.LinkQueries`)."""
 
     def __init__(self, data: RelationalData, left: np.ndarray, right: np.ndarray, w: Workload):
         self.left, self.right, self.left_size, self.right_size = data.cell_codes(w, left, right)
@@ -252,6 +254,8 @@ def _slice_queries(
 ) -> LinkQueries:
     """The chosen workloads' queries over the slice left × right (many-to-many: rows are left
     rows; one-to-many: rows are the children, right rows, and the cells' order transposed)."""
+    from dpopt.models.link_queries import LinkQueries
+
     lefts = [c.left[left] for c in blocks]
     rights = [c.right[right] for c in blocks]
     left_sizes = [c.left_size for c in blocks]
@@ -400,6 +404,8 @@ def run(
     errors: list[float] = []
     weights: list[float] = []
     statuses: dict[str, Status] = {}
+    from tqdm.auto import tqdm
+
     rounds = tqdm(
         range(1, settings.rounds + 1), disable=not progress, desc="relational rounds", leave=False
     )

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from dpopt.privacy import Accountant
 from dpopt.problem import Status
@@ -32,6 +31,9 @@ from dpopt.relational.budget import relational_rho, zcdp_ledger
 from dpopt.relational.data import SIDES, RelationalData
 from dpopt.release import Measured, ReleaseError, resolve_rng, worst_status
 from dpopt.validation import positive_number
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["SyntheticDatabase", "synthesize"]
 
@@ -122,6 +124,8 @@ def synthesize(
         (``"left table"``, ``"right table"``: MST measurements; ``"links"``) to what was paid
         for.
     """
+    import pandas as pd
+
     if not isinstance(data, RelationalData):
         raise TypeError(f"data must be a RelationalData, got {type(data).__name__}")
     share = positive_number("table_share", table_share)

@@ -28,6 +28,7 @@ EXAMPLES: dict[str, tuple[tuple[str, ...], str]] = {
     "eigen_scaling": (("--no-plot", "--out", OUT), r"^quiet +\d+\.\d+ +\d+\.\d+$"),
     "hdmm_adult": ((), r"^measured RMSE of the private answers: \d"),
     "hdmm_busy": ((), r"^L2 optimum AllRange\(256\) \(l2-dual\) +\d"),
+    "import_time": ((), r"^dpopt\.hdmm +\d+\.\d\d +\d+\.\d\d  none$"),
     "hdmm_scaling": (("--no-plot", "--out", OUT), r"^growth exponent in d: "),
     "privacy_audit": ((), r"^census measure \(counts\) +1\.000 "),
     "relational_qp_benchmark": ((), r"^slice 50x60 .* optimal$"),

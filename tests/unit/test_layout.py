@@ -1,13 +1,17 @@
 """The layering of docs/design.md: imports go one way, core ← models ← solvers ← mechanisms ←
 compare/paper/cli, no module imports itself through others (no cycle, lazy imports included),
-and ``import dpopt`` stays cheap (no solver back-end, no scipy solver)."""
+``import dpopt`` and every family module stay cheap (no solver back-end, no scipy solver, no
+pandas: issue 25), and the registry loads a Problem type's methods on its first lookup."""
 
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LAYERS = {
@@ -156,3 +160,81 @@ def test_mechanisms_and_methods_load_no_solver_backend() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert out == ["[] True"]
+
+
+FAMILIES = ("dpopt.hdmm", "dpopt.eigen", "dpopt.census", "dpopt.dgm", "dpopt.relational")
+HEAVY = (
+    "scipy.optimize",
+    "scipy.sparse",
+    "scipy.linalg",
+    "scipy.stats",
+    "cvxpy",
+    "ortools",
+    "pandas",
+    "dask",
+    "clarabel",
+    "scs",
+    "tqdm",
+)
+"""Modules that load on the first call that needs them, never with a family (issue 25:
+``import dpopt.hdmm`` was 0.96 s with them)."""
+
+
+def _python(code: str) -> str:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_import_loads_no_heavy_module(family: str) -> None:
+    code = f"import sys, {family}\nprint(*[m for m in {HEAVY!r} if m in sys.modules])"
+    assert _python(code).split() == []
+
+
+def _fresh_lookup(types: list[str], first: str = "") -> dict[str, list[str]]:
+    """The method names of each Problem type (``module.qualname``) in a fresh process that
+    runs ``first`` and then only looks the types up."""
+    code = (
+        f"import importlib, json\n{first}\nfrom dpopt.problem import _registered\n"
+        "def named(path):\n"
+        "    module, name = path.rsplit('.', 1)\n"
+        "    return getattr(importlib.import_module(module), name)\n"
+        f"print(json.dumps({{t: [m.info.name for m in _registered(named(t))] for t in {types!r}}}))"
+    )
+    return dict(json.loads(_python(code)))
+
+
+def _every_method() -> dict[str, list[str]]:
+    """Each registered Problem type's method names with every solver module imported."""
+    code = (
+        "import importlib, json, pkgutil, dpopt.solvers\n"
+        "from dpopt.problem import _REGISTRY, _registered\n"
+        "for info in pkgutil.iter_modules(dpopt.solvers.__path__, 'dpopt.solvers.'):\n"
+        "    importlib.import_module(info.name)\n"
+        "print(json.dumps({f'{t.__module__}.{t.__qualname__}': [m.info.name for m in "
+        "_registered(t)] for t in _REGISTRY}))"
+    )
+    return dict(json.loads(_python(code)))
+
+
+def test_first_lookup_of_a_type_registers_all_its_methods() -> None:
+    """``dpopt.solvers.METHOD_MODULES`` names every module that registers methods for a type:
+    a lookup in a fresh process lists what importing every solver module registers."""
+    every = _every_method()
+    assert "dpopt.models.matrix_mechanism.StrategySelection" in every
+    for problem_type, names in every.items():
+        assert _fresh_lookup([problem_type]) == {problem_type: names}
+
+
+def test_method_order_does_not_depend_on_import_order() -> None:
+    """Two solver modules register StrategySelection methods; "eigen-design" leads the list
+    whichever a program imports first."""
+    types = [
+        "dpopt.models.matrix_mechanism.StrategySelection",
+        "dpopt.models.matrix_mechanism.ProductStrategySelection",
+    ]
+    listed = _fresh_lookup(types)
+    assert all(names[0] == "eigen-design" for names in listed.values())
+    assert _fresh_lookup(types, "import dpopt.solvers.hdmm") == listed
+    assert _fresh_lookup(types, "import dpopt.hdmm") == listed
