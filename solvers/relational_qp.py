@@ -37,6 +37,7 @@ __all__ = [
     "frank_wolfe_gap",
     "largest_singular_value",
     "pgd",
+    "problem_sigma",
     "project",
     "project_counted_rows",
     "project_rows",
@@ -377,22 +378,33 @@ def pgd(
     time_limit: float | None = None,
     max_iterations: int = 100_000,
     b0: Any = None,
+    sigma: float | None = None,
 ) -> Outcome:
     """Accelerated projected gradient (step STEP_MARGIN/L, spec §2.3 and §8 item 5) until the
     Frank–Wolfe gap certifies f(b) − f* ≤ :data:`CERTIFY`·max(f*, :data:`CERTIFY`), the time
-    limit, or ``max_iterations``.
+    limit, or ``max_iterations``. ``sigma`` is :func:`problem_sigma` of ``problem`` when the
+    caller has it (a path of warm-started runs on one problem), else it is computed here.
 
     One Q b and one Qᵀ r per iteration (Q times the extrapolated point is extrapolated from
     Q b by linearity), plus one Qᵀ r every :data:`GAP_EVERY` iterations for the certificate.
     Its vector products are small per call, so BLAS runs on one thread (:mod:`dpopt.threads`).
     """
     with one_thread():
-        return _pgd(problem, time_limit, max_iterations, b0)
+        sigma = problem_sigma(problem) if sigma is None else sigma
+        return _pgd(problem, time_limit, max_iterations, b0, sigma)
 
 
-def _pgd(problem: RelaxedLinkQP, time_limit: float | None, max_iterations: int, b0: Any) -> Outcome:
+def problem_sigma(problem: RelaxedLinkQP) -> float:
+    """σ_max(Q·diag(√c)) of ``problem`` as ``pgd`` computes it (BLAS on one thread): its step
+    is STEP_MARGIN·½(m/σ)² (spec §8 item 5)."""
+    with one_thread():
+        return largest_singular_value(problem.Q, problem.cells)
+
+
+def _pgd(
+    problem: RelaxedLinkQP, time_limit: float | None, max_iterations: int, b0: Any, sigma: float
+) -> Outcome:
     started = time.perf_counter()
-    sigma = largest_singular_value(problem.Q, problem.cells)
     if sigma == 0:  # f is constant on Ω
         return Outcome(_start(problem, b0), "optimal", info={"gap": 0.0, "iterations": 0})
     step = STEP_MARGIN * 0.5 * (problem.m / sigma) ** 2
