@@ -415,6 +415,8 @@ def pgd(
     Q b by linearity), plus one Qᵀ r every :data:`GAP_EVERY` iterations for the certificate.
     Its vector products are small per call, so BLAS runs on one thread (:mod:`dpopt.threads`).
     """
+    if sigma is not None and not (math.isfinite(sigma) and sigma >= 0):
+        raise ValueError(f"sigma must be σ_max of the problem (finite, ≥ 0), got {sigma!r}")
     with one_thread():
         sigma = problem_sigma(problem) if sigma is None else sigma
         return _pgd(problem, time_limit, max_iterations, b0, sigma)
