@@ -34,6 +34,7 @@ __all__ = [
     "frank_wolfe_gap",
     "largest_singular_value",
     "pgd",
+    "problem_sigma",
     "project",
     "project_counted_rows",
     "project_rows",
@@ -57,7 +58,13 @@ GAP_EVERY = 10
 """``pgd`` evaluates the certificate every GAP_EVERY iterations (and after the first)."""
 
 
-def _root(values: np.ndarray, m: float, start: float, weights: np.ndarray | None = None) -> float:
+def _root(
+    values: np.ndarray,
+    m: float,
+    start: float,
+    weights: np.ndarray | None = None,
+    buffer: np.ndarray | None = None,
+) -> float:
     """A root y of φ(y) = Σ w_i·clip(values_i + y, 0, 1) = m (spec §2.4; w = 1 unless
     ``weights``), 0 ≤ m ≤ Σ w.
 
@@ -76,7 +83,7 @@ def _root(values: np.ndarray, m: float, start: float, weights: np.ndarray | None
     target_tol = SUM_TOL * max(1.0, m)
     active, settled = values, 0.0  # settled: the weight of entries known to be capped at 1
     mass = weights
-    buffer = np.empty_like(values)
+    buffer = np.empty_like(values) if buffer is None else buffer  # work space, values.size
     spare = np.empty_like(values) if weights is not None else buffer
 
     def pieces(y: float) -> tuple[float, float]:
@@ -140,16 +147,19 @@ def project_with_root(
         return values.copy(), 0.0
     if not np.all(np.isfinite(values)):
         raise ValueError("b must have finite entries")
-    y = _root(values, m, start, weights)
+    out = np.empty_like(values)  # _root's work space, then the projection
+    y = _root(values, m, start, weights, out)
     if abs(y) > 1.0:
         # Far from 0 the free entries b_i ∈ (−y, 1 − y) lose digits in b_i + y; in the frame
         # b − c, c the entry whose b_c + y is nearest ½, b_i − c is exact for entries near c
         # (Sterbenz) and Π is shift-invariant (spec §7 T1), so the root is found again there.
         shift = float(values[np.argmin(np.abs(values + (y - 0.5)))])
-        frame = values - shift
-        inner = _root(frame, m, y + shift, weights)
-        return np.clip(frame + inner, 0.0, 1.0), inner - shift
-    return np.clip(values + y, 0.0, 1.0), y
+        values = values - shift
+        y = _root(values, m, y + shift, weights, out)
+        root = y - shift
+    else:
+        root = y
+    return np.clip(np.add(values, y, out=out), 0.0, 1.0, out=out), root
 
 
 def project(
@@ -196,9 +206,14 @@ def largest_singular_value(matrix: Any, cells: np.ndarray | None = None) -> floa
 def _top_singular_value(q: Any, scale: np.ndarray) -> float:
     import scipy.sparse.linalg as spla
 
-    operator = spla.LinearOperator(
-        (q.shape[0],) * 2, matvec=lambda v: q @ (scale * (q.T @ v)), dtype=np.float64
-    )
+    adjoint = _adjoint(q)
+
+    def gram(v: np.ndarray) -> np.ndarray:
+        spread = np.asarray(adjoint @ v)
+        spread *= scale
+        return np.asarray(q @ spread)
+
+    operator = spla.LinearOperator((q.shape[0],) * 2, matvec=gram, dtype=np.float64)
     start = np.ones(q.shape[0])
     top = spla.eigsh(
         operator, k=1, which="LA", tol=1e-10, v0=start, ncv=8, return_eigenvectors=False
@@ -243,6 +258,14 @@ def project_counted_rows(matrix: np.ndarray, weights: np.ndarray, totals: np.nda
     return np.clip(values + root[:, None], 0.0, 1.0)
 
 
+def _adjoint(matrix: Any) -> Any:
+    """Qᵀ of a CSC array or a :class:`LinkQueries` (its adjoint: Q is real), the latter
+    without the conjugating copies of ``LinearOperator.T``."""
+    from dpopt.models.link_queries import LinkQueries
+
+    return matrix.H if isinstance(matrix, LinkQueries) else matrix.T
+
+
 class _Operator:
     """Q(c∘b) and the per-cell gradient (2/m)·Qᵀr for projected gradient; Q is CSC (the model
     stores it so), so Q b reads b once in order and scatters into the k sums, and Qᵀ r (a CSR
@@ -251,11 +274,15 @@ class _Operator:
 
     def __init__(self, problem: RelaxedLinkQP):
         self.matrix = problem.Q
+        self.adjoint = _adjoint(self.matrix)
         self.m, self.a = problem.m, problem.a
         self.cells = None if np.all(problem.cells == 1.0) else problem.cells
+        self.scaled = np.empty(problem.size)  # c∘b, reused by every product
 
     def apply(self, b: np.ndarray) -> np.ndarray:
-        return np.asarray(self.matrix @ (b if self.cells is None else self.cells * b))
+        if self.cells is None:
+            return np.asarray(self.matrix @ b)
+        return np.asarray(self.matrix @ np.multiply(self.cells, b, out=self.scaled))
 
     def residual(self, qb: np.ndarray) -> np.ndarray:
         return qb / self.m - self.a
@@ -263,7 +290,9 @@ class _Operator:
     def gradient(self, qb: np.ndarray) -> np.ndarray:
         """(2/m)·Qᵀ(Q(c∘b)/m − a) from Q(c∘b): spec eq. 8 per cell of B (the gradient in b
         divided by the multiplicities, the steepest direction in the cells' norm)."""
-        return np.asarray(self.matrix.T @ self.residual(qb)) * (2.0 / self.m)
+        gradient = np.asarray(self.adjoint @ self.residual(qb))
+        gradient *= 2.0 / self.m
+        return gradient
 
     def value(self, qb: np.ndarray) -> float:
         r = self.residual(qb)
@@ -380,22 +409,35 @@ def pgd(
     time_limit: float | None = None,
     max_iterations: int = 100_000,
     b0: Any = None,
+    sigma: float | None = None,
 ) -> Outcome:
     """Accelerated projected gradient (step STEP_MARGIN/L, spec §2.3 and §8 item 5) until the
     Frank–Wolfe gap certifies f(b) − f* ≤ :data:`CERTIFY`·max(f*, :data:`CERTIFY`), the time
-    limit, or ``max_iterations``.
+    limit, or ``max_iterations``. ``sigma`` is :func:`problem_sigma` of ``problem`` when the
+    caller has it (a path of warm-started runs on one problem), else it is computed here.
 
     One Q b and one Qᵀ r per iteration (Q times the extrapolated point is extrapolated from
     Q b by linearity), plus one Qᵀ r every :data:`GAP_EVERY` iterations for the certificate.
     Its vector products are small per call, so BLAS runs on one thread (:mod:`dpopt.threads`).
     """
+    if sigma is not None and not (math.isfinite(sigma) and sigma >= 0):
+        raise ValueError(f"sigma must be σ_max of the problem (finite, ≥ 0), got {sigma!r}")
     with one_thread():
-        return _pgd(problem, time_limit, max_iterations, b0)
+        sigma = problem_sigma(problem) if sigma is None else sigma
+        return _pgd(problem, time_limit, max_iterations, b0, sigma)
 
 
-def _pgd(problem: RelaxedLinkQP, time_limit: float | None, max_iterations: int, b0: Any) -> Outcome:
+def problem_sigma(problem: RelaxedLinkQP) -> float:
+    """σ_max(Q·diag(√c)) of ``problem`` as ``pgd`` computes it (BLAS on one thread): its step
+    is STEP_MARGIN·½(m/σ)² (spec §8 item 5)."""
+    with one_thread():
+        return largest_singular_value(problem.Q, problem.cells)
+
+
+def _pgd(
+    problem: RelaxedLinkQP, time_limit: float | None, max_iterations: int, b0: Any, sigma: float
+) -> Outcome:
     started = time.perf_counter()
-    sigma = largest_singular_value(problem.Q, problem.cells)
     if sigma == 0:  # f is constant on Ω
         return Outcome(_start(problem, b0), "optimal", info={"gap": 0.0, "iterations": 0})
     step = STEP_MARGIN * 0.5 * (problem.m / sigma) ** 2

@@ -50,7 +50,7 @@ import numpy as np
 
 from dpopt.models.relational_qp import OneToManyLinkQP, RelaxedLinkQP
 from dpopt.problem import Solution, Status, solve
-from dpopt.solvers.relational_qp import uniform_point
+from dpopt.solvers.relational_qp import problem_sigma, uniform_point
 from dpopt.solvers.relational_rounding import block_counts, links_in_blocks, parents_in_blocks
 
 if TYPE_CHECKING:
@@ -103,14 +103,17 @@ def path(
 ) -> Iterator[BlockFit]:
     """Step 1: the fit of the workloads of ``blocks`` (queries over the whole matrix reduced
     to blocks) to ``answers`` after each of :data:`CHECKPOINTS` steps up to ``steps``, from
-    the uniform point: ``pgd`` run in segments, each warm-started from the last."""
+    the uniform point: ``pgd`` run in segments, each warm-started from the last (σ_max, the
+    step, computed once for all of them)."""
     problem = _problem(blocks, answers, m, one_to_many)
     start: np.ndarray | None = None
     done = 0
+    sigma: float | None = None
     for t in CHECKPOINTS:
         if t > steps:
             return
-        solution = solve(problem, "pgd", b0=start, max_iterations=t - done)
+        sigma = problem_sigma(problem) if sigma is None else sigma
+        solution = solve(problem, "pgd", b0=start, max_iterations=t - done, sigma=sigma)
         start, done = np.asarray(solution.x), t
         yield BlockFit(blocks, problem, solution)
 

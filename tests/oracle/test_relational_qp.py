@@ -22,6 +22,7 @@ from dpopt.models.relational_qp import LinkQueries, OneToManyLinkQP, RelaxedLink
 from dpopt.solvers.relational_qp import (
     CERTIFY,
     largest_singular_value,
+    problem_sigma,
     project,
     project_counted_rows,
     project_rows,
@@ -336,6 +337,25 @@ def test_pgd_time_limit_and_warm_start() -> None:
     again = dpopt.solve(problem, "pgd", b0=solved.x, strict=True)  # spec §8 item 6 warm start
     assert again.info["iterations"] <= solved.info["iterations"]
     assert agree(again.objective, solved.objective)
+
+
+def test_pgd_given_its_sigma_takes_the_same_steps() -> None:
+    """``sigma=`` (a path's σ_max computed once, :func:`problem_sigma`) replaces the solver's
+    own computation: the same iterates bit for bit with the same σ, other steps with another."""
+    from dpopt.compare.relational import random_slice
+
+    for one_to_many in (False, True):
+        problem = random_slice(np.random.default_rng(5), 6, 9, workloads=4, one_to_many=one_to_many)
+        sigma = problem_sigma(problem)
+        assert sigma == largest_singular_value(problem.Q, problem.cells)
+        own = dpopt.solve(problem, "pgd", max_iterations=7)
+        given = dpopt.solve(problem, "pgd", max_iterations=7, sigma=sigma)
+        assert np.array_equal(own.x, given.x)
+        assert not np.array_equal(
+            own.x, dpopt.solve(problem, "pgd", max_iterations=7, sigma=2 * sigma).x
+        )
+    with pytest.raises(ValueError, match="sigma"):
+        dpopt.solve(problem, "pgd", sigma=-1.0)
 
 
 @pytest.mark.parametrize("seed", range(30))
