@@ -506,8 +506,8 @@ CENSUS_EPILOG = """examples:
 A cluster: run `dask scheduler` on one machine and `dask worker tcp://host:8786 --nthreads 1`
 on each worker machine (dpopt installed with the [dask] extra everywhere); every worker must
 see --out (and --data) at the same path, e.g. on a shared file system. Unset Dask's
-MALLOC_TRIM_THRESHOLD_ for those workers (docs/families/census.md shows the config file):
-with it, numpy runs ~1.5x slower there.
+MALLOC_TRIM_THRESHOLD_ and set MALLOC_ARENA_MAX=1 for those workers (docs/families/census.md
+shows the config file): with the first, numpy runs ~1.5x slower there.
 
 The release writes under --out: noisy/state=<i>.parquet (the noisy partitions), release/
 state=<i>/size_<s>.parquet (the released counts) and manifest.json (budget, checksum, objective,
@@ -761,8 +761,9 @@ PROJECTED_WORKERS = (1, 2, 16, 100)
 
 
 def _release_report(result: Any, wall: float) -> dict[str, Any]:
-    """The manifest plus each phase's tasks, task seconds, longest task and peak memory per
-    worker, the projected times and the command's wall time after start-up (imports excluded)."""
+    """The manifest plus each phase's tasks, task seconds, longest task, peak memory per
+    worker and task CPU, faults and waits (:func:`~dpopt.runner.phase_summary`), the projected
+    times and the command's wall time after start-up (imports excluded)."""
     from dpopt.runner import phase_summary, projected_seconds
 
     stats = result.partitioned.stats
@@ -799,11 +800,13 @@ def _print_release(report: dict[str, Any], out: str) -> None:
         f"{'yes' if certificate['restricted_optimal'] else 'NO'}, for the unrestricted "
         f"Model 1 {'yes' if certificate['unrestricted_optimal'] else 'no'}"
     )
-    print(f"{'phase':<10} {'tasks':>6} {'task-s':>9} {'longest s':>10} {'peak MiB':>9}")
+    print(
+        f"{'phase':<10} {'tasks':>6} {'task-s':>9} {'cpu-s':>9} {'longest s':>10} {'peak MiB':>9}"
+    )
     for phase, row in report["phases"].items():
         print(
-            f"{phase:<10} {int(row['tasks']):>6} {row['work']:>9.1f} {row['longest']:>10.2f} "
-            f"{row['peak_mib']:>9.0f}"
+            f"{phase:<10} {int(row['tasks']):>6} {row['work']:>9.1f} {row['cpu_seconds']:>9.1f} "
+            f"{row['longest']:>10.2f} {row['peak_mib']:>9.0f}"
         )
     for workers, (low, high) in report["projected_seconds"].items():
         print(f"projected on {int(workers):>3} workers: {low:,.0f}–{high:,.0f} s of tasks")

@@ -5,9 +5,10 @@ recognised by its type's module, so the core never imports dask (the ``dpopt[das
 On Dask every task is submitted with ``pure=False`` and is deterministic and idempotent, so
 when a worker is lost the scheduler re-runs its tasks and the result does not change.
 
-Every task reports its wall time and the peak resident memory of the process that ran it
-(:class:`TaskStats`), which the census CLI prints and from which the critical-path projection
-is made.
+Every task reports its wall time, the CPU time and minor page faults of the thread that ran it,
+and the peak resident memory of its process (:class:`TaskStats`), which the census CLI prints
+and from which the critical-path projection is made. The times cover the function alone: a
+task's arguments are unpickled before and its result pickled after it.
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ def as_executor(executor: Any) -> Executor | None:
     )
 
 
+_ENVIRON = "distributed.nanny.pre-spawn-environ"
+WORKER_ENVIRON: dict[str, int | None] = {"MALLOC_TRIM_THRESHOLD_": None, "MALLOC_ARENA_MAX": 1}
+"""What :func:`dask_client` changes in its workers' environment (None: unset); see there."""
+
+
 def dask_client(scheduler: str | None = None, workers: int = 0) -> Any:
     """A ``dask.distributed.Client`` (the caller closes it with :func:`close_client`): of the
     scheduler at address ``scheduler``, else of an embedded cluster of ``workers`` processes
@@ -80,9 +86,14 @@ def dask_client(scheduler: str | None = None, workers: int = 0) -> Any:
     # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which turns off glibc's
     # dynamic mmap threshold: every numpy temporary over 128 KiB becomes a fresh mmap, faulted
     # in page by page. That made pwl-dp and the noise 1.45-1.5x slower per task on a worker
-    # than in this process (docs/families/census.md); the embedded cluster leaves malloc alone.
+    # than in this process (docs/families/census.md); the embedded cluster unsets it.
     # (A MALLOC_TRIM_THRESHOLD_ already in this process's environment is inherited and wins.)
-    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+    # A worker runs its tasks on a thread other than the main one, so glibc serves them from a
+    # thread arena, whose heaps are trimmed and unmapped as soon as they empty: a pwl-dp task
+    # on Texas faulted 43-57 k pages there against 24-28 k on the driver's main thread
+    # (examples/census_dask_overhead.py), ~0.07 s a task at ~3 us a fault. One arena (a worker
+    # has one task thread) brought them to 14-30 k. (An environment variable wins here too.)
+    with dask.config.set({f"{_ENVIRON}.{name}": value for name, value in WORKER_ENVIRON.items()}):
         cluster = LocalCluster(
             n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
         )
@@ -99,12 +110,19 @@ def close_client(client: Any) -> None:
 
 @dataclass(frozen=True)
 class TaskStats:
-    """What one task cost: its label, seconds, and the peak RSS (MiB) of its process."""
+    """What one task cost: its label, wall seconds, the peak RSS (MiB) of its process, where it
+    ran; the CPU seconds, minor page faults and voluntary context switches (waits for a lock,
+    the GIL or I/O) of its thread, and the CPU seconds of its process's other threads meanwhile
+    (on a Dask worker its event loop); 0 where not measured."""
 
     label: str
     seconds: float
     peak_mib: float
     where: str
+    cpu_seconds: float = 0.0
+    minor_faults: int = 0
+    waits: int = 0
+    other_cpu_seconds: float = 0.0
 
 
 def _peak_mib() -> float:
@@ -112,13 +130,29 @@ def _peak_mib() -> float:
     return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
 
 
+_THREAD = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
+"""getrusage of the calling thread (Linux); elsewhere of the whole process."""
+
+
 def timed_call(label: str, function: Callable[..., Any], *args: Any) -> tuple[Any, TaskStats]:
     """Run ``function(*args)`` and measure it (a module-level function, so tasks pickle)."""
+    before, process_before = resource.getrusage(_THREAD), time.process_time()
     start = time.perf_counter()
     result = function(*args)
     seconds = time.perf_counter() - start
-    where = f"{socket.gethostname()}:{os.getpid()}"
-    return result, TaskStats(label, seconds, _peak_mib(), where)
+    after, process_cpu = resource.getrusage(_THREAD), time.process_time() - process_before
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    stats = TaskStats(
+        label,
+        seconds,
+        _peak_mib(),
+        f"{socket.gethostname()}:{os.getpid()}",
+        cpu,
+        after.ru_minflt - before.ru_minflt,
+        after.ru_nvcsw - before.ru_nvcsw,
+        max(process_cpu - cpu, 0.0),
+    )
+    return result, stats
 
 
 class Runner:
@@ -185,8 +219,13 @@ class Runner:
         return [future.result() for future in pending]
 
 
+COUNTED = ("cpu_seconds", "minor_faults", "waits", "other_cpu_seconds")
+"""The :class:`TaskStats` fields that :func:`phase_summary` adds up per phase."""
+
+
 def phase_summary(stats: Sequence[TaskStats]) -> dict[str, dict[str, float]]:
-    """Per phase (a label's first word): tasks, total and longest task seconds, peak MiB."""
+    """Per phase (a label's first word): tasks, total and longest task seconds, peak MiB, and
+    the sums of the tasks' :class:`TaskStats` CPU seconds, faults, waits and other CPU."""
     phases: dict[str, dict[str, float]] = {}
     for task in stats:
         phase = phases.setdefault(
@@ -194,6 +233,8 @@ def phase_summary(stats: Sequence[TaskStats]) -> dict[str, dict[str, float]]:
         )
         phase["tasks"] += 1
         phase["work"] += task.seconds
+        for key in COUNTED:
+            phase[key] = phase.get(key, 0) + getattr(task, key)
         phase["longest"] = max(phase["longest"], task.seconds)
         phase["peak_mib"] = max(phase["peak_mib"], task.peak_mib)
     return phases

@@ -21,7 +21,14 @@ from dpopt.census.store import write_partition as store  # noqa: E402
 from dpopt.models.pgsr import PostProcess  # noqa: E402
 from dpopt.privacy import Accountant  # noqa: E402
 from dpopt.release import ReleaseResult  # noqa: E402
-from dpopt.runner import Runner, TaskStats, as_executor, projected_seconds  # noqa: E402
+from dpopt.runner import (  # noqa: E402
+    Runner,
+    TaskStats,
+    as_executor,
+    phase_summary,
+    projected_seconds,
+    timed_call,
+)
 
 GEOGRAPHY = census_geography.small(states=3, counties=2, tracts=2, block_groups=2, blocks=4)
 
@@ -191,6 +198,23 @@ def test_runner_rejects_other_executors_and_wraps_a_client(client: object) -> No
     with pytest.raises(TypeError, match="executor must be"):
         as_executor("tcp://host:8786")
     assert as_executor(client).submit(pow, 2, 5).result() == 32  # type: ignore[union-attr]
+
+
+def _touch(megabytes: int) -> int:
+    pages = np.empty(megabytes * 2**20, dtype=np.uint8)
+    pages[::4096] = 1  # one write per page: every page faulted in
+    return int(pages[::4096].sum())
+
+
+def test_task_stats_count_the_task_threads_cpu_and_faults() -> None:
+    result, stats = timed_call("measure x", _touch, 64)
+    assert result == 64 * 256
+    assert stats.minor_faults > 0  # 64 MiB of fresh pages, faulted by this thread
+    assert min(stats.cpu_seconds, stats.waits, stats.other_cpu_seconds) >= 0
+    summary = phase_summary([stats, TaskStats("measure y", 1.0, 1, "", 0.5, 7, 3)])["measure"]
+    assert summary["cpu_seconds"] == stats.cpu_seconds + 0.5
+    assert summary["minor_faults"] == stats.minor_faults + 7
+    assert summary["waits"] == stats.waits + 3
 
 
 def test_projection_bounds() -> None:

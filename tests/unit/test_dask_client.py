@@ -81,9 +81,10 @@ def test_cli_runs_compare_and_the_census_release_on_a_scheduler(
 
 
 @pytest.mark.slow
-def test_the_embedded_cluster_leaves_malloc_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_embedded_cluster_sets_malloc_for_pwl_dp(monkeypatch: pytest.MonkeyPatch) -> None:
     """Dask's nanny sets MALLOC_TRIM_THRESHOLD_ in its workers, which made every pwl-dp task
-    ~1.5x slower there than in the driver; `dpopt census release --workers N` unsets it."""
+    ~1.5x slower there than in the driver; `dpopt census release --workers N` unsets it, and
+    sets MALLOC_ARENA_MAX=1 (a task thread's own arena doubled its page faults)."""
     import os
 
     from dpopt.runner import close_client, dask_client
@@ -95,7 +96,9 @@ def test_the_embedded_cluster_leaves_malloc_alone(monkeypatch: pytest.MonkeyPatc
     try:
         environment = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
         threads = client.run(lambda: os.environ.get("OMP_NUM_THREADS"))
+        arenas = client.run(lambda: os.environ.get("MALLOC_ARENA_MAX"))
     finally:
         close_client(client)
     assert list(environment.values()) == [None]
+    assert list(arenas.values()) == ["1"]
     assert list(threads.values()) == ["1"]  # the rest of the nanny's environment stays

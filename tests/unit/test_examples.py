@@ -20,6 +20,7 @@ OUT = "{out}"
 
 EXAMPLES: dict[str, tuple[tuple[str, ...], str]] = {
     "census_accuracy": (("--no-plot", "--out", OUT), r"^ *1\.0 +pwl-dp "),
+    "census_dask_overhead": ((), r"^thread +\d"),
     "census_release": ((), r"^PGSR conditions hold: True"),
     "census_scaling": (("--no-plot", "--out", OUT), r"^growth exponent \(log time vs log work\)"),
     "dgm_experiments": (("--no-plot", "--out", OUT), r"^At what ε does the baseline match"),
