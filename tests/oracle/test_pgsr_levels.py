@@ -195,7 +195,13 @@ def assert_same_as_generic(tree: Tree, data: SubtreeData, seed: int) -> str:
 # --- the kernel equals the generic path ------------------------------------------------------
 
 
-@pytest.mark.parametrize("route", list(ROUTES))
+# The default route ("auto") in the fast tier; the forced ones, 3× its time, in the slow one.
+ROUTE_TIERS = [
+    pytest.param(route, marks=() if route == "auto" else pytest.mark.slow) for route in ROUTES
+]
+
+
+@pytest.mark.parametrize("route", ROUTE_TIERS)
 @PROPERTY
 @given(column=columns(), seed=st.integers(0, 2**16))
 def test_kernel_equals_generic_path(route: str, column: tuple, seed: int) -> None:
@@ -222,7 +228,7 @@ def test_kernel_tables_equal_min_plus_tables(column: tuple) -> None:
     assert np.array_equal(got.cost, slow.cost)
 
 
-@pytest.mark.parametrize("route", list(ROUTES))
+@pytest.mark.parametrize("route", ROUTE_TIERS)
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     parents=parent_arrays(),

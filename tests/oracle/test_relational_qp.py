@@ -313,6 +313,7 @@ def test_problem_validation_and_model_values() -> None:
     )
 
 
+@pytest.mark.slow
 def test_largest_singular_value_lanczos_path_is_exact() -> None:
     """Beyond DENSE_GRAM_ROWS queries σ_max comes from Lanczos: equal to the dense value."""
     from dpopt.compare.relational import workload_queries

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from dpopt import compare
 from dpopt.compare.census_blocks import kernel_experiment, widening_experiment
 
 
+@pytest.mark.slow
 def test_widening_experiment_compares_the_rules_on_the_same_noise() -> None:
     rows, report = widening_experiment(0.002, (1.0,), 2, 4)(0, False)
     runs = [(o, w) for o in ("leaf-weighted", "paper") for w in ("global", "partition")]

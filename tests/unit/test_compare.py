@@ -590,6 +590,7 @@ def test_growth_exponents_fit_each_series() -> None:
     assert format_growth(records) == "growth: s / m: seconds ~ n^2.00"
 
 
+@pytest.mark.slow
 def test_the_scale_suite_covers_issue_14() -> None:
     from dpopt.compare.hdmm import SUITES
 
