@@ -17,12 +17,31 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from typing import Any
 
 from threadpoolctl import ThreadpoolController
 
-BLAS = ThreadpoolController()
-"""The process's BLAS thread pools (threadpoolctl)."""
+_controller: tuple[int, ThreadpoolController] | None = None
+
+
+def blas_pools() -> ThreadpoolController:
+    """The process's BLAS thread pools (threadpoolctl), as loaded now.
+
+    scipy brings its own OpenBLAS, and dpopt imports scipy only where a solve needs it
+    (``import dpopt.hdmm`` does not), often inside a limit already taken: a pool loaded after
+    the limit is not limited. Left on two threads beside busy cores, scipy's 64 × 64
+    ``cho_solve`` made the Gaussian OPT₀ on Table 5's width-32 ranges 18× slower (54 s of CPU
+    against 2.9 s, measured). So scipy.linalg is loaded before the scan, and the scan (~1 ms)
+    is redone whenever ``sys.modules`` grew, for a BLAS another library loads later.
+    """
+    global _controller
+    import scipy.linalg  # noqa: F401 — loads scipy's OpenBLAS before the scan
+
+    if _controller is None or _controller[0] != len(sys.modules):
+        _controller = (len(sys.modules), ThreadpoolController())
+    return _controller[1]
+
 
 # Below this n a dense factorization runs on one thread: on ≤ 101 × 101 Grams (OPT_⊗'s
 # OPT₀ calls) idle threads made OPT₀ 4× (Laplace) to 30× (Gaussian) slower on 2 busy cores
@@ -45,9 +64,9 @@ def blas_threads(n: int) -> int:
 
 def blas_limit(n: int) -> Any:
     """Context limiting BLAS to :func:`blas_threads` (n) threads."""
-    return BLAS.limit(limits=blas_threads(n), user_api="blas")
+    return blas_pools().limit(limits=blas_threads(n), user_api="blas")
 
 
 def one_thread() -> Any:
     """Context running BLAS on one thread (every iterative loop)."""
-    return BLAS.limit(limits=1, user_api="blas")
+    return blas_pools().limit(limits=1, user_api="blas")
