@@ -9,7 +9,8 @@ strategy ⊗Aᵢ with unit-sensitivity factors, Theorem 6 gives the error
   a sweep improves the loss by less than 1e-4 (relative) or after 10 sweeps (spec §7 item 12),
   keeping the best iterate. On one product term the loss separates (Def. 17) and the
   surrogate of factor i is Vᵢ itself whatever the other factors are, so one OPT₀ per distinct
-  factor Gram is the whole descent (a second sweep would only re-run the same OPT₀s).
+  factor Gram is the whole descent (a second sweep would only re-run the same OPT₀s); a Gram
+  that k factors share (AllRange(n) ⊗ AllRange(n)) gets k × the restarts, the best serving all.
 - :func:`opt_union` (Def. 19): each product term gets its own OPT_⊗ strategy; the budget
   shares are the closed form of spec §3.4: bⱼ ∝ Eⱼ^{1/3} (Laplace, error (ΣEⱼ^{1/3})³) or
   bⱼ ∝ Eⱼ^{1/4} with Σbⱼ² = 1 (Gaussian, error (Σ√Eⱼ)²), answered by local least squares.
@@ -20,6 +21,7 @@ inside it); when it has passed they return the best strategy so far with ``stopp
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -95,7 +97,7 @@ def opt_kron(
     """
     deadline = deadline or Deadline(None)
     if len(terms) == 1:
-        return _separable(terms[0], _FactorSolver(noise, rng, restarts, deadline))
+        return _separable(terms[0], _FactorSolver(noise, rng, restarts, deadline), pooled=True)
     weights = np.array([w for w, _ in terms])
     d = len(terms[0][1])
     sizes = [terms[0][1][i].shape[0] for i in range(d)]
@@ -178,22 +180,32 @@ class _FactorSolver:
         self.noise, self.rng, self.restarts, self.deadline = noise, rng, restarts, deadline
         self.solved: dict[tuple[tuple[int, ...], bytes], tuple[np.ndarray, float]] = {}
 
-    def __call__(self, gram: np.ndarray) -> tuple[np.ndarray, float]:
-        """(strategy, tr[(AᵀA)⁺V]) of OPT₀ on ``gram``."""
-        key = (gram.shape, np.ascontiguousarray(gram).tobytes())
+    def __call__(self, gram: np.ndarray, uses: int = 1) -> tuple[np.ndarray, float]:
+        """(strategy, tr[(AᵀA)⁺V]) of OPT₀ on ``gram``, with ``uses`` × the restarts."""
+        key = _key(gram)
         if key not in self.solved:
             if self.deadline.expired():
                 self.solved[key] = np.eye(gram.shape[0]), float(np.trace(gram))
             else:
-                found = _opt0(gram, self.noise, self.rng, self.restarts, self.deadline)
+                restarts = self.restarts * uses
+                found = _opt0(gram, self.noise, self.rng, restarts, self.deadline)
                 self.solved[key] = found.strategy, float(factor_costs(found.strategy, [gram])[0])
         return self.solved[key]
 
 
-def _separable(term: Term, solver: _FactorSolver) -> KronResult:
-    """One product term's OPT_⊗: ⊗ᵢ OPT₀(Vᵢ), its error w²∏ᵢ tr[(AᵢᵀAᵢ)⁺Vᵢ] (Def. 17)."""
+def _key(gram: np.ndarray) -> tuple[tuple[int, ...], bytes]:
+    """Equal Grams have equal keys."""
+    return gram.shape, np.ascontiguousarray(gram).tobytes()
+
+
+def _separable(term: Term, solver: _FactorSolver, pooled: bool = False) -> KronResult:
+    """One product term's OPT_⊗: ⊗ᵢ OPT₀(Vᵢ), its error w²∏ᵢ tr[(AᵢᵀAᵢ)⁺Vᵢ] (Def. 17).
+
+    ``pooled``: a Gram shared by k factors gets the restarts of all k (the OPT₀ runs a
+    per-factor descent would spend), its best strategy serving each of them."""
     weight, grams = term
-    chosen = [solver(gram) for gram in grams]
+    uses = Counter(_key(gram) for gram in grams) if pooled else Counter()
+    chosen = [solver(gram, uses[_key(gram)] or 1) for gram in grams]
     error = weight * float(np.prod([cost for _, cost in chosen]))
     return KronResult([strategy for strategy, _ in chosen], error, 1, solver.deadline.reached)
 

@@ -57,6 +57,31 @@ def test_union_shares_closed_form() -> None:
     assert shares == pytest.approx([0.152, 0.271, 0.322, 0.341, 0.405, 0.721], abs=5e-4)
 
 
+def test_one_product_is_one_opt0_per_distinct_factor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Def. 17: on one product term OPT_⊗ separates. Equal factor Grams (AllRange(8) twice)
+    are optimised once with both factors' restarts and share the strategy; a distinct one
+    (Prefix(8)) gets its own OPT₀; the error is the model's objective, in one sweep."""
+    from dpopt.solvers import hdmm_kron
+
+    calls: list[tuple[int, int]] = []
+    real = hdmm_kron._opt0
+
+    def counted(gram, noise, rng, restarts, deadline=None):
+        calls.append((gram.shape[0], restarts))
+        return real(gram, noise, rng, restarts, deadline)
+
+    monkeypatch.setattr(hdmm_kron, "_opt0", counted)
+    workload = wl.Kron([wl.AllRange(8), wl.Prefix(8), wl.AllRange(8)])
+    terms = wl.union_of_kron_terms(workload)
+    kron = opt_kron(terms, "laplace", rng=np.random.default_rng(0), restarts=3)
+    assert sorted(calls) == [(8, 3), (8, 6)]
+    assert np.array_equal(kron.factors[0], kron.factors[2])
+    assert kron.sweeps == 1
+    problem = ProductStrategySelection(terms, "laplace")
+    assert problem.objective(ProductPoint.kron(kron.factors)) == pytest.approx(kron.error, rel=1e-9)
+    assert kron.error <= identity_error(terms) * (1 + 1e-12)  # Identity is a candidate
+
+
 @pytest.mark.paper
 def test_example_13_kron_and_union(bounds) -> None:
     """Ex. 13: OPT_⊗ ≈ 33,385 (paper), OPT_+ ≈ 14,252 (paper) / 14,206 (spec), Laplace: at most
