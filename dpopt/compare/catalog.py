@@ -299,7 +299,7 @@ SUITE_TIMES: dict[tuple[str, str], str] = {
     ("hdmm", "scale"): _LONG,
     ("eigen", "smoke"): "~3 s",
     ("eigen", "small"): "~25 s",
-    ("eigen", "medium"): "~4 min",
+    ("eigen", "medium"): "~4.6 min",
     ("relational", "smoke"): "~1.5 s",
     ("relational", "small"): "~2 s",
     ("relational", "medium"): "~9 s",
