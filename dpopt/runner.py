@@ -229,12 +229,13 @@ def phase_summary(stats: Sequence[TaskStats]) -> dict[str, dict[str, float]]:
     phases: dict[str, dict[str, float]] = {}
     for task in stats:
         phase = phases.setdefault(
-            task.label.split()[0], {"tasks": 0, "work": 0.0, "longest": 0.0, "peak_mib": 0.0}
+            task.label.split()[0],
+            {"tasks": 0, "work": 0.0, "longest": 0.0, "peak_mib": 0.0, **dict.fromkeys(COUNTED, 0)},
         )
         phase["tasks"] += 1
         phase["work"] += task.seconds
         for key in COUNTED:
-            phase[key] = phase.get(key, 0) + getattr(task, key)
+            phase[key] += getattr(task, key)
         phase["longest"] = max(phase["longest"], task.seconds)
         phase["peak_mib"] = max(phase["peak_mib"], task.peak_mib)
     return phases

@@ -170,6 +170,10 @@ def opt_union(
     return UnionResult(blocks, shares, error, deadline.reached)
 
 
+_Key = tuple[tuple[int, ...], bytes]
+"""A factor Gram's shape and entries (:func:`_key`)."""
+
+
 class _FactorSolver:
     """OPT₀ of each distinct factor Gram, once: the products of Def. 17 separate, so equal
     Grams (the same array, which ``union_of_kron_terms`` shares between terms, or equal
@@ -178,11 +182,11 @@ class _FactorSolver:
 
     def __init__(self, noise: str, rng: np.random.Generator, restarts: int, deadline: Deadline):
         self.noise, self.rng, self.restarts, self.deadline = noise, rng, restarts, deadline
-        self.solved: dict[tuple[tuple[int, ...], bytes], tuple[np.ndarray, float]] = {}
+        self.solved: dict[_Key, tuple[np.ndarray, float]] = {}
 
-    def __call__(self, gram: np.ndarray, uses: int = 1) -> tuple[np.ndarray, float]:
-        """(strategy, tr[(AᵀA)⁺V]) of OPT₀ on ``gram``, with ``uses`` × the restarts."""
-        key = _key(gram)
+    def __call__(self, gram: np.ndarray, key: _Key, uses: int = 1) -> tuple[np.ndarray, float]:
+        """(strategy, tr[(AᵀA)⁺V]) of OPT₀ on ``gram`` (whose :func:`_key` is ``key``), with
+        ``uses`` × the restarts."""
         if key not in self.solved:
             if self.deadline.expired():
                 self.solved[key] = np.eye(gram.shape[0]), float(np.trace(gram))
@@ -193,8 +197,8 @@ class _FactorSolver:
         return self.solved[key]
 
 
-def _key(gram: np.ndarray) -> tuple[tuple[int, ...], bytes]:
-    """Equal Grams have equal keys."""
+def _key(gram: np.ndarray) -> _Key:
+    """Equal Grams have equal keys (a copy of the entries: taken once per factor)."""
     return gram.shape, np.ascontiguousarray(gram).tobytes()
 
 
@@ -204,8 +208,9 @@ def _separable(term: Term, solver: _FactorSolver, pooled: bool = False) -> KronR
     ``pooled``: a Gram shared by k factors gets the restarts of all k (the OPT₀ runs a
     per-factor descent would spend), its best strategy serving each of them."""
     weight, grams = term
-    uses = Counter(_key(gram) for gram in grams) if pooled else Counter()
-    chosen = [solver(gram, uses[_key(gram)] or 1) for gram in grams]
+    keys = [_key(gram) for gram in grams]
+    uses = Counter(keys) if pooled else Counter()
+    chosen = [solver(gram, key, uses[key] or 1) for gram, key in zip(grams, keys, strict=True)]
     error = weight * float(np.prod([cost for _, cost in chosen]))
     return KronResult([strategy for strategy, _ in chosen], error, 1, solver.deadline.reached)
 
