@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
-from collections.abc import Callable, Sequence
-from fractions import Fraction
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dpopt import compare
+from dpopt import compare, plan_cli
+from dpopt.cli_types import nonnegative_int, positive_float, positive_fraction, positive_int
 from dpopt.compare import catalog
 from dpopt.runner import close_client, dask_client
 
@@ -51,40 +50,6 @@ that breaks the model beyond the method's tolerance), infeasible, time_limit, er
 infeasibility); instances without any exact method are listed as not compared.
 exit status: 0 ok, 1 --check found a disagreement or compared nothing, 2 bad arguments,
 130 interrupted"""
-
-
-def _number(text: str, convert: Callable[[str], Any], what: str, ok: Callable[[Any], bool],
-            rule: str) -> Any:  # fmt: skip
-    """``convert(text)`` if it reads and passes ``ok``; else argparse's clean usage error
-    (which names the flag)."""
-    try:
-        value = convert(text)
-    except (ValueError, ZeroDivisionError, OverflowError):
-        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-    if not ok(value):
-        raise argparse.ArgumentTypeError(f"must be {rule}, got {text}")
-    return value
-
-
-def positive_fraction(text: str) -> Fraction:
-    """argparse type of an exact ε, δ or the like: a rational > 0 ("0.1" is 1/10, "1/3")."""
-    what = "a number (write 0.5, 1/3 or 1e-3)"
-    return _number(text, Fraction, what, lambda value: value > 0, "> 0")  # type: ignore[no-any-return]
-
-
-def positive_float(text: str) -> float:
-    """argparse type of a finite float > 0 (seconds, a scale, a domain width)."""
-    return _number(text, float, "a number", lambda v: 0 < v < math.inf, "a finite number > 0")  # type: ignore[no-any-return]
-
-
-def nonnegative_int(text: str) -> int:
-    """argparse type of a count or a seed: an integer ≥ 0."""
-    return _number(text, int, "an integer", lambda value: value >= 0, "an integer >= 0")  # type: ignore[no-any-return]
-
-
-def positive_int(text: str) -> int:
-    """argparse type of a size or a count that must be at least 1."""
-    return _number(text, int, "an integer", lambda value: value >= 1, "an integer >= 1")  # type: ignore[no-any-return]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -163,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     _dgm_parser(commands)
     _census_parser(commands)
+    plan_cli.add_parser(commands)
     return parser
 
 
@@ -628,18 +594,25 @@ def _census_parser(commands: Any) -> None:
         default=3.0,
         help="starting domain half-width in noise sds",
     )
+    release.add_argument(
+        "--intervals",
+        type=positive_float,
+        metavar="LEVEL",
+        help="also write each count's exact confidence interval at LEVEL (e.g. 0.95) beside it "
+        "(Parquet columns lower, upper; level and method in the manifest); no further budget",
+    )
 
 
 def _geography(args: argparse.Namespace) -> Any:
     from dpopt.census import geography as geo
 
-    if not 0 < args.scale <= 1:
-        raise ValueError(f"--scale must be in (0, 1] (a share of the regions), got {args.scale}")
-    if args.geography == "small":
-        shape = geo.small(sizes=args.sizes, seed=args.geo_seed)
-    else:
-        shape = geo.us_blocks(puerto_rico=args.puerto_rico, sizes=args.sizes, seed=args.geo_seed)
-    return shape if args.scale == 1.0 else geo.scaled(shape, args.scale)
+    return geo.described(
+        args.geography,
+        scale=args.scale,
+        sizes=args.sizes,
+        seed=args.geo_seed,
+        puerto_rico=args.puerto_rico,
+    )
 
 
 def _census_client(args: argparse.Namespace) -> Any:
@@ -709,6 +682,7 @@ def _census(args: argparse.Namespace) -> int:
                 "domain_sd": args.domain_sd,
                 "widening": args.widening,
                 "objective": args.objective,
+                "interval_level": args.intervals,
             }
             result = blocks.release_blocks(
                 geography,
@@ -828,7 +802,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in NOISE_SEED_COMMANDS:
         warn_if_small_seed(args.seed)
     try:
-        command = {"compare": _compare, "dgm": _dgm, "census": _census}[args.command]
+        command = {
+            "compare": _compare,
+            "dgm": _dgm,
+            "census": _census,
+            "plan": plan_cli.run,
+        }[args.command]
         return command(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

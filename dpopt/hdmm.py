@@ -15,6 +15,9 @@
 - :func:`release_variance`, :func:`release_error`, :func:`release_strategy` — the variance
   of the exact discrete noise a release at ε draws, its expected error, and the choice
   between a strategy and Identity at ε that :func:`optimize` makes when given ε.
+- :func:`plan_error`, :func:`plan_epsilon`, :func:`query_std` — accuracy before the budget
+  is spent (issue 26): a release's RMSE and largest per-query standard deviation at ε, the
+  smallest ε that meets a target for either, and every query's standard deviation.
 
 Workloads are dense arrays or :mod:`dpopt.workload` matrices (anything with ``shape`` and
 ``gram()``); strategies are dense arrays.
@@ -31,11 +34,12 @@ from typing import Any, overload
 import numpy as np
 
 from dpopt import workload as wl
-from dpopt.models.marginal_algebra import svd_bound_marginals
+from dpopt.models.marginal_algebra import key_bits, pinv_coefficients, svd_bound_marginals
 from dpopt.models.matrix_mechanism import (
     ProductPoint,
     ProductStrategySelection,
     StrategySelection,
+    normal_inverse,
     sensitivity,
     strategy_error,
 )
@@ -53,6 +57,7 @@ from dpopt.privacy import (
     prepare,
 )
 from dpopt.problem import CLAIMS_FEASIBLE, Solution, SolverError, Status, solve
+from dpopt.query_variance import Covariance, max_row_form, row_forms, total_form
 from dpopt.release import Measured, ReleaseError, Rng, measured_answers, resolve_rng
 from dpopt.runner import as_executor
 from dpopt.validation import choice, finite_array, integer, positive_number
@@ -62,6 +67,7 @@ __all__ = [
     "PRODUCT_METHODS",
     "Answered",
     "AnyStrategy",
+    "ErrorPlan",
     "Measurement",
     "ProductStrategy",
     "Strategy",
@@ -72,6 +78,9 @@ __all__ = [
     "noise_variance",
     "optimize",
     "optimize_product",
+    "plan_epsilon",
+    "plan_error",
+    "query_std",
     "reconstruct",
     "release_error",
     "release_strategy",
@@ -858,3 +867,202 @@ def answer(
             budget=measurement.budget,
         ) from error
     return Answered(answers, strategy, measurement, dict(statuses))
+
+
+# --- accuracy before spending (issue 26) ------------------------------------------------------
+
+
+def _marginal_covariance(theta: np.ndarray, sizes: tuple[int, ...]) -> Covariance:
+    """(𝕄(θ)ᵀ𝕄(θ))⁺ = 𝔾(v) as Σₐ vₐ ⊗ᵢ(aᵢ ? I : 1·1ᵀ) (spec §3.5)."""
+    v = pinv_coefficients(theta**2, sizes)
+    bits = key_bits(len(sizes))
+    return Covariance(
+        tuple(
+            (
+                float(v[a]),
+                tuple(
+                    np.eye(n) if b else np.ones((n, n)) for n, b in zip(sizes, bits[a], strict=True)
+                ),
+            )
+            for a in np.flatnonzero(v)
+        )
+    )
+
+
+def _unit_covariance(stack: ExactStack, theta: np.ndarray | None) -> Covariance:
+    """Cov(x̂) per unit of the release's noise variance (``Measurement.variance``), on the
+    strategy exactly as measured (its factors and weights rounded to the grid)."""
+    if theta is not None:
+        sizes = tuple(f.shape[1] for f in stack.blocks[0].matrices)
+        return _marginal_covariance(_measured_theta(theta, stack.weights_float), sizes)
+    if len(stack.blocks) != 1:
+        raise ValueError(
+            "a union (OPT_+) strategy answers each term from its own block: plan each term "
+            "with its block as a one-block strategy"
+        )
+    (weight,) = stack.weights_float
+    inverses = tuple(normal_inverse(f.T @ f) for f in stack.blocks[0].matrices)
+    return Covariance(((1.0 / weight**2, inverses),))
+
+
+@dataclass(frozen=True, eq=False)
+class _Planned:
+    """One strategy's release error per unit of noise variance, and its noise plan."""
+
+    strategy: AnyStrategy
+    stack: ExactStack
+    noise: Noise
+    covariance: Covariance
+    mean_variance: float
+    max_variance: float
+
+    def noise_variance(self, epsilon: float, delta: float | None) -> float:
+        return _release_noise(self.stack, self.noise, epsilon, delta).variance
+
+
+def _planned(workload: Any, strategy: AnyStrategy) -> _Planned:
+    stack, kind, _, theta = _stack(strategy, None)
+    covariance = _unit_covariance(stack, theta)
+    if math.prod(covariance.sizes) != _cells(workload):
+        raise ValueError(
+            f"the strategy has {math.prod(covariance.sizes)} columns; the workload "
+            f"{_cells(workload)} cells"
+        )
+    mean = total_form(_matrix(workload), covariance) / _rows(workload)
+    return _Planned(
+        strategy, stack, kind, covariance, mean, max_row_form(_matrix(workload), covariance)
+    )
+
+
+def _matrix(workload: Any) -> wl.Matrix | np.ndarray:
+    if isinstance(workload, wl.Matrix):
+        return workload
+    return finite_array("workload", workload, ndim=2)
+
+
+@dataclass(frozen=True)
+class ErrorPlan:
+    """The error of a release before it is made: public, no data read, no budget spent.
+
+    ``rmse`` is √(E‖W x̂ − W x‖²/m) and ``max_std`` the largest standard deviation of one
+    answer of W x̂, for the exact discrete noise a release of ``strategy`` at (``epsilon``,
+    ``delta``) draws; ``strategy`` is the one such a release measures (:func:`release_strategy`'s
+    choice between the given strategy and Identity), ``queries`` the workload's m.
+    """
+
+    epsilon: float
+    delta: float | None
+    noise: Noise
+    rmse: float
+    max_std: float
+    queries: int
+    strategy: AnyStrategy
+
+
+def _candidates(workload: Any, strategy: AnyStrategy) -> list[_Planned]:
+    return [_planned(workload, strategy), _planned(workload, _identity_for(workload, strategy))]
+
+
+def _at(candidates: list[_Planned], epsilon: float, delta: float | None, m: int) -> ErrorPlan:
+    """The plan at ε: the candidate with the lower expected error, as a release chooses."""
+    variances = [c.noise_variance(epsilon, delta) for c in candidates]
+    errors = [v * c.mean_variance for v, c in zip(variances, candidates, strict=True)]
+    best = int(np.argmin(errors))
+    chosen = candidates[best]
+    return ErrorPlan(
+        epsilon,
+        delta,
+        chosen.noise,
+        math.sqrt(errors[best]),
+        math.sqrt(variances[best] * chosen.max_variance),
+        m,
+        chosen.strategy,
+    )
+
+
+def plan_error(
+    workload: Any, strategy: AnyStrategy, *, epsilon: float, delta: float | None = None
+) -> ErrorPlan:
+    """The RMSE and largest per-query standard deviation of a release of ``workload`` through
+    ``strategy`` (an :func:`optimize`, :func:`optimize_product` or
+    :func:`dpopt.eigen.design` result) at (ε, δ), before any data is read.
+
+    Var(wᵢᵀx̂) = c′·wᵢᵀ(AᵀA)⁺wᵢ with c′ the variance of the discrete noise drawn
+    (spec §1, §4); the maximum over queries is taken on the implicit workload
+    (:mod:`dpopt.query_variance`), never forming it. ``delta`` as in :func:`measure`.
+    """
+    _check_release(_kind_of(strategy), epsilon, delta)
+    return _at(_candidates(workload, strategy), epsilon, delta, _rows(workload))
+
+
+def _kind_of(strategy: Any) -> Noise:
+    if not isinstance(strategy, Strategy | ProductStrategy):
+        raise TypeError(f"strategy must be an hdmm Strategy or ProductStrategy, got {strategy!r}")
+    return strategy.noise
+
+
+EPSILON_RANGE = (1e-6, 1e4)
+"""The ε :func:`plan_epsilon` searches."""
+
+
+def plan_epsilon(
+    workload: Any,
+    strategy: AnyStrategy,
+    *,
+    rmse: float | None = None,
+    max_std: float | None = None,
+    delta: float | None = None,
+    rtol: float = 1e-9,
+) -> ErrorPlan:
+    """The smallest ε (for Gaussian noise, at the given δ) whose release meets the targets:
+    RMSE ≤ ``rmse`` and every query's standard deviation ≤ ``max_std`` (either or both).
+
+    The error at ε is :func:`plan_error`'s (exact discrete noise, the release's choice of
+    strategy or Identity), decreasing in ε; the search is a bisection on log ε to relative
+    precision ``rtol`` within :data:`EPSILON_RANGE`, and the plan returned meets the targets.
+    A target not met at ε = 10⁴ is refused (ValueError).
+    """
+    targets = {
+        name: positive_number(name, value)
+        for name, value in (("rmse", rmse), ("max_std", max_std))
+        if value is not None
+    }
+    if not targets:
+        raise ValueError("give an rmse or a max_std target (or both)")
+    _check_release(_kind_of(strategy), 1.0, delta)
+    candidates, m = _candidates(workload, strategy), _rows(workload)
+
+    def meets(epsilon: float) -> ErrorPlan | None:
+        plan = _at(candidates, epsilon, delta, m)
+        values = {"rmse": plan.rmse, "max_std": plan.max_std}
+        return plan if all(values[k] <= t for k, t in targets.items()) else None
+
+    low, high = EPSILON_RANGE
+    found = meets(high)
+    if found is None:
+        reached = _at(candidates, high, delta, m)
+        raise ValueError(
+            f"no ε ≤ {high:g} meets {targets}: at ε = {high:g} the RMSE is {reached.rmse:.4g} "
+            f"and the largest standard deviation {reached.max_std:.4g}"
+        )
+    if meets(low) is not None:
+        return _at(candidates, low, delta, m)
+    while high / low - 1.0 > rtol:
+        middle = math.sqrt(low * high)
+        plan = meets(middle)
+        if plan is None:
+            low = middle
+        else:
+            high, found = middle, plan
+    return found
+
+
+def query_std(
+    workload: Any, strategy: AnyStrategy, *, epsilon: float, delta: float | None = None
+) -> np.ndarray:
+    """Every query's standard deviation in a release at (ε, δ), in the workload's row order
+    (of the strategy :func:`plan_error` says the release measures)."""
+    plan = plan_error(workload, strategy, epsilon=epsilon, delta=delta)
+    chosen = _planned(workload, plan.strategy)
+    variance = chosen.noise_variance(epsilon, delta)
+    return np.sqrt(variance * row_forms(_matrix(workload), chosen.covariance))

@@ -261,6 +261,10 @@ class _Block(Matrix):
     def _counts(self) -> np.ndarray:
         """Number of queries containing each cell."""
 
+    @abstractmethod
+    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every row as a half-open range [start, stop) of cells, in row order."""
+
     def _cells(self) -> np.ndarray:
         return np.arange(self.n, dtype=np.float64)
 
@@ -282,6 +286,9 @@ class Identity(_Block):
 
     def _counts(self) -> np.ndarray:
         return np.ones(self.n)
+
+    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.arange(self.n), np.arange(1, self.n + 1)
 
     def trace(self) -> float:
         return float(self.n)
@@ -305,6 +312,9 @@ class Total(_Block):
     def _gram_array(self) -> np.ndarray:
         return np.ones((self.n, self.n))
 
+    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.zeros(1, dtype=np.intp), np.full(1, self.n)
+
     def _counts(self) -> np.ndarray:
         return np.ones(self.n)
 
@@ -326,6 +336,9 @@ class IdentityTotal(_Block):
 
     def _gram_array(self) -> np.ndarray:
         return np.eye(self.n) + 1.0
+
+    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.append(np.arange(self.n), 0), np.append(np.arange(1, self.n + 1), self.n)
 
     def _counts(self) -> np.ndarray:
         return np.full(self.n, 2.0)
@@ -353,6 +366,9 @@ class Prefix(_Block):
 
     def _counts(self) -> np.ndarray:
         return self.n - self._cells()
+
+    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.zeros(self.n, dtype=np.intp), np.arange(1, self.n + 1)
 
     def trace(self) -> float:
         return float(self.n)
@@ -387,6 +403,9 @@ class Suffix(_Block):
 
     def _counts(self) -> np.ndarray:
         return self._cells() + 1.0
+
+    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.arange(self.n), np.full(self.n, self.n)
 
     def trace(self) -> float:
         return float(self.n)
@@ -431,6 +450,10 @@ class AllRange(_Block):
     def _counts(self) -> np.ndarray:
         j = self._cells()
         return (j + 1.0) * (self.n - j)
+
+    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        starts, ends = np.triu_indices(self.n)
+        return starts, ends + 1
 
     def _gram_matvec(self, x: np.ndarray) -> np.ndarray:
         """V·X in O(n) per column: V is semiseparable, Vᵢⱼ = (i+1)(n−j) for i ≤ j, so
@@ -497,6 +520,10 @@ class WidthRanges(_Block):
     def _counts(self) -> np.ndarray:
         j = self._cells()
         return np.minimum(j, self.n - self.k) - np.maximum(j - self.k + 1, 0.0) + 1.0
+
+    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        starts = np.arange(self._rows())
+        return starts, starts + self.k
 
 
 class BlockGram(Matrix):

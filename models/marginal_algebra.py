@@ -175,6 +175,12 @@ def support(sizes: tuple[int, ...], reach: np.ndarray, u: np.ndarray) -> tuple[n
     return kappa_u, kappa_u > U_RTOL * u.max(initial=0.0) * reach
 
 
+def pinv_coefficients(u: np.ndarray, sizes: tuple[int, ...]) -> np.ndarray:
+    """v with 𝔾(u)⁺ = 𝔾(v) = Σₐ vₐ ⊗ᵢ(aᵢ ? I : 1·1ᵀ): v = Y⁻¹κ_u⁺ (spec §3.5, §7 item 3)."""
+    kappa_u, on = support(sizes, kron_apply(y_factors(sizes), np.ones_like(u)), u)
+    return kron_apply(y_inv_factors(sizes), np.where(on, 1.0 / np.where(on, kappa_u, 1.0), 0.0))
+
+
 def surrogate_loss(sur: Surrogate, x: np.ndarray, noise: Noise) -> tuple[float, np.ndarray]:
     """Error and gradient in the OPT_M variable x: θ (Laplace) or u = θ² (Gaussian);
     (+inf, 0) where 𝕄 does not support the workload (spec §3.5)."""

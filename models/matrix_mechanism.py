@@ -95,6 +95,22 @@ def _cholesky(normal: np.ndarray) -> np.ndarray | None:
     return chol if info == 0 and rcond >= WELL_CONDITIONED else None
 
 
+def normal_inverse(normal: np.ndarray) -> np.ndarray:
+    """(AᵀA)⁺ from X = AᵀA: the Cholesky inverse (LAPACK dpotri) of a well-conditioned X
+    (:data:`WELL_CONDITIONED`), else the eigen pseudo-inverse. The covariance of x̂ = A⁺y
+    per unit of noise variance (hdmm spec §4)."""
+    chol = _cholesky(normal)
+    if chol is None:
+        return np.linalg.pinv(normal, hermitian=True)
+    from scipy.linalg import lapack
+
+    inverse, info = lapack.dpotri(chol, lower=1)
+    if info != 0:
+        return np.linalg.pinv(normal, hermitian=True)
+    lower = np.tril(inverse)
+    return lower + np.tril(lower, -1).T
+
+
 def normal_support_and_trace(normal: np.ndarray, factor: Factor) -> tuple[float, float]:
     """(support residual, tr[(AᵀA)⁺V]) from X = AᵀA and ``factor()`` = L with LLᵀ = V, built
     only when X is singular or ill-conditioned (see :data:`WELL_CONDITIONED`)."""

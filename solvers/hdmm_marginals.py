@@ -22,12 +22,11 @@ from dpopt.models.marginal_algebra import (
     domain_sizes,
     key_bits,
     kron_apply,
-    support,
+    pinv_coefficients,
     surrogate,
     surrogate_loss,
     surrogate_weights,
     theta_vector,
-    y_factors,
     y_inv_factors,
 )
 from dpopt.privacy import Noise, noise_kind
@@ -196,9 +195,7 @@ def marginal_reconstruct(
             expected = tuple(m for m, b in zip(sizes, bits[a], strict=True) if b)
             raise ValueError(f"y_blocks[{a}] must have shape {expected}, got {block.shape}")
         z = z + weights[a] * block.reshape(shape)  # 𝕄ᵀy: a sum of broadcasts
-    u = weights**2
-    kappa_u, on = support(sizes, kron_apply(y_factors(sizes), np.ones_like(u)), u)
-    v = kron_apply(y_inv_factors(sizes), np.where(on, 1.0 / np.where(on, kappa_u, 1.0), 0.0))
+    v = pinv_coefficients(weights**2, sizes)
     xhat = np.zeros(sizes)
     for a in np.flatnonzero(v).tolist():
         totals = tuple(i for i in range(d) if not bits[a, i])

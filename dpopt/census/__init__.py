@@ -9,14 +9,18 @@ A release has two steps that never mix:
 2. :func:`post_process` sees only the measurement and the public hierarchy, size set and total
    n, and solves the post-processing Problem of the chosen method (:data:`METHODS`).
 
-:func:`release` runs both under the release contract (:mod:`dpopt.release`);
+:func:`release` runs both under the release contract (:mod:`dpopt.release`), and attaches
+an exact confidence interval to every count when asked (:func:`intervals`, issue 26);
+:func:`plan_epsilon` finds the ε for an accuracy target by simulated block releases;
 :func:`release_blocks` releases a block-level nation one state per partition on a Dask
 cluster; :func:`level_errors` scores a release against the truth.
 
 Modules: :mod:`~dpopt.census.data` (the data type and the synthetic generator),
 :mod:`~dpopt.census.ingest` (data from tables and person records),
 :mod:`~dpopt.census.measurement`, :mod:`~dpopt.census.postprocess`,
-:mod:`~dpopt.census.mechanism` (the release), :mod:`~dpopt.census.evaluation`, and for the
+:mod:`~dpopt.census.mechanism` (the release), :mod:`~dpopt.census.confidence`,
+:mod:`~dpopt.census.planning`,
+:mod:`~dpopt.census.evaluation`, and for the
 block-level release :mod:`~dpopt.census.geography` (the synthetic 2020 geography),
 :mod:`~dpopt.census.keyed` (noise keyed by region), :mod:`~dpopt.census.store` (per-state
 Parquet partitions) and :mod:`~dpopt.census.blocks` (the release, and the generator of truth
@@ -24,11 +28,13 @@ partitions).
 """
 
 from dpopt.census.blocks import BlockRelease, read_release, release_blocks
+from dpopt.census.confidence import INTERVAL_METHODS, Intervals, intervals
 from dpopt.census.data import CensusData, household_distribution, synthetic
 from dpopt.census.evaluation import level_errors
 from dpopt.census.ingest import from_frame, from_records
 from dpopt.census.measurement import Measurement, measure, sensitivity
 from dpopt.census.mechanism import Release, release
+from dpopt.census.planning import CensusPlan, plan_epsilon
 from dpopt.census.postprocess import (
     METHODS,
     Mechanism,
@@ -39,10 +45,13 @@ from dpopt.census.postprocess import (
 from dpopt.models.pgsr import OBJECTIVES
 
 __all__ = [
+    "INTERVAL_METHODS",
     "METHODS",
     "OBJECTIVES",
     "BlockRelease",
     "CensusData",
+    "CensusPlan",
+    "Intervals",
     "Measurement",
     "Mechanism",
     "PostProcessed",
@@ -51,8 +60,10 @@ __all__ = [
     "from_frame",
     "from_records",
     "household_distribution",
+    "intervals",
     "level_errors",
     "measure",
+    "plan_epsilon",
     "post_process",
     "read_release",
     "release",

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.census.confidence import bounds, interval_options
 from dpopt.census.data import CensusData
 from dpopt.census.geography import LEVELS, Geography, state_data
 from dpopt.census.keyed import LevelNoise, draw_entropy, keyed_noise, noisy_counts
@@ -53,6 +54,7 @@ from dpopt.validation import choice, instance, positive_number
 
 __all__ = [
     "INCOMPLETE",
+    "BlockIntervals",
     "BlockMeasurement",
     "BlockRelease",
     "StateSink",
@@ -109,11 +111,36 @@ class StateSource:
 
 
 @dataclass(frozen=True)
+class BlockIntervals:
+    """What a state's sink needs to write each count's interval beside it
+    (:func:`dpopt.census.confidence.bounds` on the state's noisy column): the level, the
+    interval's own public seed, the noisy partitions and each level's discrete Laplace scale."""
+
+    level: float
+    seed: int
+    noisy_dir: str
+    geography: Geography
+    scales: tuple[float, ...]
+
+    def column(self, state: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) of state ``state``'s counts of size index ``size``."""
+        part = read_partition(self.noisy_dir, self.geography, state, "noisy", (size,))
+        u = np.random.default_rng([self.seed, state, size]).random(part.values.shape)
+        scale = np.asarray(self.scales)[part.level]
+        lower, upper, _ = bounds(
+            "counts", part.parents, part.values, scale, level=self.level, raw=False, u=u
+        )
+        return lower[:, 0], upper[:, 0]
+
+
+@dataclass(frozen=True)
 class StateSink:
-    """Writes a state's released counts, one Parquet file per size."""
+    """Writes a state's released counts, one Parquet file per size (with the columns
+    ``lower`` and ``upper`` of each count's interval when ``intervals`` is given)."""
 
     directory: str
     state: int
+    intervals: BlockIntervals | None = None
 
     def path(self, size: int) -> Path:
         return Path(self.directory) / f"state={self.state}" / f"size_{size + 1}.parquet"
@@ -125,22 +152,33 @@ class StateSink:
         path = self.path(size)
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(f".{os.getpid()}.tmp")
-        pq.write_table(pa.table({"count": pa.array(values, pa.int64())}), temporary)
+        columns = {"count": pa.array(values, pa.int64())}
+        if self.intervals is not None:
+            lower, upper = self.intervals.column(self.state, size)
+            columns |= {"lower": pa.array(lower, pa.int64()), "upper": pa.array(upper, pa.int64())}
+        pq.write_table(pa.table(columns), temporary)
         os.replace(temporary, path)
 
 
-def read_release(out_dir: str | os.PathLike, geography: Geography, state: int) -> np.ndarray:
-    """A state's released counts, shape (regions, sizes), in its partition's row order."""
+def read_release(
+    out_dir: str | os.PathLike, geography: Geography, state: int, column: str = "count"
+) -> np.ndarray:
+    """A state's released counts, shape (regions, sizes), in its partition's row order;
+    ``column="lower"`` or ``"upper"``: their intervals' bounds (a release with intervals)."""
     import pyarrow.parquet as pq
 
     instance("geography", geography, Geography)
+    choice("column", column, ("count", "lower", "upper"))
     sink = StateSink(str(Path(out_dir) / "release"), state)
     columns = []
     for size in range(geography.sizes):
         path = sink.path(size)
         if not path.is_file():
             raise FileNotFoundError(f"released counts of state {state}, size {size + 1}: {path}")
-        columns.append(pq.read_table(path).column("count").to_numpy())
+        table = pq.read_table(path)
+        if column not in table.column_names:
+            raise ValueError(f"{path} has no {column!r} column: a release without intervals")
+        columns.append(table.column(column).to_numpy())
     return np.column_stack(columns).astype(np.int64)
 
 
@@ -165,6 +203,7 @@ class BlockRelease:
     statuses: dict[str, Status]
     measured: tuple[Measured, ...]
     objective: str
+    intervals: dict[str, Any] | None = None
 
     @property
     def partitioned(self) -> PartitionedSolution:
@@ -195,6 +234,7 @@ class BlockRelease:
             },
             "certificate": solution.certificate.as_info(),
             "nation_counts": solution.root_counts.tolist(),
+            "intervals": self.intervals,
         }
 
 
@@ -228,6 +268,8 @@ class _Plan:
     domain_sd: float
     widening: Widening
     objective: str
+    interval_level: float | None
+    interval_seed: int
 
 
 def check_truth(directory: str, geography: Geography, state: int) -> None:
@@ -300,6 +342,8 @@ def release_blocks(
     widening: Widening = "global",
     objective: str = "leaf-weighted",
     progress: bool = False,
+    interval_level: float | None = None,
+    interval_seed: int = 0,
 ) -> BlockRelease:
     """Release ``geography``'s counts under ε-DP with M_DP (pwl-dp), one state per partition.
 
@@ -313,6 +357,11 @@ def release_blocks(
     private counts from the noisy partitions, so they are never written anywhere, and a seed
     is never published or reused. ``objective``: a key of
     :data:`~dpopt.models.pgsr.OBJECTIVES`, as in :func:`dpopt.census.release`.
+    ``interval_level`` (in (0, 1)) writes each count's exact confidence interval beside it
+    (Parquet columns ``lower`` and ``upper``; :func:`dpopt.census.confidence.bounds` on the
+    state's noisy partition, with ``interval_seed`` the intervals' own public seed) and their
+    level, method and seed into the manifest (``intervals``, with the nation's intervals from
+    its own noisy answer); no further budget.
 
     The release plans first: every option (``domain_sd`` finite, > 0 and at most
     :data:`~dpopt.census.postprocess.MAX_DOMAIN_SD`, as :func:`dpopt.census.release` caps
@@ -331,12 +380,18 @@ def release_blocks(
     if accountant is None:
         positive_number("epsilon", epsilon)
         accountant = Accountant.pure(epsilon)
+    if interval_level is not None:
+        interval_level, _, interval_seed = interval_options(
+            interval_level, "exact-pivot", interval_seed
+        )
     noise, domain_sd, data = _plan(
         geography, epsilon, data_dir, domain_sd, widening, objective, runner, accountant
     )
     generator = resolve_rng(rng)
     out = _prepare_out(out_dir)
-    plan = _Plan(geography, out, data, noise, domain_sd, widening, objective)
+    plan = _Plan(
+        geography, out, data, noise, domain_sd, widening, objective, interval_level, interval_seed
+    )
     entropy = draw_entropy(generator)
     noise.charge(accountant)
     measured = noise.measured(geography.level_counts, geography.sizes)
@@ -389,7 +444,7 @@ def _run(
         runner=runner,
         domain_sd=plan.domain_sd,
         widening=plan.widening,
-        sinks=[StateSink(str(out / "release"), s) for s in states],
+        sinks=[StateSink(str(out / "release"), s, _block_intervals(plan)) for s in states],
     )
     if solution.x is None:
         raise RuntimeError(
@@ -406,9 +461,44 @@ def _run(
         {f"post-processing ({PARTITIONED})": solution.status},
         measured,
         plan.objective,
+        _nation_intervals(plan, nation_noisy),
     )
     _write_manifest(out, result.manifest())
     return result
+
+
+def _block_intervals(plan: _Plan) -> BlockIntervals | None:
+    if plan.interval_level is None:
+        return None
+    scales = tuple(float(plan.noise.sampler(level).scale) for level in range(len(LEVELS)))
+    return BlockIntervals(
+        plan.interval_level, plan.interval_seed, str(plan.out / "noisy"), plan.geography, scales
+    )
+
+
+def _nation_intervals(plan: _Plan, nation_noisy: np.ndarray) -> dict[str, Any] | None:
+    """The manifest's ``intervals``: level, method, seed and the nation's intervals (from its
+    own noisy answer: its children, the states, are in other partitions)."""
+    settings = _block_intervals(plan)
+    if settings is None:
+        return None
+    u = np.random.default_rng([settings.seed, len(plan.geography.states)])
+    lower, upper, _ = bounds(
+        "counts",
+        np.array([-1]),
+        nation_noisy[None, :].astype(np.int64),
+        np.array([settings.scales[0]]),
+        level=settings.level,
+        raw=True,
+        u=u.random((1, nation_noisy.size)),
+    )
+    return {
+        "level": settings.level,
+        "method": "exact-pivot",
+        "seed": settings.seed,
+        "columns": ["lower", "upper"],
+        "nation": {"lower": lower[0].tolist(), "upper": upper[0].tolist()},
+    }
 
 
 def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:

@@ -65,13 +65,14 @@ from typing import Any
 import numpy as np
 
 from dpopt.census.data import MAX_CELLS, MAX_HOUSEHOLD_SIZE, CensusData, household_distribution
-from dpopt.validation import MAX_COUNT, boolean, integer, positive_number
+from dpopt.validation import MAX_COUNT, boolean, choice, integer, positive_number
 
 __all__ = [
     "LEVELS",
     "Geography",
     "StateData",
     "StateShape",
+    "described",
     "national_data",
     "scaled",
     "small",
@@ -402,6 +403,28 @@ def scaled(geography: Geography, fraction: float) -> Geography:
             )
         )
     return Geography(tuple(states), geography.sizes, geography.seed, geography.regular)
+
+
+def described(
+    kind: str = "blocks",
+    *,
+    scale: float = 1.0,
+    sizes: int = 30,
+    seed: int = 0,
+    puerto_rico: bool = False,
+) -> Geography:
+    """The geography the ``dpopt census`` and ``dpopt plan census`` commands describe:
+    ``"blocks"`` (:func:`us_blocks`) or ``"small"`` (:func:`small`), kept at ``scale`` of its
+    regions (:func:`scaled`; 0 < scale ≤ 1)."""
+    kind = choice("kind", kind, ("blocks", "small"))
+    scale = positive_number("scale", scale)
+    if scale > 1:
+        raise ValueError(f"scale must be in (0, 1] (a share of the regions), got {scale}")
+    if kind == "small":
+        shape = small(sizes=sizes, seed=seed)
+    else:
+        shape = us_blocks(puerto_rico=puerto_rico, sizes=sizes, seed=seed)
+    return shape if scale == 1.0 else scaled(shape, scale)
 
 
 def small(

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.census.confidence import Intervals, interval_options, intervals
 from dpopt.census.data import CensusData
 from dpopt.census.measurement import check_accountant, execute, plan
 from dpopt.census.postprocess import (
@@ -41,7 +42,9 @@ class Release:
     (:class:`dpopt.release.ReleaseResult`): ``budget`` is the charged accountant's
     :meth:`~dpopt.privacy.Accountant.report`, ``statuses`` the status of every solve it ran,
     ``measured`` one :class:`~dpopt.release.Measured` record per level. ``conditions``
-    reports the PGSR conditions checked on the released counts.
+    reports the PGSR conditions checked on the released counts. ``intervals`` holds each
+    count's confidence interval when the release was asked for them (``interval_level``;
+    :func:`~dpopt.census.confidence.intervals`, post-processing of the measurement).
     """
 
     method: str
@@ -53,6 +56,7 @@ class Release:
     measured: tuple[Measured, ...]
     solution: Solution
     conditions: dict[str, Any] = field(repr=False)
+    intervals: Intervals | None = field(default=None, repr=False)
 
     @property
     def satisfies_pgsr(self) -> bool:
@@ -72,6 +76,8 @@ def release(
     domain_sd: float = 3.0,
     executor: Any = None,
     time_limit: float | None = None,
+    interval_level: float | None = None,
+    interval_seed: int = 0,
 ) -> Release:
     """Release ``data`` under ε-DP, post-processed with ``method`` (a key of
     :data:`~dpopt.census.METHODS`).
@@ -85,7 +91,9 @@ def release(
     objective (every cell alike, domains widened until feasible), the only one of the
     cumulative methods. ``level_weights`` splits the budget over the levels (spec G11), which
     is another matter. ``executor``: see :func:`~dpopt.census.post_process` (a Dask client is
-    accepted).
+    accepted). ``interval_level`` (in (0, 1), e.g. 0.95) attaches an exact confidence interval
+    to every count (:func:`~dpopt.census.confidence.intervals`, with ``interval_seed`` its own
+    public randomisation): no further budget, computed from the measurement.
 
     Post-processing that fails after the charge (a solver's ``infeasible`` or ``time_limit``
     without a point, a method refusing the domains widening gave it, an error) raises
@@ -101,6 +109,8 @@ def release(
     chosen = objective_of(objective, method)
     domain_sd = domain_sd_of(domain_sd)
     check_time_limit(method, time_limit)
+    if interval_level is not None:
+        interval_options(interval_level, "exact-pivot", interval_seed)
     if executor is not None:
         Runner(executor)  # a TypeError for anything but an Executor or a Dask client
     planned = plan(data, spec.query, epsilon=epsilon, level_weights=level_weights)
@@ -127,6 +137,11 @@ def release(
         )
         counts = processed.counts
         check = PostProcess(planned.data.parents, counts, planned.data.total)
+        attached = (
+            None
+            if interval_level is None
+            else intervals(measurement, level=interval_level, seed=interval_seed)
+        )
     except Exception as err:
         raise ReleaseError(
             f"census.release: post-processing with {method!r} failed ({err}); "
@@ -144,4 +159,5 @@ def release(
         measurement.measured,
         processed.solution,
         check.violation_report(counts),
+        attached,
     )

@@ -137,7 +137,7 @@ def test_a_small_seed_warns_and_a_negative_one_is_refused(
 @pytest.mark.parametrize(
     ("extra", "match"),
     [
-        (["--scale", "2"], "--scale must be in (0, 1]"),
+        (["--scale", "2"], "scale must be in (0, 1]"),
         (["--scale", "0"], "--scale: must be a finite number > 0"),
         (["--domain-sd", "1e300"], "domain_sd must be at most"),
         (["--epsilon", "1e-300"], "discrete Laplace scale"),

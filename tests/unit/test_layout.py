@@ -20,6 +20,7 @@ LAYERS = {
     "release": 0,
     "validation": 0,
     "workload": 0,
+    "query_variance": 0,
     "threads": 0,
     "runner": 0,
     "hierarchy": 0,
@@ -33,6 +34,8 @@ LAYERS = {
     "compare": 4,
     "paper": 4,
     "cli": 4,
+    "cli_types": 4,
+    "plan_cli": 4,
 }
 FOLDERS = {"dpopt": "dpopt", "models": "dpopt.models", "solvers": "dpopt.solvers"}
 

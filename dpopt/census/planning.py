@@ -1,0 +1,234 @@
+"""The ε for a census accuracy target, found by simulation on public-shaped data (issue 26).
+
+The error of a post-processed census release depends on the counts (non-negativity bends it
+where counts are small), so no closed form gives it. :func:`plan_epsilon` simulates instead:
+the geography's public shape (the number of regions at every level, a plausible count
+distribution from its generator) gives synthetic counts, and block releases of them
+(:func:`~dpopt.census.release_blocks`, the release users run) measure the target metric at a
+level — the mean L1 error per cell, or the median width of the 0.95 intervals — at a few ε.
+Every simulated release reuses one noise seed (common random numbers), so the metric is a
+smooth, decreasing function of ε and a secant search on log ε against log metric converges in
+a few releases. Nothing private is read and no budget is spent: the counts are synthetic.
+
+How reliable: each evaluation averages over every cell of the level, and the plan reports the
+standard error of that mean across states (one release's sampling error); the larger
+uncertainty is whether the real counts look like the generator's, which only a public prior
+release (``data_dir``: truth partitions of the shape :func:`~dpopt.census.blocks.generate`
+writes) can settle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpopt.census.blocks import read_release, release_blocks
+from dpopt.census.geography import LEVELS, Geography, state_data
+from dpopt.census.store import read_partition
+from dpopt.validation import choice, instance, integer, positive_number
+
+__all__ = ["METRICS", "CensusPlan", "plan_epsilon", "sample_states"]
+
+METRICS = ("l1", "width")
+"""``l1``: mean absolute error per cell at the level; ``width``: median number of integers in
+the level's 0.95 confidence intervals (:mod:`dpopt.census.confidence`)."""
+
+EPSILON_RANGE = (0.01, 100.0)
+"""The ε the search tries: below, a block release is noise (and exact sampling slow); above,
+the noise is below one count almost everywhere."""
+
+SIMULATION_SEED = 2026
+"""The simulated releases' noise seed: public, since the counts it noises are synthetic."""
+
+
+@dataclass(frozen=True)
+class CensusPlan:
+    """The smallest ε found whose simulated release meets ``target`` on ``metric`` at
+    ``level``: ``achieved`` the metric at ``epsilon`` (± ``standard_error`` across states),
+    ``evaluations`` every (ε, metric) simulated, in order."""
+
+    epsilon: float
+    level: str
+    metric: str
+    target: float
+    achieved: float
+    standard_error: float
+    evaluations: list[tuple[float, float]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def sample_states(geography: Geography, count: int) -> Geography:
+    """``count`` of the geography's states, evenly spaced in the order of their block counts
+    (a public choice), re-indexed 0 … count − 1; the geography itself when it has no more."""
+    if count >= len(geography.states):
+        return geography
+    ranked = sorted(geography.states, key=lambda shape: (shape.blocks, shape.index))
+    picks = np.unique(np.linspace(0, len(ranked) - 1, count).round().astype(int))
+    chosen = tuple(dataclasses.replace(ranked[p], index=i) for i, p in enumerate(picks.tolist()))
+    return dataclasses.replace(geography, states=chosen)
+
+
+def _truth(geography: Geography, state: int, data_dir: str | None) -> tuple[np.ndarray, ...]:
+    """(counts, level) of one state: the generator's, or the truth partition's."""
+    if data_dir is None:
+        data = state_data(geography, state)
+        return data.counts, data.level
+    part = read_partition(data_dir, geography, state, "truth")
+    return part.values, part.level
+
+
+def _cell_values(
+    out: str, geography: Geography, state: int, depth: int, metric: str, data_dir: str | None
+) -> np.ndarray:
+    """The metric's value at every cell of one state at ``depth``: |released − truth|, or the
+    number of integers in the cell's interval."""
+    truth, level = _truth(geography, state, data_dir)
+    rows = level == depth
+    if metric == "l1":
+        return np.abs(read_release(out, geography, state)[rows] - truth[rows]).ravel()
+    upper = read_release(out, geography, state, "upper")[rows]
+    return np.maximum(upper - read_release(out, geography, state, "lower")[rows] + 1, 0).ravel()
+
+
+def _summary(per_state: list[np.ndarray], metric: str) -> tuple[float, float]:
+    """(metric, its standard error): the mean L1 with the spread of the state means, or the
+    median width (data-independent up to the cut at 0: no standard error is given)."""
+    values = np.concatenate(per_state)
+    if metric == "width":
+        return float(np.median(values)), 0.0
+    cells = np.array([v.size for v in per_state], dtype=np.float64)
+    means = np.array([v.mean() if v.size else 0.0 for v in per_state])
+    mean = float(values.mean())
+    weights = cells / cells.sum()
+    return mean, float(np.sqrt(np.sum(weights**2 * (means - mean) ** 2)))
+
+
+def _simulate(
+    geography: Geography,
+    epsilon: float,
+    depth: int,
+    metric: str,
+    objective: str,
+    executor: Any,
+    data_dir: str | None,
+) -> tuple[float, float]:
+    """(metric, its standard error) of one simulated release at ε."""
+    with tempfile.TemporaryDirectory(prefix="dpopt-plan-") as out:
+        result = release_blocks(
+            geography,
+            epsilon=epsilon,
+            out_dir=out,
+            rng=SIMULATION_SEED,  # synthetic counts: the seed guards nothing private
+            executor=executor,
+            objective=objective,
+            data_dir=data_dir,
+            interval_level=0.95 if metric == "width" else None,
+        )
+        if depth == 0:
+            if metric == "width":
+                nation = (result.intervals or {})["nation"]
+                widths = np.subtract(nation["upper"], nation["lower"]) + 1
+                return _summary([np.maximum(widths, 0)], metric)
+            truth = sum(_truth(geography, s.index, data_dir)[0][0] for s in geography.states)
+            return _summary([np.abs(result.partitioned.root_counts - truth)], metric)
+        per_state = [
+            _cell_values(out, geography, s.index, depth, metric, data_dir) for s in geography.states
+        ]
+    return _summary(per_state, metric)
+
+
+def plan_epsilon(
+    geography: Geography,
+    *,
+    target: float,
+    level: str = "county",
+    metric: str = "l1",
+    objective: str = "leaf-weighted",
+    executor: Any = None,
+    data_dir: str | None = None,
+    rtol: float = 0.02,
+    max_releases: int = 8,
+    states: int | None = None,
+) -> CensusPlan:
+    """The smallest ε (to ``rtol``: the metric lands in [target·(1 − rtol), target]) whose
+    block release of ``geography``'s synthetic counts (or of the truth partitions under
+    ``data_dir``, e.g. a public prior release) has ``metric`` ≤ ``target`` at ``level`` (a
+    name of :data:`~dpopt.census.geography.LEVELS`);
+    at most ``max_releases`` simulated releases (see the module docstring). ``executor`` as
+    in :func:`~dpopt.census.release_blocks`; ε stays in :data:`EPSILON_RANGE`. ``states``:
+    simulate on that many of the geography's states (:func:`sample_states`; synthetic counts
+    only), a release's cost divided by about len(states)/``states``; None, every state. A
+    target not met within ``max_releases`` releases is refused with the evaluations."""
+    instance("geography", geography, Geography)
+    target = positive_number("target", target)
+    depth = LEVELS.index(choice("level", level, LEVELS))
+    metric = choice("metric", metric, METRICS)
+    rtol = positive_number("rtol", rtol)
+    max_releases = integer("max_releases", max_releases, minimum=2)
+    if states is not None:
+        if data_dir is not None:
+            raise ValueError("states samples the synthetic counts; a data_dir is simulated whole")
+        geography = sample_states(geography, integer("states", states, minimum=1))
+    start = time.perf_counter()
+    evaluations: list[tuple[float, float]] = []
+    errors: dict[float, float] = {}
+
+    def evaluate(epsilon: float) -> float:
+        value, error = _simulate(geography, epsilon, depth, metric, objective, executor, data_dir)
+        evaluations.append((epsilon, value))
+        errors[epsilon] = error
+        return value
+
+    epsilon, value = 1.0, evaluate(1.0)
+    slope = -1.0  # metric ∝ 1/ε for counts far from 0: the first secant step's guess
+    aim = target * (1.0 - rtol / 2.0)
+    while not target * (1.0 - rtol) <= value <= target:
+        met = [e for e, v in evaluations if v <= target]
+        missed = [e for e, v in evaluations if v > target]
+        # the bracket: the metric misses the target at `noisy`, meets it at `precise`
+        noisy, precise = max(missed, default=EPSILON_RANGE[0]), min(met, default=EPSILON_RANGE[1])
+        if met and missed and precise <= noisy * (1.0 + rtol):
+            epsilon, value = precise, dict(evaluations)[precise]  # a metric that jumps
+            break
+        if len(evaluations) == max_releases:
+            raise ValueError(
+                f"no ε met {metric} ≤ {target:g} at the {level} level within {max_releases} "
+                f"simulated releases: (ε, {metric}) = "
+                + ", ".join(f"({e:.4g}, {v:.4g})" for e, v in evaluations)
+            )
+        if value > 0:  # a secant step on log ε against log metric, at most ×e² at once
+            step = (math.log(aim) - math.log(value)) / slope
+            guess = min(max(epsilon * math.exp(max(-2.0, min(2.0, step))), noisy), precise)
+        else:
+            guess = math.sqrt(noisy * precise)
+        tried = {e for e, _ in evaluations}
+        following = guess if guess not in tried else math.sqrt(noisy * precise)
+        if following in tried:  # pinned to an end of EPSILON_RANGE
+            side = f"every ε ≥ {noisy:g} gives" if not missed else f"no ε ≤ {precise:g} gives"
+            raise ValueError(
+                f"{side} {metric} ≤ {target:g} at the {level} level ({metric} {value:.4g} at "
+                f"ε = {epsilon:g}): the target does not fix an ε in {EPSILON_RANGE}"
+            )
+        following_value = evaluate(following)
+        if min(value, following_value) > 0:
+            measured = (math.log(following_value) - math.log(value)) / (
+                math.log(following) - math.log(epsilon)
+            )
+            slope = min(-0.05, max(-3.0, measured))
+        epsilon, value = following, following_value
+    return CensusPlan(
+        epsilon,
+        level,
+        metric,
+        target,
+        value,
+        errors[epsilon],
+        evaluations,
+        time.perf_counter() - start,
+    )

@@ -1,0 +1,43 @@
+"""argparse types of the ``dpopt`` command: numbers read and checked, with clean usage errors."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+
+def _number(text: str, convert: Callable[[str], Any], what: str, ok: Callable[[Any], bool],
+            rule: str) -> Any:  # fmt: skip
+    """``convert(text)`` if it reads and passes ``ok``; else argparse's clean usage error
+    (which names the flag)."""
+    try:
+        value = convert(text)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"must be {rule}, got {text}")
+    return value
+
+
+def positive_fraction(text: str) -> Fraction:
+    """argparse type of an exact ε, δ or the like: a rational > 0 ("0.1" is 1/10, "1/3")."""
+    what = "a number (write 0.5, 1/3 or 1e-3)"
+    return _number(text, Fraction, what, lambda value: value > 0, "> 0")  # type: ignore[no-any-return]
+
+
+def positive_float(text: str) -> float:
+    """argparse type of a finite float > 0 (seconds, a scale, a domain width)."""
+    return _number(text, float, "a number", lambda v: 0 < v < math.inf, "a finite number > 0")  # type: ignore[no-any-return]
+
+
+def nonnegative_int(text: str) -> int:
+    """argparse type of a count or a seed: an integer ≥ 0."""
+    return _number(text, int, "an integer", lambda value: value >= 0, "an integer >= 0")  # type: ignore[no-any-return]
+
+
+def positive_int(text: str) -> int:
+    """argparse type of a size or a count that must be at least 1."""
+    return _number(text, int, "an integer", lambda value: value >= 1, "an integer >= 1")  # type: ignore[no-any-return]

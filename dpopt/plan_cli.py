@@ -1,0 +1,317 @@
+"""``dpopt plan``: the error of a release before its budget is spent, or the ε for a target
+(issue 26). Public inputs only: a workload's description, never data."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from dpopt.cli_types import nonnegative_int, positive_float, positive_int
+
+PLAN_EPILOG = """workloads (--workload):
+  allrange:N  prefix:N  suffix:N  identity:N  total:N  identity-total:N  widthranges:N:K
+  a Kronecker product joins factors with 'x':   allrange:64xprefix:32
+  a union of products joins terms with '+':     allrange:64xtotal:32+total:64xprefix:32
+  marginals:SIZES:K  every K-way marginal of attributes of these sizes: marginals:4,4,4,4:2
+
+examples:
+  dpopt plan hdmm --workload allrange:1024 --rmse 10            smallest ε for RMSE 10
+  dpopt plan hdmm --workload allrange:256 --epsilon 0.1,1,10    the error at each ε
+  dpopt plan hdmm --workload allrange:64xallrange:64 --max-std 20 --json -
+  dpopt plan eigen --workload prefix:256 --rmse 5 --delta 1e-9  Gaussian noise, (ε, δ)
+
+columns: ε (with δ for Gaussian noise), the strategy a release at that ε measures (the
+optimised one, or Identity where its integer noise is smaller), the RMSE over the m queries
+and the largest standard deviation of one query — of the exact discrete noise the release
+draws, before any data is read. With --rmse / --max-std the row is the smallest ε meeting
+every target given.
+exit status: 0 ok, 2 bad input"""
+
+CENSUS_EPILOG = """examples:
+  dpopt plan census --scale 0.01 --target-l1 2 --level county     mean |error| per county cell
+  dpopt plan census --scale 0.01 --target-width 20 --level tract  median 0.95-interval width
+  dpopt plan census --geography small --target-l1 0.5 --level block --states 0 --json -
+
+The answer comes from simulated block releases (the release `dpopt census release` runs) of
+the geography's synthetic counts, one noise seed for every ε tried (common random numbers), a
+secant search on log ε: each row below is one simulated release. --states K simulates K of the
+states (evenly spaced by size; default 12, 0 = all) to answer in about a minute at 1 % of the
+nation. The standard error is one release's, across states; whether real counts look like the
+generator's is the larger uncertainty. No data is read and no budget is spent.
+exit status: 0 ok, 2 bad input or a target not met"""
+
+BLOCK_NAMES = ("allrange", "prefix", "suffix", "identity", "total", "identity-total")
+
+
+def add_parser(commands: Any) -> None:
+    """The ``plan`` subcommand and its ``hdmm``, ``eigen`` and ``census`` actions."""
+    plan = commands.add_parser(
+        "plan",
+        help="the error of a release before spending, or the ε for an accuracy target",
+        description="Accuracy before the budget is spent: the RMSE and largest per-query "
+        "standard deviation of a release, or the smallest ε that meets a target.",
+    )
+    families = plan.add_subparsers(dest="family", required=True, metavar="FAMILY")
+    for family, noise_help in (
+        ("hdmm", "laplace (default) or gaussian"),
+        ("eigen", "Eigen-Design releases with Gaussian noise: --delta is required"),
+    ):
+        cmd = families.add_parser(
+            family,
+            help=f"{family}: {noise_help}",
+            epilog=PLAN_EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        cmd.add_argument("--workload", required=True, help="the workload (see below)")
+        if family == "hdmm":
+            cmd.add_argument("--noise", choices=("laplace", "gaussian"), default="laplace")
+            cmd.add_argument(
+                "--method",
+                choices=("auto", "opt-kron", "opt-marginals", "identity"),
+                default="auto",
+                help="the strategy optimizer of a product workload (default auto: OPT_⊗; "
+                "a 1-D workload always runs OPT₀ or the L2 optimum)",
+            )
+            cmd.add_argument(
+                "--restarts",
+                type=positive_int,
+                default=5,
+                help="optimizer restarts (default 5; the paper's tables use 25)",
+            )
+            cmd.add_argument(
+                "--seed", type=nonnegative_int, default=0, help="optimizer seed (public)"
+            )
+        cmd.add_argument("--delta", type=positive_float, help="δ of Gaussian noise")
+        cmd.add_argument("--epsilon", "--eps", help="comma-separated ε values: the error at each")
+        cmd.add_argument("--rmse", type=positive_float, help="RMSE target")
+        cmd.add_argument(
+            "--max-std", type=positive_float, help="bound on every query's standard deviation"
+        )
+        cmd.add_argument("--json", metavar="PATH", help="also write the rows as JSON ('-': stdout)")
+    _census_parser(families)
+
+
+def _census_parser(families: Any) -> None:
+    cmd = families.add_parser(
+        "census",
+        help="census: the ε for a target at a level, by simulated block releases",
+        epilog=CENSUS_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cmd.add_argument("--geography", choices=("blocks", "small"), default="blocks")
+    cmd.add_argument(
+        "--scale",
+        type=positive_float,
+        help="share of the regions kept (default 0.01 of the blocks geography, 1 of small)",
+    )
+    cmd.add_argument("--sizes", type=positive_int, default=30, help="household sizes")
+    cmd.add_argument("--geo-seed", type=nonnegative_int, default=0, help="synthetic data seed")
+    cmd.add_argument("--puerto-rico", action="store_true", help="add Puerto Rico")
+    target = cmd.add_mutually_exclusive_group(required=True)
+    target.add_argument("--target-l1", type=positive_float, help="mean |error| per cell")
+    target.add_argument(
+        "--target-width", type=positive_float, help="median width of the 0.95 intervals"
+    )
+    cmd.add_argument(
+        "--level",
+        choices=("nation", "state", "county", "tract", "block group", "block"),
+        default="county",
+    )
+    cmd.add_argument("--states", type=nonnegative_int, default=12, help="states simulated (0: all)")
+    cmd.add_argument(
+        "--workers", type=nonnegative_int, default=0, help="worker processes (0: in-process)"
+    )
+    cmd.add_argument("--json", metavar="PATH", help="also write the plan as JSON ('-': stdout)")
+
+
+def _plan_census(args: argparse.Namespace) -> int:
+    from concurrent.futures import ProcessPoolExecutor
+
+    from dpopt.census import geography as geo
+    from dpopt.census.planning import plan_epsilon
+
+    metric, target = ("l1", args.target_l1) if args.target_l1 else ("width", args.target_width)
+    try:
+        scale = args.scale or (0.01 if args.geography == "blocks" else 1.0)
+        geography = geo.described(
+            args.geography,
+            scale=scale,
+            sizes=args.sizes,
+            seed=args.geo_seed,
+            puerto_rico=args.puerto_rico,
+        )
+        options = {"target": target, "level": args.level, "metric": metric}
+        options["states"] = args.states or None
+        if args.workers:
+            with ProcessPoolExecutor(args.workers) as executor:
+                plan = plan_epsilon(geography, executor=executor, **options)
+        else:
+            plan = plan_epsilon(geography, **options)
+    except ValueError as error:
+        return _fail(str(error))
+    report = {
+        "epsilon": plan.epsilon,
+        "level": plan.level,
+        "metric": plan.metric,
+        "target": plan.target,
+        "achieved": plan.achieved,
+        "standard_error": plan.standard_error,
+        "evaluations": plan.evaluations,
+        "states_simulated": args.states or "all",
+        "seconds": plan.seconds,
+    }
+    if args.json != "-":
+        print(f"{'epsilon':>10} {metric + ' at ' + plan.level:>22}")
+        for epsilon, value in plan.evaluations:
+            print(f"{epsilon:>10.4g} {value:>22.4g}")
+        print(
+            f"smallest ε meeting {metric} <= {target:g} at the {plan.level} level: "
+            f"{plan.epsilon:.4g} ({metric} {plan.achieved:.4g} ± {plan.standard_error:.2g}; "
+            f"{len(plan.evaluations)} simulated releases, {plan.seconds:.0f} s)"
+        )
+    if args.json:
+        _write_json(args.json, report)
+    return 0
+
+
+def _write_json(path: str, report: dict[str, Any]) -> None:
+    text = json.dumps(report, indent=2)
+    if path == "-":
+        print(text)
+        return
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text + "\n")
+
+
+def parse_workload(text: str) -> Any:
+    """A :mod:`dpopt.workload` matrix from the grammar of :data:`PLAN_EPILOG`."""
+    from dpopt import workload as wl
+
+    if text.startswith("marginals:"):
+        parts = text.split(":")
+        if len(parts) != 3:
+            raise ValueError(f"marginals are marginals:SIZES:K, got {text!r}")
+        sizes = [int(size) for size in parts[1].split(",")]
+        return wl.Marginals(sizes, int(parts[2]))
+    terms = []
+    for term in text.split("+"):
+        factors = [_factor(factor) for factor in re.split(r"(?<=\d)x(?=[a-z])", term.strip())]
+        terms.append(factors[0] if len(factors) == 1 else wl.Kron(factors))
+    return terms[0] if len(terms) == 1 else wl.VStack(terms)
+
+
+def _factor(text: str) -> Any:
+    from dpopt import workload as wl
+
+    name, *numbers = text.strip().split(":")
+    classes: dict[str, Callable[[int], wl.Matrix]] = {
+        "allrange": wl.AllRange,
+        "prefix": wl.Prefix,
+        "suffix": wl.Suffix,
+        "identity": wl.Identity,
+        "total": wl.Total,
+        "identity-total": wl.IdentityTotal,
+    }
+    try:
+        values = [int(number) for number in numbers]
+    except ValueError:
+        raise ValueError(f"sizes in {text!r} must be integers") from None
+    if name == "widthranges" and len(values) == 2:
+        return wl.WidthRanges(*values)
+    if name in classes and len(values) == 1:
+        return classes[name](values[0])
+    raise ValueError(
+        f"unknown workload factor {text!r}: use {', '.join(f'{b}:N' for b in BLOCK_NAMES)} "
+        "or widthranges:N:K"
+    )
+
+
+def _strategy(args: argparse.Namespace, workload: Any) -> Any:
+    from dpopt import eigen, hdmm
+    from dpopt import workload as wl
+
+    if args.family == "eigen":
+        return eigen.design(workload)
+    one_dimensional = len(wl.domain(workload)) == 1 and not isinstance(workload, wl.VStack)
+    if one_dimensional and args.method == "auto":
+        return hdmm.optimize(workload, args.noise, restarts=args.restarts, seed=args.seed)
+    method = "opt-kron" if args.method == "auto" else args.method
+    return hdmm.optimize_product(
+        workload, args.noise, method=method, restarts=args.restarts, seed=args.seed
+    )
+
+
+def _epsilons(text: str | None) -> list[float]:
+    if text is None:
+        return []
+    return [positive_float(part) for part in text.split(",")]
+
+
+def _row(plan: Any) -> dict[str, Any]:
+    return {
+        "epsilon": plan.epsilon,
+        "delta": plan.delta,
+        "noise": plan.noise,
+        "strategy": plan.strategy.template,
+        "rmse": plan.rmse,
+        "max_std": plan.max_std,
+        "queries": plan.queries,
+    }
+
+
+def _fail(message: str) -> int:
+    print(f"dpopt plan: error: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    """``dpopt plan``: print the table (and JSON); exit 2 on bad input."""
+    from dpopt import hdmm
+
+    if args.family == "census":
+        return _plan_census(args)
+    noise = "gaussian" if args.family == "eigen" else args.noise
+    if noise == "gaussian" and args.delta is None:
+        return _fail("Gaussian noise needs --delta")
+    if noise == "laplace" and args.delta is not None:
+        return _fail("--delta applies to --noise gaussian only")
+    try:
+        epsilons = _epsilons(args.epsilon)
+    except argparse.ArgumentTypeError as error:
+        return _fail(f"argument --epsilon: {error}")
+    if not epsilons and args.rmse is None and args.max_std is None:
+        return _fail("give --epsilon, --rmse or --max-std")
+    try:
+        workload = parse_workload(args.workload)
+        strategy = _strategy(args, workload)
+        plans = [hdmm.plan_error(workload, strategy, epsilon=e, delta=args.delta) for e in epsilons]
+        if args.rmse is not None or args.max_std is not None:
+            plans.append(
+                hdmm.plan_epsilon(
+                    workload, strategy, rmse=args.rmse, max_std=args.max_std, delta=args.delta
+                )
+            )
+    except ValueError as error:
+        return _fail(str(error))
+    rows = [_row(plan) for plan in plans]
+    to_stdout = args.json == "-"
+    if not to_stdout:
+        _print_table(args.workload, rows)
+    if args.json:
+        _write_json(args.json, {"workload": args.workload, "rows": rows})
+    return 0
+
+
+def _print_table(workload: str, rows: list[dict[str, Any]]) -> None:
+    print(f"workload {workload}: {rows[0]['queries']:,} queries, {rows[0]['noise']} noise")
+    print(f"{'epsilon':>12} {'delta':>9} {'strategy':<28} {'rmse':>12} {'max std':>12}")
+    for row in rows:
+        delta = "-" if row["delta"] is None else f"{row['delta']:.3g}"
+        print(
+            f"{row['epsilon']:>12.6g} {delta:>9} {row['strategy'][:28]:<28} "
+            f"{row['rmse']:>12.5g} {row['max_std']:>12.5g}"
+        )

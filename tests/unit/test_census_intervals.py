@@ -1,0 +1,209 @@
+"""Census confidence intervals (issue 26): the exact pivot's acceptance holds exactly ``level``
+of its distribution, coverage over many measurements at every level and true-count class,
+determinism, no budget, validation before any charge, and the block release's columns."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from dpopt import census
+from dpopt.census import confidence as iv
+from dpopt.census.data import CensusData
+from dpopt.privacy import Accountant
+
+
+def _laplace_exact(scale: float, k: np.ndarray) -> np.ndarray:
+    q = math.exp(-1.0 / scale)
+    return (1 - q) / (1 + q) * q ** np.abs(k)
+
+
+@pytest.mark.parametrize("scale", [0.3, 1.0, 7.5, 60.0])
+def test_laplace_pmf_is_the_sampler_distribution(scale: float) -> None:
+    pmf = iv._laplace(scale)
+    m = (pmf.size - 1) // 2
+    k = np.arange(-m, m + 1)
+    np.testing.assert_allclose(pmf, _laplace_exact(scale, k), rtol=1e-12)
+    assert pmf.sum() == pytest.approx(1.0, abs=1e-15)
+    q = math.exp(-1 / scale)
+    assert (pmf * k * k).sum() == pytest.approx(2 * q / (1 - q) ** 2, rel=1e-12)
+
+
+@pytest.mark.parametrize("query", ["counts", "cumulative"])
+@pytest.mark.parametrize(
+    ("children", "scale"),
+    [(0, 0.4), (0, 25.0), (1, 0.4), (1, 3.0), (3, 25.0), (7, 3.0), (7, 12.0), (40, 0.4), (40, 3.0)],
+)
+@pytest.mark.parametrize("level", [0.5, 0.9, 0.95, 0.99])
+def test_acceptance_holds_exactly_level(query, children, scale, level) -> None:
+    """Σ pmf(x)·φ(x) = level (the coverage at any truth) for the first column and, for
+    cumulative answers, the later ones, against the pmf built by direct convolution."""
+    a, b, first, later = iv._pivot(query, children, scale, scale, level, False)
+    pmf = iv._stretch(iv._laplace(scale), a)
+    if b:
+        pmf = np.convolve(pmf, iv._stretch(_direct_fold(iv._laplace(scale), children), b))
+    cases = [(first, pmf)]
+    if query == "cumulative":
+        cases.append((later, np.convolve(pmf, pmf[::-1])))
+    for acceptance, distribution in cases:
+        centre = (distribution.size - 1) // 2
+        x = np.arange(distribution.size) - centre
+        phi = ((x > acceptance.low) & (x < acceptance.high)).astype(float)
+        phi[x == acceptance.low] = acceptance.p_low
+        phi[x == acceptance.high] = acceptance.p_high
+        assert 0 <= acceptance.p_low <= 1 and 0 <= acceptance.p_high <= 1
+        assert float(distribution @ phi) == pytest.approx(level, abs=1e-10)
+
+
+def _direct_fold(pmf: np.ndarray, times: int) -> np.ndarray:
+    out = np.ones(1)
+    for _ in range(times):
+        out = np.convolve(out, pmf)
+    return out
+
+
+def test_weights_are_the_inverse_variance_combination() -> None:
+    assert iv._weights(0, 1.0, 1.0) == (1, 0)
+    assert iv._weights(5, 1.0, 1.0) == (5, 1)
+    assert iv._weights(iv.MAX_CHILDREN + 1, 1.0, 1.0) == (1, 0)
+    a, b = iv._weights(4, 4.0, 1.0)  # own variance 4, children 1 each: a/b = 4·1/4
+    assert a == b
+
+
+@pytest.fixture(scope="module")
+def data() -> CensusData:
+    rng = np.random.default_rng(5)
+    return census.synthetic(rng, states=3, counties=12, sizes=4, groups=2_000)
+
+
+@pytest.mark.parametrize("query", ["counts", "cumulative"])
+@pytest.mark.parametrize("epsilon", [0.2, 2.0, 20.0])
+def test_coverage_is_level_in_every_stratum(data: CensusData, query: str, epsilon: float) -> None:
+    """800 measurements: coverage within 4.5 binomial standard errors of 0.95 at every level
+    and for true counts 0, 1–5 and > 5 (the pivot does not depend on the truth)."""
+    releases = 800
+    hits = np.zeros(data.counts.shape)
+    for seed in range(releases):
+        measurement = census.measure(data, query, epsilon=epsilon, rng=seed)
+        hits += census.intervals(measurement, seed=seed).covers(data.counts)
+    depth = np.repeat(data.tree.depth[:, None], data.counts.shape[1], axis=1)
+    strata = {
+        **{f"level {d}": depth == d for d in range(3)},
+        "zero": data.counts == 0,
+        "small": (data.counts >= 1) & (data.counts <= 5),
+        "large": data.counts > 5,
+    }
+    for name, mask in strata.items():
+        if not mask.any():
+            continue
+        trials = mask.sum() * releases
+        coverage = hits[mask].sum() / trials
+        error = math.sqrt(0.95 * 0.05 / trials)
+        assert abs(coverage - 0.95) < 4.5 * error, (name, coverage, trials)
+
+
+def test_pivot_is_narrower_than_raw_at_internal_regions(data: CensusData) -> None:
+    widths = {"exact-pivot": [], "raw": []}
+    for seed in range(50):
+        measurement = census.measure(data, "counts", epsilon=1.0, rng=seed)
+        for method in widths:
+            widths[method].append(census.intervals(measurement, method=method).width[:4])
+    assert np.mean(widths["exact-pivot"]) < 0.97 * np.mean(widths["raw"])
+
+
+def test_deterministic_given_measurement_and_seed(data: CensusData) -> None:
+    measurement = census.measure(data, "counts", epsilon=1.0, rng=1)
+    first = census.intervals(measurement, seed=3)
+    again = census.intervals(measurement, seed=3)
+    other = census.intervals(measurement, seed=4)
+    np.testing.assert_array_equal(first.lower, again.lower)
+    np.testing.assert_array_equal(first.upper, again.upper)
+    # another seed moves only boundary atoms: by at most one count per bound
+    assert np.abs(first.lower - other.lower).max() <= 1
+    assert np.abs(first.upper - other.upper).max() <= 1
+    assert first.report()["level"] == 0.95 and first.report()["method"] == "exact-pivot"
+
+
+def test_release_attaches_intervals_without_spending(data: CensusData) -> None:
+    plain = census.release(data, epsilon=1.0, rng=9)
+    with_intervals = census.release(data, epsilon=1.0, rng=9, interval_level=0.9, interval_seed=2)
+    assert plain.intervals is None
+    assert with_intervals.budget == plain.budget
+    np.testing.assert_array_equal(with_intervals.counts, plain.counts)
+    measurement = census.measure(data, "counts", epsilon=1.0, rng=9)
+    expected = census.intervals(measurement, level=0.9, seed=2)
+    assert with_intervals.intervals is not None
+    np.testing.assert_array_equal(with_intervals.intervals.lower, expected.lower)
+    np.testing.assert_array_equal(with_intervals.intervals.upper, expected.upper)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"interval_level": 1.0}, "level must be in"),
+        ({"interval_level": 0.0}, "level must be a finite number > 0"),
+        ({"interval_level": 0.95, "interval_seed": -1}, "seed must be"),
+    ],
+)
+def test_bad_interval_options_are_refused_before_the_charge(data, options, message) -> None:
+    accountant = Accountant.pure(1.0)
+    with pytest.raises(ValueError, match=message):
+        census.release(data, epsilon=1.0, rng=1, accountant=accountant, **options)
+    assert not accountant.ledger
+
+
+def test_intervals_refuse_bad_input(data: CensusData) -> None:
+    measurement = census.measure(data, "counts", epsilon=1.0, rng=1)
+    with pytest.raises(TypeError, match="census Measurement"):
+        census.intervals(data)
+    with pytest.raises(ValueError, match="method must be one of"):
+        census.intervals(measurement, method="bootstrap")
+
+
+def test_block_release_writes_intervals_beside_counts(tmp_path) -> None:
+    from dpopt.census import blocks
+    from dpopt.census import geography as geo
+    from dpopt.census.geography import LEVELS
+    from dpopt.census.keyed import LevelNoise
+    from dpopt.census.store import Partition
+
+    def result_noise() -> LevelNoise:
+        return LevelNoise.uniform(1.0, len(LEVELS))
+
+    shape = geo.small(sizes=4, seed=0)
+    result = blocks.release_blocks(
+        shape, epsilon=1.0, out_dir=tmp_path, rng=123, interval_level=0.95, interval_seed=7
+    )
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    settings = blocks._block_intervals(
+        blocks._Plan(shape, tmp_path, None, result_noise(), 3.0, "global", "leaf-weighted", 0.95, 7)
+    )
+    assert settings is not None
+    hits = cells = 0
+    assert manifest["intervals"]["level"] == 0.95 and manifest["intervals"]["seed"] == 7
+    assert result.intervals == manifest["intervals"]
+    for state in range(len(shape.states)):
+        counts = blocks.read_release(tmp_path, shape, state)
+        lower = blocks.read_release(tmp_path, shape, state, "lower")
+        upper = blocks.read_release(tmp_path, shape, state, "upper")
+        assert lower.shape == counts.shape == upper.shape
+        assert (lower >= 0).all()
+        lows, highs = zip(
+            *(settings.column(state, size) for size in range(shape.sizes)), strict=True
+        )
+        np.testing.assert_array_equal(lower, np.column_stack(lows))
+        np.testing.assert_array_equal(upper, np.column_stack(highs))
+        truth = Partition.from_state(geo.state_data(shape, state)).values
+        hits += int(((lower <= truth) & (truth <= upper)).sum())
+        cells += truth.size
+    assert abs(hits / cells - 0.95) < 4.5 * math.sqrt(0.95 * 0.05 / cells), (hits, cells)
+    plain = blocks.release_blocks(shape, epsilon=1.0, out_dir=tmp_path / "plain", rng=123)
+    assert plain.intervals is None
+    with pytest.raises(ValueError, match="no 'lower' column"):
+        blocks.read_release(tmp_path / "plain", shape, 0, "lower")
+    np.testing.assert_array_equal(
+        blocks.read_release(tmp_path / "plain", shape, 0), blocks.read_release(tmp_path, shape, 0)
+    )

@@ -1,0 +1,88 @@
+"""The ε for a census target by simulation (issue 26): the plan meets its target, is
+deterministic, samples states by a public rule, refuses what it cannot answer, and the
+``dpopt plan census`` command reports the API's plan."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dpopt.census import geography as geo
+from dpopt.census.planning import _simulate, plan_epsilon, sample_states
+from dpopt.cli import main
+
+SLOW = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def shape() -> geo.Geography:
+    return geo.small(states=3, counties=2, tracts=2, block_groups=2, blocks=4, sizes=5)
+
+
+@pytest.mark.parametrize(
+    ("level", "metric", "target"), [("county", "l1", 2.0), ("tract", "width", 20.0)]
+)
+def test_plan_meets_its_target_and_is_reproducible(shape, level, metric, target) -> None:
+    plan = plan_epsilon(shape, target=target, level=level, metric=metric)
+    assert plan.achieved <= target
+    assert (plan.epsilon, plan.achieved) in plan.evaluations
+    # within rtol of the target, or a metric that jumps past it within rtol of ε
+    missed = [e for e, v in plan.evaluations if v > target]
+    assert plan.achieved >= target * 0.98 or max(missed) * 1.02 >= plan.epsilon
+    depth = geo.LEVELS.index(level)
+    value, _ = _simulate(shape, plan.epsilon, depth, metric, "leaf-weighted", None, None)
+    assert value == plan.achieved  # one noise seed for every ε: the same release again
+    again = plan_epsilon(shape, target=target, level=level, metric=metric)
+    assert again.evaluations == plan.evaluations
+    # every ε tried that met the target is at least the answer (it is the smallest found)
+    assert all(e >= plan.epsilon for e, v in plan.evaluations if v <= target * 0.98)
+
+
+@pytest.mark.slow
+def test_more_accuracy_needs_more_epsilon(shape) -> None:
+    loose = plan_epsilon(shape, target=3.0, level="county")
+    tight = plan_epsilon(shape, target=1.0, level="county")
+    assert tight.epsilon > loose.epsilon
+
+
+def test_sample_states_is_public_and_reindexed() -> None:
+    whole = geo.scaled(geo.us_blocks(), 0.001)
+    sample = sample_states(whole, 5)
+    assert [s.index for s in sample.states] == list(range(5))
+    blocks = sorted(s.blocks for s in whole.states)
+    assert sample.states[0].blocks == blocks[0] and sample.states[-1].blocks == blocks[-1]
+    assert sample_states(whole, 100) is whole
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        pytest.param(
+            {"target": 1e-9, "level": "county", "max_releases": 3}, "no ε met", marks=SLOW
+        ),
+        pytest.param({"target": 50.0, "level": "block"}, "every ε ≥ 0.01 gives", marks=SLOW),
+        pytest.param(
+            {"target": 0.5, "level": "block", "metric": "width"}, "no ε ≤ 100 gives", marks=SLOW
+        ),
+        ({"target": 1.0, "level": "county", "states": 2, "data_dir": "x"}, "data_dir"),
+        ({"target": 1.0, "level": "parish"}, "level must be one of"),
+        ({"target": 1.0, "metric": "rmse"}, "metric must be one of"),
+        ({"target": -1.0}, "target must be a finite number > 0"),
+    ],
+)
+def test_refusals(shape, options, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        plan_epsilon(shape, **options)
+
+
+@pytest.mark.slow
+def test_cli_reports_the_api_plan(shape, capsys) -> None:
+    arguments = ["plan", "census", "--geography", "small", "--sizes", "5", "--target-l1", "2"]
+    assert main([*arguments, "--level", "county", "--json", "-"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    plan = plan_epsilon(geo.small(sizes=5), target=2.0, level="county", states=12)
+    assert report["epsilon"] == plan.epsilon
+    assert [tuple(e) for e in report["evaluations"]] == plan.evaluations
+    assert main([*arguments[:-2], "--target-l1", "1e-9", "--level", "county"]) == 2
+    assert "dpopt plan: error:" in capsys.readouterr().err
