@@ -755,7 +755,10 @@ def reconstruct(measurement: Measurement) -> np.ndarray | list[np.ndarray]:
 @dataclass(frozen=True, eq=False)
 class Answered:
     """What :func:`answer` releases: the workload's ``answers`` W x̂, the ``strategy``
-    measured and its ``measurement``; a :class:`~dpopt.release.ReleaseResult`: ``budget``
+    measured and its ``measurement``, ``planned``: the release's RMSE and largest per-query
+    standard deviation, known before the draw (:class:`ErrorPlan` of the strategy measured;
+    None where it cannot be computed, see ``_plan_measured``);
+    a :class:`~dpopt.release.ReleaseResult`: ``budget``
     (the charged accountant's report), ``statuses`` (every solve of the strategy's
     optimisation, by method name; empty for a given strategy) and ``measured``."""
 
@@ -763,6 +766,7 @@ class Answered:
     strategy: AnyStrategy
     measurement: Measurement
     statuses: Mapping[str, Status]
+    planned: ErrorPlan | None = None
 
     @property
     def budget(self) -> dict[str, Any]:
@@ -855,6 +859,7 @@ def answer(
         raise ValueError(
             f"the workload has shape {tuple(np.shape(workload))}, the strategy {cells} columns"
         )
+    planned = _plan_measured(workload, strategy, epsilon, delta)  # public: before the charge
     measurement = measure(strategy, x, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
     try:
         estimate = reconstruct(measurement)
@@ -866,7 +871,7 @@ def answer(
             measurement=measurement,
             budget=measurement.budget,
         ) from error
-    return Answered(answers, strategy, measurement, dict(statuses))
+    return Answered(answers, strategy, measurement, dict(statuses), planned)
 
 
 # --- accuracy before spending (issue 26) ------------------------------------------------------
@@ -978,6 +983,19 @@ def _at(candidates: list[_Planned], epsilon: float, delta: float | None, m: int)
         m,
         chosen.strategy,
     )
+
+
+def _plan_measured(
+    workload: Any, strategy: AnyStrategy, epsilon: Any, delta: Any
+) -> ErrorPlan | None:
+    """The plan of exactly ``strategy`` (no Identity alternative), as :func:`answer` measures
+    it; None for a bad (ε, δ), which :func:`measure` then refuses by name, and where the
+    largest query variance would need more queries enumerated than DENSE_LIMIT."""
+    try:
+        _check_release(strategy.noise, epsilon, delta)
+        return _at([_planned(workload, strategy)], epsilon, delta, _rows(workload))
+    except (ValueError, TypeError):
+        return None
 
 
 def plan_error(

@@ -9,7 +9,9 @@ The family's public API:
 - :class:`Network` and :func:`load` (:mod:`~dpopt.dgm.networks`) — the public structure and
   domains, CPDs, records and count tables; :mod:`~dpopt.dgm.bif` reads BIF files and the
   bundled bnlearn networks (:data:`BUNDLED`);
-- :func:`evaluate` and the error metrics of the paper (:mod:`~dpopt.dgm.evaluation`).
+- :func:`evaluate` and the error metrics of the paper (:mod:`~dpopt.dgm.evaluation`);
+- :func:`error_curve` (:mod:`~dpopt.dgm.planning`) — the expected error against ε, default
+  and uniform split, from the public structure and record count, before spending.
 """
 
 from dpopt.dgm.bif import BUNDLED
@@ -42,6 +44,7 @@ from dpopt.dgm.learning import (
     subsample_epsilon,
 )
 from dpopt.dgm.networks import Network, load, quiet_pgmpy
+from dpopt.dgm.planning import ErrorCurve, error_curve
 
 __all__ = [
     "BUNDLED",
@@ -51,6 +54,7 @@ __all__ = [
     "OBJECTIVES",
     "SAMPLING_RATE",
     "STAGE_ONE_SHARE",
+    "ErrorCurve",
     "Inference",
     "Learned",
     "Measurement",
@@ -60,6 +64,7 @@ __all__ = [
     "allocate_budget",
     "amplified",
     "error_bounds",
+    "error_curve",
     "evaluate",
     "learn",
     "load",

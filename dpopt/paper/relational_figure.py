@@ -27,7 +27,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dpopt import relational
-from dpopt.relational import RelationalData, cross_errors, generate, tables
+from dpopt.relational import cross_errors
+from dpopt.relational.planning import DELTA, simulated_instance
 
 __all__ = [
     "EPSILONS",
@@ -49,25 +50,6 @@ PAPER_MOVIELENS = {  # spec §6, Fig. 3 read off the plot (±0.2): ε_rel → (A
     3.0: (8.8, 9.4),
     10.0: (6.7, 7.3),
 }
-DELTA = 1e-5
-"""δ_rel of every run (the paper's)."""
-_TABLE_DELTA = 1e-6
-
-
-def _tables(data: RelationalData, epsilon: float, rng: np.random.Generator) -> list[np.ndarray]:
-    """Both synthetic tables by the built-in MST at (ε, 10⁻⁶) each, as many rows as the real."""
-    return [
-        tables.synthesize(
-            data.codes(side),
-            data.cards(side),
-            epsilon=epsilon,
-            delta=_TABLE_DELTA,
-            rows=data.n_left if side == "left" else data.n_right,
-            rng=rng,
-            neighbours="replace",
-        ).codes
-        for side in ("left", "right")
-    ]
 
 
 def run(
@@ -86,14 +68,10 @@ def run(
     links between the same synthetic tables. ``shape`` is (users, movies, links); ``seed`` is
     the experiment's public seed (instances and noise are derived from it); ``settings`` go
     to :func:`dpopt.relational.learn_links` (rounds, slices, …)."""
-    users, movies, links = shape
     rows = []
     for index in tqdm(range(seeds), disable=not progress, desc="relational paper", leave=False):
         rng = np.random.default_rng([seed, index])
-        data = generate(users, movies, links, d_max=d_max, seed=rng)
-        left, right = _tables(data, table_epsilon, rng)
-        cells = rng.choice(left.shape[0] * right.shape[0], data.m, replace=False)
-        random_links = np.column_stack(np.divmod(cells, right.shape[0]))
+        data, left, right, random_links = simulated_instance(shape, d_max, table_epsilon, rng)
         baseline = cross_errors(data, left, right, random_links)
         for (e, epsilon), method in itertools.product(enumerate(epsilons), methods):
             learned = relational.learn_links(

@@ -12,6 +12,8 @@ The public API of the family:
 - :func:`generate`, :func:`load_movielens` — instances (:mod:`dpopt.relational.datasets`);
 - :func:`cross_errors`, :func:`table_errors`, :func:`evaluate` — the paper's metrics
   (:mod:`dpopt.relational.evaluation`);
+- :func:`error_curve` — the expected error against ε_rel from the public shape, before
+  spending (:mod:`dpopt.relational.planning`);
 - :func:`relational_rho` — Theorem 1's (ε, δ) → ρ (:mod:`dpopt.relational.budget`).
 """
 
@@ -21,6 +23,7 @@ from dpopt.relational.data import RelationalData, Workload
 from dpopt.relational.datasets import MOVIELENS_AGES, MOVIELENS_GENRES, generate, load_movielens
 from dpopt.relational.evaluation import cross_errors, evaluate, table_errors
 from dpopt.relational.links import METHODS, LinkResult, LinkSettings, learn_links
+from dpopt.relational.planning import error_curve
 from dpopt.relational.synthesizer import SyntheticDatabase, synthesize
 
 __all__ = [
@@ -33,6 +36,7 @@ __all__ = [
     "SyntheticDatabase",
     "Workload",
     "cross_errors",
+    "error_curve",
     "evaluate",
     "generate",
     "learn_links",

@@ -155,3 +155,21 @@ def test_plans_match_simulated_releases(strategies, name: str) -> None:
     predicted = hdmm.query_std(workload, strategy, epsilon=plan.epsilon, delta=delta) ** 2
     ratio = errors.var(axis=0).sum() / predicted.sum()
     assert ratio == pytest.approx(1.0, rel=0.05)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_answer_carries_its_plan(strategies, name: str) -> None:
+    """hdmm.answer's result holds the plan of the strategy it measured, computed before the
+    charge: the same numbers as plan_error where the release measures that strategy."""
+    workload, strategy, delta = strategies[name]
+    chosen = hdmm.release_strategy(workload, strategy, epsilon=1.5, delta=delta)
+    x = np.arange(workload.shape[1]) % 7
+    noise = "gaussian" if delta else "laplace"
+    answered = hdmm.answer(
+        workload, x, epsilon=1.5, delta=delta, noise=noise, strategy=chosen, rng=1
+    )
+    expected = hdmm.plan_error(workload, chosen, epsilon=1.5, delta=delta)
+    assert answered.planned is not None
+    assert answered.planned.rmse == pytest.approx(expected.rmse, rel=1e-12)
+    assert answered.planned.max_std == pytest.approx(expected.max_std, rel=1e-12)
+    assert answered.planned.strategy is chosen
