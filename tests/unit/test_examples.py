@@ -26,6 +26,7 @@ EXAMPLES: dict[str, tuple[tuple[str, ...], str]] = {
     "census_scaling": (("--no-plot", "--out", OUT), r"^growth exponent \(log time vs log work\)"),
     "dgm_experiments": (("--no-plot", "--out", OUT), r"^At what ε does the baseline match"),
     "dgm_scaling": ((), r"^quiet +insurance +27 "),
+    "error_curves": (("--no-plot",), r"^  ratio \d\.\d{3} "),
     "eigen_experiments": (("--no-csv",), r"^√\(error/svdb\) per method; total"),
     "eigen_scaling": (("--no-plot", "--out", OUT), r"^quiet +\d+\.\d+ +\d+\.\d+$"),
     "hdmm_adult": ((), r"^measured RMSE of the private answers: \d"),
