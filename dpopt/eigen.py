@@ -14,7 +14,9 @@ broken bound is the solve's status ``error``, and :func:`design` raises
 :class:`~dpopt.SolverError` on it. A design is not a release (no data, no noise); the
 strategy to release at ε is :func:`dpopt.hdmm.release_strategy`'s choice. The paper's
 constant P = 2ln(2/δ)/ε² is not used: dpopt calibrates σ with the analytic Gaussian
-mechanism; ratios are unchanged (spec §8 items 2–3).
+mechanism; ratios are unchanged (spec §8 items 2–3). :func:`plan_error`, :func:`plan_epsilon`
+and :func:`query_std` (those of :mod:`dpopt.hdmm`) give a design's error before spending and
+the ε for a target.
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ from dpopt.problem import CLAIMS_FEASIBLE, Solution, SolverError, solve
 from dpopt.solvers.eigen_design import DENSE_MAX_N, spectrum_bounds
 from dpopt.validation import finite_array
 
-__all__ = ["DENSE_MAX_N", "bounds", "design"]
+__all__ = ["DENSE_MAX_N", "bounds", "design", "plan_epsilon", "plan_error", "query_std"]
+
+plan_error, plan_epsilon, query_std = hdmm.plan_error, hdmm.plan_epsilon, hdmm.query_std
+"""Accuracy before spending works on a design as on any HDMM strategy (issue 26)."""
 
 
 def _is_product(workload: Any) -> bool:

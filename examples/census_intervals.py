@@ -1,6 +1,7 @@
 """Coverage of census confidence intervals after post-processing (issue 26).
 
-Three synthetic hierarchies × ε ∈ {0.1, 1, 10} × the counts query (post-processed by pwl-dp)
+Four synthetic hierarchies (the last the six levels nation … block of the small block
+geography) × ε ∈ {0.1, 1, 10} × the counts query (post-processed by pwl-dp)
 and the cumulative one (pava-dp): ``--releases`` re-releases of the same truth each, and per
 release the intervals of :func:`dpopt.census.intervals` at level 0.95 (``exact-pivot``, and
 ``raw``: the region's own noisy answer, the width baseline). The table reports, per setting,
@@ -30,6 +31,7 @@ import numpy as np
 import plot_output
 
 from dpopt import census
+from dpopt.census import geography
 from dpopt.census.data import CensusData
 
 LEVEL = 0.95
@@ -70,6 +72,8 @@ def shapes(quick: bool) -> dict[str, CensusData]:
     found["nation, 1 state, 40 counties, 10 sizes (sparse)"] = census.synthetic(
         rng, states=1, counties=40, sizes=10, groups=3_000
     )
+    blocks, _, _ = geography.national_data(geography.small(sizes=6))
+    found["6 levels, nation … blocks (the small block geography), 6 sizes"] = blocks
     return found
 
 

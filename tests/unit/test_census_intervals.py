@@ -84,6 +84,19 @@ def data() -> CensusData:
 def test_coverage_is_level_in_every_stratum(data: CensusData, query: str, epsilon: float) -> None:
     """800 measurements: coverage within 4.5 binomial standard errors of 0.95 at every level
     and for true counts 0, 1–5 and > 5 (the pivot does not depend on the truth)."""
+    _check_coverage(data, query, epsilon)
+
+
+@pytest.mark.parametrize("query", ["counts", "cumulative"])
+def test_coverage_at_every_level_nation_to_block(query: str) -> None:
+    """The same on the six levels nation … block of the small block geography (44 % zeros)."""
+    from dpopt.census import geography
+
+    blocks, _, _ = geography.national_data(geography.small(sizes=4))
+    _check_coverage(blocks, query, 1.0)
+
+
+def _check_coverage(data: CensusData, query: str, epsilon: float) -> None:
     releases = 800
     hits = np.zeros(data.counts.shape)
     for seed in range(releases):
@@ -91,7 +104,7 @@ def test_coverage_is_level_in_every_stratum(data: CensusData, query: str, epsilo
         hits += census.intervals(measurement, seed=seed).covers(data.counts)
     depth = np.repeat(data.tree.depth[:, None], data.counts.shape[1], axis=1)
     strata = {
-        **{f"level {d}": depth == d for d in range(3)},
+        **{f"level {d}": depth == d for d in range(int(depth.max()) + 1)},
         "zero": data.counts == 0,
         "small": (data.counts >= 1) & (data.counts <= 5),
         "large": data.counts > 5,
