@@ -84,7 +84,9 @@ def opt_marginals(
 
     ``workload`` is a union-of-Kronecker Matrix on ``domain`` or its surrogate w. L-BFGS-B with
     x ≥ 0 (θ for Laplace, u = θ² for Gaussian) from the Theorem-13 closed form and from
-    ``restarts`` seeded U[0,1) starts; the closed form itself is also a candidate. Once
+    ``restarts`` seeded U[0,1) starts; the closed form itself and Identity (θ on the full
+    marginal alone) are also candidates, so OPT_M never returns a strategy worse than
+    Identity (a descent can end in a worse local optimum: 2-way marginals of 4⁴). Once
     ``deadline`` has passed, the running descent stops and no further start is tried
     (``deadline.reached`` is then True); the best candidate so far is returned.
     """
@@ -101,8 +103,10 @@ def opt_marginals(
         raise ValueError("workload must be non-empty (its Gram is 0)")
     theta, _ = closed_form(sur)
     closed = theta if noise == "laplace" else theta**2
+    identity = np.zeros(2 ** len(sizes))
+    identity[-1] = 1.0  # the full marginal: Identity, itself a marginal strategy
     starts = [closed, *rng.random((restarts, 2 ** len(sizes)))]
-    found = [closed]
+    found = [closed, identity]
     with one_thread():
         for start in starts:
             if deadline.expired():
