@@ -36,6 +36,7 @@ LAYERS = {
     "cli": 4,
     "cli_types": 4,
     "plan_cli": 4,
+    "testing": 4,
 }
 FOLDERS = {"dpopt": "dpopt", "models": "dpopt.models", "solvers": "dpopt.solvers"}
 
