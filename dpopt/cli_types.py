@@ -1,11 +1,14 @@
-"""argparse types of the ``dpopt`` command: numbers read and checked, with clean usage errors."""
+"""Pieces shared by the ``dpopt`` commands: argparse types (numbers read and checked, with
+clean usage errors) and the ``--json PATH`` writer."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from collections.abc import Callable
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 
@@ -41,3 +44,12 @@ def nonnegative_int(text: str) -> int:
 def positive_int(text: str) -> int:
     """argparse type of a size or a count that must be at least 1."""
     return _number(text, int, "an integer", lambda value: value >= 1, "an integer >= 1")  # type: ignore[no-any-return]
+
+
+def write_json(path: str, value: Any) -> None:
+    """``--json PATH``: ``value`` as indented JSON to PATH, or to stdout when PATH is ``-``."""
+    text = json.dumps(value, indent=1)
+    if path == "-":
+        print(text)
+    else:
+        Path(path).write_text(text + "\n", encoding="utf-8")

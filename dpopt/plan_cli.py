@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from dpopt.cli_types import nonnegative_int, positive_float, positive_int
+from dpopt.cli_types import nonnegative_int, positive_float, positive_int, write_json
 
 PLAN_EPILOG = """workloads (--workload):
   allrange:N  prefix:N  suffix:N  identity:N  total:N  identity-total:N  widthranges:N:K
@@ -177,7 +176,7 @@ def _plan_curve(args: argparse.Namespace) -> int:
         for row in rows:
             print(" ".join(f"{row[name]:>15.4g}" for name in labels))
     if args.json:
-        _write_json(args.json, {"family": args.family, "about": about, "rows": rows})
+        write_json(args.json, {"family": args.family, "about": about, "rows": rows})
     return 0
 
 
@@ -260,17 +259,8 @@ def _plan_census(args: argparse.Namespace) -> int:
             f"{len(plan.evaluations)} simulated releases, {plan.seconds:.0f} s)"
         )
     if args.json:
-        _write_json(args.json, report)
+        write_json(args.json, report)
     return 0
-
-
-def _write_json(path: str, report: dict[str, Any]) -> None:
-    text = json.dumps(report, indent=2)
-    if path == "-":
-        print(text)
-        return
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text + "\n")
 
 
 def parse_workload(text: str) -> Any:
@@ -390,7 +380,7 @@ def run(args: argparse.Namespace) -> int:
     if not to_stdout:
         _print_table(args.workload, rows)
     if args.json:
-        _write_json(args.json, {"workload": args.workload, "rows": rows})
+        write_json(args.json, {"workload": args.workload, "rows": rows})
     return 0
 
 

@@ -22,8 +22,10 @@ table synthesizer):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -39,6 +41,7 @@ __all__ = [
     "ReleaseError",
     "ReleaseResult",
     "Rng",
+    "budget_errors",
     "measured_answers",
     "resolve_rng",
     "worst_status",
@@ -162,3 +165,20 @@ class ReleaseError(RuntimeError):
         )
         self.measurement = measurement
         self.budget = budget
+
+
+def budget_errors(budget: Any) -> list[str]:
+    """What is wrong with an accountant report (``ReleaseResult.budget``): not a report, spent
+    above its total, or spent not the sum of its charges; empty when it is sound."""
+    if not isinstance(budget, dict) or "exact" not in budget:
+        return [f"budget is not an accountant report: {budget!r:.80}"]
+    total, spent = (Fraction(budget["exact"][key]) for key in ("total", "spent"))
+    errors = []
+    if spent > total:
+        errors.append(f"budget spent {spent} exceeds the total {total}")
+    amounts = [charge.get("amount") for charge in budget.get("charges", [])]
+    if amounts and all(isinstance(a, float | int) for a in amounts):
+        charged = math.fsum(amounts)
+        if not math.isclose(charged, float(spent), rel_tol=1e-9, abs_tol=1e-12):
+            errors.append(f"budget spent {float(spent)!r} is not its charges' sum {charged!r}")
+    return errors

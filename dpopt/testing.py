@@ -22,13 +22,12 @@ optimum) raises ``RuntimeError``, which a test reports as an error, not as the u
 
 from __future__ import annotations
 
-import math
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from dpopt.problem import CLAIMS_FEASIBLE, Problem, solve
+from dpopt.release import budget_errors
 
 __all__ = ["assert_feasible", "assert_optimal", "assert_release_valid", "instances", "problems"]
 
@@ -94,21 +93,6 @@ def assert_optimal(
         )
 
 
-def _budget_errors(budget: Any) -> list[str]:
-    if not isinstance(budget, dict) or "exact" not in budget:
-        return [f"budget is not an accountant report: {budget!r:.80}"]
-    total, spent = (Fraction(budget["exact"][key]) for key in ("total", "spent"))
-    errors = []
-    if spent > total:
-        errors.append(f"budget spent {spent} exceeds the total {total}")
-    amounts = [charge.get("amount") for charge in budget.get("charges", [])]
-    if amounts and all(isinstance(a, float | int) for a in amounts):
-        charged = math.fsum(amounts)
-        if not math.isclose(charged, float(spent), rel_tol=1e-9, abs_tol=1e-12):
-            errors.append(f"budget spent {float(spent)!r} is not its charges' sum {charged!r}")
-    return errors
-
-
 def _census_errors(counts: np.ndarray, parents: np.ndarray) -> list[str]:
     from dpopt.hierarchy import Tree
 
@@ -133,7 +117,7 @@ def assert_release_valid(release: Any, *, parents: Any = None) -> None:
     ``violated``, ``infeasible``, ``time_limit`` or ``error``. A census release with its
     public hierarchy ``parents`` is also checked: non-negative, integral, every parent the sum
     of its children."""
-    errors = _budget_errors(getattr(release, "budget", None))
+    errors = budget_errors(getattr(release, "budget", None))
     statuses = getattr(release, "statuses", None)
     if not isinstance(statuses, dict):
         errors.append(f"statuses is not a mapping: {statuses!r:.80}")

@@ -1,0 +1,151 @@
+"""``dpopt check``: verify a saved block-level release without the private data (issue 27).
+
+:func:`check_release` reads a release directory (``census.release_blocks``'s ``out_dir``)
+partition by partition — one state's released counts and its public hierarchy (the ``level``
+and ``parent`` columns of its noisy partition) at a time, so the memory of one state is enough
+— and checks: the manifest is complete (no ``INCOMPLETE`` marker), its budget report spends at
+most its total and exactly its charges, every count is a non-negative integer, every parent
+equals the sum of its children within each state, the states' roots add up to the manifest's
+nation counts and those to the public total n, and the release's checksum (the nation's counts,
+then every (state, size) column, :mod:`dpopt.solvers.pgsr_partitioned`) is the manifest's.
+Re-checking the optimality certificate from the noisy partitions is not done yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpopt.census.blocks import INCOMPLETE, MANIFEST
+from dpopt.census.store import partition_path
+from dpopt.hierarchy import Tree
+from dpopt.release import budget_errors
+from dpopt.solvers.pgsr_partitioned import checksum
+
+__all__ = ["CheckReport", "check_release"]
+
+LIMIT = 20
+"""Violations listed before the report stops adding them (the count goes on)."""
+
+
+@dataclass
+class CheckReport:
+    """What :func:`check_release` found: ``violations`` (the first :data:`LIMIT`, of
+    ``count`` in all) and what was ``checked``."""
+
+    path: str
+    violations: list[str] = field(default_factory=list)
+    count: int = 0
+    checked: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        return self.count == 0
+
+    def add(self, message: str) -> None:
+        self.count += 1
+        if len(self.violations) < LIMIT:
+            self.violations.append(message)
+
+
+def _manifest(out: Path) -> dict[str, Any]:
+    """The manifest, or a ValueError: the directory is not a readable release (exit 2)."""
+    if not out.is_dir():
+        raise ValueError(f"{out} is not a directory")
+    path = out / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path} cannot be read as a release manifest: {err}") from err
+    needed = {"states", "sizes", "total", "budget", "checksum", "nation_counts"}
+    if not isinstance(manifest, dict) or not needed <= set(manifest):
+        raise ValueError(f"{path} lacks {sorted(needed - set(manifest or {}))}")
+    return manifest
+
+
+def _budget(report: CheckReport, budget: Any) -> None:
+    for message in budget_errors(budget):
+        report.add(f"manifest: {message}")
+
+
+def _state(out: Path, state: int, sizes: int, report: CheckReport) -> tuple[np.ndarray, list[str]]:
+    """One state's root counts and its columns' checksums, checking its counts on the way."""
+    import pyarrow.parquet as pq
+
+    hierarchy = pq.read_table(partition_path(out / "noisy", state), columns=["parent"])
+    tree = Tree(hierarchy.column("parent").to_numpy().astype(np.int64))
+    roots, sums = np.zeros(sizes, dtype=np.int64), []
+    for size in range(sizes):
+        path = out / "release" / f"state={state}" / f"size_{size + 1}.parquet"
+        column = pq.read_table(path, columns=["count"]).column("count").to_numpy()
+        where = f"state {state}, size {size + 1}"
+        if column.dtype.kind not in "iu":
+            report.add(f"{where}: counts of type {column.dtype}, not integers")
+            column = np.round(column)
+        counts = column.astype(np.int64)
+        if counts.size != tree.size:
+            report.add(f"{where}: {counts.size} counts for {tree.size} regions")
+            continue
+        if np.any(counts < 0):
+            report.add(f"{where}: {int(np.sum(counts < 0))} negative counts")
+        gaps = counts - tree.child_sums(counts)
+        bad = np.flatnonzero(gaps[~tree.is_leaf])
+        if bad.size:
+            region = int(np.flatnonzero(~tree.is_leaf)[bad[0]])
+            report.add(
+                f"{where}: {bad.size} regions differ from the sum of their children (row "
+                f"{region}: {int(counts[region])} against {int(tree.child_sums(counts)[region])})"
+            )
+        roots[size] = counts[tree.root]
+        sums.append(checksum(counts))
+    return roots, sums
+
+
+def check_release(path: str | Path) -> CheckReport:
+    """Verify the release under ``path`` (module docstring). A ValueError means the directory
+    is not a readable release; anything found wrong is in the report's ``violations``."""
+    start = time.perf_counter()
+    out = Path(path)
+    manifest = _manifest(out)
+    report = CheckReport(str(out))
+    if (out / INCOMPLETE).exists():
+        report.add(f"{INCOMPLETE} marker present: the release was interrupted or failed")
+    _budget(report, manifest["budget"])
+    nation = np.asarray(manifest["nation_counts"], dtype=np.int64)
+    if nation.sum() != manifest["total"]:
+        report.add(
+            f"nation counts add up to {int(nation.sum())}, the total n is {manifest['total']}"
+        )
+    digest = hashlib.sha256(checksum(nation).encode())
+    roots = np.zeros_like(nation)
+    for state in range(int(manifest["states"])):
+        try:
+            root, sums = _state(out, state, int(manifest["sizes"]), report)
+        except (OSError, ValueError) as err:
+            report.add(f"state {state}: unreadable partition ({err})")
+            continue
+        roots += root
+        for value in sums:
+            digest.update(value.encode())
+    if not np.array_equal(roots, nation):
+        wrong = np.flatnonzero(roots != nation)
+        report.add(
+            f"the states' roots differ from the nation's counts at {wrong.size} sizes (size "
+            f"{int(wrong[0]) + 1}: {int(roots[wrong[0]])} against {int(nation[wrong[0]])})"
+        )
+    if digest.hexdigest() != manifest["checksum"]:
+        report.add("the release's checksum differs from the manifest's (a partition changed)")
+    report.checked = {
+        "states": int(manifest["states"]),
+        "sizes": int(manifest["sizes"]),
+        "checksum": digest.hexdigest(),
+        "certificate": "not re-checked",
+        "seconds": round(time.perf_counter() - start, 2),
+    }
+    return report
