@@ -132,6 +132,15 @@ def _parser() -> argparse.ArgumentParser:
         "measured once on a 2-core machine, then exit (with --json -: as JSON)",
     )
     cmp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    cmp.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        metavar="MODULE",
+        help="import MODULE first (repeatable; the current directory is searched): its "
+        "dpopt.register calls add your own methods, which --methods selects and --check "
+        "compares with the exact models (in-process runs only: --workers 0)",
+    )
     _dgm_parser(commands)
     _census_parser(commands)
     plan_cli.add_parser(commands)
@@ -340,8 +349,30 @@ def _version() -> str:
         return "unknown"
 
 
+def _import_methods(modules: Sequence[str] | None) -> str | None:
+    """Import the user's modules (their dpopt.register calls run); an error message or None."""
+    import importlib
+
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for module in modules or ():
+        try:
+            importlib.import_module(module)
+        except Exception as err:  # the user's module: any failure is reported, not raised
+            return f"--import {module}: {type(err).__name__}: {err}"
+    return None
+
+
 def _compare(args: argparse.Namespace) -> int:
     families = args.family or list(catalog.FAMILIES)
+    if args.imports:
+        if args.workers or args.scheduler:
+            print("dpopt compare: --import needs an in-process run (--workers 0)", file=sys.stderr)
+            return 2
+        failed = _import_methods(args.imports)
+        if failed:
+            print(f"dpopt compare: {failed}", file=sys.stderr)
+            return 2
     if args.list:
         listing = compare.list_suites(families, seed=0)
         print(

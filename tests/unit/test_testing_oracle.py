@@ -171,3 +171,29 @@ def test_the_oracle_example_shows_both_bugs() -> None:
     assert "2 failed" in run.stdout
     assert "violates the model by 1 (allowed 0): consistency" in run.stdout
     assert "above the exact optimum" in run.stdout and "(certified by pwl-dp" in run.stdout
+
+
+def test_registered_user_methods_fail_the_compare_check() -> None:
+    """``dpopt compare --import my_methods --methods 'my-*,pwl-dp' --check`` in
+    examples/oracle: exit 1, naming the violated point and the disagreement with pwl-dp (a
+    subprocess: registering the buggy methods here would add them to every later solve)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "examples" / "oracle"
+    run = subprocess.run(
+        [
+            *(sys.executable, "-m", "dpopt.cli", "compare", "--import", "my_methods"),
+            *("--family", "census", "--suite", "smoke", "--methods", "my-*,pwl-dp"),
+            *("--check", "--no-progress"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=folder,
+    )
+    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+    said = run.stdout + run.stderr
+    assert "exact method my-topdown ended with status violated" in said
+    assert "exact methods my-topdown-rounded (13) and pwl-dp (7) disagree" in said
