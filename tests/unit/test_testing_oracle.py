@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -150,22 +153,26 @@ def test_instances_are_seeded_and_typed() -> None:
         instances(int)
 
 
-def test_the_oracle_example_shows_both_bugs() -> None:
-    """examples/oracle: the user's pytest file fails on the planted bugs with named messages."""
-    import subprocess
-    import sys
-    from pathlib import Path
+ORACLE = Path(__file__).resolve().parents[2] / "examples" / "oracle"
 
-    folder = Path(__file__).resolve().parents[2] / "examples" / "oracle"
-    run = subprocess.run(
-        [
-            *(sys.executable, "-m", "pytest", str(folder), "-q", "-n", "0", "-m", ""),
-            *("-p", "no:randomly", "-p", "no:cacheprovider", "--rootdir", str(folder)),
-        ],
+
+def _in_oracle(*arguments: str) -> subprocess.CompletedProcess[str]:
+    """``python -m <arguments>`` in examples/oracle, in a fresh process: registering the
+    example's buggy methods here would add them to every later solve of this worker."""
+    return subprocess.run(
+        [sys.executable, "-m", *arguments],
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=folder,
+        cwd=ORACLE,
+    )
+
+
+def test_the_oracle_example_shows_both_bugs() -> None:
+    """examples/oracle: the user's pytest file fails on the planted bugs with named messages."""
+    run = _in_oracle(
+        *("pytest", str(ORACLE), "-q", "-n", "0", "-m", ""),
+        *("-p", "no:randomly", "-p", "no:cacheprovider", "--rootdir", str(ORACLE)),
     )
     assert run.returncode == 1, run.stdout[-2000:]
     assert "2 failed" in run.stdout
@@ -174,24 +181,11 @@ def test_the_oracle_example_shows_both_bugs() -> None:
 
 
 def test_registered_user_methods_fail_the_compare_check() -> None:
-    """``dpopt compare --import my_methods --methods 'my-*,pwl-dp' --check`` in
-    examples/oracle: exit 1, naming the violated point and the disagreement with pwl-dp (a
-    subprocess: registering the buggy methods here would add them to every later solve)."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    folder = Path(__file__).resolve().parents[2] / "examples" / "oracle"
-    run = subprocess.run(
-        [
-            *(sys.executable, "-m", "dpopt.cli", "compare", "--import", "my_methods"),
-            *("--family", "census", "--suite", "smoke", "--methods", "my-*,pwl-dp"),
-            *("--check", "--no-progress"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=folder,
+    """``dpopt compare --import my_methods --methods 'my-*,pwl-dp' --check``: exit 1, naming
+    the violated point and the disagreement with pwl-dp."""
+    run = _in_oracle(
+        *("dpopt.cli", "compare", "--import", "my_methods", "--family", "census"),
+        *("--suite", "smoke", "--methods", "my-*,pwl-dp", "--check", "--no-progress"),
     )
     assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
     said = run.stdout + run.stderr
