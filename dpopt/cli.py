@@ -154,6 +154,13 @@ def _parser() -> argparse.ArgumentParser:
         "first violations are listed), 2 unreadable",
     )
     check.add_argument("path", help="the release directory")
+    check.add_argument(
+        "--certificate",
+        action="store_true",
+        help="also re-solve the post-processing from the released noisy partitions with the "
+        "exact partitioned DP and check that the release is its certified optimum (the cost "
+        "of the release's own post-processing)",
+    )
     check.add_argument("--json", metavar="PATH", help="also write the report as JSON ('-': stdout)")
     return parser
 
@@ -844,7 +851,7 @@ def _check(args: argparse.Namespace) -> int:
     from dpopt.census.check import check_release
 
     try:
-        report = check_release(args.path)
+        report = check_release(args.path, certificate=args.certificate)
     except ValueError as err:
         print(f"dpopt check: {err}", file=sys.stderr)
         return 2

@@ -204,6 +204,7 @@ class BlockRelease:
     measured: tuple[Measured, ...]
     objective: str
     intervals: dict[str, Any] | None = None
+    domain_sd_start: float = 3.0
 
     @property
     def partitioned(self) -> PartitionedSolution:
@@ -235,6 +236,11 @@ class BlockRelease:
             "certificate": solution.certificate.as_info(),
             "nation_counts": solution.root_counts.tolist(),
             "intervals": self.intervals,
+            # public, for `dpopt check --certificate`: the nation's noisy answer (a DP output,
+            # like the noisy partitions), the geography's shape and the starting domains
+            "nation_noisy": self.nation_noisy.tolist(),
+            "geography_shape": self.geography.shape_record(),
+            "domain_sd_start": self.domain_sd_start,
         }
 
 
@@ -462,6 +468,7 @@ def _run(
         measured,
         plan.objective,
         _nation_intervals(plan, nation_noisy),
+        plan.domain_sd,
     )
     _write_manifest(out, result.manifest())
     return result

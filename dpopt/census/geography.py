@@ -54,6 +54,7 @@ near 350 MB of resident memory, imports included.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -246,6 +247,22 @@ class Geography:
             if state.name == name:
                 return state.index
         raise ValueError(f"name {name!r} is not a state of this geography")
+
+    def shape_record(self) -> dict[str, Any]:
+        """The public shape as JSON-ready values; :meth:`from_record` rebuilds it. The
+        generator's public seed is under ``"generator"``: a release manifest names no seed, so
+        that nothing in it can be mistaken for the noise key."""
+        return {
+            "sizes": self.sizes,
+            "generator": self.seed,
+            "regular": self.regular,
+            "states": [dataclasses.asdict(state) for state in self.states],
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Geography:
+        states = tuple(StateShape(**state) for state in record["states"])
+        return cls(states, record["sizes"], record["generator"], record["regular"])
 
     def fingerprint(self) -> str:
         """A stable SHA-256 (hex) of the generator version, sizes, seed, regularity and every

@@ -106,3 +106,37 @@ def test_unreadable_directories_exit_2(tmp_path: Path, capsys) -> None:
     with pytest.raises(ValueError, match="lacks"):
         (tmp_path / "manifest.json").write_text("{}")
         check_release(tmp_path)
+
+
+def test_the_certificate_re_solves_to_the_release(saved: Path) -> None:
+    report = check_release(saved, certificate=True)
+    assert report.valid, report.violations
+    assert report.checked["certificate"] == "re-solved"
+
+
+def test_a_changed_noisy_answer_breaks_the_certificate(copy: Path) -> None:
+    """Released counts that are not the optimum for the noisy answers on disk: caught only by
+    the re-solve (the counts themselves are consistent and match their checksum)."""
+    path = copy / "noisy" / "state=1.parquet"
+    table = pq.read_table(path)
+    column = table.column("size_2").to_numpy().copy()
+    column[-1] += 40
+    index = table.schema.get_field_index("size_2")
+    table = table.set_column(index, "size_2", pa.array(column, table.schema.field(index).type))
+    pq.write_table(table, path)
+    assert check_release(copy).valid
+    report = check_release(copy, certificate=True)
+    found = " | ".join(report.violations)
+    assert "not the certified optimum" in found or "certified optimum costs" in found, found
+
+
+def test_an_older_manifest_cannot_be_re_solved(copy: Path) -> None:
+    path = copy / "manifest.json"
+    manifest = json.loads(path.read_text())
+    del manifest["nation_noisy"]
+    path.write_text(json.dumps(manifest))
+    assert check_release(copy).valid
+    report = check_release(copy, certificate=True)
+    assert report.violations == [
+        "certificate: the manifest lacks the facts to re-solve (an older release)"
+    ]
