@@ -933,10 +933,9 @@ def _planned(workload: Any, strategy: AnyStrategy) -> _Planned:
             f"the strategy has {math.prod(covariance.sizes)} columns; the workload "
             f"{_cells(workload)} cells"
         )
-    mean = total_form(_matrix(workload), covariance) / _rows(workload)
-    return _Planned(
-        strategy, stack, kind, covariance, mean, max_row_form(_matrix(workload), covariance)
-    )
+    matrix = _matrix(workload)
+    mean = total_form(matrix, covariance) / _rows(workload)
+    return _Planned(strategy, stack, kind, covariance, mean, max_row_form(matrix, covariance))
 
 
 def _matrix(workload: Any) -> wl.Matrix | np.ndarray:
@@ -968,18 +967,25 @@ def _candidates(workload: Any, strategy: AnyStrategy) -> list[_Planned]:
     return [_planned(workload, strategy), _planned(workload, _identity_for(workload, strategy))]
 
 
-def _at(candidates: list[_Planned], epsilon: float, delta: float | None, m: int) -> ErrorPlan:
-    """The plan at ε: the candidate with the lower expected error, as a release chooses."""
+def _chosen(
+    candidates: list[_Planned], epsilon: float, delta: float | None
+) -> tuple[_Planned, float]:
+    """The candidate with the lower expected error at ε, as a release chooses, and the
+    variance of the noise it draws."""
     variances = [c.noise_variance(epsilon, delta) for c in candidates]
-    errors = [v * c.mean_variance for v, c in zip(variances, candidates, strict=True)]
-    best = int(np.argmin(errors))
-    chosen = candidates[best]
+    best = int(np.argmin([v * c.mean_variance for v, c in zip(variances, candidates, strict=True)]))
+    return candidates[best], variances[best]
+
+
+def _at(candidates: list[_Planned], epsilon: float, delta: float | None, m: int) -> ErrorPlan:
+    """The plan at ε of the candidate a release measures (:func:`_chosen`)."""
+    chosen, variance = _chosen(candidates, epsilon, delta)
     return ErrorPlan(
         epsilon,
         delta,
         chosen.noise,
-        math.sqrt(errors[best]),
-        math.sqrt(variances[best] * chosen.max_variance),
+        math.sqrt(variance * chosen.mean_variance),
+        math.sqrt(variance * chosen.max_variance),
         m,
         chosen.strategy,
     )
@@ -1080,7 +1086,6 @@ def query_std(
 ) -> np.ndarray:
     """Every query's standard deviation in a release at (ε, δ), in the workload's row order
     (of the strategy :func:`plan_error` says the release measures)."""
-    plan = plan_error(workload, strategy, epsilon=epsilon, delta=delta)
-    chosen = _planned(workload, plan.strategy)
-    variance = chosen.noise_variance(epsilon, delta)
+    _check_release(_kind_of(strategy), epsilon, delta)
+    chosen, variance = _chosen(_candidates(workload, strategy), epsilon, delta)
     return np.sqrt(variance * row_forms(_matrix(workload), chosen.covariance))

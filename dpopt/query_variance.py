@@ -46,9 +46,6 @@ class Covariance:
     def sizes(self) -> tuple[int, ...]:
         return tuple(f.shape[0] for f in self.terms[0][1])
 
-    def scaled(self, factor: float) -> Covariance:
-        return Covariance(tuple((c * factor, fs) for c, fs in self.terms))
-
     def dense(self) -> np.ndarray:
         """C as one n × n array (n = ∏ sizes; ValueError past ``workload.DENSE_LIMIT``)."""
         n = math.prod(self.sizes)

@@ -101,13 +101,13 @@ def _state(out: Path, state: int, sizes: int, report: CheckReport) -> tuple[np.n
             continue
         if np.any(counts < 0):
             report.add(f"{where}: {int(np.sum(counts < 0))} negative counts")
-        gaps = counts - tree.child_sums(counts)
-        bad = np.flatnonzero(gaps[~tree.is_leaf])
+        children = tree.child_sums(counts)
+        bad = np.flatnonzero((counts != children) & ~tree.is_leaf)
         if bad.size:
-            region = int(np.flatnonzero(~tree.is_leaf)[bad[0]])
+            region = int(bad[0])
             report.add(
                 f"{where}: {bad.size} regions differ from the sum of their children (row "
-                f"{region}: {int(counts[region])} against {int(tree.child_sums(counts)[region])})"
+                f"{region}: {int(counts[region])} against {int(children[region])})"
             )
         roots[size] = counts[tree.root]
         sums.append(checksum(counts))
