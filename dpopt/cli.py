@@ -12,6 +12,8 @@ from typing import Any
 
 from dpopt import compare, plan_cli
 from dpopt.cli_types import (
+    add_geography_arguments,
+    geography_of,
     nonnegative_int,
     positive_float,
     positive_fraction,
@@ -571,28 +573,8 @@ def _census_parser(commands: Any) -> None:
             epilog=CENSUS_EPILOG,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        cmd.add_argument(
-            "--geography",
-            choices=("blocks", "small"),
-            default="blocks",
-            help="blocks: the 2020 US shape (51 states, 8,132,968 blocks); small: a tiny test "
-            "geography (default: blocks)",
-        )
-        cmd.add_argument(
-            "--scale",
-            type=positive_float,
-            default=1.0,
-            help="fraction of every level's regions to keep (default 1: the whole nation)",
-        )
-        cmd.add_argument("--puerto-rico", action="store_true", help="add Puerto Rico")
-        cmd.add_argument(
-            "--sizes", type=positive_int, default=30, help="household sizes (default 30)"
-        )
-        cmd.add_argument(
-            "--geo-seed",
-            type=nonnegative_int,
-            default=0,
-            help="seed of the synthetic data (default 0)",
+        add_geography_arguments(
+            cmd, scale_help="fraction of every level's regions to keep (default 1: the nation)"
         )
         cmd.add_argument("--out", required=True, metavar="DIR", help="output directory")
         cmd.add_argument(
@@ -654,18 +636,6 @@ def _census_parser(commands: Any) -> None:
     )
 
 
-def _geography(args: argparse.Namespace) -> Any:
-    from dpopt.census import geography as geo
-
-    return geo.described(
-        args.geography,
-        scale=args.scale,
-        sizes=args.sizes,
-        seed=args.geo_seed,
-        puerto_rico=args.puerto_rico,
-    )
-
-
 def _census_client(args: argparse.Namespace) -> Any:
     """The Dask client of ``--workers``/``--scheduler``, its worker processes started with
     SIGINT ignored: Ctrl-C reaches this process alone, which stops them itself (they would
@@ -715,7 +685,7 @@ def _census(args: argparse.Namespace) -> int:
     if release:
         warn_if_small_seed(args.seed)
     try:
-        geography = _geography(args)
+        geography = geography_of(args, 1.0)
         if release:
             accountant = Accountant.pure(args.epsilon)
         client = _census_client(args)

@@ -53,3 +53,35 @@ def write_json(path: str, value: Any) -> None:
         print(text)
     else:
         Path(path).write_text(text + "\n", encoding="utf-8")
+
+
+def add_geography_arguments(cmd: argparse.ArgumentParser, *, scale_help: str) -> None:
+    """``--geography``, ``--scale``, ``--sizes``, ``--geo-seed`` and ``--puerto-rico``: the
+    public description of a census geography (:func:`geography_of`)."""
+    cmd.add_argument(
+        "--geography",
+        choices=("blocks", "small"),
+        default="blocks",
+        help="blocks: the 2020 US shape (51 states, 8,132,968 blocks); small: a tiny test "
+        "geography (default: blocks)",
+    )
+    cmd.add_argument("--scale", type=positive_float, help=scale_help)
+    cmd.add_argument("--puerto-rico", action="store_true", help="add Puerto Rico")
+    cmd.add_argument("--sizes", type=positive_int, default=30, help="household sizes (default 30)")
+    cmd.add_argument(
+        "--geo-seed", type=nonnegative_int, default=0, help="seed of the synthetic data (default 0)"
+    )
+
+
+def geography_of(args: argparse.Namespace, default_scale: float) -> Any:
+    """The geography :func:`add_geography_arguments` describes (``default_scale`` without
+    ``--scale``); a ValueError names a bad value."""
+    from dpopt.census import geography
+
+    return geography.described(
+        args.geography,
+        scale=default_scale if args.scale is None else args.scale,
+        sizes=args.sizes,
+        seed=args.geo_seed,
+        puerto_rico=args.puerto_rico,
+    )

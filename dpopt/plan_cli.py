@@ -9,7 +9,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from dpopt.cli_types import nonnegative_int, positive_float, positive_int, write_json
+from dpopt.cli_types import (
+    add_geography_arguments,
+    geography_of,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+    write_json,
+)
 
 PLAN_EPILOG = """workloads (--workload):
   allrange:N  prefix:N  suffix:N  identity:N  total:N  identity-total:N  widthranges:N:K
@@ -187,15 +194,10 @@ def _census_parser(families: Any) -> None:
         epilog=CENSUS_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    cmd.add_argument("--geography", choices=("blocks", "small"), default="blocks")
-    cmd.add_argument(
-        "--scale",
-        type=positive_float,
-        help="share of the regions kept (default 0.01 of the blocks geography, 1 of small)",
+    add_geography_arguments(
+        cmd,
+        scale_help="share of the regions kept (default 0.01 of the blocks geography, 1 of small)",
     )
-    cmd.add_argument("--sizes", type=positive_int, default=30, help="household sizes")
-    cmd.add_argument("--geo-seed", type=nonnegative_int, default=0, help="synthetic data seed")
-    cmd.add_argument("--puerto-rico", action="store_true", help="add Puerto Rico")
     target = cmd.add_mutually_exclusive_group(required=True)
     target.add_argument("--target-l1", type=positive_float, help="mean |error| per cell")
     target.add_argument(
@@ -216,19 +218,11 @@ def _census_parser(families: Any) -> None:
 def _plan_census(args: argparse.Namespace) -> int:
     from concurrent.futures import ProcessPoolExecutor
 
-    from dpopt.census import geography as geo
     from dpopt.census.planning import plan_epsilon
 
     metric, target = ("l1", args.target_l1) if args.target_l1 else ("width", args.target_width)
     try:
-        scale = args.scale or (0.01 if args.geography == "blocks" else 1.0)
-        geography = geo.described(
-            args.geography,
-            scale=scale,
-            sizes=args.sizes,
-            seed=args.geo_seed,
-            puerto_rico=args.puerto_rico,
-        )
+        geography = geography_of(args, 0.01 if args.geography == "blocks" else 1.0)
         options = {"target": target, "level": args.level, "metric": metric}
         options["states"] = args.states or None
         if args.workers:
