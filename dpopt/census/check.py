@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.census.blocks import INCOMPLETE, MANIFEST
-from dpopt.census.store import partition_path
+from dpopt.census.store import load_pyarrow, partition_path
 from dpopt.hierarchy import Tree
 from dpopt.release import budget_errors
 from dpopt.solvers.pgsr_partitioned import checksum
@@ -83,8 +83,7 @@ def _budget(report: CheckReport, budget: Any) -> None:
 
 def _state(out: Path, state: int, sizes: int, report: CheckReport) -> tuple[np.ndarray, list[str]]:
     """One state's root counts and its columns' checksums, checking its counts on the way."""
-    import pyarrow.parquet as pq
-
+    pq = load_pyarrow().parquet  # a clear ImportError naming the extra when pyarrow is missing
     hierarchy = pq.read_table(partition_path(out / "noisy", state), columns=["parent"])
     tree = Tree(hierarchy.column("parent").to_numpy().astype(np.int64))
     roots, sums = np.zeros(sizes, dtype=np.int64), []

@@ -29,14 +29,22 @@ import numpy as np
 from dpopt.census.geography import Geography, StateData
 from dpopt.validation import MAX_COUNT
 
-__all__ = ["CODE_COLUMNS", "Partition", "partition_path", "read_partition", "write_partition"]
+__all__ = [
+    "CODE_COLUMNS",
+    "Partition",
+    "load_pyarrow",
+    "partition_path",
+    "read_partition",
+    "write_partition",
+]
 
 CODE_COLUMNS = ("code_state", "code_county", "code_tract", "code_block_group", "code_block")
 KINDS = ("truth", "noisy")
 _META = b"dpopt"
 
 
-def _pyarrow() -> Any:
+def load_pyarrow() -> Any:
+    """pyarrow with its Parquet module, or an ImportError naming the extra that installs it."""
     try:
         import pyarrow
         import pyarrow.parquet
@@ -87,7 +95,7 @@ def write_partition(
     directory: str | os.PathLike, partition: Partition, geography: Geography
 ) -> Path:
     """Write ``partition`` (all its size columns) atomically; returns the file's path."""
-    pa = _pyarrow()
+    pa = load_pyarrow()
     if partition.kind not in KINDS:
         raise ValueError(f"partition kind must be one of {KINDS}, got {partition.kind!r}")
     columns: dict[str, Any] = {
@@ -135,7 +143,7 @@ def read_partition(
     columns: tuple[int, ...] | None = None,
 ) -> Partition:
     """Read and validate state ``state``'s partition of ``kind``; ``columns`` default: all."""
-    pa = _pyarrow()
+    pa = load_pyarrow()
     path = partition_path(directory, state)
     shape = geography.states[state]
     if not path.is_file():
