@@ -220,3 +220,21 @@ def test_block_release_writes_intervals_beside_counts(tmp_path) -> None:
     np.testing.assert_array_equal(
         blocks.read_release(tmp_path / "plain", shape, 0), blocks.read_release(tmp_path, shape, 0)
     )
+
+
+def test_cli_release_writes_intervals(tmp_path) -> None:
+    from dpopt.census import blocks
+    from dpopt.census import geography as geo
+    from dpopt.cli import main
+
+    arguments = ["census", "release", "--geography", "small", "--sizes", "4", "--epsilon", "1"]
+    out = tmp_path / "rel"
+    seed = str(2**70 + 5)  # a simulation's key, above the small-seed warning
+    options = ["--out", str(out), "--workers", "0", "--seed", seed, "--intervals", "0.9"]
+    assert main([*arguments, *options]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["intervals"]["level"] == 0.9
+    shape = geo.small(sizes=4)
+    lower = blocks.read_release(out, shape, 0, "lower")
+    upper = blocks.read_release(out, shape, 0, "upper")
+    assert lower.shape == upper.shape and (lower >= 0).all()
