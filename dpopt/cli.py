@@ -148,20 +148,23 @@ def _parser() -> argparse.ArgumentParser:
     plan_cli.add_parser(commands)
     check = commands.add_parser(
         "check",
-        help="verify a saved block-level census release without the private data",
-        description="Verify a block release directory (`dpopt census release --out DIR`): the "
-        "manifest and its budget, every count a non-negative integer, every parent the sum of "
-        "its children, the states' roots equal to the nation's counts and those to n, and the "
-        "release checksum. Reads one state at a time. exit status: 0 valid, 1 invalid (the "
-        "first violations are listed), 2 unreadable",
+        help="verify a saved census release (a block directory or a JSON file) without the "
+        "private data",
+        description="Verify a saved census release. A block release directory (`dpopt census "
+        "release --out DIR`): the manifest and its budget, every count a non-negative integer, "
+        "every parent the sum of its children, the states' roots equal to the nation's counts "
+        "and those to n, and the release checksum, reading one state at a time. A JSON release "
+        "(`dpopt.census.save_release`): its budget and measured records, every solve's status, "
+        "the same conditions on its counts, and their checksum. exit status: 0 valid, 1 invalid "
+        "(the first violations are listed), 2 unreadable",
     )
-    check.add_argument("path", help="the release directory")
+    check.add_argument("path", help="the release directory or JSON file")
     check.add_argument(
         "--certificate",
         action="store_true",
-        help="also re-solve the post-processing from the released noisy partitions with the "
-        "exact partitioned DP and check that the release is its certified optimum (the cost "
-        "of the release's own post-processing)",
+        help="also re-solve the post-processing from the release's noisy answers (the noisy "
+        "partitions, or the JSON file's measurement) with an exact method and check that the "
+        "released counts are its certified optimum",
     )
     check.add_argument("--json", metavar="PATH", help="also write the report as JSON ('-': stdout)")
     return parser
@@ -818,10 +821,11 @@ seeds public data; ``compare --seed`` seeds public instance generators)."""
 
 
 def _check(args: argparse.Namespace) -> int:
-    from dpopt.census.check import check_release
+    from dpopt.census.check import check_release, check_saved
 
+    check = check_saved if Path(args.path).is_file() else check_release
     try:
-        report = check_release(args.path, certificate=args.certificate)
+        report = check(args.path, certificate=args.certificate)
     except ValueError as err:
         print(f"dpopt check: {err}", file=sys.stderr)
         return 2

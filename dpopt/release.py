@@ -43,6 +43,9 @@ __all__ = [
     "Rng",
     "budget_errors",
     "measured_answers",
+    "measured_errors",
+    "measured_from_record",
+    "measured_record",
     "resolve_rng",
     "worst_status",
 ]
@@ -95,6 +98,46 @@ class Measured:
             raise ValueError(f"scale must be finite and > 0, got {self.scale!r}")
         if self.answers < 0:
             raise ValueError(f"answers must be ≥ 0, got {self.answers}")
+
+
+def measured_record(record: Measured) -> dict[str, Any]:
+    """A :class:`Measured` as plain JSON data, its loss exact (read back by
+    :func:`measured_from_record`)."""
+    instance("record", record, Measured)
+    loss = record.loss
+    return {
+        "label": record.label,
+        "noise": record.noise,
+        "scale": record.scale,
+        "answers": record.answers,
+        "loss": {
+            "epsilon": None if loss.epsilon is None else str(loss.epsilon),
+            "rho": None if loss.rho is None else str(loss.rho),
+            "approx_dp": None if loss.approx_dp is None else [str(v) for v in loss.approx_dp],
+            "description": loss.description,
+        },
+    }
+
+
+def measured_from_record(record: Mapping[str, Any]) -> Measured:
+    """The :class:`Measured` of :func:`measured_record`'s data (a ValueError when malformed)."""
+    try:
+        loss = record["loss"]
+        pair = loss["approx_dp"]
+        return Measured(
+            str(record["label"]),
+            str(record["noise"]),
+            float(record["scale"]),
+            int(record["answers"]),
+            Loss(
+                None if loss["epsilon"] is None else Fraction(loss["epsilon"]),
+                None if loss["rho"] is None else Fraction(loss["rho"]),
+                None if pair is None else (Fraction(pair[0]), Fraction(pair[1])),
+                str(loss["description"]),
+            ),
+        )
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
+        raise ValueError(f"not a measured record: {err!r}") from err
 
 
 def measured_answers(label: str, noisy: NoisyAnswers, *, loss: Loss | None = None) -> Measured:
@@ -167,18 +210,73 @@ class ReleaseError(RuntimeError):
         self.budget = budget
 
 
+def _exact_amount(value: Any) -> Fraction | tuple[Fraction, Fraction]:
+    """An amount of an accountant report's ``exact`` part: "1/10", or {epsilon, delta}."""
+    if isinstance(value, dict):
+        return Fraction(value["epsilon"]), Fraction(value["delta"])
+    return Fraction(value)
+
+
+def _exceeds(spent: Any, total: Any) -> bool:
+    if isinstance(spent, tuple):
+        return any(s > t for s, t in zip(spent, total, strict=True))
+    return bool(spent > total)
+
+
 def budget_errors(budget: Any) -> list[str]:
     """What is wrong with an accountant report (``ReleaseResult.budget``): not a report, spent
     above its total, or spent not the sum of its charges; empty when it is sound."""
     if not isinstance(budget, dict) or "exact" not in budget:
         return [f"budget is not an accountant report: {budget!r:.80}"]
-    total, spent = (Fraction(budget["exact"][key]) for key in ("total", "spent"))
+    try:
+        total, spent = (_exact_amount(budget["exact"][key]) for key in ("total", "spent"))
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
+        return [f"budget's exact amounts cannot be read: {err!r:.80}"]
     errors = []
-    if spent > total:
-        errors.append(f"budget spent {spent} exceeds the total {total}")
-    amounts = [charge.get("amount") for charge in budget.get("charges", [])]
-    if amounts and all(isinstance(a, float | int) for a in amounts):
-        charged = math.fsum(amounts)
-        if not math.isclose(charged, float(spent), rel_tol=1e-9, abs_tol=1e-12):
-            errors.append(f"budget spent {float(spent)!r} is not its charges' sum {charged!r}")
+    if _exceeds(spent, total):
+        errors.append(f"budget spent {_shown(spent)} exceeds the total {_shown(total)}")
+    charges = [charge.get("amount") for charge in budget.get("charges", [])]
+    parts = [spent] if not isinstance(spent, tuple) else list(spent)
+    for index, part in enumerate(parts):
+        amounts = [a if len(parts) == 1 else _part(a, index) for a in charges]
+        if amounts and all(isinstance(a, float | int) for a in amounts):
+            charged = math.fsum(amounts)  # type: ignore[arg-type]
+            if not math.isclose(charged, float(part), rel_tol=1e-9, abs_tol=1e-12):
+                errors.append(f"budget spent {float(part)!r} is not its charges' sum {charged!r}")
     return errors
+
+
+def _part(amount: Any, index: int) -> Any:
+    """Component ``index`` (ε, then δ) of an (ε, δ) charge amount of a report."""
+    return amount.get(("epsilon", "delta")[index]) if isinstance(amount, dict) else None
+
+
+def _shown(amount: Fraction | tuple[Fraction, Fraction]) -> str:
+    return f"({amount[0]}, {amount[1]})" if isinstance(amount, tuple) else str(amount)
+
+
+def measured_errors(budget: Any, measured: Any) -> list[str]:
+    """What is wrong between a release's ``measured`` records and its ``budget``: a record that
+    is not a :class:`Measured`, a loss with no form of the accountant's kind, or records whose
+    losses add up to more than the budget spent (noise drawn that was never paid for)."""
+    if not isinstance(budget, dict) or budget.get("kind") not in ("pure", "zcdp", "approx"):
+        return []  # budget_errors reports an unreadable budget
+    if not isinstance(measured, tuple | list):
+        return [f"measured is not a sequence of Measured records: {measured!r:.80}"]
+    kind = budget["kind"]
+    amounts: list[Any] = []
+    for record in measured:
+        if not isinstance(record, Measured):
+            return [f"measured holds {type(record).__name__}, not Measured records"]
+        amount = record.loss.amount(kind)
+        if amount is None:
+            return [f"measured {record.label!r} has no {kind} loss ({record.loss.description})"]
+        amounts.append(amount)
+    spent = _exact_amount(budget["exact"]["spent"])
+    if isinstance(spent, tuple):
+        drawn: Any = tuple(sum((a[i] for a in amounts), Fraction(0)) for i in range(2))
+    else:
+        drawn = sum(amounts, Fraction(0))
+    if _exceeds(drawn, spent):
+        return [f"the measured losses add up to {_shown(drawn)}, above the spent {_shown(spent)}"]
+    return []

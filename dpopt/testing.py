@@ -1,4 +1,4 @@
-"""Assertions for users' own code, decided by dpopt's exact models (issue 27, in progress).
+"""Assertions for users' own code, decided by dpopt's exact models (issue 27).
 
 Import in a test suite::
 
@@ -10,8 +10,9 @@ Import in a test suite::
   an exact method certifies (``dpopt.solve(problem, "auto")``); the message gives the gap and
   the exact optimum.
 - :func:`assert_release_valid` — a release result follows the release contract (budget spent
-  ≤ total and equal to its charges, no solve ``violated`` or failed) and, for a census release
-  given its public hierarchy, is consistent, non-negative and integral;
+  ≤ total and equal to its charges, measured losses within it, no solve ``violated`` or
+  failed) and its family's own conditions (census counts consistent, non-negative, integral;
+  CPDs distributions; link tables unique pairs of existing rows; HDMM answers finite);
 - :func:`instances` and :func:`problems` — small random instances of a Problem type (the
   ``dpopt compare`` smoke and small suites at a seed; as a hypothesis strategy), to property-test
   a method against the exact model on many of them.
@@ -22,12 +23,13 @@ optimum) raises ``RuntimeError``, which a test reports as an error, not as the u
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from dpopt.problem import CLAIMS_FEASIBLE, Problem, solve
-from dpopt.release import budget_errors
+from dpopt.release import budget_errors, measured_errors
 
 __all__ = ["assert_feasible", "assert_optimal", "assert_release_valid", "instances", "problems"]
 
@@ -72,7 +74,10 @@ def assert_optimal(
     """Fail unless ``x`` is feasible and its objective is within ``atol + rtol·max(1, |best|)``
     of the optimum that the exact ``method`` certifies (``"auto"``: the fastest exact one)."""
     assert_feasible(problem, x)
-    solution = solve(problem, method)
+    try:
+        solution = solve(problem, method)
+    except ValueError as err:  # no exact method: the oracle cannot decide optimality
+        raise RuntimeError(f"dpopt cannot certify an optimum here: {err}") from err
     if solution.status != "optimal":
         raise RuntimeError(
             f"dpopt could not certify the optimum of this {type(problem).__name__} with "
@@ -93,33 +98,104 @@ def assert_optimal(
         )
 
 
-def _census_errors(counts: np.ndarray, parents: np.ndarray) -> list[str]:
-    from dpopt.hierarchy import Tree
+def _census_errors(release: Any) -> list[str]:
+    """A census release in memory or read back from JSON: the PGSR conditions of its counts
+    on its own measurement's hierarchy and n; a block release: ``dpopt check`` of its
+    directory."""
+    from dpopt.census.check import check_release, count_errors
 
+    if hasattr(release, "out_dir"):
+        return check_release(release.out_dir).violations
+    measurement = release.measurement
+    return count_errors(release.counts, measurement.parents, measurement.total)
+
+
+def _hdmm_errors(release: Any) -> list[str]:
+    """HDMM's answers W x̂: one finite number per workload query."""
+    answers = np.asarray(release.answers)
+    if answers.ndim != 1 or answers.dtype.kind not in "iuf":
+        return [f"answers must be a vector of numbers, got {answers.dtype} {answers.shape}"]
+    bad = int(np.count_nonzero(~np.isfinite(answers)))
+    return [f"{bad} answers are not finite"] if bad else []
+
+
+def _dgm_errors(release: Any) -> list[str]:
+    """Every CPD a conditional distribution: finite, ≥ 0, each row (parent state) adding up
+    to 1; every ε_i of the allocation ≥ 0."""
+    network = release.network
+    if network.cpds is None:
+        return ["the learned network has no CPDs"]
     errors = []
-    if np.any(counts < 0):
-        errors.append(f"{int(np.count_nonzero(counts < 0))} negative counts")
-    if counts.dtype.kind not in "iu" and np.any(counts != np.round(counts)):
-        errors.append("non-integer counts")
-    tree = Tree(np.asarray(parents))
-    gaps = np.abs(counts - tree.child_sums(counts))[~tree.is_leaf]
-    if np.any(gaps > 0):
-        errors.append(
-            f"{int(np.count_nonzero(gaps))} (region, size) parents differ from the sum of "
-            f"their children (largest gap {float(gaps.max()):g})"
-        )
+    for node, cpd in zip(network.nodes, network.cpds, strict=True):
+        table = np.asarray(cpd, dtype=float)
+        rows = table.reshape(-1, table.shape[-1]).sum(axis=1)
+        if not np.all(np.isfinite(table)) or np.any(table < 0):
+            errors.append(f"CPD of {node!r} has negative or non-finite entries")
+        elif not np.allclose(rows, 1.0, rtol=0, atol=1e-9):
+            worst = float(np.max(np.abs(rows - 1)))
+            errors.append(f"CPD of {node!r}: rows do not add up to 1 (off by up to {worst:.3g})")
+    if any(epsilon < 0 for epsilon in release.allocation):
+        errors.append("the allocation holds a negative ε_i")
     return errors
 
 
-def assert_release_valid(release: Any, *, parents: Any = None) -> None:
-    """Fail unless ``release`` (any family's release result) meets the release contract: a
-    budget report whose spent ε is at most its total and equal to its charges, and no solve
-    ``violated``, ``infeasible``, ``time_limit`` or ``error``. A census release with its
-    public hierarchy ``parents`` is also checked: non-negative, integral, every parent the sum
-    of its children."""
-    errors = budget_errors(getattr(release, "budget", None))
+def _link_errors(links: Any, left: int | None = None, right: int | None = None) -> list[str]:
+    """A link table: (left row, right row) integer pairs, unique, of rows that exist."""
+    pairs = np.asarray(links)
+    if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.dtype.kind not in "iu":
+        return [f"links must be integer (left, right) pairs, got {pairs.dtype} {pairs.shape}"]
+    errors = []
+    if np.any(pairs < 0):
+        errors.append(f"{int(np.count_nonzero((pairs < 0).any(axis=1)))} links name a row < 0")
+    for side, rows in ((0, left), (1, right)):
+        if rows is not None and np.any(pairs[:, side] >= rows):
+            outside = int(np.count_nonzero(pairs[:, side] >= rows))
+            errors.append(f"{outside} links name a {('left', 'right')[side]} row ≥ {rows}")
+    repeated = len(pairs) - len(np.unique(pairs, axis=0))
+    if repeated:
+        errors.append(f"{repeated} links repeat another")
+    return errors
+
+
+def _database_errors(release: Any) -> list[str]:
+    """A synthetic database: its link table refers to existing ids of both tables."""
+    left, right = release.left["id"].to_numpy(), release.right["id"].to_numpy()
+    errors = []
+    for name, ids in (("left", left), ("right", right)):
+        if not np.array_equal(np.sort(ids), np.arange(ids.size)):
+            errors.append(f"the {name} table's ids are not its row numbers 0 … {ids.size - 1}")
+    pairs = release.links[["left_id", "right_id"]].to_numpy()
+    return errors + _link_errors(pairs, left.size, right.size)
+
+
+FAMILY_CHECKS = {
+    "Release": _census_errors,
+    "SavedRelease": _census_errors,
+    "BlockRelease": _census_errors,
+    "Answered": _hdmm_errors,
+    "Learned": _dgm_errors,
+    "LinkResult": lambda release: _link_errors(release.links),
+    "SyntheticDatabase": _database_errors,
+}
+"""Each family's release result (by class name, so no family is imported until it is met)
+and what its own output must satisfy."""
+
+
+def assert_release_valid(release: Any) -> None:
+    """Fail unless ``release`` (any family's release result) meets the release contract and
+    its family's own conditions.
+
+    The contract: a budget report whose spent ε is at most its total and equal to its
+    charges, ``measured`` records whose losses add up to no more than the spent budget (noise
+    drawn and never paid for), and no solve ``violated``, ``infeasible``, ``time_limit`` or
+    ``error``. The family's output (:data:`FAMILY_CHECKS`): census counts non-negative
+    integers, consistent and faithful on the release's own hierarchy (a block release: its
+    directory passes ``dpopt check``); HDMM answers finite; DGM CPDs distributions; link
+    tables unique pairs of existing rows."""
+    budget = getattr(release, "budget", None)
+    errors = budget_errors(budget) + measured_errors(budget, getattr(release, "measured", None))
     statuses = getattr(release, "statuses", None)
-    if not isinstance(statuses, dict):
+    if not isinstance(statuses, Mapping):
         errors.append(f"statuses is not a mapping: {statuses!r:.80}")
     else:
         errors += [
@@ -127,19 +203,74 @@ def assert_release_valid(release: Any, *, parents: Any = None) -> None:
             for name, status in statuses.items()
             if status not in CLAIMS_FEASIBLE
         ]
-    if parents is not None:
-        errors += _census_errors(np.asarray(release.counts), np.asarray(parents))
+    family = FAMILY_CHECKS.get(type(release).__name__)
+    if family is None:
+        raise TypeError(
+            f"assert_release_valid takes a dpopt release result ({', '.join(FAMILY_CHECKS)}), "
+            f"got {type(release).__name__}"
+        )
+    errors += family(release)
     if errors:
         raise AssertionError(f"{type(release).__name__} is not valid: " + "; ".join(errors))
 
 
+def _product_selections(seed: int) -> list[Problem]:
+    """OPT_⊗/OPT_+'s Problem: a union of one or two Kronecker products of Identity, Total,
+    Prefix and AllRange over two attributes of 2–5 values, Laplace and Gaussian."""
+    from dpopt import workload as wl
+    from dpopt.models.matrix_mechanism import ProductStrategySelection
+
+    rng = np.random.default_rng(seed)
+    blocks = (wl.Identity, wl.Total, wl.Prefix, wl.AllRange)
+    out: list[Problem] = []
+    for noise in ("laplace", "gaussian"):
+        sizes = rng.integers(2, 6, size=2)
+        products = [
+            wl.Kron([blocks[rng.integers(len(blocks))](int(n)) for n in sizes])
+            for _ in range(int(rng.integers(1, 3)))
+        ]
+        workload = products[0] if len(products) == 1 else wl.VStack(products)
+        terms = wl.union_of_kron_terms(workload)
+        out.append(ProductStrategySelection(terms, noise, workload.shape[0]))
+    return out
+
+
+def _partitioned_post_processes(seed: int) -> list[Problem]:
+    """Model 1 split at the root (the block release's Problem) on the census suites' Model 1
+    instances, partitions in memory, both objectives."""
+    from dpopt.models.pgsr import PartitionedPostProcess, PostProcess
+    from dpopt.solvers.pgsr_partitioned import split_at_root
+
+    out: list[Problem] = []
+    for problem in instances(PostProcess, seed):
+        assert isinstance(problem, PostProcess)
+        noisy = np.asarray(problem.noisy)
+        sd = np.full(noisy.shape[0], 2.0)
+        _, sources = split_at_root(np.asarray(problem.parents), noisy, sd)
+        root = problem.tree.root
+        for objective in ("leaf-weighted", "paper"):
+            out.append(PartitionedPostProcess(sources, noisy[root], 2.0, problem.total, objective))
+    return out
+
+
+GENERATORS = {
+    "ProductStrategySelection": _product_selections,
+    "PartitionedPostProcess": _partitioned_post_processes,
+}
+"""Instance generators of the Problem types no smoke or small suite produces, by name."""
+
+
 def instances(problem_type: type[Problem], seed: int = 0) -> list[Problem]:
-    """The instances of ``problem_type`` in its family's ``dpopt compare`` smoke suite (else
-    its small suite), generated from ``seed``: a few small, varied Problems."""
+    """A few small, varied instances of ``problem_type`` generated from ``seed``: those of its
+    family's ``dpopt compare`` smoke suite (else its small suite), or of its own generator
+    (:data:`GENERATORS`) for the types no suite produces."""
     from dpopt.compare.runner import instances as suite_instances
 
     if not (isinstance(problem_type, type) and issubclass(problem_type, Problem)):
         raise TypeError(f"problem_type must be a Problem subclass, got {problem_type!r}")
+    generator = GENERATORS.get(problem_type.__name__)
+    if generator is not None:
+        return generator(seed)
     for suite in SUITES:
         found = [
             instance.problem

@@ -18,7 +18,9 @@ cluster; :func:`level_errors` scores a release against the truth.
 Modules: :mod:`~dpopt.census.data` (the data type and the synthetic generator),
 :mod:`~dpopt.census.ingest` (data from tables and person records),
 :mod:`~dpopt.census.measurement`, :mod:`~dpopt.census.postprocess`,
-:mod:`~dpopt.census.mechanism` (the release), :mod:`~dpopt.census.confidence`,
+:mod:`~dpopt.census.mechanism` (the release), :mod:`~dpopt.census.release_file` (a release
+as one JSON file, :func:`save_release`), :mod:`~dpopt.census.check` (``dpopt check``),
+:mod:`~dpopt.census.confidence`,
 :mod:`~dpopt.census.planning`,
 :mod:`~dpopt.census.evaluation`, and for the
 block-level release :mod:`~dpopt.census.geography` (the synthetic 2020 geography),
@@ -42,6 +44,7 @@ from dpopt.census.postprocess import (
     build_problem,
     post_process,
 )
+from dpopt.census.release_file import SavedRelease, load_release, save_release
 from dpopt.models.pgsr import OBJECTIVES
 
 __all__ = [
@@ -56,18 +59,21 @@ __all__ = [
     "Mechanism",
     "PostProcessed",
     "Release",
+    "SavedRelease",
     "build_problem",
     "from_frame",
     "from_records",
     "household_distribution",
     "intervals",
     "level_errors",
+    "load_release",
     "measure",
     "plan_epsilon",
     "post_process",
     "read_release",
     "release",
     "release_blocks",
+    "save_release",
     "sensitivity",
     "synthetic",
 ]

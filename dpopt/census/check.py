@@ -1,4 +1,11 @@
-"""``dpopt check``: verify a saved block-level release without the private data (issue 27).
+"""``dpopt check``: verify a saved census release without the private data (issue 27).
+
+:func:`check_saved` verifies a JSON release (:func:`~dpopt.census.save_release`): the budget
+report and the measured records, every solve's status, the counts' checksum and shape, and the
+PGSR conditions of the counts (:func:`count_errors`: non-negative integers within 0 … n, every
+parent the sum of its children, the root's groups adding up to n); with ``certificate=True`` it
+rebuilds the release's post-processing Problem from the saved noisy measurement and requires
+the released counts to meet it and to cost the optimum an exact method certifies.
 
 :func:`check_release` reads a release directory (``census.release_blocks``'s ``out_dir``)
 partition by partition — one state's released counts and its public hierarchy (the ``level``
@@ -35,7 +42,7 @@ from dpopt.hierarchy import Tree
 from dpopt.release import budget_errors
 from dpopt.solvers.pgsr_partitioned import checksum
 
-__all__ = ["CheckReport", "check_release"]
+__all__ = ["CheckReport", "check_release", "check_saved", "count_errors"]
 
 LIMIT = 20
 """Violations listed before the report stops adding them (the count goes on)."""
@@ -59,6 +66,37 @@ class CheckReport:
         self.count += 1
         if len(self.violations) < LIMIT:
             self.violations.append(message)
+
+
+def count_errors(counts: Any, parents: Any, total: int) -> list[str]:
+    """The PGSR conditions (2–4) ``counts[r, j]`` breaks on the hierarchy ``parents`` with n =
+    ``total``: negative, non-integer or above-n cells, parents that are not the sum of their
+    children, a root whose groups do not add up to n; empty when they all hold."""
+    from dpopt.models.pgsr import PostProcess
+
+    values = np.asarray(counts, dtype=np.float64)
+    parents = np.asarray(parents)
+    if values.ndim != 2 or values.shape[0] != parents.size:
+        return [f"counts of shape {values.shape} for {parents.size} regions"]
+    if not np.all(np.isfinite(values)):
+        return [f"{int(np.count_nonzero(~np.isfinite(values)))} counts are not finite"]
+    model = PostProcess(parents, np.zeros(values.shape, dtype=np.int64), int(total))
+    report = model.violation_report(values)
+    largest = report["largest"]
+    found = {
+        "negative": report["negative_cells"],
+        "non-integer": report["non_integer_cells"],
+        "outside 0 … n": report["out_of_domain_cells"],
+    }
+    errors = [f"{count} {what} counts" for what, count in found.items() if count]
+    if report["consistency_violations"]:
+        errors.append(
+            f"{report['consistency_violations']} (region, size) parents differ from the sum of "
+            f"their children (largest gap {largest['consistency']:g})"
+        )
+    if report["faithfulness_gap"]:
+        errors.append(f"the root's groups add up to n {report['faithfulness_gap']:+g}")
+    return errors
 
 
 def _manifest(out: Path) -> dict[str, Any]:
@@ -158,6 +196,78 @@ def _recheck_certificate(out: Path, manifest: dict[str, Any], report: CheckRepor
         )
     if solution.x.checksum != manifest["checksum"]:
         report.add("certificate: the released counts are not the certified optimum's")
+
+
+def _saved_certificate(saved: Any, counts: np.ndarray, report: CheckReport) -> None:
+    """Rebuild the release's Problem from its measurement; the counts must meet it and cost
+    its certified optimum (module docstring)."""
+    from dpopt.census.postprocess import build_problem, point_of
+    from dpopt.problem import solve
+
+    problem, probe = build_problem(
+        saved.measurement, saved.method, objective=saved.objective, domain_sd=saved.domain_sd
+    )
+    exact = probe if probe.status == "optimal" else solve(problem, "auto")
+    if exact.status != "optimal":
+        report.add(f"certificate: the re-solve ({exact.method}) is {exact.status}, not optimal")
+        return
+    x = point_of(problem, counts)
+    violation = float(problem.violations(x))
+    if violation > problem.feasibility_tol:
+        report.add(
+            f"certificate: the counts violate the release's {type(problem).__name__} by "
+            f"{violation:g} (its domains, {saved.domain_sd:g} noise sds wide)"
+        )
+        return
+    mine, best = float(problem.objective(x)), float(exact.objective)
+    slack = 1e-9 * max(1.0, abs(best))
+    if mine - best > slack:
+        report.add(
+            f"certificate: the counts cost {mine:.10g}, {mine - best:.6g} above the optimum "
+            f"{best:.10g} that {exact.method} certifies: {saved.method} did not release an "
+            f"optimum of its {type(problem).__name__}"
+        )
+    if abs(mine - saved.cost) > slack:
+        report.add(f"certificate: the counts cost {mine:.10g}, the file says {saved.cost:.10g}")
+
+
+def check_saved(path: str | Path, *, certificate: bool = False) -> CheckReport:
+    """Verify the JSON release ``path`` (:func:`~dpopt.census.save_release`; module
+    docstring). A ValueError means the file is not a readable release."""
+    from dpopt.census.release_file import load_release
+    from dpopt.problem import CLAIMS_FEASIBLE
+    from dpopt.release import measured_errors
+
+    start = time.perf_counter()
+    saved = load_release(path)
+    report = CheckReport(str(path))
+    for message in budget_errors(saved.budget) + measured_errors(saved.budget, saved.measured):
+        report.add(f"budget: {message}")
+    for name, status in saved.statuses.items():
+        if status not in CLAIMS_FEASIBLE:
+            report.add(f"solve {name!r} is {status}")
+    measurement = saved.measurement
+    counts = np.asarray(saved.counts)
+    for message in count_errors(counts, measurement.parents, measurement.total):
+        report.add(message)
+    exact = counts.astype(np.int64) if counts.dtype.kind in "iuf" else counts
+    if counts.shape != measurement.noisy.shape or checksum(exact) != saved.checksum:
+        report.add("the counts' checksum differs from the file's (the counts were changed)")
+    resolved = certificate and report.valid  # invalid counts are no optimum to certify
+    if resolved:
+        _saved_certificate(saved, exact, report)
+    report.checked = {
+        "regions": int(measurement.parents.size),
+        "sizes": int(measurement.sizes.size),
+        "checksum": saved.checksum,
+        "certificate": "re-solved"
+        if resolved
+        else "not re-solved: the counts are invalid"
+        if certificate
+        else "not re-checked",
+        "seconds": round(time.perf_counter() - start, 2),
+    }
+    return report
 
 
 def check_release(path: str | Path, *, certificate: bool = False) -> CheckReport:

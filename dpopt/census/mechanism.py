@@ -15,7 +15,7 @@ import numpy as np
 
 from dpopt.census.confidence import Intervals, interval_options, intervals
 from dpopt.census.data import CensusData
-from dpopt.census.measurement import check_accountant, execute, plan
+from dpopt.census.measurement import Measurement, check_accountant, execute, plan
 from dpopt.census.postprocess import (
     check_refusal,
     check_time_limit,
@@ -38,7 +38,9 @@ class Release:
     """A released hierarchy: ``counts[r, j]`` groups of size ``sizes[j]`` in region r.
 
     ``method`` and ``objective`` (:data:`~dpopt.models.pgsr.OBJECTIVES`) say how it was
-    post-processed; ``solution`` is the final post-processing solve. The release contract
+    post-processed; ``solution`` is the final post-processing solve and ``measurement`` the
+    noisy answers and public facts it post-processed (the hierarchy ``measurement.parents``;
+    what :func:`~dpopt.census.save_release` keeps beside the counts). The release contract
     (:class:`dpopt.release.ReleaseResult`): ``budget`` is the charged accountant's
     :meth:`~dpopt.privacy.Accountant.report`, ``statuses`` the status of every solve it ran,
     ``measured`` one :class:`~dpopt.release.Measured` record per level. ``conditions``
@@ -55,6 +57,7 @@ class Release:
     statuses: dict[str, Status]
     measured: tuple[Measured, ...]
     solution: Solution
+    measurement: Measurement = field(repr=False)
     conditions: dict[str, Any] = field(repr=False)
     intervals: Intervals | None = field(default=None, repr=False)
 
@@ -158,6 +161,7 @@ def release(
         processed.statuses,
         measurement.measured,
         processed.solution,
+        measurement,
         check.violation_report(counts),
         attached,
     )

@@ -39,6 +39,7 @@ from dpopt.models.pgsr import (
     PostProcess,
     chain_from_counts,
     counts_from_chain,
+    cumulative,
     decumulate,
 )
 from dpopt.problem import Problem, Solution, Status, method_info, refusal, solve
@@ -175,6 +176,15 @@ def _counts(problem: Problem, x: np.ndarray) -> np.ndarray:
     if isinstance(problem, CumulativePostProcess):
         return decumulate(x)
     return np.asarray(x)
+
+
+def point_of(problem: Problem, counts: np.ndarray) -> np.ndarray:
+    """The point of ``problem`` whose counts are ``counts`` (the inverse of :func:`_counts`)."""
+    if isinstance(problem, ChainPostProcess):
+        return chain_from_counts(problem.tree, counts)
+    if isinstance(problem, CumulativePostProcess):
+        return cumulative(counts)
+    return np.asarray(counts)
 
 
 def _post_processing_problem(

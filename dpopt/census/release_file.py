@@ -1,0 +1,158 @@
+"""A census release as one JSON file: what :func:`~dpopt.census.release` returned, without
+the private data (issue 27).
+
+:func:`save_release` writes the released counts, the public hierarchy, sizes and n, the noisy
+measurement the counts were post-processed from (noisy answers and their noise scales: DP
+output, safe to publish), the method, objective and final domain width, the budget report, the
+solve statuses, the measured records, the confidence intervals when the release has them, and
+a checksum of the counts. Never the noise's secret key: a :class:`~dpopt.census.Release` does
+not hold it. :func:`load_release` reads the file back as a :class:`SavedRelease`, which
+``dpopt check FILE`` verifies (:func:`dpopt.census.check.check_saved`), re-solving the
+post-processing from the saved measurement with ``--certificate``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpopt.census.confidence import Intervals
+from dpopt.census.measurement import Measurement
+from dpopt.census.mechanism import Release
+from dpopt.problem import Status
+from dpopt.release import Measured, measured_from_record, measured_record
+from dpopt.solvers.pgsr_partitioned import checksum
+from dpopt.validation import instance
+
+__all__ = ["FORMAT", "SavedRelease", "load_release", "save_release"]
+
+FORMAT = "dpopt-census-release/1"
+"""The ``format`` of the file :func:`save_release` writes."""
+
+
+@dataclass(frozen=True, eq=False)
+class SavedRelease:
+    """A census release read back from JSON: ``counts[r, j]`` groups of size ``sizes[j]`` in
+    region r, post-processed by ``method`` with ``objective`` from ``measurement`` (noisy
+    answers and the public hierarchy) on domains ``domain_sd`` noise sds wide; ``cost`` the
+    post-processing objective the release reported; ``checksum`` the counts' digest as saved.
+    ``budget``, ``statuses`` and ``measured`` follow the release contract
+    (:class:`dpopt.release.ReleaseResult`)."""
+
+    method: str
+    objective: str
+    counts: np.ndarray
+    measurement: Measurement
+    budget: dict[str, Any]
+    statuses: dict[str, Status]
+    measured: tuple[Measured, ...]
+    domain_sd: float
+    cost: float
+    checksum: str
+    intervals: Intervals | None = None
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return self.measurement.sizes
+
+
+def save_release(release: Release, path: str | Path) -> Path:
+    """Write ``release`` (a :class:`~dpopt.census.Release`) to ``path`` as JSON (module
+    docstring); returns the path. The file is written whole or not at all."""
+    instance("release", release, Release)
+    measurement = release.measurement
+    record: dict[str, Any] = {
+        "format": FORMAT,
+        "method": release.method,
+        "objective": release.objective,
+        "query": measurement.query,
+        "parents": measurement.parents.tolist(),
+        "sizes": measurement.sizes.tolist(),
+        "total": int(measurement.total),
+        "counts": np.asarray(release.counts).tolist(),
+        "checksum": checksum(np.asarray(release.counts)),
+        "noisy": np.asarray(measurement.noisy).tolist(),
+        "scale": np.asarray(measurement.scale, dtype=float).tolist(),
+        "sd": np.asarray(measurement.sd, dtype=float).tolist(),
+        "domain_sd": float(release.solution.info["domain_sd"]),
+        "cost": float(release.solution.objective),
+        "budget": release.budget,
+        "statuses": dict(release.statuses),
+        "measured": [measured_record(m) for m in release.measured],
+    }
+    if release.intervals is not None:
+        found = release.intervals
+        record["intervals"] = {
+            "level": found.level,
+            "method": found.method,
+            "randomisation": found.seed,  # the intervals' own public draw, not the noise key
+            "lower": found.lower.tolist(),
+            "upper": found.upper.tolist(),
+        }
+    out = Path(path)
+    partial = out.with_name(out.name + ".partial")
+    partial.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    partial.replace(out)
+    return out
+
+
+def _array(record: dict[str, Any], key: str, dtype: Any) -> np.ndarray:
+    values = np.asarray(record[key])
+    if values.dtype.kind not in "iuf" and values.size:
+        raise ValueError(f"{key} holds {values.dtype} values, not numbers")
+    return values.astype(dtype) if values.dtype.kind in "iuf" else values
+
+
+def load_release(path: str | Path) -> SavedRelease:
+    """The :class:`SavedRelease` in the JSON file ``path``; a ValueError when the file is not
+    a readable census release. Counts are read as they are (a non-integer count stays one, for
+    the check to report)."""
+    file = Path(path)
+    try:
+        record = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise ValueError(f"{file} cannot be read as JSON: {err}") from err
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        raise ValueError(f"{file} is not a census release (format {FORMAT!r})")
+    try:
+        measurement = Measurement(
+            record["query"],
+            _array(record, "parents", np.int64),
+            _array(record, "sizes", np.int64),
+            int(record["total"]),
+            _array(record, "noisy", np.int64),
+            _array(record, "scale", float),
+            _array(record, "sd", float),
+            tuple(measured_from_record(m) for m in record["measured"]),
+        )
+        counts = np.asarray(record["counts"])
+        if counts.dtype.kind not in "iuf":
+            raise ValueError(f"counts hold {counts.dtype} values, not numbers")
+        intervals = record.get("intervals")
+        return SavedRelease(
+            str(record["method"]),
+            str(record["objective"]),
+            counts,
+            measurement,
+            record["budget"],
+            dict(record["statuses"]),
+            measurement.measured,
+            float(record["domain_sd"]),
+            float(record["cost"]),
+            str(record["checksum"]),
+            None
+            if intervals is None
+            else Intervals(
+                np.asarray(intervals["lower"], dtype=np.int64),
+                np.asarray(intervals["upper"], dtype=np.int64),
+                float(intervals["level"]),
+                str(intervals["method"]),
+                int(intervals["randomisation"]),
+            ),
+        )
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{file} is not a readable census release: {err}") from err
