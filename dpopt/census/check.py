@@ -18,7 +18,8 @@ then every (state, size) column, :mod:`dpopt.solvers.pgsr_partitioned`) is the m
 
 With ``certificate=True`` it also re-solves the post-processing from the released noisy
 partitions and the manifest's public facts (the nation's noisy answer, the geography's shape,
-ε, the objective, the widening and the starting domains) with the exact partitioned DP, and
+ε, the objective, the widening and the domains: with global widening its last pass's width,
+else the starting one) with the exact partitioned DP, and
 checks that the optimum is certified, that its cost is the manifest's ``optimal_cost`` and its
 checksum the release's: the released counts are then the certified optimum of Model 1 on the
 noisy answers. A release written before the manifest kept those facts cannot be re-solved
@@ -167,8 +168,12 @@ def _recheck_certificate(out: Path, manifest: dict[str, Any], report: CheckRepor
     if any(key not in manifest for key in needed):
         report.add("certificate: the manifest lacks the facts to re-solve (an older release)")
         return
-    geography = Geography.from_record(manifest["geography_shape"])
-    if geography.fingerprint() != manifest["geography"]:
+    try:
+        geography = Geography.from_record(manifest["geography_shape"])
+    except (KeyError, TypeError, ValueError) as err:
+        report.add(f"certificate: the manifest's geography shape cannot be read ({err!r})")
+        return
+    if geography.fingerprint() != manifest.get("geography"):
         report.add("certificate: the manifest's geography shape does not match its fingerprint")
         return
     epsilon = Fraction(manifest["budget"]["exact"]["total"])
@@ -179,11 +184,17 @@ def _recheck_certificate(out: Path, manifest: dict[str, Any], report: CheckRepor
         int(manifest["total"]),
         manifest["objective"],
     )
+    # Global widening ran its last pass at the largest width on every column: starting there
+    # re-solves that pass alone (the same domains, hence the same point); per-partition widening
+    # starts where the release did.
+    final = (
+        manifest.get("domain_sd", {}).get("largest") if manifest["widening"] == "global" else None
+    )
     solution = solve(
         problem,
         PARTITIONED,
         runner=Runner(None),
-        domain_sd=float(manifest["domain_sd_start"]),
+        domain_sd=float(final if final is not None else manifest["domain_sd_start"]),
         widening=manifest["widening"],
     )
     if solution.status != "optimal" or solution.x is None:

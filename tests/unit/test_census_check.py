@@ -140,3 +140,28 @@ def test_an_older_manifest_cannot_be_re_solved(copy: Path) -> None:
     assert report.violations == [
         "certificate: the manifest lacks the facts to re-solve (an older release)"
     ]
+
+
+def test_an_unreadable_geography_shape_is_reported(copy: Path) -> None:
+    """A manifest whose geography shape lacks a key (as one written by an early version did)
+    is a reported violation of the certificate, not a traceback."""
+    path = copy / "manifest.json"
+    manifest = json.loads(path.read_text())
+    del manifest["geography_shape"]["generator"]
+    path.write_text(json.dumps(manifest))
+    report = check_release(copy, certificate=True)
+    assert len(report.violations) == 1
+    assert report.violations[0].startswith("certificate: the manifest's geography shape cannot")
+
+
+def test_a_widened_release_is_re_solved_from_its_last_width(tmp_path: Path) -> None:
+    """Domains narrow enough to be widened: the re-solve starts at the last pass's width and
+    reproduces the release's point (its checksum), not merely its cost."""
+    out = tmp_path / "widened"
+    blocks.release_blocks(
+        geo.small(sizes=4, seed=2), epsilon=0.5, out_dir=out, rng=3, domain_sd=0.05
+    )
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["domain_sd"]["largest"] > manifest["domain_sd_start"]
+    report = check_release(out, certificate=True)
+    assert report.valid, report.violations
