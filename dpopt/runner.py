@@ -141,7 +141,8 @@ def timed_call(label: str, function: Callable[..., Any], *args: Any) -> tuple[An
     result = function(*args)
     seconds = time.perf_counter() - start
     after, process_cpu = resource.getrusage(_THREAD), time.process_time() - process_before
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    # differences first: (a + b − a) − b can round below 0 when no CPU time elapsed
+    cpu = max((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 0.0)
     stats = TaskStats(
         label,
         seconds,

@@ -211,8 +211,8 @@ def _accountant(accountant: Any) -> Accountant | None:
         return None
     if not isinstance(accountant, Accountant):
         raise TypeError(f"accountant must be a dpopt Accountant or None, got {accountant!r}")
-    if accountant.kind != "zcdp":
-        raise ValueError(
+    if accountant.kind != "zcdp":  # a TypeError, as every release's wrong-kind accountant
+        raise TypeError(
             f"accountant must be a zCDP accountant (Accountant.zcdp(rho)), got kind "
             f"{accountant.kind!r}"
         )

@@ -168,7 +168,7 @@ def test_plan_refuses_a_bad_rho(rho: Any) -> None:
 
 @pytest.mark.parametrize(
     ("accountant", "error"),
-    [(Accountant.pure(1), ValueError), (Accountant.approx(1, 1e-6), ValueError), (1.0, TypeError)],
+    [(Accountant.pure(1), TypeError), (Accountant.approx(1, 1e-6), TypeError), (1.0, TypeError)],
 )
 def test_wrong_accountant_is_refused(accountant: Any, error: type[Exception]) -> None:
     with pytest.raises(error, match="accountant"):
