@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -221,9 +222,18 @@ def _plan_census(args: argparse.Namespace) -> int:
     from dpopt.census.planning import plan_epsilon
 
     metric, target = ("l1", args.target_l1) if args.target_l1 else ("width", args.target_width)
+    start = time.perf_counter()
+
+    def progress(epsilon: float, value: float) -> None:
+        """Each simulated release as it ends, on stderr: an interrupted search shows them."""
+        seconds = time.perf_counter() - start
+        print(
+            f"simulated ε = {epsilon:.4g}: {metric} {value:.4g} ({seconds:.0f} s)", file=sys.stderr
+        )
+
     try:
         geography = geography_of(args, 0.01 if args.geography == "blocks" else 1.0)
-        options = {"target": target, "level": args.level, "metric": metric}
+        options = {"target": target, "level": args.level, "metric": metric, "progress": progress}
         options["states"] = args.states or None
         if args.workers:
             with ProcessPoolExecutor(args.workers) as executor:

@@ -23,6 +23,7 @@ import dataclasses
 import math
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,6 +156,7 @@ def plan_epsilon(
     rtol: float = 0.02,
     max_releases: int = 8,
     states: int | None = None,
+    progress: Callable[[float, float], None] | None = None,
 ) -> CensusPlan:
     """The smallest ε (to ``rtol``: the metric lands in [target·(1 − rtol), target]) whose
     block release of ``geography``'s synthetic counts (or of the truth partitions under
@@ -164,8 +166,11 @@ def plan_epsilon(
     in :func:`~dpopt.census.release_blocks`; ε stays in :data:`EPSILON_RANGE`. ``states``:
     simulate on that many of the geography's states (:func:`sample_states`; synthetic counts
     only), a release's cost divided by about len(states)/``states``; None, every state. A
-    target not met within ``max_releases`` releases is refused with the evaluations."""
+    target not met within ``max_releases`` releases is refused with the evaluations.
+    ``progress(ε, metric)`` is called after each simulated release (the CLI prints it)."""
     instance("geography", geography, Geography)
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be callable or None, got {type(progress).__name__}")
     target = positive_number("target", target)
     depth = LEVELS.index(choice("level", level, LEVELS))
     metric = choice("metric", metric, METRICS)
@@ -183,6 +188,8 @@ def plan_epsilon(
         value, error = _simulate(geography, epsilon, depth, metric, objective, executor, data_dir)
         evaluations.append((epsilon, value))
         errors[epsilon] = error
+        if progress is not None:
+            progress(epsilon, value)
         return value
 
     epsilon, value = 1.0, evaluate(1.0)

@@ -69,10 +69,11 @@ def test_sample_states_is_public_and_reindexed() -> None:
         ({"target": 1.0, "level": "parish"}, "level must be one of"),
         ({"target": 1.0, "metric": "rmse"}, "metric must be one of"),
         ({"target": -1.0}, "target must be a finite number > 0"),
+        ({"target": 1.0, "progress": "print"}, "progress must be callable"),
     ],
 )
 def test_refusals(shape, options, message) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises((ValueError, TypeError), match=message):
         plan_epsilon(shape, **options)
 
 
@@ -80,9 +81,19 @@ def test_refusals(shape, options, message) -> None:
 def test_cli_reports_the_api_plan(shape, capsys) -> None:
     arguments = ["plan", "census", "--geography", "small", "--sizes", "5", "--target-l1", "2"]
     assert main([*arguments, "--level", "county", "--json", "-"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    plan = plan_epsilon(geo.small(sizes=5), target=2.0, level="county", states=12)
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    seen: list[tuple[float, float]] = []
+    plan = plan_epsilon(
+        geo.small(sizes=5),
+        target=2.0,
+        level="county",
+        states=12,
+        progress=lambda *e: seen.append(e),
+    )
     assert report["epsilon"] == plan.epsilon
-    assert [tuple(e) for e in report["evaluations"]] == plan.evaluations
+    assert [tuple(e) for e in report["evaluations"]] == plan.evaluations == seen
+    # each simulated release is printed as it ends (what an interrupted search leaves on screen)
+    assert captured.err.count("simulated ε = ") == len(plan.evaluations)
     assert main([*arguments[:-2], "--target-l1", "1e-9", "--level", "county"]) == 2
     assert "dpopt plan: error:" in capsys.readouterr().err
