@@ -100,14 +100,18 @@ def assert_optimal(
 
 def _census_errors(release: Any) -> list[str]:
     """A census release in memory or read back from JSON: the PGSR conditions of its counts
-    on its own measurement's hierarchy and n; a block release: ``dpopt check`` of its
-    directory."""
-    from dpopt.census.check import check_release, count_errors
+    on its own measurement's hierarchy and n."""
+    from dpopt.census.check import count_errors
 
-    if hasattr(release, "out_dir"):
-        return check_release(release.out_dir).violations
     measurement = release.measurement
     return count_errors(release.counts, measurement.parents, measurement.total)
+
+
+def _block_errors(release: Any) -> list[str]:
+    """A block release: ``dpopt check`` of its directory."""
+    from dpopt.census.check import check_release
+
+    return check_release(release.out_dir).violations
 
 
 def _hdmm_errors(release: Any) -> list[str]:
@@ -169,16 +173,16 @@ def _database_errors(release: Any) -> list[str]:
 
 
 FAMILY_CHECKS = {
-    "Release": _census_errors,
-    "SavedRelease": _census_errors,
-    "BlockRelease": _census_errors,
-    "Answered": _hdmm_errors,
-    "Learned": _dgm_errors,
-    "LinkResult": lambda release: _link_errors(release.links),
-    "SyntheticDatabase": _database_errors,
+    "dpopt.census.mechanism.Release": _census_errors,
+    "dpopt.census.release_file.SavedRelease": _census_errors,
+    "dpopt.census.blocks.BlockRelease": _block_errors,
+    "dpopt.hdmm.Answered": _hdmm_errors,
+    "dpopt.dgm.learning.Learned": _dgm_errors,
+    "dpopt.relational.links.LinkResult": lambda release: _link_errors(release.links),
+    "dpopt.relational.synthesizer.SyntheticDatabase": _database_errors,
 }
-"""Each family's release result (by class name, so no family is imported until it is met)
-and what its own output must satisfy."""
+"""Each family's release result (by qualified class name, so no family is imported until it
+is met) and what its own output must satisfy."""
 
 
 def assert_release_valid(release: Any) -> None:
@@ -203,11 +207,13 @@ def assert_release_valid(release: Any) -> None:
             for name, status in statuses.items()
             if status not in CLAIMS_FEASIBLE
         ]
-    family = FAMILY_CHECKS.get(type(release).__name__)
+    kind = type(release)
+    family = FAMILY_CHECKS.get(f"{kind.__module__}.{kind.__qualname__}")
     if family is None:
+        accepted = ", ".join(name.rsplit(".", 1)[1] for name in FAMILY_CHECKS)
         raise TypeError(
-            f"assert_release_valid takes a dpopt release result ({', '.join(FAMILY_CHECKS)}), "
-            f"got {type(release).__name__}"
+            f"assert_release_valid takes a dpopt release result ({accepted}), got "
+            f"{kind.__module__}.{kind.__qualname__}"
         )
     errors += family(release)
     if errors:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import importlib
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,13 @@ from dpopt.privacy import Accountant, Loss
 from dpopt.problem import solve
 from dpopt.relational import LinkSettings, generate
 from dpopt.release import budget_errors
-from dpopt.testing import assert_feasible, assert_optimal, assert_release_valid, instances
+from dpopt.testing import (
+    FAMILY_CHECKS,
+    assert_feasible,
+    assert_optimal,
+    assert_release_valid,
+    instances,
+)
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +121,19 @@ def test_an_approx_report_is_read_component_by_component() -> None:
 def test_anything_else_is_refused() -> None:
     with pytest.raises(TypeError, match="takes a dpopt release result"):
         assert_release_valid(object())
+
+    class Release:  # a user's class of the same name is not a census release
+        budget, statuses, measured = {}, {}, ()
+
+    with pytest.raises(TypeError, match=r"got \S*test_release_validity\S*\.Release"):
+        assert_release_valid(Release())
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY_CHECKS))
+def test_every_family_check_names_a_release_type(name: str) -> None:
+    """The table is keyed by qualified names: a moved or renamed result type fails here."""
+    module, kind = name.rsplit(".", 1)
+    assert isinstance(getattr(importlib.import_module(module), kind), type)
 
 
 @pytest.mark.parametrize("seed", range(4))
