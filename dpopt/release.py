@@ -30,7 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from dpopt.privacy.accounting import Loss
+from dpopt.privacy.accounting import KINDS, Loss, add_all, within
 from dpopt.privacy.mechanisms import NoisyAnswers
 from dpopt.problem import Status
 from dpopt.validation import instance
@@ -217,12 +217,6 @@ def _exact_amount(value: Any) -> Fraction | tuple[Fraction, Fraction]:
     return Fraction(value)
 
 
-def _exceeds(spent: Any, total: Any) -> bool:
-    if isinstance(spent, tuple):
-        return any(s > t for s, t in zip(spent, total, strict=True))
-    return bool(spent > total)
-
-
 def budget_errors(budget: Any) -> list[str]:
     """What is wrong with an accountant report (``ReleaseResult.budget``): not a report, spent
     above its total, or spent not the sum of its charges; empty when it is sound."""
@@ -232,8 +226,10 @@ def budget_errors(budget: Any) -> list[str]:
         total, spent = (_exact_amount(budget["exact"][key]) for key in ("total", "spent"))
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
         return [f"budget's exact amounts cannot be read: {err!r:.80}"]
+    if isinstance(spent, tuple) != isinstance(total, tuple):
+        return [f"budget's spent {_shown(spent)} and total {_shown(total)} are of two kinds"]
     errors = []
-    if _exceeds(spent, total):
+    if not within(spent, total):
         errors.append(f"budget spent {_shown(spent)} exceeds the total {_shown(total)}")
     charges = [charge.get("amount") for charge in budget.get("charges", [])]
     parts = [spent] if not isinstance(spent, tuple) else list(spent)
@@ -259,11 +255,17 @@ def measured_errors(budget: Any, measured: Any) -> list[str]:
     """What is wrong between a release's ``measured`` records and its ``budget``: a record that
     is not a :class:`Measured`, a loss with no form of the accountant's kind, or records whose
     losses add up to more than the budget spent (noise drawn that was never paid for)."""
-    if not isinstance(budget, dict) or budget.get("kind") not in ("pure", "zcdp", "approx"):
+    if not isinstance(budget, dict) or budget.get("kind") not in KINDS:
         return []  # budget_errors reports an unreadable budget
     if not isinstance(measured, tuple | list):
         return [f"measured is not a sequence of Measured records: {measured!r:.80}"]
     kind = budget["kind"]
+    try:
+        spent = _exact_amount(budget["exact"]["spent"])
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return []  # budget_errors reports an unreadable budget
+    if isinstance(spent, tuple) != (kind == "approx"):
+        return [f"budget of kind {kind} spent {_shown(spent)}, an amount of another kind"]
     amounts: list[Any] = []
     for record in measured:
         if not isinstance(record, Measured):
@@ -272,11 +274,7 @@ def measured_errors(budget: Any, measured: Any) -> list[str]:
         if amount is None:
             return [f"measured {record.label!r} has no {kind} loss ({record.loss.description})"]
         amounts.append(amount)
-    spent = _exact_amount(budget["exact"]["spent"])
-    if isinstance(spent, tuple):
-        drawn: Any = tuple(sum((a[i] for a in amounts), Fraction(0)) for i in range(2))
-    else:
-        drawn = sum(amounts, Fraction(0))
-    if _exceeds(drawn, spent):
+    drawn = add_all(amounts, kind)
+    if not within(drawn, spent):
         return [f"the measured losses add up to {_shown(drawn)}, above the spent {_shown(spent)}"]
     return []

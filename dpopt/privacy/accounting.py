@@ -169,7 +169,8 @@ def _add(a: Amount, b: Amount) -> Amount:
     return a + b
 
 
-def _within(spent: Amount, total: Amount) -> bool:
+def within(spent: Amount, total: Amount) -> bool:
+    """Whether ``spent`` is at most ``total`` (an (ε, δ) pair: both parts)."""
     if isinstance(spent, tuple) and isinstance(total, tuple):
         return spent[0] <= total[0] and spent[1] <= total[1]
     assert isinstance(spent, Fraction) and isinstance(total, Fraction)
@@ -274,10 +275,10 @@ class Accountant:
         total = self.spent
         for amount in amounts:
             total = _add(total, amount)
-        if not _within(total, self.total):
+        if not within(total, self.total):
             labels = ", ".join(label for _, label in items)
             raise BudgetExceededError(
-                f"{labels!s} ask(s) for {_show(_add_all(amounts, self.kind))} ({self.kind}) but "
+                f"{labels!s} ask(s) for {_show(add_all(amounts, self.kind))} ({self.kind}) but "
                 f"only {_show(self.remaining)} of {_show(self.total)} remains"
             )
         return amounts
@@ -332,7 +333,8 @@ class Accountant:
         )
 
 
-def _add_all(amounts: Sequence[Amount], kind: Kind) -> Amount:
+def add_all(amounts: Sequence[Amount], kind: Kind) -> Amount:
+    """Sequential composition: the sum of ``amounts`` of ``kind`` (0, or (0, 0) for none)."""
     total: Amount = (Fraction(0), Fraction(0)) if kind == "approx" else Fraction(0)
     for amount in amounts:
         total = _add(total, amount)

@@ -22,7 +22,7 @@ from dpopt.models.pgsr import PartitionedPostProcess, PostProcess
 from dpopt.privacy import Accountant, Loss
 from dpopt.problem import solve
 from dpopt.relational import LinkSettings, generate
-from dpopt.release import budget_errors
+from dpopt.release import budget_errors, measured_errors
 from dpopt.testing import (
     FAMILY_CHECKS,
     assert_feasible,
@@ -116,6 +116,16 @@ def test_an_approx_report_is_read_component_by_component() -> None:
     changed = copy.deepcopy(report)
     changed["exact"]["spent"]["epsilon"] = "2"
     assert any("exceeds the total" in e for e in budget_errors(changed))
+    changed = copy.deepcopy(report)  # a report whose amounts are of two kinds: named
+    changed["exact"]["spent"] = "1/2"
+    assert budget_errors(changed) == [
+        "budget's spent 1/2 and total (1, 4722366482869645/4722366482869645213696) are of two kinds"
+    ]
+    assert measured_errors(changed, ()) == [
+        "budget of kind approx spent 1/2, an amount of another kind"
+    ]
+    del changed["exact"]
+    assert measured_errors(changed, ()) == []  # budget_errors names the unreadable report
 
 
 def test_anything_else_is_refused() -> None:
