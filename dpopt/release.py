@@ -32,7 +32,7 @@ import numpy as np
 
 from dpopt.privacy.accounting import KINDS, Loss, add_all, within
 from dpopt.privacy.mechanisms import NoisyAnswers
-from dpopt.problem import Status
+from dpopt.problem import CLAIMS_FEASIBLE, Status
 from dpopt.validation import instance
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "ReleaseResult",
     "Rng",
     "budget_errors",
+    "contract_errors",
     "measured_answers",
     "measured_errors",
     "measured_from_record",
@@ -278,3 +279,20 @@ def measured_errors(budget: Any, measured: Any) -> list[str]:
     if not within(drawn, spent):
         return [f"the measured losses add up to {_shown(drawn)}, above the spent {_shown(spent)}"]
     return []
+
+
+def contract_errors(result: Any) -> list[str]:
+    """What in a release ``result`` breaks the release contract: its ``budget`` report
+    (:func:`budget_errors`), its ``measured`` records against it (:func:`measured_errors`),
+    and every solve in ``statuses`` that is ``violated``, ``infeasible``, ``time_limit`` or
+    ``error``; empty when it holds."""
+    budget = getattr(result, "budget", None)
+    errors = budget_errors(budget) + measured_errors(budget, getattr(result, "measured", None))
+    statuses = getattr(result, "statuses", None)
+    if not isinstance(statuses, Mapping):
+        return [*errors, f"statuses is not a mapping: {statuses!r:.80}"]
+    return errors + [
+        f"solve {name!r} is {status}"
+        for name, status in statuses.items()
+        if status not in CLAIMS_FEASIBLE
+    ]

@@ -23,13 +23,12 @@ optimum) raises ``RuntimeError``, which a test reports as an error, not as the u
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from dpopt.problem import CLAIMS_FEASIBLE, Problem, solve
-from dpopt.release import budget_errors, measured_errors
+from dpopt.problem import Problem, solve
+from dpopt.release import contract_errors
 
 __all__ = ["assert_feasible", "assert_optimal", "assert_release_valid", "instances", "problems"]
 
@@ -101,10 +100,9 @@ def assert_optimal(
 def _census_errors(release: Any) -> list[str]:
     """A census release in memory or read back from JSON: the PGSR conditions of its counts
     on its own measurement's hierarchy and n."""
-    from dpopt.census.check import count_errors
+    from dpopt.census.check import release_errors
 
-    measurement = release.measurement
-    return count_errors(release.counts, measurement.parents, measurement.total)
+    return release_errors(release)
 
 
 def _block_errors(release: Any) -> list[str]:
@@ -196,17 +194,7 @@ def assert_release_valid(release: Any) -> None:
     integers, consistent and faithful on the release's own hierarchy (a block release: its
     directory passes ``dpopt check``); HDMM answers finite; DGM CPDs distributions; link
     tables unique pairs of existing rows."""
-    budget = getattr(release, "budget", None)
-    errors = budget_errors(budget) + measured_errors(budget, getattr(release, "measured", None))
-    statuses = getattr(release, "statuses", None)
-    if not isinstance(statuses, Mapping):
-        errors.append(f"statuses is not a mapping: {statuses!r:.80}")
-    else:
-        errors += [
-            f"solve {name!r} is {status}"
-            for name, status in statuses.items()
-            if status not in CLAIMS_FEASIBLE
-        ]
+    errors = contract_errors(release)
     kind = type(release)
     family = FAMILY_CHECKS.get(f"{kind.__module__}.{kind.__qualname__}")
     if family is None:

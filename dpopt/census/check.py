@@ -40,10 +40,10 @@ import numpy as np
 from dpopt.census.blocks import INCOMPLETE, MANIFEST
 from dpopt.census.store import load_pyarrow, partition_path
 from dpopt.hierarchy import Tree
-from dpopt.release import budget_errors
+from dpopt.release import budget_errors, contract_errors
 from dpopt.solvers.pgsr_partitioned import checksum
 
-__all__ = ["CheckReport", "check_release", "check_saved", "count_errors"]
+__all__ = ["CheckReport", "check_release", "check_saved", "count_errors", "release_errors"]
 
 LIMIT = 20
 """Violations listed before the report stops adding them (the count goes on)."""
@@ -98,6 +98,13 @@ def count_errors(counts: Any, parents: Any, total: int) -> list[str]:
     if report["faithfulness_gap"]:
         errors.append(f"the root's groups add up to n {report['faithfulness_gap']:+g}")
     return errors
+
+
+def release_errors(release: Any) -> list[str]:
+    """:func:`count_errors` of a census release (a ``Release`` or a ``SavedRelease``) on its
+    own measurement's hierarchy and n."""
+    measurement = release.measurement
+    return count_errors(release.counts, measurement.parents, measurement.total)
 
 
 def _manifest(out: Path) -> dict[str, Any]:
@@ -246,22 +253,15 @@ def check_saved(path: str | Path, *, certificate: bool = False) -> CheckReport:
     """Verify the JSON release ``path`` (:func:`~dpopt.census.save_release`; module
     docstring). A ValueError means the file is not a readable release."""
     from dpopt.census.release_file import load_release
-    from dpopt.problem import CLAIMS_FEASIBLE
-    from dpopt.release import measured_errors
 
     start = time.perf_counter()
     saved = load_release(path)
     report = CheckReport(str(path))
-    for message in budget_errors(saved.budget) + measured_errors(saved.budget, saved.measured):
-        report.add(f"budget: {message}")
-    for name, status in saved.statuses.items():
-        if status not in CLAIMS_FEASIBLE:
-            report.add(f"solve {name!r} is {status}")
+    for message in contract_errors(saved) + release_errors(saved):
+        report.add(message)
     measurement = saved.measurement
     counts = np.asarray(saved.counts)
-    for message in count_errors(counts, measurement.parents, measurement.total):
-        report.add(message)
-    exact = counts.astype(np.int64) if counts.dtype.kind in "iuf" else counts
+    exact = counts.astype(np.int64)  # load_release read numbers; a fraction is reported above
     if counts.shape != measurement.noisy.shape or checksum(exact) != saved.checksum:
         report.add("the counts' checksum differs from the file's (the counts were changed)")
     resolved = certificate and report.valid  # invalid counts are no optimum to certify
