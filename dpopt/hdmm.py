@@ -1069,8 +1069,9 @@ def plan_epsilon(
             f"no ε ≤ {high:g} meets {targets}: at ε = {high:g} the RMSE is {reached.rmse:.4g} "
             f"and the largest standard deviation {reached.max_std:.4g}"
         )
-    if meets(low) is not None:
-        return _at(candidates, low, delta, m)
+    lowest = meets(low)
+    if lowest is not None:
+        return lowest
     while high / low - 1.0 > rtol:
         middle = math.sqrt(low * high)
         plan = meets(middle)
