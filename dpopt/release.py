@@ -18,12 +18,18 @@ table synthesizer):
   :meth:`~dpopt.privacy.Accountant.report` of the accountant it charged), ``statuses`` (the
   solver status of every optimisation it ran, none dropped) and ``measured`` (what it measured,
   as :class:`Measured` records: the one measurement vocabulary across families).
+
+A result is checked from outside by :func:`contract_errors` (its budget, its records and its
+statuses) and, where its family knows each record's public sensitivity Δ, by
+:func:`noise_errors`: the loss every record's noise implies (:func:`implied_loss`) must not
+exceed what the record claims, and their composition not the budget spent
+(docs/testing-your-code.md, "What dpopt check certifies").
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol, runtime_checkable
@@ -31,23 +37,30 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from dpopt.privacy.accounting import KINDS, Loss, add_all, within
+from dpopt.privacy.calibration import cdp_delta
 from dpopt.privacy.mechanisms import NoisyAnswers
 from dpopt.problem import CLAIMS_FEASIBLE, Status
 from dpopt.validation import instance
 
 __all__ = [
     "NOISES",
+    "NOISE_RTOL",
+    "Implied",
     "Measured",
     "ReleaseError",
     "ReleaseResult",
     "Rng",
     "budget_errors",
     "contract_errors",
+    "implied_loss",
     "measured_answers",
     "measured_errors",
     "measured_from_record",
     "measured_record",
+    "noise_errors",
     "resolve_rng",
+    "spent_errors",
+    "understated",
     "worst_status",
 ]
 
@@ -218,21 +231,34 @@ def _exact_amount(value: Any) -> Fraction | tuple[Fraction, Fraction]:
     return Fraction(value)
 
 
+def _total_spent(budget: dict[str, Any]) -> tuple[Any, Any]:
+    """The exact (total, spent) of an accountant report; KeyError, TypeError, ValueError or
+    ZeroDivisionError when they cannot be read."""
+    exact = budget["exact"]
+    return _exact_amount(exact["total"]), _exact_amount(exact["spent"])
+
+
+_UNREADABLE = (KeyError, TypeError, ValueError, ZeroDivisionError)
+
+
 def budget_errors(budget: Any) -> list[str]:
     """What is wrong with an accountant report (``ReleaseResult.budget``): not a report, spent
     above its total, or spent not the sum of its charges; empty when it is sound."""
     if not isinstance(budget, dict) or "exact" not in budget:
         return [f"budget is not an accountant report: {budget!r:.80}"]
     try:
-        total, spent = (_exact_amount(budget["exact"][key]) for key in ("total", "spent"))
-    except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
+        total, spent = _total_spent(budget)
+    except _UNREADABLE as err:
         return [f"budget's exact amounts cannot be read: {err!r:.80}"]
     if isinstance(spent, tuple) != isinstance(total, tuple):
         return [f"budget's spent {_shown(spent)} and total {_shown(total)} are of two kinds"]
     errors = []
     if not within(spent, total):
         errors.append(f"budget spent {_shown(spent)} exceeds the total {_shown(total)}")
-    charges = [charge.get("amount") for charge in budget.get("charges", [])]
+    listed = budget.get("charges", [])
+    if not isinstance(listed, list) or not all(isinstance(c, dict) for c in listed):
+        return [*errors, f"budget's charges are not a list of charges: {listed!r:.80}"]
+    charges = [charge.get("amount") for charge in listed]
     parts = [spent] if not isinstance(spent, tuple) else list(spent)
     for index, part in enumerate(parts):
         amounts = [a if len(parts) == 1 else _part(a, index) for a in charges]
@@ -262,8 +288,8 @@ def measured_errors(budget: Any, measured: Any) -> list[str]:
         return [f"measured is not a sequence of Measured records: {measured!r:.80}"]
     kind = budget["kind"]
     try:
-        spent = _exact_amount(budget["exact"]["spent"])
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        _, spent = _total_spent(budget)
+    except _UNREADABLE:
         return []  # budget_errors reports an unreadable budget
     if isinstance(spent, tuple) != (kind == "approx"):
         return [f"budget of kind {kind} spent {_shown(spent)}, an amount of another kind"]
@@ -296,3 +322,139 @@ def contract_errors(result: Any) -> list[str]:
         for name, status in statuses.items()
         if status not in CLAIMS_FEASIBLE
     ]
+
+
+NOISE_RTOL = 1e-9
+"""Relative slack between a loss recomputed from a float noise scale and an exact claimed loss:
+a claim below (1 − NOISE_RTOL) of the recomputed figure is an understatement (so one by any
+factor below 1 − 1e-6 is always caught); a claim above it is at most float round-off."""
+
+
+@dataclass(frozen=True)
+class Implied:
+    """The privacy loss a noise draw implies: ``epsilon`` (pure ε; None for the discrete
+    Gaussian, which has no pure form) and ``rho`` (zCDP ρ)."""
+
+    epsilon: float | None
+    rho: float
+
+
+def implied_loss(noise: str, scale: float, sensitivity: float) -> Implied:
+    """What ``noise`` of ``scale`` on answers of public sensitivity Δ costs: the discrete
+    Laplace ε = Δ/λ (ρ = ε²/2, Bun & Steinke 2016, Prop. 1.4), the discrete Gaussian
+    ρ = Δ²/(2σ²) (Canonne, Kamath & Steinke 2020, Thm 14), the exponential mechanism its ε
+    (its ``scale``, whatever Δ; ρ = ε²/8, Cesar & Rogers 2021). A scale ≤ 0 (no noise) costs
+    an infinite loss."""
+    if noise == "discrete-laplace":
+        epsilon = sensitivity / scale if scale > 0 else math.inf
+        return Implied(epsilon, epsilon * epsilon / 2)
+    if noise == "discrete-gaussian":
+        return Implied(None, sensitivity**2 / (2 * scale * scale) if scale > 0 else math.inf)
+    if noise == "exponential":
+        return Implied(scale, scale * scale / 8)
+    raise ValueError(f"noise must be one of {NOISES}, got {noise!r}")
+
+
+def _below(claimed: Fraction, figure: float) -> bool:
+    """Whether the exact ``claimed`` loss is an understatement of the recomputed ``figure``."""
+    return float(claimed) < figure * (1 - NOISE_RTOL)
+
+
+def understated(record: Measured, implied: Implied, why: str = "") -> str | None:
+    """Why ``record``'s loss claims less than its noise implies (``implied``; ``why`` says how
+    it was derived, e.g. "at sensitivity 2"), or None: each form of the loss it states (ε, the
+    ε of its (ε, δ), ρ) against the implied one; a Gaussian's (ε, δ) by the δ its implied ρ
+    needs at that ε (:func:`~dpopt.privacy.calibration.cdp_delta`)."""
+    instance("record", record, Measured)
+    instance("implied", implied, Implied)
+    loss, where = record.loss, f"measured {record.label!r}: its scale {record.scale:.6g} {why}"
+    pair = loss.approx_dp
+    claims = []
+    if implied.epsilon is not None:
+        claims += [("ε", loss.epsilon, implied.epsilon)]
+        claims += [("ε", None if pair is None else pair[0], implied.epsilon)]
+    claims += [("ρ", loss.rho, implied.rho)]
+    for symbol, claim, figure in claims:
+        if claim is not None and _below(claim, figure):
+            return f"{where} implies {symbol} = {figure:.6g}, its loss claims {claim}"
+    if implied.epsilon is None and pair is not None:
+        needed = _delta_needed(implied.rho, pair[0])
+        if needed > float(pair[1]) * (1 + 1e-6):  # cdp_delta rounds up by 1e-9
+            return (
+                f"{where} implies ρ = {implied.rho:.6g}, ({pair[0]}, {needed:.3g})-DP; its loss "
+                f"claims δ = {pair[1]}"
+            )
+    return None
+
+
+def _delta_needed(rho: float, epsilon: Fraction) -> float:
+    """The δ at which ρ-zCDP is (ε, δ)-DP: 1 for ε = 0 or an infinite ρ, 0 below float64."""
+    if epsilon <= 0 or not math.isfinite(rho):
+        return 1.0
+    try:
+        return cdp_delta(rho, float(epsilon))
+    except ValueError:  # δ below 2.2e-308
+        return 0.0
+
+
+def _implied_total(kind: str, implied: Sequence[Implied]) -> float | None:
+    """Sequential composition of ``implied`` in a budget of ``kind``: Σρ (zcdp), Σε (pure; None
+    when one has no ε), or the Σε of those that have one (approx: a lower bound of its ε, a
+    Gaussian's (ε, δ) being checked record by record, :func:`understated`)."""
+    if kind == "zcdp":
+        return math.fsum(each.rho for each in implied)
+    epsilons = [each.epsilon for each in implied]
+    if kind == "pure" and None in epsilons:
+        return None  # measured_errors names the record without a pure loss
+    return math.fsum(epsilon for epsilon in epsilons if epsilon is not None)
+
+
+def spent_errors(budget: Any, implied: Sequence[Implied]) -> list[str]:
+    """The ``budget`` spent (and its total) below the composed loss of the noise it paid for
+    (``implied``, one per set of noisy answers): "the noise scales imply ε = 1, the budget
+    claims spent 1/2"; empty when it is not (or the budget is unreadable: budget_errors)."""
+    if not isinstance(budget, dict) or budget.get("kind") not in KINDS or not implied:
+        return []
+    try:
+        total, spent = _total_spent(budget)
+    except _UNREADABLE:
+        return []
+    figure = _implied_total(budget["kind"], implied)
+    spent, total = _part_of(spent), _part_of(total)
+    if figure is None or not _below(spent, figure):
+        return []
+    symbol = "ρ" if budget["kind"] == "zcdp" else "ε"
+    tail = f" and total {total}" if _below(total, figure) else ""
+    return [
+        f"the noise scales imply {symbol} = {figure:.6g}, the budget claims spent {spent}" + tail
+    ]
+
+
+def _part_of(amount: Any) -> Fraction:
+    """The ε of an (ε, δ) amount; a plain amount as it is."""
+    return amount[0] if isinstance(amount, tuple) else amount
+
+
+def noise_errors(
+    budget: Any, measured: Any, sensitivities: float | Sequence[float | None]
+) -> list[str]:
+    """Each record of ``measured`` against its own noise at its public sensitivity
+    (``sensitivities``: one for every record, or one per record, None where it is not known)
+    by :func:`understated`, and the ``budget`` spent against their composition
+    (:func:`spent_errors`). Records that are no :class:`Measured` are
+    :func:`measured_errors`'s to name."""
+    records = list(measured) if isinstance(measured, tuple | list) else []
+    each = (
+        [sensitivities] * len(records) if isinstance(sensitivities, float | int) else sensitivities
+    )
+    known = [
+        (record, sensitivity)
+        for record, sensitivity in zip(records, each, strict=True)
+        if sensitivity is not None and isinstance(record, Measured)
+    ]
+    implied = [implied_loss(record.noise, record.scale, delta) for record, delta in known]
+    found = [
+        understated(record, figure, f"at sensitivity {delta:.6g}")
+        for (record, delta), figure in zip(known, implied, strict=True)
+    ]
+    return [message for message in found if message] + spent_errors(budget, implied)

@@ -288,13 +288,26 @@ def instance(name: str, value: Any, kind: type | tuple[type, ...]) -> Any:
     return value
 
 
-def positive_number(name: str, value: Any) -> float:
-    """Return ``value`` as a float that is finite and > 0."""
+def _real(name: str, value: Any) -> float:
+    """``value`` as a float if it is a real number (not a bool), else ValueError."""
     if _is_bool(value) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number, got {_describe(value)}")
-    number = _to_float(value)
+    return _to_float(value)
+
+
+def positive_number(name: str, value: Any) -> float:
+    """Return ``value`` as a float that is finite and > 0."""
+    number = _real(name, value)
     if not np.isfinite(number) or number <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {_describe(value)}")
+    return number
+
+
+def nonnegative_number(name: str, value: Any) -> float:
+    """Return ``value`` as a float that is finite and >= 0 (a tolerance, say)."""
+    number = _real(name, value)
+    if not np.isfinite(number) or number < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {_describe(value)}")
     return number
 
 
