@@ -150,12 +150,12 @@ def _parser() -> argparse.ArgumentParser:
         "check",
         help="verify a saved census release (a block directory or a JSON file) without the "
         "private data",
-        description="Verify a saved census release. A block release directory (`dpopt census "
-        "release --out DIR`): the manifest and its budget, every count a non-negative integer, "
-        "every parent the sum of its children, the states' roots equal to the nation's counts "
-        "and those to n, and the release checksum, reading one state at a time. A JSON release "
-        "(`dpopt.census.save_release`): its budget and measured records, every solve's status, "
-        "the same conditions on its counts, and their checksum. exit status: 0 valid, 1 invalid "
+        description="Verify a saved census release (a block directory, `dpopt census release "
+        "--out DIR`, one state at a time; or `dpopt.census.save_release`'s JSON) without the "
+        "private data: the budget against the noise (one record per level; no claim below the "
+        "Δ/λ the scales imply), non-negative integer counts, parents the sums of their children, "
+        "n, the checksum, the intervals (recomputed), a finished release and no failed solve. "
+        "Not that the noise was drawn at the stated scales. exit status: 0 valid, 1 invalid "
         "(the first violations are listed), 2 unreadable",
     )
     check.add_argument("path", help="the release directory or JSON file")

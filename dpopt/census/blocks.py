@@ -18,7 +18,7 @@ The budget is charged once, in the driver, after every input is validated and be
 task runs; a task re-run after a lost worker redraws the same keyed noise and rewrites the same
 bytes, so nothing is charged twice or lost. ``manifest.json`` records the budget, the
 checksum of the release, the objective, the optimal cost, the solve's status, the domains
-used and the certificate.
+used, the certificate and each level's measured record (its noise scale and loss).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from dpopt.census.store import Partition, read_partition, write_partition
 from dpopt.models.pgsr import OBJECTIVES, PartitionedPostProcess
 from dpopt.privacy import Accountant
 from dpopt.problem import Solution, Status, solve
-from dpopt.release import Measured, ReleaseError, Rng, resolve_rng
+from dpopt.release import Measured, ReleaseError, Rng, measured_record, resolve_rng
 from dpopt.runner import Runner
 from dpopt.solvers.pgsr_partitioned import (
     WIDENING,
@@ -131,6 +131,21 @@ class BlockIntervals:
             "counts", part.parents, part.values, scale, level=self.level, raw=False, u=u
         )
         return lower[:, 0], upper[:, 0]
+
+    def nation(self, nation_noisy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) of the nation's counts, from its own noisy answer (its children, the
+        states, are in other partitions)."""
+        u = np.random.default_rng([self.seed, len(self.geography.states)])
+        lower, upper, _ = bounds(
+            "counts",
+            np.array([-1]),
+            np.asarray(nation_noisy, dtype=np.int64)[None, :],
+            np.array([self.scales[0]]),
+            level=self.level,
+            raw=True,
+            u=u.random((1, np.size(nation_noisy))),
+        )
+        return lower[0], upper[0]
 
 
 @dataclass(frozen=True)
@@ -236,6 +251,9 @@ class BlockRelease:
             "certificate": solution.certificate.as_info(),
             "nation_counts": solution.root_counts.tolist(),
             "intervals": self.intervals,
+            # public, for `dpopt check`: each level's noise (scale, answers, loss), from which
+            # it recomputes the budget the noise implies
+            "measured": [measured_record(record) for record in self.measured],
             # public, for `dpopt check --certificate`: the nation's noisy answer (a DP output,
             # like the noisy partitions), the geography's shape and the starting domains
             "nation_noisy": self.nation_noisy.tolist(),
@@ -484,27 +502,17 @@ def _block_intervals(plan: _Plan) -> BlockIntervals | None:
 
 
 def _nation_intervals(plan: _Plan, nation_noisy: np.ndarray) -> dict[str, Any] | None:
-    """The manifest's ``intervals``: level, method, seed and the nation's intervals (from its
-    own noisy answer: its children, the states, are in other partitions)."""
+    """The manifest's ``intervals``: level, method, seed and the nation's intervals."""
     settings = _block_intervals(plan)
     if settings is None:
         return None
-    u = np.random.default_rng([settings.seed, len(plan.geography.states)])
-    lower, upper, _ = bounds(
-        "counts",
-        np.array([-1]),
-        nation_noisy[None, :].astype(np.int64),
-        np.array([settings.scales[0]]),
-        level=settings.level,
-        raw=True,
-        u=u.random((1, nation_noisy.size)),
-    )
+    lower, upper = settings.nation(nation_noisy)
     return {
         "level": settings.level,
         "method": "exact-pivot",
         "seed": settings.seed,
         "columns": ["lower", "upper"],
-        "nation": {"lower": lower[0].tolist(), "upper": upper[0].tolist()},
+        "nation": {"lower": lower.tolist(), "upper": upper.tolist()},
     }
 
 

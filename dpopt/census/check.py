@@ -1,49 +1,100 @@
-"""``dpopt check``: verify a saved census release without the private data (issue 27).
+"""``dpopt check``: verify a saved census release without the private data.
 
-:func:`check_saved` verifies a JSON release (:func:`~dpopt.census.save_release`): the budget
-report and the measured records, every solve's status, the counts' checksum and shape, and the
-PGSR conditions of the counts (:func:`count_errors`: non-negative integers within 0 … n, every
-parent the sum of its children, the root's groups adding up to n); with ``certificate=True`` it
-rebuilds the release's post-processing Problem from the saved noisy measurement and requires
-the released counts to meet it and to cost the optimum an exact method certifies.
-
-:func:`check_release` reads a release directory (``census.release_blocks``'s ``out_dir``)
+:func:`check_saved` verifies a JSON release (:func:`~dpopt.census.save_release`) and
+:func:`check_release` a release directory (``census.release_blocks``'s ``out_dir``), the latter
 partition by partition — one state's released counts and its public hierarchy (the ``level``
-and ``parent`` columns of its noisy partition) at a time, so the memory of one state is enough
-— and checks: the manifest is complete (no ``INCOMPLETE`` marker), its budget report spends at
-most its total and exactly its charges, every count is a non-negative integer, every parent
-equals the sum of its children within each state, the states' roots add up to the manifest's
-nation counts and those to the public total n, and the release's checksum (the nation's counts,
-then every (state, size) column, :mod:`dpopt.solvers.pgsr_partitioned`) is the manifest's.
+and ``parent`` columns of its noisy partition) at a time, so the memory of one state is enough.
+Both check (docs/testing-your-code.md, "What dpopt check certifies"):
 
-With ``certificate=True`` it also re-solves the post-processing from the released noisy
-partitions and the manifest's public facts (the nation's noisy answer, the geography's shape,
-ε, the objective, the widening and the domains: with global widening its last pass's width,
-else the starting one) with the exact partitioned DP, and
-checks that the optimum is certified, that its cost is the manifest's ``optimal_cost`` and its
-checksum the release's: the released counts are then the certified optimum of Model 1 on the
-noisy answers. A release written before the manifest kept those facts cannot be re-solved
-(reported as a violation of the request, not of the release).
+- **the budget against the noise** (:func:`level_errors`). The budget report is sound (spent
+  at most its total and equal to its charges); the release measured every level once (one
+  :class:`~dpopt.release.Measured` record per level: discrete Laplace, of its level's number of
+  answers, and of the noise scale the JSON file's per-region ``scale`` array, or the noisy
+  partitions' per-level noise sd, states); the records' losses add up to the budget's charges
+  of them; and the loss the scales imply is recomputed from public facts — Δ = 2 per region
+  vector of counts (census-pgsr Lemma 4), the step Q for cumulative counts (Lemma 6), ε_l =
+  Δ/λ_l at level l, the levels composed sequentially and a level's regions in parallel
+  (Theorem 1): no record's loss and not the budget spent (nor its total) may be below it
+  (relative slack :data:`~dpopt.release.NOISE_RTOL`, for float scales against exact losses);
+- **the counts**: non-negative integers, every parent the sum of its children, the root's
+  groups adding up to n (:func:`count_errors`; a directory: the states' roots adding up to the
+  manifest's nation counts and those to n) and the checksum the release recorded (a directory:
+  the nation's counts, then every (state, size) column, :mod:`dpopt.solvers.pgsr_partitioned`);
+- **the intervals**, when the release has them (:func:`interval_errors`): recomputed from the
+  noisy answers at their level, method and randomisation (:mod:`dpopt.census.confidence`), they
+  must be the saved ones. An interval covers the true count with its level's probability, not
+  the released count, which may lie outside it, and it may be empty (lower > upper): only an
+  interval that is not the one the noisy answers give is a violation;
+- every solve's status (none ``violated``, ``infeasible``, ``time_limit`` or ``error``), and
+  a directory's finished release (no ``INCOMPLETE`` marker) and a manifest whose fields have
+  their types (else a named violation).
+
+With ``certificate=True`` a JSON release's post-processing Problem is rebuilt from the saved
+noisy measurement: the released counts must meet it and cost the optimum an exact method
+certifies. A directory is re-solved from its noisy partitions and the manifest's public facts
+(the nation's noisy answer, the geography's shape, ε, the objective, the widening and the
+domains: with global widening its last pass's width, else the starting one) with the exact
+partitioned DP: the optimum must be certified, cost the manifest's ``optimal_cost`` and have
+the release's checksum. A release written before the manifest kept those facts cannot be
+re-solved (reported as a violation of the request, not of the release).
+
+What it cannot certify: it reads no private data, so it cannot tell that the noisy answers are
+the true counts plus noise, nor that the noise was drawn at the stated scales — a release whose
+scales and budget were changed together, or whose noisy answers and counts were replaced
+together, checks as valid; for cumulative counts it reads Q where the release states it, in
+its records' labels ("(Δ=Q)"), at least 1. A directory written before the manifest kept the
+measured records cannot be checked against its noise, which is reported as a violation.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dpopt.census.blocks import INCOMPLETE, MANIFEST
+from dpopt.census.blocks import INCOMPLETE, MANIFEST, BlockIntervals
+from dpopt.census.confidence import Intervals, interval_options, intervals
+from dpopt.census.geography import LEVELS, Geography
+from dpopt.census.keyed import COUNT_SENSITIVITY
 from dpopt.census.store import load_pyarrow, partition_path
 from dpopt.hierarchy import Tree
-from dpopt.release import budget_errors, contract_errors
+from dpopt.privacy.accounting import KINDS, add_all
+from dpopt.privacy.samplers import DiscreteLaplace
+from dpopt.problem import CLAIMS_FEASIBLE
+from dpopt.release import (
+    NOISE_RTOL,
+    Measured,
+    budget_errors,
+    contract_errors,
+    implied_loss,
+    measured_errors,
+    measured_from_record,
+    spent_errors,
+    understated,
+)
 from dpopt.solvers.pgsr_partitioned import checksum
+from dpopt.validation import integer, integer_array
 
-__all__ = ["CheckReport", "check_release", "check_saved", "count_errors", "release_errors"]
+__all__ = [
+    "CheckReport",
+    "census_sensitivity",
+    "check_release",
+    "check_saved",
+    "count_errors",
+    "interval_errors",
+    "level_errors",
+    "release_errors",
+]
 
 LIMIT = 20
 """Violations listed before the report stops adding them (the count goes on)."""
@@ -75,7 +126,10 @@ def count_errors(counts: Any, parents: Any, total: int) -> list[str]:
     children, a root whose groups do not add up to n; empty when they all hold."""
     from dpopt.models.pgsr import PostProcess
 
-    values = np.asarray(counts, dtype=np.float64)
+    raw = np.asarray(counts)
+    if raw.dtype.kind not in "iuf":
+        return [f"counts of type {raw.dtype}, not numbers"]
+    values = raw.astype(np.float64)
     parents = np.asarray(parents)
     if values.ndim != 2 or values.shape[0] != parents.size:
         return [f"counts of shape {values.shape} for {parents.size} regions"]
@@ -101,16 +155,197 @@ def count_errors(counts: Any, parents: Any, total: int) -> list[str]:
 
 
 def release_errors(release: Any) -> list[str]:
-    """:func:`count_errors` of a census release (a ``Release`` or a ``SavedRelease``) on its
-    own measurement's hierarchy and n."""
+    """What a census release (a ``Release`` or a ``SavedRelease``) breaks beside the release
+    contract: its counts' PGSR conditions (:func:`count_errors`) on its own measurement's
+    hierarchy and n, its noise level by level (:func:`level_errors`; the per-region ``scale``
+    array states each level's scale) and its intervals (:func:`interval_errors`)."""
     measurement = release.measurement
-    return count_errors(release.counts, measurement.parents, measurement.total)
+    tree = measurement.tree
+    scales = np.asarray(measurement.scale, dtype=np.float64)
+    per_level = [scales[tree.depth == level] for level in range(tree.levels)]
+    noise = level_errors(
+        release.budget,
+        release.measured,
+        tree.levels,
+        census_sensitivity(measurement.query, release.measured),
+        scales=[float(values.min()) for values in per_level],
+        answers=[values.size * measurement.sizes.size for values in per_level],
+    )
+    return (
+        count_errors(release.counts, measurement.parents, measurement.total)
+        + _scale_errors(measurement, per_level)
+        + noise
+        + interval_errors(measurement, release.intervals)
+    )
+
+
+def _scale_errors(measurement: Any, per_level: list[np.ndarray]) -> list[str]:
+    """A level whose regions' noise scales differ, or whose noise sds are not their scale's."""
+    depth = measurement.tree.depth
+    sds = np.asarray(measurement.sd, dtype=np.float64)
+    errors = []
+    for level, scales in enumerate(per_level):
+        low, high = scales.min(), scales.max()
+        if low != high:
+            errors.append(
+                f"level {level}: its regions' noise scales differ ({low:.6g} … {high:.6g})"
+            )
+        expected = _laplace_sd(low)
+        if not np.allclose(sds[depth == level], expected, rtol=NOISE_RTOL, atol=0):
+            errors.append(
+                f"level {level}: its regions' noise sds are not that of their scale {low:.6g} "
+                f"({expected:.6g})"
+            )
+    return errors
+
+
+def _laplace_sd(scale: float) -> float:
+    """The standard deviation of the discrete Laplace noise of ``scale`` (NaN when no sampler
+    has that scale)."""
+    try:
+        return math.sqrt(DiscreteLaplace(Fraction(float(scale))).variance)
+    except (ValueError, OverflowError):
+        return math.nan
+
+
+_STATED = re.compile(r"\(Δ=(\d+)\)")
+"""Where a census charge label states its sensitivity: "census level 0: cumulative (Δ=3)"."""
+
+
+def census_sensitivity(query: str, measured: Sequence[Any]) -> int:
+    """Δ of a region's vector: 2 for counts whatever the step (census-pgsr Lemma 4); for
+    cumulative counts the public step Q (Lemma 6), which a measurement does not hold: the
+    largest its records' labels state ("(Δ=Q)", as ``census.measure`` labels them), at least
+    1, the smallest Q there is."""
+    if query == "counts":
+        return COUNT_SENSITIVITY
+    stated = [
+        int(found.group(1))
+        for record in measured
+        if isinstance(record, Measured) and (found := _STATED.search(record.label))
+    ]
+    return max([1, *stated])
+
+
+def level_errors(
+    budget: Any,
+    measured: Any,
+    levels: int,
+    sensitivity: int,
+    *,
+    scales: Sequence[float] | None = None,
+    answers: Sequence[int] | None = None,
+) -> list[str]:
+    """The noise of a census release of ``levels`` levels against its budget (module
+    docstring): one discrete Laplace record per level, of scale ``scales[l]`` and ``answers[l]``
+    answers where those are known, whose loss is at least Δ/λ (Δ = ``sensitivity``); the
+    records' losses equal to the budget's charges of them; the budget spent at least Σ_l Δ/λ_l
+    over ``scales`` (else over the records' own scales)."""
+    records = list(measured) if isinstance(measured, tuple | list) else []
+    errors = []
+    if len(records) != levels:
+        errors.append(
+            f"{len(records)} measured records for {levels} levels: the release measures "
+            "every level once"
+        )
+    for level, record in enumerate(records[:levels]):
+        if isinstance(record, Measured):  # measured_errors names anything else
+            scale = None if scales is None else scales[level]
+            count = None if answers is None else answers[level]
+            errors += _level_record_errors(level, record, sensitivity, scale, count)
+    if scales is None:
+        scales = [r.scale for r in records[:levels] if isinstance(r, Measured)]
+    implied = [implied_loss("discrete-laplace", scale, sensitivity) for scale in scales]
+    return errors + _charged_errors(budget, records) + spent_errors(budget, implied)
+
+
+def _level_record_errors(
+    level: int, record: Measured, sensitivity: int, scale: float | None, answers: int | None
+) -> list[str]:
+    """Level ``level``'s record: its noise, its scale and answers against the level's, its
+    loss against what its scale implies."""
+    errors = []
+    if record.noise != "discrete-laplace":
+        errors.append(f"level {level}: measured {record.noise} noise, not discrete-laplace")
+    if scale is not None and not math.isclose(record.scale, scale, rel_tol=NOISE_RTOL):
+        errors.append(
+            f"level {level}: measured at scale {record.scale:.6g}, its regions' noise scale is "
+            f"{scale:.6g}"
+        )
+    if answers is not None and record.answers != answers:
+        errors.append(f"level {level}: measured {record.answers} answers, the level has {answers}")
+    implied = implied_loss("discrete-laplace", record.scale, sensitivity)
+    found = understated(record, implied, f"at sensitivity {sensitivity}")
+    return errors + ([found] if found else [])
+
+
+def _charged_errors(budget: Any, records: list[Any]) -> list[str]:
+    """The records' losses against the budget's charges under their labels (the release
+    charges each level under its record's label; another release may share the accountant)."""
+    if not isinstance(budget, dict) or budget.get("kind") not in KINDS:
+        return []  # budget_errors names an unreadable budget
+    kind = budget["kind"]
+    mine = [record for record in records if isinstance(record, Measured)]
+    amounts = [a for a in (record.loss.amount(kind) for record in mine) if a is not None]
+    charges = budget.get("charges")
+    if not mine or len(amounts) < len(mine) or not isinstance(charges, list):
+        return []  # measured_errors and budget_errors name these
+    labels = [record.label for record in mine]
+    charged = [
+        _epsilon_of(charge.get("amount"))
+        for charge in charges
+        if isinstance(charge, dict)
+        and isinstance(charge.get("label"), str)
+        and charge["label"] in labels
+    ]
+    drawn = add_all(amounts, kind)
+    measured = float(drawn[0] if isinstance(drawn, tuple) else drawn)
+    if any(amount is None for amount in charged):
+        return ["the budget's charges of the measured records have unreadable amounts"]
+    paid = math.fsum(amount for amount in charged if amount is not None)
+    if not math.isclose(measured, paid, rel_tol=NOISE_RTOL):
+        return [f"the measured losses add up to {measured:.6g}, their charges to {paid:.6g}"]
+    return []
+
+
+def _epsilon_of(amount: Any) -> float | None:
+    """A report charge's amount (a float, or {epsilon, delta}: its ε); None when unreadable."""
+    value = amount.get("epsilon") if isinstance(amount, dict) else amount
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def interval_errors(measurement: Any, found: Intervals | None) -> list[str]:
+    """Intervals that are not those ``measurement`` gives at their level, method and
+    randomisation (:func:`~dpopt.census.confidence.intervals`, recomputed; module docstring)."""
+    if found is None:
+        return []
+    try:
+        again = intervals(measurement, level=found.level, method=found.method, seed=found.seed)
+    except (ArithmeticError, TypeError, ValueError) as err:  # a scale of 0, say
+        return [f"the intervals cannot be recomputed: {err!r}"]
+    return _moved_intervals("", (found.lower, found.upper), (again.lower, again.upper))
+
+
+def _moved_intervals(where: str, found: tuple[Any, Any], given: tuple[Any, Any]) -> list[str]:
+    """The ``found`` (lower, upper) bounds that differ from the ``given`` ones, by count."""
+    lower, upper = (np.asarray(bound) for bound in found)
+    if lower.shape != given[0].shape or upper.shape != given[0].shape:
+        return [f"{where}intervals of shape {lower.shape}, {upper.shape} for {given[0].shape}"]
+    moved = (lower != given[0]) | (upper != given[1])
+    if not moved.any():
+        return []
+    at = tuple(int(i) for i in np.argwhere(moved)[0])
+    return [
+        f"{where}{int(moved.sum())} intervals are not those the noisy answers give (at "
+        f"{at if len(at) > 1 else at[0]}: [{lower[at]}, {upper[at]}], recomputed "
+        f"[{given[0][at]}, {given[1][at]}])"
+    ]
 
 
 def _manifest(out: Path) -> dict[str, Any]:
     """The manifest, or a ValueError: the directory is not a readable release (exit 2)."""
-    if not out.is_dir():
-        raise ValueError(f"{out} is not a directory")
     path = out / MANIFEST
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -122,21 +357,173 @@ def _manifest(out: Path) -> dict[str, Any]:
     return manifest
 
 
+@dataclass(frozen=True, eq=False)
+class _Release:
+    """What the manifest says, validated: the counts' shape, n, checksum and nation counts,
+    each level's ``measured`` record (None: an older manifest), the public ``geography`` (or
+    why there is none), whether it records intervals and the ``intervals`` to recompute (None:
+    none recorded, or none that can be recomputed)."""
+
+    states: int
+    sizes: int
+    total: int
+    checksum: str
+    nation: np.ndarray
+    measured: tuple[Measured, ...] | None
+    geography: Geography | str
+    recorded_intervals: bool
+    intervals: BlockIntervals | None = None
+
+    @cached_property
+    def noise_sd(self) -> list[float] | None:
+        """Each level's noise sd, from its measured scale (the noisy partitions record it)."""
+        if self.measured is None:
+            return None
+        return [_laplace_sd(record.scale) for record in self.measured]
+
+
+def _fields(out: Path, manifest: dict[str, Any], report: CheckReport) -> _Release | None:
+    """The manifest's fields, or None when one is malformed (reported, by name)."""
+    try:
+        states = integer("states", manifest["states"], minimum=0)
+        sizes = integer("sizes", manifest["sizes"], minimum=1)
+        total = integer("total", manifest["total"], minimum=0)
+        nation = integer_array("nation_counts", manifest["nation_counts"], ndim=1)
+        if nation.size != sizes:
+            raise ValueError(f"nation_counts holds {nation.size} counts for {sizes} sizes")
+        if not isinstance(manifest["checksum"], str):
+            raise ValueError(f"checksum must be a string, got {manifest['checksum']!r:.60}")
+    except (TypeError, ValueError) as err:
+        report.add(f"manifest: {err}")
+        return None
+    release = _Release(
+        states, sizes, total, manifest["checksum"], nation, _records(manifest, report),
+        _geography(manifest), manifest.get("intervals") is not None,
+    )  # fmt: skip
+    return _with_intervals(out, manifest, release, report)
+
+
+def _records(manifest: dict[str, Any], report: CheckReport) -> tuple[Measured, ...] | None:
+    """The manifest's measured records; None for an older manifest or unreadable ones
+    (reported)."""
+    raw = manifest.get("measured")
+    if raw is None:
+        report.add(
+            "cannot verify the budget from the noise: an older manifest, without the measured "
+            "records (each level's noise scale)"
+        )
+        return None
+    try:
+        if not isinstance(raw, list):
+            raise ValueError(f"not a list of records: {raw!r:.60}")
+        return tuple(measured_from_record(record) for record in raw)
+    except ValueError as err:
+        report.add(f"manifest: the measured records cannot be read ({err})")
+        return None
+
+
+def _geography(manifest: dict[str, Any]) -> Geography | str:
+    """The manifest's public geography, or why it has none."""
+    if "geography_shape" not in manifest:
+        return "the manifest lacks the geography's shape (an older release)"
+    try:
+        geography = Geography.from_record(manifest["geography_shape"])
+    except (KeyError, TypeError, ValueError) as err:
+        return f"the manifest's geography shape cannot be read ({err!r})"
+    if geography.fingerprint() != manifest.get("geography"):
+        return "the manifest's geography shape does not match its fingerprint"
+    return geography
+
+
+def _with_intervals(
+    out: Path, manifest: dict[str, Any], release: _Release, report: CheckReport
+) -> _Release:
+    """``release`` with the intervals to recompute, when the manifest records intervals; the
+    nation's are compared here (its noisy answer is in the manifest)."""
+    recorded = manifest.get("intervals")
+    if recorded is None:
+        return release
+    geography, measured = release.geography, release.measured
+    if isinstance(geography, str) or measured is None or len(measured) != len(LEVELS):
+        report.add("cannot verify the intervals: the manifest lacks the geography or the noise")
+        return release
+    try:
+        level, method, seed = interval_options(
+            recorded["level"], recorded["method"], recorded["seed"]
+        )
+        if method != "exact-pivot":
+            raise ValueError(f"method {method!r}, a block release's are exact-pivot")
+        settings = BlockIntervals(
+            level, seed, str(out / "noisy"), geography, tuple(r.scale for r in measured)
+        )
+        nation = recorded["nation"]
+        given = settings.nation(integer_array("nation_noisy", manifest["nation_noisy"], ndim=1))
+        for message in _moved_intervals("the nation: ", (nation["lower"], nation["upper"]), given):
+            report.add(message)
+    except (KeyError, TypeError, ValueError) as err:
+        report.add(f"manifest: the intervals cannot be read ({err!r})")
+        return release
+    return replace(release, intervals=settings)
+
+
+def _noise(budget: Any, release: _Release, report: CheckReport) -> None:
+    """The manifest's measured records against its budget (:func:`level_errors`)."""
+    if release.measured is None:
+        return
+    geography = release.geography
+    answers = (
+        None
+        if isinstance(geography, str)
+        else [count * release.sizes for count in geography.level_counts]
+    )
+    found = measured_errors(budget, release.measured) + level_errors(
+        budget, release.measured, len(LEVELS), COUNT_SENSITIVITY, answers=answers
+    )
+    for message in found:
+        report.add(f"manifest: {message}")
+
+
 def _budget(report: CheckReport, budget: Any) -> None:
     for message in budget_errors(budget):
         report.add(f"manifest: {message}")
 
 
-def _state(out: Path, state: int, sizes: int, report: CheckReport) -> tuple[np.ndarray, list[str]]:
-    """One state's root counts and its columns' checksums, checking its counts on the way."""
+def _noise_sd(metadata: Any, state: int, expected: list[float] | None, report: CheckReport) -> None:
+    """The noise sds a state's noisy partition records against the measured scales'."""
+    if expected is None:
+        return
+    try:
+        found = [float(value) for value in json.loads(metadata[b"dpopt"])["sd"]]
+    except (KeyError, TypeError, ValueError) as err:
+        report.add(f"state {state}: the noisy partition's noise sd cannot be read ({err!r})")
+        return
+    if len(found) != len(expected) or not all(
+        math.isclose(a, b, rel_tol=NOISE_RTOL) for a, b in zip(found, expected, strict=False)
+    ):
+        report.add(
+            f"state {state}: the noisy partition's noise sds {[f'{v:.6g}' for v in found]} are "
+            f"not those of the measured scales {[f'{v:.6g}' for v in expected]}"
+        )
+
+
+def _state(
+    out: Path, state: int, release: _Release, report: CheckReport
+) -> tuple[np.ndarray, list[str]]:
+    """One state's root counts and its columns' checksums, checking its counts, its noise sd
+    and its intervals on the way."""
     pq = load_pyarrow().parquet  # a clear ImportError naming the extra when pyarrow is missing
     hierarchy = pq.read_table(partition_path(out / "noisy", state), columns=["parent"])
+    _noise_sd(hierarchy.schema.metadata, state, release.noise_sd, report)
     tree = Tree(hierarchy.column("parent").to_numpy().astype(np.int64))
-    roots, sums = np.zeros(sizes, dtype=np.int64), []
-    for size in range(sizes):
+    roots, sums = np.zeros(release.sizes, dtype=np.int64), []
+    for size in range(release.sizes):
         path = out / "release" / f"state={state}" / f"size_{size + 1}.parquet"
-        column = pq.read_table(path, columns=["count"]).column("count").to_numpy()
+        table = pq.read_table(path)
+        if "count" not in table.column_names:
+            raise ValueError(f"{path} has no count column")
+        column = table.column("count").to_numpy()
         where = f"state {state}, size {size + 1}"
+        _column_intervals(where, table, release, (state, size), report)
         if column.dtype.kind not in "iu":
             report.add(f"{where}: counts of type {column.dtype}, not integers")
             column = np.round(column)
@@ -159,12 +546,29 @@ def _state(out: Path, state: int, sizes: int, report: CheckReport) -> tuple[np.n
     return roots, sums
 
 
-def _recheck_certificate(out: Path, manifest: dict[str, Any], report: CheckReport) -> None:
-    """Re-solve from the noisy partitions; compare status, cost and checksum (module docstring)."""
-    from fractions import Fraction
+def _column_intervals(
+    where: str, table: Any, release: _Release, column: tuple[int, int], report: CheckReport
+) -> None:
+    """A released column's intervals against those its noisy column gives."""
+    bounds = {"lower", "upper"} & set(table.column_names)
+    settings = release.intervals
+    if settings is None:
+        if bounds and not release.recorded_intervals:
+            report.add(f"{where}: intervals the manifest does not record cannot be verified")
+        return
+    if len(bounds) < 2:
+        report.add(f"{where}: no intervals, though the manifest records them")
+        return
+    found = (table.column("lower").to_numpy(), table.column("upper").to_numpy())
+    for message in _moved_intervals(f"{where}: ", found, settings.column(*column)):
+        report.add(message)
 
+
+def _recheck_certificate(
+    out: Path, manifest: dict[str, Any], release: _Release, report: CheckReport
+) -> None:
+    """Re-solve from the noisy partitions; compare status, cost and checksum (module docstring)."""
     from dpopt.census.blocks import StateSource
-    from dpopt.census.geography import LEVELS, Geography
     from dpopt.census.keyed import LevelNoise
     from dpopt.census.postprocess import PARTITIONED
     from dpopt.models.pgsr import PartitionedPostProcess
@@ -175,35 +579,34 @@ def _recheck_certificate(out: Path, manifest: dict[str, Any], report: CheckRepor
     if any(key not in manifest for key in needed):
         report.add("certificate: the manifest lacks the facts to re-solve (an older release)")
         return
+    geography = release.geography
+    if isinstance(geography, str):
+        report.add(f"certificate: {geography}")
+        return
     try:
-        geography = Geography.from_record(manifest["geography_shape"])
-    except (KeyError, TypeError, ValueError) as err:
-        report.add(f"certificate: the manifest's geography shape cannot be read ({err!r})")
+        epsilon = Fraction(manifest["budget"]["exact"]["total"])
+        problem = PartitionedPostProcess(
+            [StateSource(str(out / "noisy"), geography, s) for s in range(len(geography.states))],
+            integer_array("nation_noisy", manifest["nation_noisy"], ndim=1),
+            float(LevelNoise.uniform(epsilon, len(LEVELS)).sd()[0]),
+            release.total,
+            manifest["objective"],
+        )
+        # Global widening ran its last pass at the largest width on every column: starting
+        # there re-solves that pass alone (the same domains, hence the same point);
+        # per-partition widening starts where the release did.
+        global_ = manifest["widening"] == "global"
+        final = manifest.get("domain_sd", {}).get("largest") if global_ else None
+        solution = solve(
+            problem,
+            PARTITIONED,
+            runner=Runner(None),
+            domain_sd=float(final if final is not None else manifest["domain_sd_start"]),
+            widening=manifest["widening"],
+        )
+    except (AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError) as err:
+        report.add(f"certificate: the manifest's facts cannot be re-solved ({err!r:.200})")
         return
-    if geography.fingerprint() != manifest.get("geography"):
-        report.add("certificate: the manifest's geography shape does not match its fingerprint")
-        return
-    epsilon = Fraction(manifest["budget"]["exact"]["total"])
-    problem = PartitionedPostProcess(
-        [StateSource(str(out / "noisy"), geography, s) for s in range(len(geography.states))],
-        np.asarray(manifest["nation_noisy"], dtype=np.int64),
-        float(LevelNoise.uniform(epsilon, len(LEVELS)).sd()[0]),
-        int(manifest["total"]),
-        manifest["objective"],
-    )
-    # Global widening ran its last pass at the largest width on every column: starting there
-    # re-solves that pass alone (the same domains, hence the same point); per-partition widening
-    # starts where the release did.
-    final = (
-        manifest.get("domain_sd", {}).get("largest") if manifest["widening"] == "global" else None
-    )
-    solution = solve(
-        problem,
-        PARTITIONED,
-        runner=Runner(None),
-        domain_sd=float(final if final is not None else manifest["domain_sd_start"]),
-        widening=manifest["widening"],
-    )
     if solution.status != "optimal" or solution.x is None:
         report.add(f"certificate: the re-solve is {solution.status}, not a certified optimum")
         return
@@ -212,7 +615,7 @@ def _recheck_certificate(out: Path, manifest: dict[str, Any], report: CheckRepor
             f"certificate: the certified optimum costs {solution.objective!r}, the manifest "
             f"says {manifest.get('optimal_cost')!r}"
         )
-    if solution.x.checksum != manifest["checksum"]:
+    if solution.x.checksum != release.checksum:
         report.add("certificate: the released counts are not the certified optimum's")
 
 
@@ -264,65 +667,79 @@ def check_saved(path: str | Path, *, certificate: bool = False) -> CheckReport:
     exact = counts.astype(np.int64)  # load_release read numbers; a fraction is reported above
     if counts.shape != measurement.noisy.shape or checksum(exact) != saved.checksum:
         report.add("the counts' checksum differs from the file's (the counts were changed)")
-    resolved = certificate and report.valid  # invalid counts are no optimum to certify
+    resolved = certificate and report.valid  # an invalid release is no optimum to certify
     if resolved:
         _saved_certificate(saved, exact, report)
     report.checked = {
         "regions": int(measurement.parents.size),
         "sizes": int(measurement.sizes.size),
         "checksum": saved.checksum,
-        "certificate": "re-solved"
-        if resolved
-        else "not re-solved: the counts are invalid"
-        if certificate
-        else "not re-checked",
-        "seconds": round(time.perf_counter() - start, 2),
     }
-    return report
+    if not certificate:
+        return _finished(report, start, "not re-checked")
+    return _finished(report, start, "re-solved" if resolved else "not re-solved: it is invalid")
 
 
 def check_release(path: str | Path, *, certificate: bool = False) -> CheckReport:
     """Verify the release under ``path`` (module docstring; ``certificate``: also re-solve).
     A ValueError means the directory is not a readable release; anything found wrong is in the
-    report's ``violations``."""
+    report's ``violations``: an interrupted release (its ``INCOMPLETE`` marker) and malformed
+    manifest fields too."""
     start = time.perf_counter()
     out = Path(path)
-    manifest = _manifest(out)
+    if not out.is_dir():
+        raise ValueError(f"{out} is not a directory")
     report = CheckReport(str(out))
     if (out / INCOMPLETE).exists():
         report.add(f"{INCOMPLETE} marker present: the release was interrupted or failed")
+        if not (out / MANIFEST).exists():
+            report.add(f"no {MANIFEST}: the directory holds no finished release")
+            return _finished(report, start, "not re-solved: no manifest")
+    manifest = _manifest(out)
     _budget(report, manifest["budget"])
-    nation = np.asarray(manifest["nation_counts"], dtype=np.int64)
-    if nation.sum() != manifest["total"]:
+    if manifest.get("status", "optimal") not in CLAIMS_FEASIBLE:
+        report.add(f"manifest: the post-processing solve is {manifest['status']!r}")
+    release = _fields(out, manifest, report)
+    if release is None:
+        return _finished(report, start, "not re-solved: the manifest is malformed")
+    _noise(manifest["budget"], release, report)
+    if release.nation.sum() != release.total:
         report.add(
-            f"nation counts add up to {int(nation.sum())}, the total n is {manifest['total']}"
+            f"nation counts add up to {int(release.nation.sum())}, the total n is {release.total}"
         )
-    digest = hashlib.sha256(checksum(nation).encode())
-    roots = np.zeros_like(nation)
-    for state in range(int(manifest["states"])):
+    digest = hashlib.sha256(checksum(release.nation).encode())
+    roots = np.zeros_like(release.nation)
+    for state in range(release.states):
         try:
-            root, sums = _state(out, state, int(manifest["sizes"]), report)
+            root, sums = _state(out, state, release, report)
         except (OSError, ValueError) as err:
             report.add(f"state {state}: unreadable partition ({err})")
             continue
         roots += root
         for value in sums:
             digest.update(value.encode())
-    if not np.array_equal(roots, nation):
-        wrong = np.flatnonzero(roots != nation)
+    if not np.array_equal(roots, release.nation):
+        wrong = np.flatnonzero(roots != release.nation)
         report.add(
             f"the states' roots differ from the nation's counts at {wrong.size} sizes (size "
-            f"{int(wrong[0]) + 1}: {int(roots[wrong[0]])} against {int(nation[wrong[0]])})"
+            f"{int(wrong[0]) + 1}: {int(roots[wrong[0]])} against {int(release.nation[wrong[0]])})"
         )
-    if digest.hexdigest() != manifest["checksum"]:
+    if digest.hexdigest() != release.checksum:
         report.add("the release's checksum differs from the manifest's (a partition changed)")
     if certificate:
-        _recheck_certificate(out, manifest, report)
+        _recheck_certificate(out, manifest, release, report)
     report.checked = {
-        "states": int(manifest["states"]),
-        "sizes": int(manifest["sizes"]),
+        "states": release.states,
+        "sizes": release.sizes,
         "checksum": digest.hexdigest(),
-        "certificate": "re-solved" if certificate else "not re-checked",
+    }
+    return _finished(report, start, "re-solved" if certificate else "not re-checked")
+
+
+def _finished(report: CheckReport, start: float, certificate: str) -> CheckReport:
+    """``report`` with what the certificate did and the seconds the check took."""
+    report.checked |= {
+        "certificate": certificate,
         "seconds": round(time.perf_counter() - start, 2),
     }
     return report

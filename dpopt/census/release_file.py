@@ -154,5 +154,5 @@ def load_release(path: str | Path) -> SavedRelease:
                 int(intervals["randomisation"]),
             ),
         )
-    except (KeyError, TypeError, ValueError) as err:
+    except (KeyError, OverflowError, TypeError, ValueError) as err:
         raise ValueError(f"{file} is not a readable census release: {err}") from err

@@ -1,17 +1,21 @@
 """``dpopt check`` (issue 27): a saved block release verifies without the private data, and each
 planted tampering — a changed count, a broken parent, a negative cell, a changed manifest, an
-overspent budget, a missing partition, an unfinished release — is caught and named."""
+overspent budget, a budget understated against its noise scales by any factor, altered or
+missing level records, malformed manifest fields, a moved interval, a missing partition, an
+unfinished release — is caught and named."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from tamper import understate
 
 from dpopt.census import blocks
 from dpopt.census import geography as geo
@@ -165,3 +169,132 @@ def test_a_widened_release_is_re_solved_from_its_last_width(tmp_path: Path) -> N
     assert manifest["domain_sd"]["largest"] > manifest["domain_sd_start"]
     report = check_release(out, certificate=True)
     assert report.valid, report.violations
+
+
+def _edit_manifest(out: Path, change) -> None:
+    path = out / "manifest.json"
+    manifest = json.loads(path.read_text())
+    change(manifest)
+    path.write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize(
+    "factor", [Fraction(1, 2), Fraction(9, 10), Fraction(999, 1000), 1 - Fraction(1, 10**6)]
+)
+def test_an_understated_manifest_budget_is_named(copy: Path, factor: Fraction, capsys) -> None:
+    _edit_manifest(copy, lambda manifest: understate(manifest, factor))
+    claimed = f"manifest: the noise scales imply ε = 1, the budget claims spent {factor} and total"
+    assert any(v.startswith(claimed) for v in check_release(copy).violations)
+    assert main(["check", str(copy)]) == 1
+    assert claimed in capsys.readouterr().out
+
+
+def test_raised_scales_disagree_with_the_noisy_partitions(copy: Path) -> None:
+    """A forger who also doubles the recorded scales (to match a halved budget) contradicts the
+    noise sd every noisy partition records."""
+
+    def forge(manifest: dict) -> None:
+        understate(manifest, Fraction(1, 2))
+        for record in manifest["measured"]:
+            record["scale"] *= 2
+
+    _edit_manifest(copy, forge)
+    found = check_release(copy).violations
+    assert any("the noisy partition's noise sds" in v for v in found), found
+    assert not any("the noise scales imply" in v for v in found)  # the scales now agree
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda m: m.update(measured=[]), "manifest: 0 measured records for 6 levels"),
+        (lambda m: m["measured"].pop(3), "manifest: 5 measured records for 6 levels"),
+        (lambda m: m["measured"][1].update(answers=1), "level 1: measured 1 answers, the level"),
+        (lambda m: m.pop("measured"), "cannot verify the budget from the noise: an older manifest"),
+        (
+            lambda m: m.update(status="violated"),
+            "manifest: the post-processing solve is 'violated'",
+        ),
+    ],
+)
+def test_missing_or_altered_level_records_are_named(copy: Path, change, message: str) -> None:
+    _edit_manifest(copy, change)
+    found = check_release(copy).violations
+    assert any(message in v for v in found), found
+
+
+def test_an_interrupted_release_is_invalid_not_unreadable(copy: Path, capsys) -> None:
+    (copy / "manifest.json").unlink()
+    (copy / blocks.INCOMPLETE).write_text("")
+    report = check_release(copy)
+    assert report.violations == [
+        "INCOMPLETE marker present: the release was interrupted or failed",
+        "no manifest.json: the directory holds no finished release",
+    ]
+    assert main(["check", str(copy)]) == 1
+    assert "INCOMPLETE marker present" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("states", None, "manifest: states must be an integer >= 0, got None"),
+        ("sizes", "4", "manifest: sizes must be an integer >= 1, got '4'"),
+        ("total", -3, "manifest: total must be an integer >= 0, got -3"),
+        ("nation_counts", "abc", "manifest: nation_counts must be an array of integers"),
+        ("nation_counts", [1, 2], "manifest: nation_counts holds 2 counts for 4 sizes"),
+        ("checksum", 5, "manifest: checksum must be a string, got 5"),
+        ("measured", "junk", "manifest: the measured records cannot be read"),
+        ("measured", [{"label": 1}], "manifest: the measured records cannot be read"),
+        ("budget", None, "manifest: budget is not an accountant report"),
+    ],
+)
+def test_malformed_manifest_fields_are_named_violations(
+    copy: Path, key: str, value, message: str, capsys
+) -> None:
+    _edit_manifest(copy, lambda m: m.update({key: value}))
+    found = check_release(copy, certificate=True).violations
+    assert any(v.startswith(message) for v in found), found
+    assert main(["check", str(copy), "--certificate"]) == 1
+    assert message in capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def with_intervals(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("intervals")
+    blocks.release_blocks(
+        geo.small(sizes=3, seed=1), epsilon=1.0, out_dir=out, rng=5, interval_level=0.9
+    )
+    return out
+
+
+def test_intervals_are_recomputed(with_intervals: Path, tmp_path: Path) -> None:
+    assert check_release(with_intervals).valid
+    out = tmp_path / "moved"
+    shutil.copytree(with_intervals, out)
+    path = out / "release" / "state=1" / "size_2.parquet"
+    table = pq.read_table(path)
+    counts, lower, upper = (table.column(c).to_numpy().copy() for c in ("count", "lower", "upper"))
+    row = int(np.flatnonzero((lower <= counts) & (counts <= upper))[0])
+    lower[row], upper[row] = counts[row] + 1, counts[row] + 1 + (upper[row] - lower[row])
+    arrays = {"count": counts, "lower": lower, "upper": upper}
+    pq.write_table(pa.table({k: pa.array(v, pa.int64()) for k, v in arrays.items()}), path)
+    _edit_manifest(out, lambda m: m["intervals"]["nation"]["upper"].__setitem__(0, -1))
+    found = check_release(out).violations
+    assert found[0].startswith("the nation: 1 intervals are not those the noisy answers give")
+    assert found[1].startswith("state 1, size 2: 1 intervals are not those the noisy answers")
+    _write(path, counts)  # the columns gone, the manifest still recording them
+    assert "state 1, size 2: no intervals, though the manifest records them" in (
+        check_release(out).violations
+    )
+
+
+def test_intervals_the_manifest_does_not_record_are_named(
+    with_intervals: Path, tmp_path: Path
+) -> None:
+    """Dropping the manifest's intervals does not make moved ones unverifiable silently."""
+    out = tmp_path / "unrecorded"
+    shutil.copytree(with_intervals, out)
+    _edit_manifest(out, lambda m: m.update(intervals=None))
+    found = check_release(out).violations
+    assert found[0] == "state 0, size 1: intervals the manifest does not record cannot be verified"

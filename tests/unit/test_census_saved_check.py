@@ -1,16 +1,21 @@
 """A census release saved as JSON (issue 27): ``census.save_release`` writes everything but the
 private data and the noise key, ``load_release`` reads it back, and ``dpopt check FILE`` finds
 each planted tampering — a changed count, a broken parent, a count that breaks n, a doubled
-measurement, a failed solve, a changed noisy answer (only the certificate sees it) — by name."""
+measurement, a failed solve, a budget understated against its noise scales by any factor,
+removed or altered measured records, a moved interval, a changed noisy answer (the recomputed
+intervals or the certificate see it) — by name."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from tamper import understate
 
 from dpopt import census
 from dpopt.census.check import check_saved
@@ -107,14 +112,20 @@ def test_each_tampering_is_named(saved: Path, change: Any, message: str, capsys)
     assert message in capsys.readouterr().out
 
 
-def test_a_changed_noisy_answer_is_caught_by_the_certificate_only(saved: Path) -> None:
+def test_a_changed_noisy_answer_is_caught_by_the_intervals_or_the_certificate(
+    saved: Path,
+) -> None:
     """Counts that are consistent and match their checksum but are not the optimum for the
-    saved noisy answers: only the re-solve sees it."""
+    saved noisy answers: the intervals recomputed from those answers see it, and without
+    intervals only the re-solve does."""
 
     def shift(record: dict[str, Any]) -> None:
         record["noisy"][-1][0] += 25
 
     _edit(saved, shift)
+    found = check_saved(saved).violations
+    assert found and found[0].startswith("2 intervals are not those the noisy answers give")
+    _edit(saved, lambda record: record.pop("intervals"))
     assert check_saved(saved).valid
     report = check_saved(saved, certificate=True)
     assert any("above the optimum" in v and "certifies" in v for v in report.violations), (
@@ -155,3 +166,122 @@ def test_unreadable_files_exit_2(tmp_path: Path, capsys) -> None:
 def test_save_release_refuses_other_results(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="release"):
         census.save_release({"counts": []}, tmp_path / "x.json")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "factor", [Fraction(1, 2), Fraction(9, 10), Fraction(999, 1000), 1 - Fraction(1, 10**6)]
+)
+def test_a_budget_understated_by_any_factor_is_named(saved: Path, factor: Fraction, capsys) -> None:
+    """Budget and losses scaled down together, as consistent as a forger can make them: λ = 6
+    with Δ = 2 over 3 levels still implies ε = 1, whatever the file claims."""
+    _edit(saved, lambda record: understate(record, factor))
+    report = check_saved(saved)
+    claimed = f"the noise scales imply ε = 1, the budget claims spent {factor} and total {factor}"
+    assert claimed in report.violations, report.violations
+    assert (
+        f"its scale 6 at sensitivity 2 implies ε = 0.333333, its loss claims {factor / 3}"
+        in (report.violations[0])
+    )
+    assert main(["check", str(saved)]) == 1
+    assert main(["check", str(saved), "--certificate"]) == 1
+    assert claimed in capsys.readouterr().out
+
+
+def test_an_overstated_budget_passes(saved: Path) -> None:
+    """Claiming more than the noise cost is no violation (an accountant may pay for more)."""
+    _edit(saved, lambda record: understate(record, Fraction(3, 2)))
+    assert check_saved(saved).valid
+
+
+def _drop_level(record: dict[str, Any]) -> None:
+    del record["measured"][1]
+
+
+def _no_measured(record: dict[str, Any]) -> None:
+    record["measured"] = []
+
+
+def _record_scale(record: dict[str, Any]) -> None:
+    record["measured"][2]["scale"] = 12.0
+
+
+def _record_answers(record: dict[str, Any]) -> None:
+    record["measured"][0]["answers"] += 1
+
+
+def _record_label(record: dict[str, Any]) -> None:
+    record["measured"][0]["label"] = "census level 0: something else"
+
+
+def _scale_array(record: dict[str, Any]) -> None:
+    record["scale"][-1] = 12.0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_no_measured, "0 measured records for 3 levels: the release measures every level once"),
+        (_drop_level, "2 measured records for 3 levels"),
+        (_record_scale, "level 2: measured at scale 12, its regions' noise scale is 6"),
+        (_record_answers, "level 0: measured 5 answers, the level has 4"),
+        (_record_label, "the measured losses add up to 1, their charges to 0.666667"),
+        (_scale_array, "level 2: its regions' noise scales differ (6 … 12)"),
+    ],
+)
+def test_missing_or_altered_measured_records_are_named(
+    saved: Path, change: Any, message: str, capsys
+) -> None:
+    _edit(saved, change)
+    assert any(message in v for v in check_saved(saved).violations), check_saved(saved).violations
+    assert main(["check", str(saved)]) == 1
+    assert message in capsys.readouterr().out
+
+
+def _movable(record: dict[str, Any]) -> tuple[int, int, int]:
+    """A (region, size) whose interval holds its count and is not empty, and that count."""
+    counts = np.asarray(record["counts"])
+    lower = np.asarray(record["intervals"]["lower"])
+    upper = np.asarray(record["intervals"]["upper"])
+    held = np.argwhere((lower <= counts) & (counts <= upper))
+    region, size = (int(i) for i in held[0])
+    return region, size, int(counts[region, size])
+
+
+def test_an_interval_moved_off_its_count_is_named(saved: Path, capsys) -> None:
+    def move(record: dict[str, Any]) -> None:
+        region, size, count = _movable(record)
+        width = (
+            record["intervals"]["upper"][region][size] - record["intervals"]["lower"][region][size]
+        )
+        record["intervals"]["lower"][region][size] = count + 1
+        record["intervals"]["upper"][region][size] = count + 1 + width
+
+    _edit(saved, move)
+    report = check_saved(saved)
+    assert len(report.violations) == 1
+    assert report.violations[0].startswith("1 intervals are not those the noisy answers give")
+    assert main(["check", str(saved)]) == 1
+    assert "intervals are not those" in capsys.readouterr().out
+
+
+def test_released_counts_outside_their_intervals_are_no_violation(tmp_path: Path) -> None:
+    """An interval covers the true count, not the released estimate: this release (rng 2) has
+    3 counts outside their non-empty intervals and is valid."""
+    release = census.release(_data(), epsilon=1.0, rng=2, interval_level=0.9)
+    found = release.intervals
+    assert found is not None
+    assert np.sum(~found.covers(release.counts) & (found.lower <= found.upper)) == 3
+    assert check_saved(census.save_release(release, tmp_path / "r.json")).valid
+
+
+def test_cumulative_counts_are_checked_at_their_stated_step(tmp_path: Path) -> None:
+    """Cumulative vectors have Δ = Q, the public step (Lemma 6), which the release states in
+    its charge labels: a budget halved against it is named at that sensitivity."""
+    data = dataclasses.replace(_data(), step=3)
+    release = census.release(data, epsilon=1.0, rng=3, method="chain-dp")
+    assert release.measured[0].label == "census level 0: cumulative (Δ=3)"
+    path = census.save_release(release, tmp_path / "cumulative.json")
+    assert check_saved(path).valid
+    _edit(path, lambda record: understate(record, Fraction(1, 2)))
+    found = check_saved(path).violations
+    assert "its scale 9 at sensitivity 3 implies ε = 0.333333, its loss claims 1/6" in found[0]
