@@ -1,17 +1,23 @@
 """``assert_release_valid`` on every family's release result (issue 27): a real release passes,
 and each family's planted defect — HDMM answers that are not finite, a CPD row that is no
 distribution, a repeated link, a link to a row that does not exist, a tampered block release,
-noise drawn beyond the budget, an (ε, δ) report whose charges do not add up — fails by name."""
+noise drawn beyond the budget, an (ε, δ) report whose charges do not add up, a budget and
+losses below what every family's noise scales imply, census counts that are not numbers,
+tolerances that are not finite numbers ≥ 0 — fails by name."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
 import importlib
+import re
+from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from tamper import understate_budget
 
 from dpopt import census, dgm, hdmm, relational
 from dpopt import workload as wl
@@ -21,8 +27,8 @@ from dpopt.models.matrix_mechanism import ProductStrategySelection
 from dpopt.models.pgsr import PartitionedPostProcess, PostProcess
 from dpopt.privacy import Accountant, Loss
 from dpopt.problem import solve
-from dpopt.relational import LinkSettings, generate
-from dpopt.release import budget_errors, measured_errors
+from dpopt.relational import LinkSettings, generate, tables
+from dpopt.release import Measured, budget_errors, measured_errors
 from dpopt.testing import (
     FAMILY_CHECKS,
     assert_feasible,
@@ -172,3 +178,159 @@ def test_generated_product_instances_have_feasible_strategies(seed: int) -> None
         assert problem.objective(point) <= identity.objective * (1 + 1e-9)
         with pytest.raises(RuntimeError, match="cannot certify an optimum"):
             assert_optimal(problem, point)
+
+
+def _understated(result: Any, factor: Fraction) -> tuple[dict[str, Any], tuple[Measured, ...]]:
+    """``result``'s budget (total, spent, charges) and records with every ε and ρ scaled by
+    ``factor``, as consistently as a forger can: only the noise scales are left."""
+    budget = copy.deepcopy(result.budget)
+    understate_budget(budget, factor)
+
+    def loss(old: Loss) -> Loss:
+        pair = old.approx_dp
+        return Loss(
+            None if old.epsilon is None else old.epsilon * factor,
+            None if old.rho is None else old.rho * factor,
+            None if pair is None else (pair[0] * factor, pair[1]),
+            old.description,
+        )
+
+    measured = tuple(dataclasses.replace(m, loss=loss(m.loss)) for m in result.measured)
+    return budget, measured
+
+
+@pytest.fixture(scope="module")
+def census_release() -> census.Release:
+    data = census.synthetic(np.random.default_rng(0), states=2, counties=4, groups=500)
+    return census.release(data, epsilon=1.0, rng=1, interval_level=0.9)
+
+
+@pytest.fixture(scope="module")
+def gaussian() -> hdmm.Measurement:
+    """An (ε, δ) measurement of real-valued strategy answers (rounded onto the grid)."""
+    strategy = np.random.default_rng(0).random((5, 8))
+    return hdmm.measure(strategy, np.arange(8), epsilon=0.5, delta=1e-6, noise="gaussian", rng=1)
+
+
+@pytest.fixture(scope="module")
+def paper_learned() -> dgm.Learned:
+    network = dgm.load("asia")
+    records = network.sample(2_000, np.random.default_rng(0))
+    return dgm.learn(network, records, epsilon=1.0, rng=2, objective="paper")
+
+
+@pytest.fixture(scope="module")
+def table() -> tables.SyntheticTable:
+    data = generate(60, 40, 90, d_max=3, seed=0)
+    codes = data.codes("left")
+    return tables.synthesize(codes, data.cards("left"), epsilon=1, delta=1e-5, rows=60, rng=1)
+
+
+def _forged(result: Any, factor: Fraction) -> Any:
+    """``result`` with its budget and records understated by ``factor``."""
+    budget, measured = _understated(result, factor)
+    if isinstance(result, hdmm.Answered):
+        forged = dataclasses.replace(result.measurement, budget=budget, measured=measured)
+        return dataclasses.replace(result, measurement=forged)
+    if isinstance(result, tables.SyntheticTable):
+        forged = dataclasses.replace(result.measurements, measured=measured)
+        return dataclasses.replace(result, budget=budget, measurements=forged)
+    return dataclasses.replace(result, budget=budget, measured=measured)
+
+
+FAMILIES = ["census_release", "answered", "gaussian", "learned", "paper_learned", "table"]
+FAMILIES += ["database", "links"]
+
+
+@pytest.fixture
+def family(request: pytest.FixtureRequest, database: relational.SyntheticDatabase) -> Any:
+    name = request.param
+    return database.link_result if name == "links" else request.getfixturevalue(name)
+
+
+@pytest.mark.parametrize("family", FAMILIES, indirect=True)
+@pytest.mark.parametrize("factor", [Fraction(1, 2), Fraction(9, 10), Fraction(999, 1000)])
+def test_a_budget_below_what_the_noise_implies_fails(family: Any, factor: Fraction) -> None:
+    """Every family's budget and records scaled down together fail on what the noise scales
+    imply at the sensitivity the result's public facts give; unscaled they pass."""
+    assert_release_valid(family)
+    with pytest.raises(AssertionError, match=r"implies (ε|ρ) = .*, its loss claims"):
+        assert_release_valid(_forged(family, factor))
+
+
+def test_the_budget_spent_is_named_against_the_noise(census_release: census.Release) -> None:
+    budget, _ = _understated(census_release, Fraction(1, 2))
+    message = "the noise scales imply ε = 1, the budget claims spent 1/2 and total 1/2"
+    with pytest.raises(AssertionError, match=message):
+        assert_release_valid(dataclasses.replace(census_release, budget=budget))
+
+
+def test_a_gaussian_delta_below_its_noise_fails(gaussian: hdmm.Measurement) -> None:
+    """An (ε, δ) claim whose δ is below what the scale's ρ needs at that ε."""
+    (record,) = gaussian.measured
+    pair = record.loss.approx_dp
+    assert pair is not None
+    smaller = dataclasses.replace(record.loss, approx_dp=(pair[0], pair[1] / 10))
+    forged = dataclasses.replace(gaussian, measured=(dataclasses.replace(record, loss=smaller),))
+    with pytest.raises(AssertionError, match=r"\(1/2, 1e-06\)-DP; its loss claims δ = "):
+        assert_release_valid(forged)
+
+
+def test_census_counts_that_are_not_numbers_fail(census_release: census.Release) -> None:
+    counts = census_release.counts.astype(str)
+    with pytest.raises(AssertionError, match=r"counts of type <U.*, not numbers"):
+        assert_release_valid(dataclasses.replace(census_release, counts=counts))
+
+
+def test_census_records_must_match_the_levels(census_release: census.Release) -> None:
+    with pytest.raises(AssertionError, match="0 measured records for 3 levels"):
+        assert_release_valid(dataclasses.replace(census_release, measured=()))
+    intervals = census_release.intervals
+    assert intervals is not None
+    lower = intervals.lower.copy()
+    lower[0, 0] -= 1
+    moved = dataclasses.replace(intervals, lower=lower)
+    with pytest.raises(AssertionError, match="1 intervals are not those the noisy answers give"):
+        assert_release_valid(dataclasses.replace(census_release, intervals=moved))
+
+
+def test_an_hdmm_measurement_has_its_own_checks(gaussian: hdmm.Measurement) -> None:
+    assert_release_valid(gaussian)
+    answers = (np.full(5, np.nan),)
+    with pytest.raises(AssertionError, match="the noisy answers are not all finite"):
+        assert_release_valid(dataclasses.replace(gaussian, answers=answers))
+    with pytest.raises(AssertionError, match="2 measured records: a measurement draws one set"):
+        assert_release_valid(dataclasses.replace(gaussian, measured=gaussian.measured * 2))
+
+
+def test_a_synthetic_table_has_its_own_checks(table: tables.SyntheticTable) -> None:
+    assert_release_valid(table)
+    codes = table.codes.copy()
+    codes[0, 0] = table.measurements.cards[0]
+    with pytest.raises(AssertionError, match="1 codes lie outside their attribute's domain"):
+        assert_release_valid(dataclasses.replace(table, codes=codes))
+    measurements = dataclasses.replace(table.measurements, measured=table.measured[:-1])
+    with pytest.raises(AssertionError, match="6 measured records for 3 attributes \\(7\\)"):
+        assert_release_valid(dataclasses.replace(table, measurements=measurements))
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("rtol", float("nan"), "rtol must be a finite number >= 0, got nan"),
+        ("rtol", -1e-9, "rtol must be a finite number >= 0"),
+        ("rtol", True, "rtol must be a real number, got True"),
+        ("atol", -1.0, "atol must be a finite number >= 0, got -1.0"),
+        ("atol", float("inf"), "atol must be a finite number >= 0, got inf"),
+        ("atol", "0", "atol must be a real number"),
+    ],
+)
+def test_tolerances_are_finite_non_negative_numbers(option: str, value: Any, message: str) -> None:
+    """A NaN ``rtol`` once let any point pass, a negative one failed the optimum itself."""
+    problem = instances(PostProcess, 0)[0]
+    optimum = solve(problem, "auto").x
+    with pytest.raises(ValueError, match=re.escape(message)):
+        assert_optimal(problem, optimum, **{option: value})
+    if option == "atol":
+        with pytest.raises(ValueError, match=re.escape(message)):
+            assert_feasible(problem, optimum, atol=value)
