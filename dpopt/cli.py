@@ -13,11 +13,13 @@ from typing import Any
 from dpopt import compare, plan_cli
 from dpopt.cli_types import (
     add_geography_arguments,
+    check_output_path,
     geography_of,
     nonnegative_int,
     positive_float,
     positive_fraction,
     positive_int,
+    stdout_to_stderr,
     write_json,
 )
 from dpopt.compare import catalog
@@ -257,12 +259,9 @@ def _dgm(args: argparse.Namespace) -> int:
             "a secret key (whoever knows it removes the noise): never publish or reuse it",
             file=sys.stderr,
         )
-    for option, path in (("--json", args.json), ("--save", args.save)):
-        problem = _unwritable(path) if path and path != "-" else None
-        if problem:
-            print(f"dpopt dgm: {option} {path}: {problem}", file=sys.stderr)
-            return 2
     try:
+        check_output_path(args.json, option="--json", stdout=True)
+        check_output_path(args.save, option="--save")
         network = dgm.load(args.network)
         if args.data:
             import pandas as pd
@@ -377,6 +376,11 @@ def _import_methods(modules: Sequence[str] | None) -> str | None:
 
 def _compare(args: argparse.Namespace) -> int:
     families = args.family or list(catalog.FAMILIES)
+    try:
+        _check_outputs(args)
+    except ValueError as err:
+        print(f"dpopt compare: {err}", file=sys.stderr)
+        return 2
     if args.imports:
         if args.workers or args.scheduler:
             print("dpopt compare: --import needs an in-process run (--workers 0)", file=sys.stderr)
@@ -387,9 +391,10 @@ def _compare(args: argparse.Namespace) -> int:
             return 2
     if args.list:
         listing = compare.list_suites(families, seed=0)
-        print(
-            json.dumps(listing, indent=1) if args.json == "-" else compare.format_listing(listing)
-        )
+        if args.json:
+            write_json(args.json, listing)
+        if args.json != "-":
+            print(compare.format_listing(listing))
         return 0
     running = [f for f in families if args.suite in compare.experiments(f)]
     if running:
@@ -402,35 +407,34 @@ def _compare(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    for option, path in (("--json", args.json), ("--csv", args.csv), ("--plot", args.plot)):
-        problem = _unwritable(path) if path and path != "-" else None
-        if problem:
-            print(f"dpopt compare: {option} {path}: {problem}", file=sys.stderr)
-            return 2
     patterns = [p.strip() for p in args.methods.split(",") if p.strip()] if args.methods else None
-    try:
-        client = dask_client(args.scheduler, args.workers)
-    except ValueError as err:
-        print(f"dpopt compare: {err}", file=sys.stderr)
-        return 2
-    try:
-        records = compare.run(
-            families,
-            args.suite,
-            method_patterns=patterns,
-            time_limit=args.time_limit,
-            seed=args.seed,
-            progress=not args.no_progress,
-            executor=client,
-        )
-    except compare.Interrupted as stop:
+    with stdout_to_stderr():  # the solvers' own output (and Dask workers'): stdout is results
+        try:
+            client = dask_client(args.scheduler, args.workers)
+        except ValueError as err:
+            print(f"dpopt compare: {err}", file=sys.stderr)
+            return 2
+        stopped = None
+        try:
+            records = compare.run(
+                families,
+                args.suite,
+                method_patterns=patterns,
+                time_limit=args.time_limit,
+                seed=args.seed,
+                progress=not args.no_progress,
+                executor=client,
+            )
+        except compare.Interrupted as stop:
+            records, stopped = stop.records, stop
+        finally:
+            if client is not None:
+                close_client(client)
+    if stopped is not None:
         # report what finished (valid JSON with --json -), then exit 130 as --help says
-        print(f"dpopt compare: {stop}", file=sys.stderr)
-        _report(args, stop.records)
+        print(f"dpopt compare: {stopped}", file=sys.stderr)
+        _report(args, records)
         return 130
-    finally:
-        if client is not None:
-            close_client(client)
     if not records:
         _report(args, records)
         print("dpopt compare: no (instance, method) pair matched", file=sys.stderr)
@@ -446,8 +450,17 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every output path of ``dpopt compare``, before any work (a ValueError naming it)."""
+    check_output_path(args.json, option="--json", stdout=True)
+    check_output_path(args.csv, option="--csv")
+    formats = compare.plot_formats() if args.plot else ()
+    check_output_path(args.plot, option="--plot", formats=formats)
+
+
 def _experiment(args: argparse.Namespace, families: list[str]) -> int:
-    """An experiment suite (e.g. dgm ``paper``): run it, print its report, --json its rows."""
+    """An experiment suite (e.g. dgm ``paper``): run it, print its report, --json its rows; on
+    Ctrl-C the finished rows (the report needs them all), exit 130."""
     if args.check or args.methods or args.csv or args.plot or args.time_limit is not None:
         print(
             f"dpopt compare: --suite {args.suite} is an experiment (a mechanism end to end): "
@@ -455,40 +468,25 @@ def _experiment(args: argparse.Namespace, families: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    problem = _unwritable(args.json) if args.json and args.json != "-" else None
-    if problem:
-        print(f"dpopt compare: --json {args.json}: {problem}", file=sys.stderr)
-        return 2
     rows: list[dict[str, Any]] = []
-    for family in families:
-        found, report = compare.experiments(family)[args.suite](args.seed, not args.no_progress)
-        rows += [{"family": family, **row} for row in found]
-        print(report, file=sys.stderr if args.json == "-" else sys.stdout)
+    status, out = 0, sys.stderr if args.json == "-" else sys.stdout
+    try:
+        for family in families:
+            with stdout_to_stderr():
+                found, report = compare.experiments(family)[args.suite](
+                    args.seed, not args.no_progress
+                )
+            rows += [{"family": family, **row} for row in found]
+            print(report, file=out)
+    except compare.Interrupted as stop:
+        finished = [{"family": family, **row} for row in stop.records]
+        rows += finished
+        print(f"dpopt compare: {stop}", file=sys.stderr)
+        print(compare.format_rows(finished), file=out)
+        status = 130
     if args.json:
         write_json(args.json, rows)
-    return 0
-
-
-def _unwritable(path: str) -> str | None:
-    """Why ``path`` cannot be written (checked before the run, not after it), or None.
-
-    The check creates the file (and removes it again unless it existed): permission bits lie
-    to root, and a read-only file system or a full disk shows only on a real write."""
-    target = Path(path)
-    if target.is_dir():
-        return "is a directory"
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        return f"folder {folder} does not exist"
-    existed = target.exists()
-    try:
-        with open(target, "a", encoding="utf-8"):
-            pass
-    except OSError as err:
-        return f"is not writable ({err.strerror or err})"
-    if not existed:
-        target.unlink(missing_ok=True)
-    return None
+    return status
 
 
 def _report(
@@ -498,20 +496,16 @@ def _report(
 ) -> None:
     """The table and its summary line (or JSON on stdout, the summary then on stderr) and the
     --json/--csv/--plot files."""
-    to_stdout = args.json == "-"
-    if to_stdout:
-        json.dump(compare.records_as_dicts(records), sys.stdout, indent=1)
-        print()
-    else:
+    out = sys.stderr if args.json == "-" else sys.stdout
+    if args.json != "-":
         print(compare.format_table(records))
     if records:
-        summary = compare.format_summary(records, report)
-        print(summary, file=sys.stderr if to_stdout else sys.stdout)
+        print(compare.format_summary(records, report), file=out)
         growth = compare.format_growth(records)
         if growth:
-            print(growth, file=sys.stderr if to_stdout else sys.stdout)
-    if args.json and not to_stdout:
-        compare.write_json(records, args.json)
+            print(growth, file=out)
+    if args.json:
+        write_json(args.json, compare.records_as_dicts(records))
     if args.csv:
         compare.write_csv(records, args.csv)
     if args.plot:
@@ -680,14 +674,11 @@ def _census(args: argparse.Namespace) -> int:
     from dpopt.release import ReleaseError
 
     start = time.perf_counter()
-    problem = _unwritable(args.json) if args.json and args.json != "-" else None
-    if problem:
-        print(f"dpopt census: --json {args.json}: {problem}", file=sys.stderr)
-        return 2
     release = args.action == "release"
     if release:
         warn_if_small_seed(args.seed)
     try:
+        check_output_path(args.json, option="--json", stdout=True)
         geography = geography_of(args, 1.0)
         if release:
             accountant = Accountant.pure(args.epsilon)

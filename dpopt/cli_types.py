@@ -1,12 +1,17 @@
 """Pieces shared by the ``dpopt`` commands: argparse types (numbers read and checked, with
-clean usage errors) and the ``--json PATH`` writer."""
+clean usage errors), the check of an output path before any work, the ``--json PATH`` writer
+and the guard that keeps solvers' own output off stdout."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import json
 import math
-from collections.abc import Callable
+import os
+import sys
+from collections.abc import Callable, Collection, Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -46,6 +51,51 @@ def positive_int(text: str) -> int:
     return _number(text, int, "an integer", lambda value: value >= 1, "an integer >= 1")  # type: ignore[no-any-return]
 
 
+def check_output_path(
+    path: str | None, *, option: str, stdout: bool = False, formats: Collection[str] = ()
+) -> None:
+    """Refuse, before any work, an output path that could not be written at the end: a
+    ValueError ``"<option> <path>: <why>"`` for an empty path, a directory, a folder that does
+    not exist, a location this process cannot write, ``-`` unless ``stdout`` (it then means
+    standard output), or a file suffix outside ``formats`` (when given; no suffix is allowed).
+    None (the option not given) passes.
+
+    Writability is found by a real write (the file is created, and removed again unless it
+    existed): permission bits lie to root, and a read-only file system shows only on a write.
+    """
+    if path is None or (stdout and path == "-"):
+        return
+    why = _unwritable(path, formats)
+    if why:
+        raise ValueError(f"{option} {path}: {why}")
+
+
+def _unwritable(path: str, formats: Collection[str]) -> str | None:
+    """Why ``path`` cannot be written (see :func:`check_output_path`), or None."""
+    if not path:
+        return "an empty path"
+    if path == "-":
+        return "'-' (standard output) is not available for this option"
+    target = Path(path)
+    suffix = target.suffix.lower().removeprefix(".")
+    if formats and suffix and suffix not in formats:
+        return f"unknown format {suffix!r} (known: {', '.join(sorted(formats))})"
+    if target.is_dir():
+        return "is a directory"
+    folder = target.parent
+    if not folder.is_dir():
+        return f"folder {folder} {'is not a folder' if folder.exists() else 'does not exist'}"
+    existed = target.exists()
+    try:
+        with open(target, "a", encoding="utf-8"):
+            pass
+    except OSError as err:
+        return f"is not writable ({err.strerror or err})"
+    if not existed:
+        target.unlink(missing_ok=True)
+    return None
+
+
 def write_json(path: str, value: Any) -> None:
     """``--json PATH``: ``value`` as indented JSON to PATH, or to stdout when PATH is ``-``."""
     text = json.dumps(value, indent=1)
@@ -53,6 +103,46 @@ def write_json(path: str, value: Any) -> None:
         print(text)
     else:
         Path(path).write_text(text + "\n", encoding="utf-8")
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send everything written to standard output inside the block to standard error: Python's
+    ``print`` and a solver's C code (file descriptor 1, e.g. SCS's "Failure:interrupted" on
+    Ctrl-C), and the processes started meanwhile. Standard output carries only a command's
+    results, and ``--json -`` stays valid JSON."""
+    sys.stdout.flush()
+    saved = _redirect_fd(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved is not None:  # what was buffered meanwhile goes to stderr, not to stdout
+            sys.stdout.flush()
+            _flush_c_stdio()
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _redirect_fd(source: int, target: int) -> int | None:
+    """Point file descriptor ``target`` at ``source``; a copy of the old ``target`` (None when
+    either is closed: nothing to redirect)."""
+    try:
+        saved = os.dup(target)
+    except OSError:
+        return None
+    try:
+        os.dup2(source, target)
+    except OSError:
+        os.close(saved)
+        return None
+    return saved
+
+
+def _flush_c_stdio() -> None:
+    """fflush(NULL): write out every C stdio buffer of the process."""
+    with contextlib.suppress(OSError, AttributeError, TypeError):  # no C library to flush
+        ctypes.CDLL(None).fflush(None)
 
 
 def add_geography_arguments(cmd: argparse.ArgumentParser, *, scale_help: str) -> None:

@@ -9,16 +9,20 @@ Every task reports its wall time, the CPU time and minor page faults of the thre
 and the peak resident memory of its process (:class:`TaskStats`), which the census CLI prints
 and from which the critical-path projection is made. The times cover the function alone: a
 task's arguments are unpickled before and its result pickled after it.
+
+A long run stopped by Ctrl-C raises :class:`Interrupted`, which carries what finished before
+it (:func:`keep_finished`), so that ``dpopt compare`` prints those results and exits 130.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import socket
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,15 +32,37 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "Interrupted",
     "Runner",
     "TaskStats",
     "as_executor",
     "close_client",
     "dask_client",
     "is_dask_client",
+    "keep_finished",
     "phase_summary",
     "projected_seconds",
 ]
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by the user; ``records`` holds the results that finished before it."""
+
+    def __init__(self, records: list[Any], what: str = "solve"):
+        super().__init__(
+            f"interrupted after {len(records)} {what}{'' if len(records) == 1 else 's'}"
+        )
+        self.records = records
+
+
+@contextlib.contextmanager
+def keep_finished(records: list[Any], what: str = "row") -> Iterator[list[Any]]:
+    """Turn a Ctrl-C inside the block into :class:`Interrupted` carrying ``records``, the list
+    the block appends each finished result to (docs/design.md: long runs can be interrupted)."""
+    try:
+        yield records
+    except KeyboardInterrupt:  # an inner run's Interrupted too: these are the block's results
+        raise Interrupted(records, what) from None
 
 
 def is_dask_client(obj: Any) -> bool:

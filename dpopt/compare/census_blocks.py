@@ -25,6 +25,7 @@ from dpopt.census.keyed import LevelNoise, draw_entropy, keyed_noise, noisy_coun
 from dpopt.compare.instance import Experiment
 from dpopt.hierarchy import Tree
 from dpopt.models.pgsr import OBJECTIVES
+from dpopt.runner import keep_finished
 from dpopt.solvers.cost_tables import Infeasible
 from dpopt.solvers.pgsr_levels import column_values, root_table
 from dpopt.solvers.pgsr_partitioned import WIDENING, MemorySource, domain, solve_partitioned
@@ -52,30 +53,31 @@ def kernel_experiment(fraction: float, domain_sds: tuple[float, ...], sizes: int
         source = _noisy(texas, noise, draw_entropy(np.random.default_rng(seed)))
         tree = Tree(texas.parents)
         total = texas.total
-        rows = []
+        rows: list[dict[str, Any]] = []
         columns = [(m, s) for m in domain_sds for s in range(sizes)]
-        for multiplier, size in tqdm(columns, disable=not progress, desc="columns"):
-            noisy = source.noisy[:, size]
-            lower, upper = domain(noisy, source.sd, multiplier, total)
-            start = time.perf_counter()
-            try:
-                table = root_table(tree, noisy, lower, upper, size)
-            except Infeasible:
-                table = None
-            middle = time.perf_counter()
-            if table is not None:
-                column_values(tree, noisy, lower, upper, table.lo + int(np.argmin(table.cost)))
-            rows.append(
-                {
-                    "domain_sd": multiplier,
-                    "size": size + 1,
-                    "regions": tree.size,
-                    "mean_width": float(np.mean(upper - lower + 1)),
-                    "feasible": table is not None,
-                    "bottom_up_s": middle - start,
-                    "top_down_s": time.perf_counter() - middle if table is not None else 0.0,
-                }
-            )
+        with keep_finished(rows):
+            for multiplier, size in tqdm(columns, disable=not progress, desc="columns"):
+                noisy = source.noisy[:, size]
+                lower, upper = domain(noisy, source.sd, multiplier, total)
+                start = time.perf_counter()
+                try:
+                    table = root_table(tree, noisy, lower, upper, size)
+                except Infeasible:
+                    table = None
+                middle = time.perf_counter()
+                if table is not None:
+                    column_values(tree, noisy, lower, upper, table.lo + int(np.argmin(table.cost)))
+                rows.append(
+                    {
+                        "domain_sd": multiplier,
+                        "size": size + 1,
+                        "regions": tree.size,
+                        "mean_width": float(np.mean(upper - lower + 1)),
+                        "feasible": table is not None,
+                        "bottom_up_s": middle - start,
+                        "top_down_s": time.perf_counter() - middle if table is not None else 0.0,
+                    }
+                )
         return rows, _kernel_report(rows, texas)
 
     return experiment
@@ -117,44 +119,45 @@ def widening_experiment(
         total = int(nation.sum())
         plan = [(e, r) for e in epsilons for r in range(repeats)]
         rows: list[dict[str, Any]] = []
-        for epsilon, repeat in tqdm(plan, disable=not progress, desc="draws"):
-            noise = LevelNoise.uniform(epsilon, len(LEVELS))
-            entropy = draw_entropy(np.random.default_rng([seed, repeat]))
-            sources = [_noisy(state, noise, entropy) for state in states]
-            nation_noise = keyed_noise(entropy, 0, np.empty((1, 0)), sizes, noise.sampler(0))
-            nation_noisy = nation + nation_noise[0]
-            raw = _level_errors(states, nation, nation_noisy, [s.noisy for s in sources])
-            for objective, widening in itertools.product(OBJECTIVES, WIDENING):
-                start = time.perf_counter()
-                solved = solve_partitioned(
-                    sources,
-                    nation_noisy,
-                    float(noise.sd()[0]),
-                    total,
-                    widening=widening,  # type: ignore[arg-type]
-                    objective=objective,
-                )
-                seconds = time.perf_counter() - start
-                released = [
-                    np.column_stack([np.asarray(result.values) for result in results])
-                    for results in solved.columns
-                ]
-                rows.append(
-                    {
-                        "epsilon": epsilon,
-                        "repeat": repeat,
-                        "objective": objective,
-                        "widening": widening,
-                        "seconds": seconds,
-                        "cost": solved.objective,
-                        "largest_domain_sd": float(solved.multipliers.max()),
-                        **solved.certificate.as_info(),
-                        "mean_l1_per_level": _level_errors(
-                            states, nation, solved.root_counts, released
-                        ),
-                        "raw_l1_per_level": raw,
-                    }
-                )
+        with keep_finished(rows):
+            for epsilon, repeat in tqdm(plan, disable=not progress, desc="draws"):
+                noise = LevelNoise.uniform(epsilon, len(LEVELS))
+                entropy = draw_entropy(np.random.default_rng([seed, repeat]))
+                sources = [_noisy(state, noise, entropy) for state in states]
+                nation_noise = keyed_noise(entropy, 0, np.empty((1, 0)), sizes, noise.sampler(0))
+                nation_noisy = nation + nation_noise[0]
+                raw = _level_errors(states, nation, nation_noisy, [s.noisy for s in sources])
+                for objective, widening in itertools.product(OBJECTIVES, WIDENING):
+                    start = time.perf_counter()
+                    solved = solve_partitioned(
+                        sources,
+                        nation_noisy,
+                        float(noise.sd()[0]),
+                        total,
+                        widening=widening,  # type: ignore[arg-type]
+                        objective=objective,
+                    )
+                    seconds = time.perf_counter() - start
+                    released = [
+                        np.column_stack([np.asarray(result.values) for result in results])
+                        for results in solved.columns
+                    ]
+                    rows.append(
+                        {
+                            "epsilon": epsilon,
+                            "repeat": repeat,
+                            "objective": objective,
+                            "widening": widening,
+                            "seconds": seconds,
+                            "cost": solved.objective,
+                            "largest_domain_sd": float(solved.multipliers.max()),
+                            **solved.certificate.as_info(),
+                            "mean_l1_per_level": _level_errors(
+                                states, nation, solved.root_counts, released
+                            ),
+                            "raw_l1_per_level": raw,
+                        }
+                    )
         return rows, _widening_report(rows, geography)
 
     return experiment

@@ -33,6 +33,7 @@ from dpopt import census
 from dpopt.census.geography import LEVELS
 from dpopt.compare.instance import Experiment, ratio
 from dpopt.models.pgsr import PostProcess, decumulate
+from dpopt.runner import keep_finished
 
 __all__ = [
     "Shape",
@@ -126,14 +127,15 @@ def run(
     data = shape.data(seed)
     queries = sorted({v.query for v in variants})
     plan = [(e, s, q) for e in range(len(epsilons)) for s in range(seeds) for q in queries]
-    rows = []
-    for e, s, query in tqdm(plan, disable=not progress, desc="measurements"):
-        rng = np.random.default_rng([seed, e, s, queries.index(query)])
-        measurement = census.measure(data, query, epsilon=epsilons[e], rng=rng)
-        raw = scores(data, noisy_counts(measurement))
-        for variant in (v for v in variants if v.query == query):
-            row = _row(data, measurement, variant)
-            rows.append({"epsilon": epsilons[e], "seed": s, **row, "raw": raw})
+    rows: list[dict[str, Any]] = []
+    with keep_finished(rows):
+        for e, s, query in tqdm(plan, disable=not progress, desc="measurements"):
+            rng = np.random.default_rng([seed, e, s, queries.index(query)])
+            measurement = census.measure(data, query, epsilon=epsilons[e], rng=rng)
+            raw = scores(data, noisy_counts(measurement))
+            for variant in (v for v in variants if v.query == query):
+                row = _row(data, measurement, variant)
+                rows.append({"epsilon": epsilons[e], "seed": s, **row, "raw": raw})
     return rows
 
 

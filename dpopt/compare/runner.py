@@ -18,7 +18,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import as_completed
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -33,7 +33,9 @@ from dpopt.compare.catalog import WHY_WIDTH
 from dpopt.compare.catalog import format_listing as format_listing  # re-exported
 from dpopt.compare.catalog import list_suites as list_suites  # re-exported
 from dpopt.compare.instance import Experiment, Instance
+from dpopt.paper.dgm_tables import text_table
 from dpopt.problem import CLAIMS_FEASIBLE, method_info, methods, solve
+from dpopt.runner import Interrupted as Interrupted  # re-exported
 from dpopt.runner import as_executor
 
 Builder = Callable[[np.random.Generator], list[Instance]]
@@ -277,14 +279,6 @@ def run(
     return records
 
 
-class Interrupted(KeyboardInterrupt):
-    """A run stopped by the user; ``records`` holds the solves that finished."""
-
-    def __init__(self, records: list[Record]):
-        super().__init__(f"interrupted after {len(records)} solves")
-        self.records = records
-
-
 def _groups(records: Iterable[Record]) -> dict[tuple[str, str], list[Record]]:
     grouped: dict[tuple[str, str], list[Record]] = {}
     for record in records:
@@ -517,6 +511,28 @@ def format_table(records: Sequence[Record]) -> str:
     return "\n".join(lines)
 
 
+def format_rows(rows: Sequence[Mapping[str, Any]]) -> str:
+    """An experiment's rows as a text table, a column per key ('' for no rows): what ``dpopt
+    compare`` prints of an interrupted experiment, whose report needs every row."""
+    if isinstance(rows, str | bytes) or not isinstance(rows, Sequence):
+        raise TypeError(f"rows must be a sequence of dicts, got {type(rows).__name__}")
+    if not all(isinstance(row, Mapping) for row in rows):
+        raise TypeError("rows must hold dicts (an experiment's rows)")
+    if not rows:
+        return ""
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    cells = [[_cell(row.get(key)) for key in columns] for row in rows]
+    return "\n".join(text_table(columns, cells, left=len(columns)))
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return " ".join(_cell(item) for item in value)
+    if isinstance(value, float):
+        return _num(value, ".6g")
+    return "-" if value is None else str(value)
+
+
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
@@ -615,6 +631,13 @@ def format_growth(records: Sequence[Record]) -> str:
         f"growth: {series} / {method}: seconds ~ n^{k:.2f}"
         for (series, method), k in growth_exponents(records).items()
     )
+
+
+def plot_formats() -> list[str]:
+    """The file suffixes :func:`write_plot` can write (matplotlib's formats; no suffix: PNG)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return sorted(FigureCanvasBase.get_supported_filetypes())
 
 
 def write_plot(records: Sequence[Record], path: str) -> None:

@@ -43,6 +43,7 @@ from dpopt import hdmm
 from dpopt import workload as wl
 from dpopt.compare.instance import Experiment, ratio
 from dpopt.privacy import NOISES, Noise
+from dpopt.runner import keep_finished
 
 __all__ = [
     "DELTA",
@@ -177,39 +178,40 @@ def run(
     the releases, the simulated RMSE and ``t``."""
     plan = [(case, noise) for case in cases for noise in case.noises]
     rows: list[dict[str, Any]] = []
-    for index, (case, noise) in enumerate(tqdm(plan, disable=not progress, desc=label)):
-        workload = case.workload
-        queries, cells = workload.shape
-        terms = wl.union_of_kron_terms(workload)
-        x = np.random.default_rng([seed, index]).integers(0, 1000, cells)
-        designed = designer(workload, noise)
-        baseline = identity_strategy(workload, noise)
-        for epsilon in epsilons:
-            formula = hdmm.noise_variance(noise, epsilon, delta_for(noise))
-            released = designed if release is None else release(workload, designed, epsilon)
-            for name, strategy in {label: released, "identity": baseline}.items():
-                rng = np.random.default_rng([seed, index, len(rows)])
-                drawn, measured, errors = _releases(strategy, terms, x, epsilon, releases, rng)
-                rows.append(
-                    {
-                        "workload": case.name,
-                        "cells": cells,
-                        "queries": queries,
-                        "noise": noise,
-                        "epsilon": epsilon,
-                        "delta": delta_for(noise),
-                        "strategy": name,
-                        "template": strategy.template,
-                        "unscaled_error": strategy.error,
-                        "expected_rmse": math.sqrt(formula * strategy.error / queries),
-                        "drawn_variance": drawn,
-                        "measured_error": measured,
-                        "predicted_rmse": math.sqrt(drawn * measured / queries),
-                        "simulated_rmse": math.sqrt(float(errors.mean()) / queries),
-                        "releases": releases,
-                        "t": _t_statistic(errors, drawn * measured),
-                    }
-                )
+    with keep_finished(rows):
+        for index, (case, noise) in enumerate(tqdm(plan, disable=not progress, desc=label)):
+            workload = case.workload
+            queries, cells = workload.shape
+            terms = wl.union_of_kron_terms(workload)
+            x = np.random.default_rng([seed, index]).integers(0, 1000, cells)
+            designed = designer(workload, noise)
+            baseline = identity_strategy(workload, noise)
+            for epsilon in epsilons:
+                formula = hdmm.noise_variance(noise, epsilon, delta_for(noise))
+                released = designed if release is None else release(workload, designed, epsilon)
+                for name, strategy in {label: released, "identity": baseline}.items():
+                    rng = np.random.default_rng([seed, index, len(rows)])
+                    drawn, measured, errors = _releases(strategy, terms, x, epsilon, releases, rng)
+                    rows.append(
+                        {
+                            "workload": case.name,
+                            "cells": cells,
+                            "queries": queries,
+                            "noise": noise,
+                            "epsilon": epsilon,
+                            "delta": delta_for(noise),
+                            "strategy": name,
+                            "template": strategy.template,
+                            "unscaled_error": strategy.error,
+                            "expected_rmse": math.sqrt(formula * strategy.error / queries),
+                            "drawn_variance": drawn,
+                            "measured_error": measured,
+                            "predicted_rmse": math.sqrt(drawn * measured / queries),
+                            "simulated_rmse": math.sqrt(float(errors.mean()) / queries),
+                            "releases": releases,
+                            "t": _t_statistic(errors, drawn * measured),
+                        }
+                    )
     return rows
 
 

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 
 from dpopt import dgm
 from dpopt.dgm import Inference, evaluate, random_queries
+from dpopt.runner import keep_finished
 
 __all__ = [
     "EPSILONS",
@@ -118,32 +119,33 @@ def run(
             ),
         }
         prepared[name] = (network, data, Inference(reference), asked)
-    rows = []
+    rows: list[dict[str, Any]] = []
     names = list(methods)
     total = len(networks) * len(epsilons) * seeds * len(names)
     runs = _runs(networks, epsilons, seeds, names)
-    for n, name, e, epsilon, index, method in tqdm(
-        runs, total=total, disable=not progress, desc="dgm", leave=False
-    ):
-        network, data, inference, asked = prepared[name]
-        learned = dgm.learn(
-            network,
-            data,
-            epsilon=Fraction(str(epsilon)),
-            rng=np.random.default_rng([seed, n, e, index, names.index(method)]),
-            **methods[method],
-        )
-        scores = evaluate(inference, learned.network, **asked)
-        rows.append(
-            {
-                "network": name,
-                "epsilon": epsilon,
-                "method": method,
-                "objective": learned.objective,
-                "seed": index,
-                **scores,
-            }
-        )
+    with keep_finished(rows):
+        for n, name, e, epsilon, index, method in tqdm(
+            runs, total=total, disable=not progress, desc="dgm", leave=False
+        ):
+            network, data, inference, asked = prepared[name]
+            learned = dgm.learn(
+                network,
+                data,
+                epsilon=Fraction(str(epsilon)),
+                rng=np.random.default_rng([seed, n, e, index, names.index(method)]),
+                **methods[method],
+            )
+            scores = evaluate(inference, learned.network, **asked)
+            rows.append(
+                {
+                    "network": name,
+                    "epsilon": epsilon,
+                    "method": method,
+                    "objective": learned.objective,
+                    "seed": index,
+                    **scores,
+                }
+            )
     return rows
 
 

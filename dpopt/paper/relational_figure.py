@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 from dpopt import relational
 from dpopt.relational import cross_errors
 from dpopt.relational.planning import DELTA, simulated_instance
+from dpopt.runner import keep_finished
 
 __all__ = [
     "EPSILONS",
@@ -68,36 +69,37 @@ def run(
     links between the same synthetic tables. ``shape`` is (users, movies, links); ``seed`` is
     the experiment's public seed (instances and noise are derived from it); ``settings`` go
     to :func:`dpopt.relational.learn_links` (rounds, slices, …)."""
-    rows = []
-    for index in tqdm(range(seeds), disable=not progress, desc="relational paper", leave=False):
-        rng = np.random.default_rng([seed, index])
-        data, left, right, random_links = simulated_instance(shape, d_max, table_epsilon, rng)
-        baseline = cross_errors(data, left, right, random_links)
-        for (e, epsilon), method in itertools.product(enumerate(epsilons), methods):
-            learned = relational.learn_links(
-                data,
-                left,
-                right,
-                epsilon=epsilon,
-                delta=DELTA,
-                rng=np.random.default_rng([seed, index, e]),
-                method=method,
-                settings=settings,
-            )
-            cross = cross_errors(data, left, right, learned.links)
-            rows.append(
-                {
-                    "epsilon": epsilon,
-                    "method": method,
-                    "seed": index,
-                    "error_percent": cross["error_percent"],
-                    "mean_tv": cross["mean_tv"],
-                    "mse": cross["mse"],
-                    "random_links_percent": baseline["error_percent"],
-                    "ratio": cross["mean_l1"] / baseline["mean_l1"],
-                    "weight": learned.weights[-1] if learned.weights else None,
-                }
-            )
+    rows: list[dict[str, Any]] = []
+    with keep_finished(rows):
+        for index in tqdm(range(seeds), disable=not progress, desc="relational paper", leave=False):
+            rng = np.random.default_rng([seed, index])
+            data, left, right, random_links = simulated_instance(shape, d_max, table_epsilon, rng)
+            baseline = cross_errors(data, left, right, random_links)
+            for (e, epsilon), method in itertools.product(enumerate(epsilons), methods):
+                learned = relational.learn_links(
+                    data,
+                    left,
+                    right,
+                    epsilon=epsilon,
+                    delta=DELTA,
+                    rng=np.random.default_rng([seed, index, e]),
+                    method=method,
+                    settings=settings,
+                )
+                cross = cross_errors(data, left, right, learned.links)
+                rows.append(
+                    {
+                        "epsilon": epsilon,
+                        "method": method,
+                        "seed": index,
+                        "error_percent": cross["error_percent"],
+                        "mean_tv": cross["mean_tv"],
+                        "mse": cross["mse"],
+                        "random_links_percent": baseline["error_percent"],
+                        "ratio": cross["mean_l1"] / baseline["mean_l1"],
+                        "weight": learned.weights[-1] if learned.weights else None,
+                    }
+                )
     return rows
 
 

@@ -89,15 +89,6 @@ def test_an_unwritable_folder_is_found_by_a_real_write_before_the_run(
     assert ran == []
 
 
-def test_the_write_check_leaves_no_file_behind(tmp_path: Path) -> None:
-    target = tmp_path / "out.json"
-    assert cli._unwritable(str(target)) is None
-    assert not target.exists()
-    target.write_text("kept")
-    assert cli._unwritable(str(target)) is None
-    assert target.read_text() == "kept"
-
-
 def test_a_solver_interrupt_stops_the_run_with_valid_json(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from test_fuzz_values import FUZZ, SCALARS, hostile, outcome
 
@@ -199,7 +199,7 @@ def test_census_data(case: tuple, target: str | None, bad: Any) -> None:
         assert data.total <= MAX_COUNT and isinstance(data.names, tuple)
 
 
-@settings(FUZZ, deadline=None)  # up to MAX_CELLS cells take a few seconds; hangs still fail
+@FUZZ  # up to MAX_CELLS cells take a few seconds; hangs still fail
 @given(
     st.sampled_from([None, "rng", "states", "counties", "sizes", "groups"]),
     st.one_of(hostile(), st.sampled_from([2**62, 2**62 + 1, 10**9, 10**7])),

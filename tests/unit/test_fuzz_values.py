@@ -13,7 +13,6 @@ import math
 import os
 import signal
 from collections.abc import Callable, Iterator
-from datetime import timedelta
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -41,23 +40,23 @@ EXPLORE = int(os.environ.get("DPOPT_FUZZ_EXAMPLES", "0"))
 
 FUZZ = settings(
     max_examples=EXPLORE or 80,
-    deadline=timedelta(seconds=3),
+    deadline=None,  # no timing: a busy machine slows every example; hang_guard finds hangs
     derandomize=not EXPLORE,  # the suite stays deterministic unless exploring
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-"""Settings of every fuzz test: a few seconds per test, no example over 3 s."""
+"""Settings of every fuzz test: a few seconds per test, deterministic, no deadline."""
 
 FUZZ_SLOW = settings(
     FUZZ,
     max_examples=EXPLORE or 30,
-    deadline=timedelta(seconds=5),
     phases=[Phase.explicit, Phase.reuse, Phase.generate],  # a known failure need not shrink
 )
 """Settings of the fuzz tests whose examples run a solver (the mechanism entry points)."""
 
-HANG_SECONDS = 20
-"""An example still running after this long is reported as a hang (SIGALRM)."""
+HANG_SECONDS = 120
+"""An example still running after this long is reported as a hang (SIGALRM): far beyond any
+example's run time on a loaded 2-core machine, so that it finds hangs, never slowness."""
 
 SCALARS: list[Any] = [
     None,

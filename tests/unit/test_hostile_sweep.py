@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import math
-import signal
 import warnings
 from collections.abc import Callable, Iterator
 from fractions import Fraction
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_fuzz_values import HANG_SECONDS, Hang, hang_guard
 
 from dpopt.privacy import BudgetExceededError
 from dpopt.problem import SolverError
@@ -61,7 +61,6 @@ CLEAR = (
     SolverError,
     ReleaseError,
 )
-SECONDS = 20
 
 
 def exported() -> Iterator[tuple[str, Callable[..., Any]]]:
@@ -94,37 +93,22 @@ def _call(function: Callable[..., Any], value: Any) -> None:
     function(*args, **kwargs)
 
 
-class Hang(Exception):
-    pass
-
-
-def _hang(*_: Any) -> None:
-    raise Hang
-
-
 @pytest.mark.parametrize("name", sorted(CALLABLES))
 def test_hostile_arguments_are_refused_clearly(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     function = CALLABLES[name]
     monkeypatch.chdir(tmp_path)  # a writer given 'x' writes there, not into the tree
-    previous = signal.signal(signal.SIGALRM, _hang)
     bad = []
-    try:
-        for label, value in HOSTILE.items():
-            signal.alarm(SECONDS)
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    _call(function, value)
-            except Hang:
-                bad.append(f"{label}: no answer within {SECONDS} s")
-            except CLEAR:
-                pass
-            except Exception as error:  # what the test looks for
-                bad.append(f"{label}: {type(error).__name__}: {error}"[:160])
-            finally:
-                signal.alarm(0)
-    finally:
-        signal.signal(signal.SIGALRM, previous)
+    for label, value in HOSTILE.items():
+        try:
+            with hang_guard(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _call(function, value)
+        except Hang:
+            bad.append(f"{label}: no answer within {HANG_SECONDS} s")
+        except CLEAR:
+            pass
+        except Exception as error:  # what the test looks for
+            bad.append(f"{label}: {type(error).__name__}: {error}"[:160])
     assert bad == [], f"{name} with hostile arguments:\n" + "\n".join(bad)

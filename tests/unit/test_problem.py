@@ -129,7 +129,7 @@ def test_objective_and_violation_come_from_the_model_not_the_solver() -> None:
 def test_solution_records_method_and_time() -> None:
     solution = dpopt.solve(Nearest(5.0), "clip")
     assert solution.method == "clip" and solution.status == "optimal"
-    assert solution.x == 5.0 and 0.0 <= solution.seconds < 5.0
+    assert solution.x == 5.0 and 0.0 <= solution.seconds < math.inf  # measured, not judged
 
 
 def test_strict_raises_on_any_status_but_optimal() -> None:
