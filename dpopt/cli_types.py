@@ -1,5 +1,6 @@
 """Pieces shared by the ``dpopt`` commands: argparse types (numbers read and checked, with
-clean usage errors) and the ``--json PATH`` writer."""
+clean usage errors), the check of an output path before any work and the ``--json PATH``
+writer."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
+
+from dpopt.planning import GIB, MIN_MEMORY
 
 
 def _number(text: str, convert: Callable[[str], Any], what: str, ok: Callable[[Any], bool],
@@ -44,6 +47,48 @@ def nonnegative_int(text: str) -> int:
 def positive_int(text: str) -> int:
     """argparse type of a size or a count that must be at least 1."""
     return _number(text, int, "an integer", lambda value: value >= 1, "an integer >= 1")  # type: ignore[no-any-return]
+
+
+def memory_gib(text: str) -> int:
+    """argparse type of ``--max-memory``: a number of GiB (at least 1 MiB's worth), as bytes."""
+    gib = _number(text, float, "a number of GiB", lambda v: 0 < v < math.inf, "> 0 GiB")
+    if gib * GIB < MIN_MEMORY:
+        raise argparse.ArgumentTypeError(
+            f"must be at least 1 MiB ({MIN_MEMORY / GIB:g}), got {text}"
+        )
+    return int(gib * GIB)
+
+
+def unwritable(path: str) -> str | None:
+    """Why the output file ``path`` cannot be written, found before the work that fills it,
+    or None: a directory, a missing folder, or no permission. The file is opened for appending
+    (and removed again if it was new), since only a real open tells a read-only file system or
+    root's permissions apart."""
+    target = Path(path)
+    if not path:
+        return "is empty"
+    if target.is_dir():
+        return "is a directory"
+    folder = target.parent
+    if not folder.is_dir():
+        return f"folder {folder} does not exist"
+    new = not target.exists()
+    try:
+        target.open("a", encoding="utf-8").close()
+    except OSError as error:
+        return f"cannot be written ({error.strerror or error})"
+    if new:
+        target.unlink(missing_ok=True)
+    return None
+
+
+def output_path(text: str) -> str:
+    """argparse type of ``--json PATH``: ``-`` (stdout) or a file :func:`unwritable` accepts,
+    so that a bad path is a usage error (exit 2) before anything is computed."""
+    problem = None if text == "-" else unwritable(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text}: {problem}")
+    return text
 
 
 def write_json(path: str, value: Any) -> None:
