@@ -81,6 +81,8 @@ class CensusPlan:
 def sample_states(geography: Geography, count: int) -> Geography:
     """``count`` of the geography's states, evenly spaced in the order of their block counts
     (a public choice), re-indexed 0 … count − 1; the geography itself when it has no more."""
+    instance("geography", geography, Geography)
+    count = integer("count", count, minimum=1)
     if count >= len(geography.states):
         return geography
     ranked = sorted(geography.states, key=lambda shape: (shape.blocks, shape.index))
@@ -93,6 +95,7 @@ def memory_estimate(geography: Geography, level: str) -> int:
     """Bytes one simulated release of ``geography`` at ``level`` takes, from its public shape:
     the largest state's cells (one state is released at a time in a process; each worker of
     an executor holds its own) and the level's cells of every state."""
+    instance("geography", geography, Geography)
     depth = LEVELS.index(choice("level", level, LEVELS))
     largest = max(state.regions for state in geography.states) * geography.sizes
     at_level = geography.level_counts[depth] * geography.sizes

@@ -29,7 +29,7 @@ from dpopt.dgm.evaluation import Inference, evaluate, random_queries
 from dpopt.dgm.learning import learn, maximum_likelihood
 from dpopt.dgm.networks import Network, load
 from dpopt.planning import MAX_SEEDS, check_memory, curve_epsilons, memory_budget
-from dpopt.validation import choice, integer, positive_number
+from dpopt.validation import choice, instance, integer, positive_number
 
 __all__ = ["PRIORS", "ErrorCurve", "error_curve", "memory_estimate"]
 
@@ -106,6 +106,8 @@ def _with_prior(
 def memory_estimate(network: Network, records: int) -> int:
     """Bytes one simulated release of ``records`` records of ``network`` takes (module
     docstring), from its structure and the record count alone."""
+    instance("network", network, Network)
+    records = integer("records", records, minimum=1)
     per_record = NODE_BYTES * len(network.nodes) + STATE_BYTES * int(max(network.cards))
     tables = sum(math.prod(network.table_shape(i)) for i in range(len(network.nodes)))
     return BASE_BYTES + (per_record + RECORD_BYTES) * records + TABLE_BYTES * tables

@@ -37,7 +37,7 @@ from dpopt.relational.datasets import generate
 from dpopt.relational.evaluation import cross_errors
 from dpopt.relational.links import METHODS, learn_links
 from dpopt.relational.tables import synthesize
-from dpopt.validation import choice, integer, integer_array
+from dpopt.validation import choice, instance, integer, integer_array
 
 __all__ = ["ErrorCurve", "error_curve", "memory_estimate", "simulated_instance"]
 
@@ -64,7 +64,8 @@ def simulated_instance(
     """(database, synthetic left, synthetic right, random links) of one simulated run: the
     generated database of ``shape`` (left rows, right rows, links), both tables synthesized by
     the built-in MST at (``table_epsilon``, 10⁻⁶), and m uniformly random links between them."""
-    n_left, n_right, links = shape
+    n_left, n_right, links = _shape(shape)
+    instance("rng", rng, np.random.Generator)
     data = generate(n_left, n_right, links, d_max=d_max, seed=rng)
     left, right = (
         synthesize(
@@ -82,10 +83,22 @@ def simulated_instance(
     return data, left, right, np.column_stack(np.divmod(cells, right.shape[0]))
 
 
-def memory_estimate(shape: tuple[int, int, int]) -> int:
+def _shape(shape: Any) -> tuple[int, int, int]:
+    """``shape`` as (left rows, right rows, links), each an integer ≥ 1."""
+    sizes = integer_array("shape", shape, ndim=1).tolist()
+    if len(sizes) != 3:
+        raise ValueError(f"shape must be (left rows, right rows, links), got {shape!r}")
+    n_left, n_right, links = (
+        integer(name, value, minimum=1)
+        for name, value in zip(("left rows", "right rows", "links"), sizes, strict=True)
+    )
+    return n_left, n_right, links
+
+
+def memory_estimate(shape: Sequence[int]) -> int:
     """Bytes one simulated link release of ``shape`` (left rows, right rows, links) takes, from
     the sizes alone (module docstring; the constants measured with ``tracemalloc``)."""
-    n_left, n_right, links = shape
+    n_left, n_right, links = _shape(shape)
     cells = n_left * n_right
     per_cell = CELL_BYTES + (PERMUTED_CELL_BYTES if 50 * links > cells else 0)
     rows = LEFT_ROW_BYTES * n_left + RIGHT_ROW_BYTES * n_right
@@ -136,13 +149,7 @@ def error_curve(
     ``table_epsilon`` lie in :data:`~dpopt.planning.CURVE_EPSILONS`, ``seeds`` is at most
     :data:`~dpopt.planning.MAX_SEEDS`; a shape whose :func:`memory_estimate` is above
     ``max_memory`` bytes (default :data:`~dpopt.planning.MEMORY_BUDGET`) is refused."""
-    sizes = integer_array("shape", shape, ndim=1).tolist()
-    if len(sizes) != 3:
-        raise ValueError(f"shape must be (left rows, right rows, links), got {shape!r}")
-    n_left, n_right, links = (
-        integer(name, value, minimum=1)
-        for name, value in zip(("left rows", "right rows", "links"), sizes, strict=True)
-    )
+    n_left, n_right, links = _shape(shape)
     d_max = integer("d_max", d_max, minimum=1)
     seeds = integer("seeds", seeds, minimum=1, maximum=MAX_SEEDS)
     epsilons = curve_epsilons(epsilons)

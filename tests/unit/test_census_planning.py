@@ -156,3 +156,14 @@ def test_cli_splits_the_memory_over_workers(capsys, monkeypatch) -> None:
     assert "needs about" in capsys.readouterr().err
     with pytest.raises(AssertionError, match="simulated before"):
         main([*arguments, "--max-memory", budget])
+
+
+def test_public_helpers_check_their_inputs(shape) -> None:
+    with pytest.raises(ValueError, match="count must be an integer >= 1"):
+        sample_states(shape, 0)
+    with pytest.raises(ValueError, match="count must be"):
+        sample_states(shape, True)
+    with pytest.raises(TypeError, match="geography must be a Geography"):
+        memory_estimate("blocks", "county")
+    with pytest.raises(ValueError, match="level must be one of"):
+        memory_estimate(shape, "parish")

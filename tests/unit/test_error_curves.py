@@ -197,3 +197,14 @@ def test_cli_max_memory_reaches_the_planner(monkeypatch, capsys) -> None:
     with pytest.raises(AssertionError, match="simulated before"):
         main([*arguments, "--max-memory", "1"])
     assert limits.MEMORY_BUDGET == 4 * 2**30
+
+
+def test_memory_estimates_check_their_inputs() -> None:
+    with pytest.raises(ValueError, match="records must be an integer >= 1"):
+        dgm_planning.memory_estimate(dgm.load("asia"), 0)
+    with pytest.raises(TypeError, match="network must be a Network"):
+        dgm_planning.memory_estimate("asia", 10)
+    with pytest.raises(ValueError, match="shape must be"):
+        relational_planning.memory_estimate((10, 10))
+    with pytest.raises(TypeError, match="rng must be a Generator"):
+        simulated_instance((60, 40, 50), 3, 1.0, 7)
