@@ -16,6 +16,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from dpopt.planning import GIB, MIN_MEMORY
+
 
 def _number(text: str, convert: Callable[[str], Any], what: str, ok: Callable[[Any], bool],
             rule: str) -> Any:  # fmt: skip
@@ -49,6 +51,16 @@ def nonnegative_int(text: str) -> int:
 def positive_int(text: str) -> int:
     """argparse type of a size or a count that must be at least 1."""
     return _number(text, int, "an integer", lambda value: value >= 1, "an integer >= 1")  # type: ignore[no-any-return]
+
+
+def memory_gib(text: str) -> int:
+    """argparse type of ``--max-memory``: a number of GiB (at least 1 MiB's worth), as bytes."""
+    gib = _number(text, float, "a number of GiB", lambda v: 0 < v < math.inf, "> 0 GiB")
+    if gib * GIB < MIN_MEMORY:
+        raise argparse.ArgumentTypeError(
+            f"must be at least 1 MiB ({MIN_MEMORY / GIB:g}), got {text}"
+        )
+    return int(gib * GIB)
 
 
 def check_output_path(
@@ -94,6 +106,15 @@ def _unwritable(path: str, formats: Collection[str]) -> str | None:
     if not existed:
         target.unlink(missing_ok=True)
     return None
+
+
+def output_path(text: str) -> str:
+    """argparse type of ``--json PATH``: ``-`` (stdout) or a file :func:`check_output_path`
+    accepts, so that a bad path is a usage error (exit 2) before anything is computed."""
+    problem = None if text == "-" else _unwritable(text, ())
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text}: {problem}")
+    return text
 
 
 def write_json(path: str, value: Any) -> None:

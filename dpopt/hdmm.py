@@ -43,6 +43,7 @@ from dpopt.models.matrix_mechanism import (
     sensitivity,
     strategy_error,
 )
+from dpopt.planning import MEMORY_BUDGET, check_memory, memory_budget, tolerance
 from dpopt.privacy import (
     Accountant,
     ExactStack,
@@ -57,7 +58,7 @@ from dpopt.privacy import (
     prepare,
 )
 from dpopt.problem import CLAIMS_FEASIBLE, Solution, SolverError, Status, solve
-from dpopt.query_variance import Covariance, max_row_form, row_forms, total_form
+from dpopt.query_variance import Covariance, forms_bytes, max_row_form, row_forms, total_form
 from dpopt.release import Measured, ReleaseError, Rng, measured_answers, resolve_rng
 from dpopt.runner import as_executor
 from dpopt.validation import choice, finite_array, integer, positive_number
@@ -925,8 +926,14 @@ class _Planned:
         return _release_noise(self.stack, self.noise, epsilon, delta).variance
 
 
-def _planned(workload: Any, strategy: AnyStrategy) -> _Planned:
+def _planned(
+    workload: Any, strategy: AnyStrategy, budget: int = MEMORY_BUDGET, queries: int = 0
+) -> _Planned:
+    """The strategy's plan, its memory (``queries`` enumerated) checked first against ``budget``."""
     stack, kind, _, theta = _stack(strategy, None)
+    sizes = tuple(f.shape[1] for f in stack.blocks[0].matrices)
+    estimate = forms_bytes(sizes, 2 ** len(sizes) if theta is not None else 1, queries)
+    check_memory(estimate, budget, f"planning on a domain of sizes {sizes}")
     covariance = _unit_covariance(stack, theta)
     if math.prod(covariance.sizes) != _cells(workload):
         raise ValueError(
@@ -963,8 +970,13 @@ class ErrorPlan:
     strategy: AnyStrategy
 
 
-def _candidates(workload: Any, strategy: AnyStrategy) -> list[_Planned]:
-    return [_planned(workload, strategy), _planned(workload, _identity_for(workload, strategy))]
+def _candidates(
+    workload: Any, strategy: AnyStrategy, max_memory: Any, queries: int = 0
+) -> list[_Planned]:
+    """The strategy's plan and Identity's, the memory checked before either is built."""
+    budget = memory_budget(max_memory)
+    planned = _planned(workload, strategy, budget, queries)
+    return [planned, _planned(workload, _identity_for(workload, strategy), budget, queries)]
 
 
 def _chosen(
@@ -995,8 +1007,9 @@ def _plan_measured(
     workload: Any, strategy: AnyStrategy, epsilon: Any, delta: Any
 ) -> ErrorPlan | None:
     """The plan of exactly ``strategy`` (no Identity alternative), as :func:`answer` measures
-    it; None for a bad (ε, δ), which :func:`measure` then refuses by name, and where the
-    largest query variance would need more queries enumerated than DENSE_LIMIT."""
+    it; None for a bad (ε, δ), which :func:`measure` then refuses by name, where the
+    largest query variance would need more queries enumerated than DENSE_LIMIT, and where the
+    plan would take more than :data:`~dpopt.planning.MEMORY_BUDGET`."""
     try:
         _check_release(strategy.noise, epsilon, delta)
         return _at([_planned(workload, strategy)], epsilon, delta, _rows(workload))
@@ -1005,7 +1018,12 @@ def _plan_measured(
 
 
 def plan_error(
-    workload: Any, strategy: AnyStrategy, *, epsilon: float, delta: float | None = None
+    workload: Any,
+    strategy: AnyStrategy,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    max_memory: int | None = None,
 ) -> ErrorPlan:
     """The RMSE and largest per-query standard deviation of a release of ``workload`` through
     ``strategy`` (an :func:`optimize`, :func:`optimize_product` or
@@ -1014,9 +1032,12 @@ def plan_error(
     Var(wᵢᵀx̂) = c′·wᵢᵀ(AᵀA)⁺wᵢ with c′ the variance of the discrete noise drawn
     (spec §1, §4); the maximum over queries is taken on the implicit workload
     (:mod:`dpopt.query_variance`), never forming it. ``delta`` as in :func:`measure`.
+    A plan that would take more than ``max_memory`` bytes (default
+    :data:`~dpopt.planning.MEMORY_BUDGET`, estimated by
+    :func:`~dpopt.query_variance.forms_bytes`) is refused before it allocates.
     """
     _check_release(_kind_of(strategy), epsilon, delta)
-    return _at(_candidates(workload, strategy), epsilon, delta, _rows(workload))
+    return _at(_candidates(workload, strategy, max_memory), epsilon, delta, _rows(workload))
 
 
 def _kind_of(strategy: Any) -> Noise:
@@ -1027,6 +1048,11 @@ def _kind_of(strategy: Any) -> Noise:
 
 EPSILON_RANGE = (1e-6, 1e4)
 """The ε :func:`plan_epsilon` searches."""
+RTOL_RANGE = (1e-12, 0.5)
+"""The ``rtol`` :func:`plan_epsilon` accepts: finer than 1e-12 is below what float64 resolves
+on an ε up to 10⁴; coarser than 0.5 is no longer a smallest ε."""
+MAX_BISECTIONS = 64
+"""Most bisection steps of :func:`plan_epsilon` (rtol = 1e-12 takes 45 on EPSILON_RANGE)."""
 
 
 def plan_epsilon(
@@ -1037,15 +1063,18 @@ def plan_epsilon(
     max_std: float | None = None,
     delta: float | None = None,
     rtol: float = 1e-9,
+    max_memory: int | None = None,
 ) -> ErrorPlan:
     """The smallest ε (for Gaussian noise, at the given δ) whose release meets the targets:
     RMSE ≤ ``rmse`` and every query's standard deviation ≤ ``max_std`` (either or both).
 
     The error at ε is :func:`plan_error`'s (exact discrete noise, the release's choice of
     strategy or Identity), decreasing in ε; the search is a bisection on log ε to relative
-    precision ``rtol`` within :data:`EPSILON_RANGE`, and the plan returned meets the targets.
-    A target not met at ε = 10⁴ is refused (ValueError).
+    precision ``rtol`` (in :data:`RTOL_RANGE`) within :data:`EPSILON_RANGE`, at most
+    :data:`MAX_BISECTIONS` steps, and the plan returned meets the targets. A target not met at
+    ε = 10⁴ is refused (ValueError); ``max_memory`` as in :func:`plan_error`.
     """
+    rtol = tolerance(rtol, RTOL_RANGE)
     targets = {
         name: positive_number(name, value)
         for name, value in (("rmse", rmse), ("max_std", max_std))
@@ -1054,7 +1083,7 @@ def plan_epsilon(
     if not targets:
         raise ValueError("give an rmse or a max_std target (or both)")
     _check_release(_kind_of(strategy), 1.0, delta)
-    candidates, m = _candidates(workload, strategy), _rows(workload)
+    candidates, m = _candidates(workload, strategy, max_memory), _rows(workload)
 
     def meets(epsilon: float) -> ErrorPlan | None:
         plan = _at(candidates, epsilon, delta, m)
@@ -1072,8 +1101,10 @@ def plan_epsilon(
     lowest = meets(low)
     if lowest is not None:
         return lowest
-    while high / low - 1.0 > rtol:
+    for _ in range(MAX_BISECTIONS):
         middle = math.sqrt(low * high)
+        if high / low - 1.0 <= rtol or not low < middle < high:
+            break
         plan = meets(middle)
         if plan is None:
             low = middle
@@ -1083,10 +1114,17 @@ def plan_epsilon(
 
 
 def query_std(
-    workload: Any, strategy: AnyStrategy, *, epsilon: float, delta: float | None = None
+    workload: Any,
+    strategy: AnyStrategy,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    max_memory: int | None = None,
 ) -> np.ndarray:
     """Every query's standard deviation in a release at (ε, δ), in the workload's row order
-    (of the strategy :func:`plan_error` says the release measures)."""
+    (of the strategy :func:`plan_error` says the release measures); ``max_memory`` as in
+    :func:`plan_error`, the m answers counted."""
     _check_release(_kind_of(strategy), epsilon, delta)
-    chosen, variance = _chosen(_candidates(workload, strategy), epsilon, delta)
+    candidates = _candidates(workload, strategy, max_memory, _rows(workload))
+    chosen, variance = _chosen(candidates, epsilon, delta)
     return np.sqrt(variance * row_forms(_matrix(workload), chosen.covariance))

@@ -13,11 +13,14 @@ from typing import Any
 from dpopt.cli_types import (
     add_geography_arguments,
     geography_of,
+    memory_gib,
     nonnegative_int,
+    output_path,
     positive_float,
     positive_int,
     write_json,
 )
+from dpopt.planning import MAX_CURVE_EPSILONS, MEMORY_BUDGET, MIN_MEMORY, check_memory
 
 PLAN_EPILOG = """workloads (--workload):
   allrange:N  prefix:N  suffix:N  identity:N  total:N  identity-total:N  widthranges:N:K
@@ -98,7 +101,7 @@ def add_parser(commands: Any) -> None:
         cmd.add_argument(
             "--max-std", type=positive_float, help="bound on every query's standard deviation"
         )
-        cmd.add_argument("--json", metavar="PATH", help="also write the rows as JSON ('-': stdout)")
+        add_output_arguments(cmd, "rows")
     _census_parser(families)
     _curve_parsers(families)
 
@@ -112,6 +115,25 @@ Simulated releases of public-shaped data at each ε, beside the trivial baseline
 budget split (D-Ind) for dgm, random links for relational. ratio = default / baseline (below 1:
 the mechanism wins); dgm's metrics are the mean L1 of random marginal and (weighted)
 conditional queries, relational's the cross 3-way error. No data is read, no budget spent."""
+
+
+def add_output_arguments(cmd: argparse.ArgumentParser, what: str) -> None:
+    """``--json PATH``, checked before any work (:func:`~dpopt.cli_types.output_path`), and
+    ``--max-memory GIB``, the planner's memory budget."""
+    cmd.add_argument(
+        "--json",
+        metavar="PATH",
+        type=output_path,
+        help=f"also write the {what} as JSON ('-': stdout); checked before any work",
+    )
+    cmd.add_argument(
+        "--max-memory",
+        metavar="GIB",
+        type=memory_gib,
+        default=MEMORY_BUDGET,
+        help=f"memory the planner may use, estimated before it allocates (default "
+        f"{MEMORY_BUDGET / 2**30:g}; census: split over --workers)",
+    )
 
 
 def _curve_parsers(families: Any) -> None:
@@ -145,7 +167,7 @@ def _curve_parsers(families: Any) -> None:
             "--epsilon", "--eps", default=default, help=f"ε values (default {default})"
         )
         cmd.add_argument("--seeds", type=positive_int, default=3, help="simulated releases per ε")
-        cmd.add_argument("--json", metavar="PATH", help="also write the rows as JSON ('-': stdout)")
+        add_output_arguments(cmd, "rows")
 
 
 def _plan_curve(args: argparse.Namespace) -> int:
@@ -163,12 +185,17 @@ def _plan_curve(args: argparse.Namespace) -> int:
                 epsilons=epsilons,
                 seeds=args.seeds,
                 prior=args.prior,
+                max_memory=args.max_memory,
             )
             about = f"network {curve.network}, {curve.records:,} records, {args.prior} CPDs"
         else:
-            shape = tuple(int(part) for part in args.shape.split(","))
+            shape = _shape(args.shape)
             curve = relational.error_curve(
-                shape, d_max=args.d_max, epsilons=epsilons, seeds=args.seeds
+                shape,
+                d_max=args.d_max,
+                epsilons=epsilons,
+                seeds=args.seeds,
+                max_memory=args.max_memory,
             )
             about = f"shape {shape}, d_max {args.d_max}"
     except (ValueError, OSError) as error:
@@ -186,6 +213,16 @@ def _plan_curve(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args.json, {"family": args.family, "about": about, "rows": rows})
     return 0
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    """``--shape`` as integers; a ValueError naming the flag for anything else."""
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise ValueError(
+            f"--shape must be three integers LEFT,RIGHT,LINKS (e.g. 600,400,1000), got {text!r}"
+        ) from None
 
 
 def _census_parser(families: Any) -> None:
@@ -213,7 +250,7 @@ def _census_parser(families: Any) -> None:
     cmd.add_argument(
         "--workers", type=nonnegative_int, default=0, help="worker processes (0: in-process)"
     )
-    cmd.add_argument("--json", metavar="PATH", help="also write the plan as JSON ('-': stdout)")
+    add_output_arguments(cmd, "plan")
 
 
 def _plan_census(args: argparse.Namespace) -> int:
@@ -235,6 +272,8 @@ def _plan_census(args: argparse.Namespace) -> int:
         geography = geography_of(args, 0.01 if args.geography == "blocks" else 1.0)
         options = {"target": target, "level": args.level, "metric": metric, "progress": progress}
         options["states"] = args.states or None
+        # each worker process releases its own states: the budget is split among them
+        options["max_memory"] = max(args.max_memory // max(args.workers, 1), MIN_MEMORY)
         if args.workers:
             with ProcessPoolExecutor(args.workers) as executor:
                 plan = plan_epsilon(geography, executor=executor, **options)
@@ -325,10 +364,26 @@ def _strategy(args: argparse.Namespace, workload: Any) -> Any:
     )
 
 
+def _check_memory(args: argparse.Namespace, workload: Any) -> None:
+    """Refuse a plan that will not fit ``--max-memory`` before the optimizer runs: the plan's
+    covariance lives on the workload's domain (one factor per attribute; 2^d terms for
+    OPT_M), :func:`~dpopt.query_variance.forms_bytes`."""
+    from dpopt import workload as wl
+    from dpopt.query_variance import forms_bytes
+
+    sizes = tuple(wl.domain(workload))
+    terms = 2 ** len(sizes) if getattr(args, "method", "") == "opt-marginals" else 1
+    what = f"--workload {args.workload}: planning on a domain of sizes {sizes}"
+    check_memory(forms_bytes(sizes, terms), args.max_memory, what)
+
+
 def _epsilons(text: str | None) -> list[float]:
     if text is None:
         return []
-    return [positive_float(part) for part in text.split(",")]
+    parts = text.split(",")
+    if len(parts) > MAX_CURVE_EPSILONS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_CURVE_EPSILONS} values, got {len(parts)}")
+    return [positive_float(part) for part in parts]
 
 
 def _row(plan: Any) -> dict[str, Any]:
@@ -369,12 +424,16 @@ def run(args: argparse.Namespace) -> int:
         return _fail("give --epsilon, --rmse or --max-std")
     try:
         workload = parse_workload(args.workload)
+        for epsilon in epsilons or [1.0]:  # (ε, δ) refused before the optimizer runs
+            hdmm.noise_variance(noise, epsilon, args.delta)
+        _check_memory(args, workload)
         strategy = _strategy(args, workload)
-        plans = [hdmm.plan_error(workload, strategy, epsilon=e, delta=args.delta) for e in epsilons]
+        budget = {"delta": args.delta, "max_memory": args.max_memory}
+        plans = [hdmm.plan_error(workload, strategy, epsilon=e, **budget) for e in epsilons]
         if args.rmse is not None or args.max_std is not None:
             plans.append(
                 hdmm.plan_epsilon(
-                    workload, strategy, rmse=args.rmse, max_std=args.max_std, delta=args.delta
+                    workload, strategy, rmse=args.rmse, max_std=args.max_std, **budget
                 )
             )
     except ValueError as error:

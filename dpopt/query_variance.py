@@ -12,11 +12,15 @@ matrix, and returns each query's variance in W's row order, or their maximum:
 - a Kronecker query ⊗ᵢ wᵢ has variance Σₜ cₜ ∏ᵢ wᵢᵀCₜᵢwᵢ, so its factors are never
   multiplied out, and with one term the maximum is the product of the factors' maxima;
 - unions concatenate, weights square.
+
+:func:`forms_bytes` estimates the memory of it all from the factor sizes alone, so that a
+planner refuses what will not fit before allocating (docs/choosing-epsilon.md).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
 
@@ -24,9 +28,22 @@ import numpy as np
 
 from dpopt import workload as wl
 
-__all__ = ["Covariance", "max_row_form", "row_forms", "total_form"]
+__all__ = ["Covariance", "forms_bytes", "max_row_form", "row_forms", "total_form"]
 
 Term = tuple[float, tuple[np.ndarray, ...]]
+
+BYTES_PER_ENTRY = 128
+"""Peak bytes per entry of the largest n × n covariance factor while a plan computes it and
+its forms: (AᵀA)⁺ (a pseudo-inverse takes four n × n arrays), the 2-D prefix sums and the
+n(n+1)/2 range forms of AllRange(n) (97 measured with an Identity strategy)."""
+
+
+def forms_bytes(sizes: Sequence[int], terms: int = 1, queries: int = 0) -> int:
+    """Bytes a plan on a covariance of ``terms`` Kronecker terms over factors of ``sizes``
+    needs at most: the largest factor's dense work (:data:`BYTES_PER_ENTRY`), every term's
+    factors kept, and 24 per query whose variance is enumerated (:func:`row_forms`)."""
+    squares = [int(n) ** 2 for n in sizes]
+    return BYTES_PER_ENTRY * max(squares) + 8 * terms * sum(squares) + 24 * int(queries)
 
 
 @dataclass(frozen=True, eq=False)

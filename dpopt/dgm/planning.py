@@ -9,10 +9,15 @@ and with the data-independent uniform split (D-Ind, ``baseline=True``), scoring 
 non-private fit of the same records on random marginal and conditional queries (Sec. 5.2, the
 metrics of the utility table in docs/families/dgm.md). The ratio default/baseline below 1 is
 where the mechanism beats its baseline. Nothing private is read.
+
+The simulated records are held whole (as codes, then as the DataFrame :func:`learn` takes), so
+the memory grows with ``records`` × nodes: :func:`memory_estimate` says how much from the
+public sizes, and :func:`error_curve` refuses what does not fit ``max_memory`` before sampling.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from fractions import Fraction
@@ -23,13 +28,26 @@ import numpy as np
 from dpopt.dgm.evaluation import Inference, evaluate, random_queries
 from dpopt.dgm.learning import learn, maximum_likelihood
 from dpopt.dgm.networks import Network, load
-from dpopt.validation import choice, integer, positive_number
+from dpopt.planning import MAX_SEEDS, check_memory, curve_epsilons, memory_budget
+from dpopt.validation import choice, instance, integer, positive_number
 
-__all__ = ["PRIORS", "ErrorCurve", "error_curve"]
+__all__ = ["PRIORS", "ErrorCurve", "error_curve", "memory_estimate"]
 
 PRIORS = ("dirichlet", "given")
 METRICS = ("marginal_l1", "conditional_weighted_l1")
 METHODS: dict[str, dict[str, Any]] = {"default": {}, "baseline": {"baseline": True}}
+MAX_QUERIES = 1000
+"""Most random queries per simulated release (each is an exact inference)."""
+NODE_BYTES = 4
+"""Bytes per record and node: the int16 codes sampled, the DataFrame's categorical codes and
+the int16 codes :func:`learn` encodes again (37 B per record measured on asia's 8 nodes,
+148 on alarm's 37)."""
+STATE_BYTES = 8
+"""Bytes per record and state of the widest node: the forward sampler's comparisons."""
+RECORD_BYTES = 16
+TABLE_BYTES = 64
+"""Bytes per CPD entry: the CPDs drawn, the counts, their noisy and learned copies."""
+BASE_BYTES = 32 * 2**20
 
 
 @dataclass(frozen=True)
@@ -85,6 +103,16 @@ def _with_prior(
     )
 
 
+def memory_estimate(network: Network, records: int) -> int:
+    """Bytes one simulated release of ``records`` records of ``network`` takes (module
+    docstring), from its structure and the record count alone."""
+    instance("network", network, Network)
+    records = integer("records", records, minimum=1)
+    per_record = NODE_BYTES * len(network.nodes) + STATE_BYTES * int(max(network.cards))
+    tables = sum(math.prod(network.table_shape(i)) for i in range(len(network.nodes)))
+    return BASE_BYTES + (per_record + RECORD_BYTES) * records + TABLE_BYTES * tables
+
+
 def error_curve(
     network: Any,
     *,
@@ -95,22 +123,31 @@ def error_curve(
     prior: str = "dirichlet",
     concentration: float = 1.0,
     seed: int = 0,
+    max_memory: int | None = None,
 ) -> ErrorCurve:
     """The expected errors of a DGM release against ε (module docstring). ``network``: a
     :class:`Network` or anything :func:`~dpopt.dgm.load` takes (only its structure is used
-    with the ``dirichlet`` prior); ``queries`` random queries per seed, half marginal and half
-    conditional; ``seed`` the simulation's public seed."""
-    model = network if isinstance(network, Network) else load(network)
+    with the ``dirichlet`` prior); ``queries`` random queries per seed (at most
+    :data:`MAX_QUERIES`), half marginal and half conditional; ``seed`` the simulation's public
+    seed. ``epsilons`` lie in :data:`~dpopt.planning.CURVE_EPSILONS`, ``seeds`` is at most
+    :data:`~dpopt.planning.MAX_SEEDS`; ``records`` whose :func:`memory_estimate` is above
+    ``max_memory`` bytes (default :data:`~dpopt.planning.MEMORY_BUDGET`) are refused."""
     records = integer("records", records, minimum=1)
-    seeds = integer("seeds", seeds, minimum=1)
-    queries = integer("queries", queries, minimum=2)
+    seeds = integer("seeds", seeds, minimum=1, maximum=MAX_SEEDS)
+    queries = integer("queries", queries, minimum=2, maximum=MAX_QUERIES)
     prior = choice("prior", prior, PRIORS)
     concentration = positive_number("concentration", concentration)
-    epsilons = tuple(positive_number("epsilon", e) for e in epsilons)
-    if not epsilons:
-        raise ValueError("epsilons must hold at least one ε")
+    epsilons = curve_epsilons(epsilons)
+    seed = integer("seed", seed, minimum=0)
+    budget = memory_budget(max_memory)
+    model = network if isinstance(network, Network) else load(network)
     if prior == "given" and model.cpds is None:
         raise ValueError("prior 'given' needs a network with CPDs")
+    check_memory(
+        memory_estimate(model, records),
+        budget,
+        f"records = {records} of {model.name} ({len(model.nodes)} nodes)",
+    )
     found: dict[str, dict[str, list[list[float]]]] = {
         method: {metric: [[] for _ in epsilons] for metric in METRICS} for method in METHODS
     }

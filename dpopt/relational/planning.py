@@ -8,6 +8,11 @@ experiment does), learns the links at each ε_rel (:func:`~dpopt.relational.lear
 scores them on every cross 3-way workload beside uniformly random links between the same
 tables — the trivial baseline (spec §6, §8 item 12). ``ratio`` (learned / random mean L1)
 below 1 is where the mechanism beats its baseline. Nothing private is read.
+
+The link learner works on the whole left × right link matrix and codes every row for each of
+the cross workloads, so a simulated release's memory grows with the product of the table
+sizes: :func:`memory_estimate` says how much from the shape alone, and :func:`error_curve`
+refuses a shape that does not fit its ``max_memory`` before generating anything.
 """
 
 from __future__ import annotations
@@ -19,18 +24,38 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.planning import (
+    CURVE_EPSILONS,
+    MAX_SEEDS,
+    check_memory,
+    curve_epsilons,
+    memory_budget,
+    number_in,
+)
 from dpopt.relational.data import RelationalData
 from dpopt.relational.datasets import generate
 from dpopt.relational.evaluation import cross_errors
-from dpopt.relational.links import learn_links
+from dpopt.relational.links import METHODS, learn_links
 from dpopt.relational.tables import synthesize
-from dpopt.validation import integer, positive_number
+from dpopt.validation import choice, instance, integer, integer_array
 
-__all__ = ["ErrorCurve", "error_curve", "simulated_instance"]
+__all__ = ["ErrorCurve", "error_curve", "memory_estimate", "simulated_instance"]
 
 DELTA = 1e-5
 """δ_rel of the simulated link releases (the paper's)."""
 TABLE_DELTA = 1e-6
+CELL_BYTES = 2
+"""Bytes per left × right cell: the learner's boolean link matrix, and slack."""
+PERMUTED_CELL_BYTES = 8
+"""More bytes per cell where links > cells/50: numpy's choice without replacement of the
+random links then permutes every cell (int64) instead of sampling a set."""
+LEFT_ROW_BYTES = 8 * 2**10
+"""Bytes per left row (6.1 KiB measured): its codes under each of the 513 cross 3-way
+workloads of the MovieLens schema, the generator's and the synthesizer's arrays."""
+RIGHT_ROW_BYTES = 12 * 2**10
+"""Bytes per right row (9.5 KiB measured; 18 attributes where the left has 3)."""
+LINK_BYTES = 256
+BASE_BYTES = 32 * 2**20
 
 
 def simulated_instance(
@@ -39,7 +64,8 @@ def simulated_instance(
     """(database, synthetic left, synthetic right, random links) of one simulated run: the
     generated database of ``shape`` (left rows, right rows, links), both tables synthesized by
     the built-in MST at (``table_epsilon``, 10⁻⁶), and m uniformly random links between them."""
-    n_left, n_right, links = shape
+    n_left, n_right, links = _shape(shape)
+    instance("rng", rng, np.random.Generator)
     data = generate(n_left, n_right, links, d_max=d_max, seed=rng)
     left, right = (
         synthesize(
@@ -55,6 +81,28 @@ def simulated_instance(
     )
     cells = rng.choice(left.shape[0] * right.shape[0], data.m, replace=False)
     return data, left, right, np.column_stack(np.divmod(cells, right.shape[0]))
+
+
+def _shape(shape: Any) -> tuple[int, int, int]:
+    """``shape`` as (left rows, right rows, links), each an integer ≥ 1."""
+    sizes = integer_array("shape", shape, ndim=1).tolist()
+    if len(sizes) != 3:
+        raise ValueError(f"shape must be (left rows, right rows, links), got {shape!r}")
+    n_left, n_right, links = (
+        integer(name, value, minimum=1)
+        for name, value in zip(("left rows", "right rows", "links"), sizes, strict=True)
+    )
+    return n_left, n_right, links
+
+
+def memory_estimate(shape: Sequence[int]) -> int:
+    """Bytes one simulated link release of ``shape`` (left rows, right rows, links) takes, from
+    the sizes alone (module docstring; the constants measured with ``tracemalloc``)."""
+    n_left, n_right, links = _shape(shape)
+    cells = n_left * n_right
+    per_cell = CELL_BYTES + (PERMUTED_CELL_BYTES if 50 * links > cells else 0)
+    rows = LEFT_ROW_BYTES * n_left + RIGHT_ROW_BYTES * n_right
+    return BASE_BYTES + per_cell * cells + rows + LINK_BYTES * links
 
 
 @dataclass(frozen=True)
@@ -94,20 +142,25 @@ def error_curve(
     table_epsilon: float = 1.0,
     method: str = "shrinkage",
     seed: int = 0,
+    max_memory: int | None = None,
 ) -> ErrorCurve:
     """The expected errors of a link release against ε_rel (module docstring); ``shape`` is
-    (left rows, right rows, links), ``seed`` the simulation's public seed."""
-    if len(shape) != 3:
-        raise ValueError(f"shape must be (left rows, right rows, links), got {shape!r}")
-    n_left, n_right, links = (
-        integer(name, value, minimum=1)
-        for name, value in zip(("left rows", "right rows", "links"), shape, strict=True)
-    )
+    (left rows, right rows, links), ``seed`` the simulation's public seed. ``epsilons`` and
+    ``table_epsilon`` lie in :data:`~dpopt.planning.CURVE_EPSILONS`, ``seeds`` is at most
+    :data:`~dpopt.planning.MAX_SEEDS`; a shape whose :func:`memory_estimate` is above
+    ``max_memory`` bytes (default :data:`~dpopt.planning.MEMORY_BUDGET`) is refused."""
+    n_left, n_right, links = _shape(shape)
     d_max = integer("d_max", d_max, minimum=1)
-    seeds = integer("seeds", seeds, minimum=1)
-    epsilons = tuple(positive_number("epsilon", e) for e in epsilons)
-    if not epsilons:
-        raise ValueError("epsilons must hold at least one ε_rel")
+    seeds = integer("seeds", seeds, minimum=1, maximum=MAX_SEEDS)
+    epsilons = curve_epsilons(epsilons)
+    table_epsilon = number_in("table_epsilon", table_epsilon, CURVE_EPSILONS)
+    method = choice("method", method, METHODS)
+    seed = integer("seed", seed, minimum=0)
+    check_memory(
+        memory_estimate((n_left, n_right, links)),
+        memory_budget(max_memory),
+        f"shape ({n_left}, {n_right}, {links}): a {n_left} × {n_right} link matrix",
+    )
     learned: list[list[float]] = [[] for _ in epsilons]
     random: list[list[float]] = [[] for _ in epsilons]
     ratios: list[list[float]] = [[] for _ in epsilons]

@@ -3,13 +3,16 @@ Python API, and clean refusals (exit 2, nothing optimised)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
 
+from dpopt import dgm as dgm_module
 from dpopt import eigen, hdmm
 from dpopt import workload as wl
 from dpopt.cli import main
+from dpopt.cli_types import output_path
 from dpopt.plan_cli import parse_workload
 
 
@@ -104,3 +107,72 @@ def test_tiny_target_is_met_by_identity_integer_noise(capsys) -> None:
     row = capsys.readouterr().out.splitlines()[-1].split()
     assert row[2] == "identity"
     assert float(row[3]) <= 1e-6
+
+
+def _not_computed(*args, **options):
+    raise AssertionError("computed before the input was refused")
+
+
+PLANS = {
+    "hdmm": ["hdmm", "--workload", "prefix:8", "--rmse", "1"],
+    "eigen": ["eigen", "--workload", "prefix:8", "--rmse", "1", "--delta", "1e-9"],
+    "census": ["census", "--geography", "small", "--target-l1", "2"],
+    "dgm": ["dgm", "--network", "asia", "--records", "100"],
+    "relational": ["relational", "--shape", "60,40,50", "--d-max", "3"],
+}
+
+
+@pytest.fixture
+def nothing_computed(monkeypatch) -> None:
+    """Every planner's first expensive step fails the test."""
+    from dpopt.census import planning as census_planning
+    from dpopt.relational import planning as relational_planning
+
+    monkeypatch.setattr(hdmm, "optimize", _not_computed)
+    monkeypatch.setattr(eigen, "design", _not_computed)
+    monkeypatch.setattr(census_planning, "plan_epsilon", _not_computed)
+    monkeypatch.setattr(dgm_module.Network, "sample", _not_computed)
+    monkeypatch.setattr(relational_planning, "generate", _not_computed)
+
+
+@pytest.mark.parametrize("family", sorted(PLANS))
+@pytest.mark.parametrize("where", ["directory", "missing folder"])
+def test_json_path_is_checked_before_any_work(
+    family: str, where: str, tmp_path, capsys, nothing_computed
+) -> None:
+    path = tmp_path if where == "directory" else tmp_path / "missing" / "plan.json"
+    with pytest.raises(SystemExit) as exited:
+        main(["plan", *PLANS[family], "--json", str(path)])
+    assert exited.value.code == 2
+    problem = "is a directory" if where == "directory" else f"folder {path.parent} does not exist"
+    assert f"argument --json: {path}: {problem}" in capsys.readouterr().err
+
+
+def test_output_path_takes_stdout_and_refuses_what_check_output_path_refuses(tmp_path) -> None:
+    assert output_path("-") == "-"
+    assert output_path(str(tmp_path / "plan.json")) == str(tmp_path / "plan.json")
+    with pytest.raises(argparse.ArgumentTypeError, match="is a directory"):
+        output_path(str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["hdmm", "--workload", "allrange:16384", "--rmse", "1"], "(16384,) needs about 34 GiB"),
+        (["hdmm", "--workload", "identity:100000000", "--rmse", "1"], "needs about"),
+        (["hdmm", "--workload", "allrange:512", "--rmse", "1", "--max-memory", "0.01"], "512"),
+        (["eigen", "--workload", "prefix:8", "--rmse", "1", "--delta", "2"], "delta must be"),
+        (["hdmm", "--workload", "prefix:8", "--epsilon", "1e-300"], "epsilon"),
+        (["hdmm", "--workload", "prefix:8", "--epsilon", ",".join(["1"] * 101)], "at most 100"),
+    ],
+)
+def test_refused_before_the_optimizer_runs(arguments, message, capsys, nothing_computed) -> None:
+    assert main(["plan", *arguments]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "x", "1e-9"])
+def test_max_memory_flag_is_checked(value: str, capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["plan", *PLANS["hdmm"], "--max-memory", value])
+    assert "argument --max-memory" in capsys.readouterr().err

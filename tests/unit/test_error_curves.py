@@ -11,8 +11,11 @@ import numpy as np
 import pytest
 
 from dpopt import dgm, relational
+from dpopt import planning as limits
 from dpopt.cli import main
+from dpopt.dgm import planning as dgm_planning
 from dpopt.dgm.planning import _with_prior
+from dpopt.relational import planning as relational_planning
 from dpopt.relational.planning import simulated_instance
 
 
@@ -62,13 +65,39 @@ def test_dgm_prior_draws_rows_of_the_structure() -> None:
     [
         ({"records": 0}, "records must be"),
         ({"records": 10, "prior": "flat"}, "prior must be one of"),
-        ({"records": 10, "epsilons": ()}, "at least one"),
-        ({"records": 10, "epsilons": (0.0,)}, "epsilon must be"),
+        ({"records": 10, "epsilons": ()}, "epsilons must not be empty"),
+        ({"records": 10, "epsilons": (0.0,)}, r"epsilons\[0\] must be a finite number > 0"),
+        ({"records": 10, "epsilons": (1.0, 1e-300)}, r"epsilons\[1\] must be in \[1e-06, 1e\+06\]"),
+        ({"records": 10, "epsilons": 1.0}, "epsilons must be 1-dimensional"),
+        ({"records": 10, "epsilons": (True,)}, "epsilons must be an array of numbers"),
+        ({"records": 10, "epsilons": [1.0] * 101}, "at most 100 values"),
+        ({"records": 10, "seeds": 1001}, "seeds must be an integer <= 1000"),
+        ({"records": 10, "queries": 10**6}, "queries must be an integer <= 1000"),
+        ({"records": 10, "seed": -1}, "seed must be an integer >= 0"),
+        ({"records": 10, "seed": True}, "seed must be"),
+        ({"records": 10, "concentration": float("nan")}, "concentration must be"),
+        ({"records": 10, "max_memory": 0.5}, "max_memory must be"),
+        ({"records": 10**10}, r"records = 10000000000 of asia \(8 nodes\) needs about 596 GiB"),
+        ({"records": 10**6, "max_memory": 2**20}, "above the memory budget of 0.000977 GiB"),
     ],
 )
-def test_dgm_refusals(options, message) -> None:
+def test_dgm_refusals(monkeypatch, options, message) -> None:
+    """Every option is checked, and the memory estimated, before any record is sampled."""
+    monkeypatch.setattr(dgm.Network, "sample", _not_simulated)
     with pytest.raises(ValueError, match=message):
         dgm.error_curve("asia", **options)
+
+
+def _not_simulated(*args, **options):
+    raise AssertionError("simulated before the input was refused")
+
+
+def test_dgm_memory_estimate_grows_with_records_and_nodes() -> None:
+    asia, alarm = dgm.load("asia"), dgm.load("alarm")
+    estimate = dgm_planning.memory_estimate
+    assert estimate(asia, 2000) > estimate(asia, 1000)
+    assert estimate(alarm, 1000) > estimate(asia, 1000)
+    assert estimate(asia, 10**10) > 149 * 2**30  # the sampled codes alone: 8 int16 per record
 
 
 @pytest.mark.slow
@@ -88,11 +117,47 @@ def test_relational_curve_is_the_simulated_releases() -> None:
     assert curve.ratio[1] < curve.ratio[0]
 
 
-def test_relational_refusals() -> None:
-    with pytest.raises(ValueError, match="shape must be"):
-        relational.error_curve((10, 10), d_max=2)
-    with pytest.raises(ValueError, match="d_max must be"):
-        relational.error_curve((10, 10, 5), d_max=0)
+@pytest.mark.parametrize(
+    ("shape", "options", "message"),
+    [
+        ((10, 10), {}, "shape must be"),
+        ("10,10,5", {}, "shape must be"),
+        ((10, 10, True), {}, r"shape\[2\] must be an integer, got True"),
+        ((10, 10, 0), {}, "links must be an integer >= 1"),
+        ((10, 10, 5), {"d_max": 0}, "d_max must be"),
+        ((10, 10, 5), {"seeds": 10**6}, "seeds must be an integer <= 1000"),
+        ((10, 10, 5), {"epsilons": (float("inf"),)}, r"epsilons\[0\] must be finite"),
+        ((10, 10, 5), {"table_epsilon": 1e-300}, "table_epsilon must be in"),
+        ((10, 10, 5), {"method": "magic"}, "method must be one of"),
+        ((10, 10, 5), {"seed": -1}, "seed must be an integer >= 0"),
+        ((10, 10, 5), {"seed": 1.5}, "seed must be"),
+        (
+            (10**8,) * 3,
+            {},
+            r"shape \(100000000, 100000000, 100000000\).* needs about 1\.\d+e\+07 GiB",
+        ),
+        (
+            (20000, 20000, 1000),
+            {"max_memory": 2**30},
+            "needs about 1.16 GiB, above the memory budget of 1 GiB",
+        ),
+    ],
+)
+def test_relational_refusals(monkeypatch, shape, options, message) -> None:
+    """Every option is checked, and the memory estimated, before anything is generated."""
+    monkeypatch.setattr(relational_planning, "generate", _not_simulated)
+    with pytest.raises(ValueError, match=message):
+        relational.error_curve(shape, **{"d_max": 3, **options})
+
+
+def test_relational_memory_estimate() -> None:
+    """One byte and slack per cell of the link matrix, 8 more where numpy's choice permutes
+    every cell (links > cells/50), and the rows' workload codes."""
+    estimate = relational_planning.memory_estimate
+    sparse, dense = estimate((1000, 1000, 1000)), estimate((1000, 1000, 30000))
+    assert dense - sparse >= 8 * 10**6
+    assert estimate((2000, 1000, 1000)) - sparse > 2 * 1000 * 1000
+    assert estimate((10**8, 10**8, 10**8)) > 10**16
 
 
 def test_cli_prints_the_dgm_curve(capsys) -> None:
@@ -105,3 +170,41 @@ def test_cli_prints_the_dgm_curve(capsys) -> None:
     assert "shape must be" in capsys.readouterr().err
     assert main(["plan", "dgm", "--network", "asia", "--records", "9", "--epsilon", "x"]) == 2
     assert "argument --epsilon" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["relational", "--shape", "100000000,100000000,100000000", "--d-max", "3"], "needs about"),
+        (["relational", "--shape", "1e8,5,5", "--d-max", "3"], "--shape must be three integers"),
+        (["dgm", "--network", "asia", "--records", "10000000000"], "needs about 596 GiB"),
+        (["dgm", "--network", "asia", "--records", "10", "--seeds", "5000"], "seeds must be"),
+        (["dgm", "--network", "asia", "--records", "10", "--epsilon", "1e-300"], "epsilons[0]"),
+    ],
+)
+def test_cli_refuses_before_simulating(monkeypatch, capsys, arguments, message) -> None:
+    monkeypatch.setattr(relational_planning, "generate", _not_simulated)
+    monkeypatch.setattr(dgm.Network, "sample", _not_simulated)
+    assert main(["plan", *arguments]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_max_memory_reaches_the_planner(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(dgm.Network, "sample", _not_simulated)
+    arguments = ["plan", "dgm", "--network", "asia", "--records", "100000"]
+    assert main([*arguments, "--max-memory", "0.001"]) == 2
+    assert "above the memory budget of 0.001 GiB" in capsys.readouterr().err
+    with pytest.raises(AssertionError, match="simulated before"):
+        main([*arguments, "--max-memory", "1"])
+    assert limits.MEMORY_BUDGET == 4 * 2**30
+
+
+def test_memory_estimates_check_their_inputs() -> None:
+    with pytest.raises(ValueError, match="records must be an integer >= 1"):
+        dgm_planning.memory_estimate(dgm.load("asia"), 0)
+    with pytest.raises(TypeError, match="network must be a Network"):
+        dgm_planning.memory_estimate("asia", 10)
+    with pytest.raises(ValueError, match="shape must be"):
+        relational_planning.memory_estimate((10, 10))
+    with pytest.raises(TypeError, match="rng must be a Generator"):
+        simulated_instance((60, 40, 50), 3, 1.0, 7)

@@ -11,6 +11,7 @@ import pytest
 
 from dpopt import eigen, hdmm
 from dpopt import workload as wl
+from dpopt.query_variance import forms_bytes
 
 
 def _dense_query_variances(workload: wl.Matrix, strategy: hdmm.AnyStrategy, epsilon, delta):
@@ -173,3 +174,87 @@ def test_answer_carries_its_plan(strategies, name: str) -> None:
     assert answered.planned.rmse == pytest.approx(expected.rmse, rel=1e-12)
     assert answered.planned.max_std == pytest.approx(expected.max_std, rel=1e-12)
     assert answered.planned.strategy is chosen
+
+
+@pytest.mark.parametrize(
+    "rtol", [0.0, -1.0, float("-inf"), 1e-300, 1e-13, float("nan"), float("inf"), True, 0.6, "0.1"]
+)
+def test_plan_epsilon_refuses_a_bad_rtol(strategies, rtol) -> None:
+    """A zero, negative or sub-precision rtol would bisect for ever, NaN stop at once at
+    ε = 10⁴, and a bool or a string is no tolerance: each is refused by name."""
+    workload, strategy, _ = strategies["opt0"]
+    with pytest.raises(ValueError, match="rtol must be"):
+        hdmm.plan_epsilon(workload, strategy, rmse=3.0, rtol=rtol)
+
+
+def _counting(monkeypatch) -> list[float]:
+    """Record the ε of every error evaluation plan_epsilon makes."""
+    seen: list[float] = []
+    evaluate = hdmm._at
+
+    def counted(candidates, epsilon, delta, m):
+        seen.append(epsilon)
+        return evaluate(candidates, epsilon, delta, m)
+
+    monkeypatch.setattr(hdmm, "_at", counted)
+    return seen
+
+
+def test_finest_rtol_ends_within_the_bisection_cap(strategies, monkeypatch) -> None:
+    workload, strategy, _ = strategies["opt0"]
+    seen = _counting(monkeypatch)
+    plan = hdmm.plan_epsilon(workload, strategy, rmse=3.0, rtol=hdmm.RTOL_RANGE[0])
+    assert len(seen) <= 2 + hdmm.MAX_BISECTIONS
+    assert plan.rmse <= 3.0
+    coarse = hdmm.plan_epsilon(workload, strategy, rmse=3.0, rtol=1e-3)
+    assert plan.epsilon <= coarse.epsilon <= plan.epsilon * (1 + 1e-3)
+
+
+def test_bisection_stops_at_its_cap(strategies, monkeypatch) -> None:
+    """Fewer steps than the tolerance needs: the search stops after MAX_BISECTIONS and still
+    returns a plan that meets the target."""
+    workload, strategy, _ = strategies["opt0"]
+    monkeypatch.setattr(hdmm, "MAX_BISECTIONS", 5)
+    seen = _counting(monkeypatch)
+    plan = hdmm.plan_epsilon(workload, strategy, rmse=3.0, rtol=1e-12)
+    assert len(seen) == 2 + 5  # ε = 10⁴, ε = 10⁻⁶, then five bisection steps
+    assert plan.rmse <= 3.0 and plan.epsilon in seen
+
+
+def _identity_plan(n: int) -> tuple[wl.Matrix, hdmm.ProductStrategy]:
+    workload = wl.AllRange(n)
+    return workload, hdmm.optimize_product(workload, method="identity")
+
+
+@pytest.mark.parametrize("call", ["plan_error", "plan_epsilon", "query_std"])
+def test_plans_refuse_what_will_not_fit_before_allocating(monkeypatch, call) -> None:
+    """The memory is estimated from the domain before any covariance, Identity or query form
+    is built; eigen's re-exports are the same functions."""
+    workload, strategy = _identity_plan(128)
+
+    def built(*args):
+        raise AssertionError("allocated before the memory check")
+
+    monkeypatch.setattr(hdmm, "_unit_covariance", built)
+    monkeypatch.setattr(hdmm, "_identity_for", built)
+    options = {"rmse": 3.0} if call == "plan_epsilon" else {"epsilon": 1.0}
+    with pytest.raises(ValueError, match=r"domain of sizes \(128,\) needs about .* GiB"):
+        getattr(eigen, call)(workload, strategy, max_memory=2**20, **options)
+
+
+def test_query_std_counts_the_queries_it_enumerates() -> None:
+    """AllRange(128) has 8,256 queries: a budget that holds the plan but not 24 bytes per
+    query more refuses query_std and not plan_error."""
+    workload, strategy = _identity_plan(128)
+    plan_bytes = forms_bytes((128,))
+    budget = plan_bytes + 24 * workload.shape[0] - 1
+    assert hdmm.plan_error(workload, strategy, epsilon=1.0, max_memory=budget).rmse > 0
+    with pytest.raises(ValueError, match="needs about"):
+        hdmm.query_std(workload, strategy, epsilon=1.0, max_memory=budget)
+
+
+@pytest.mark.parametrize("budget", [0, 2**20 - 1, True, 1.5, "4GiB", float("nan")])
+def test_max_memory_is_validated(strategies, budget) -> None:
+    workload, strategy, _ = strategies["opt0"]
+    with pytest.raises(ValueError, match="max_memory must be"):
+        hdmm.plan_error(workload, strategy, epsilon=1.0, max_memory=budget)

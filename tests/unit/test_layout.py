@@ -24,6 +24,7 @@ LAYERS = {
     "threads": 0,
     "runner": 0,
     "hierarchy": 0,
+    "planning": 0,
     "models": 1,
     "solvers": 2,
     "hdmm": 3,
