@@ -29,10 +29,18 @@ from dpopt import workload as wl
 from dpopt.models.marginal_algebra import marginal_error, surrogate_from_terms
 from dpopt.privacy.mechanisms import Noise, noise_kind
 from dpopt.problem import Problem
+from dpopt.validation import finite_array, float_array, instance, integer, positive_number
 
 if TYPE_CHECKING:
     import cvxpy as cp
-from dpopt.validation import finite_array, integer, positive_number
+
+__all__ = [
+    "ProductPoint",
+    "ProductStrategySelection",
+    "StrategySelection",
+    "cvxpy_model",
+    "strategy_error",
+]
 
 
 def sensitivity(strategy: np.ndarray, noise: Noise) -> float:
@@ -204,8 +212,16 @@ def identity_prefixed_trace(strategy: np.ndarray, gram: Gram) -> float | None:
     return parts.trace if parts.reliable else None
 
 
-def strategy_error(strategy: np.ndarray, gram: np.ndarray, noise: Noise) -> float:
+def strategy_error(strategy: Any, gram: Any, noise: Noise) -> float:
     """Unscaled error ‖A‖²·tr[(AᵀA)⁺V] (spec §1), +inf if A does not support W."""
+    noise = noise_kind(noise)
+    strategy = finite_array("strategy", strategy, ndim=2)
+    gram = _factor_gram("gram", gram)
+    if strategy.shape[1] != gram.shape[0]:
+        raise ValueError(
+            f"strategy must have one column per row of gram ({gram.shape[0]}), "
+            f"got shape {strategy.shape}"
+        )
     return _error_if_supported(strategy, lambda: gram_factor(gram), sensitivity(strategy, noise))
 
 
@@ -318,7 +334,7 @@ def _pair(name: str, value: Any) -> tuple[Any, Any]:
     return value[0], value[1]
 
 
-def _validated_terms(terms: Any) -> tuple[tuple[float, list[np.ndarray]], ...]:
+def validated_terms(terms: Any) -> tuple[tuple[float, list[np.ndarray]], ...]:
     """(w², [Vᵢ]) terms: weights finite > 0, each Vᵢ a finite square non-empty matrix, the same
     attribute sizes in every term. An input float64 array is kept (not copied), so Grams that
     ``union_of_kron_terms`` shares between terms stay shared."""
@@ -353,12 +369,7 @@ def _validated_terms(terms: Any) -> tuple[tuple[float, list[np.ndarray]], ...]:
 
 
 def _factor_gram(name: str, gram: Any) -> np.ndarray:
-    if isinstance(gram, np.ndarray) and gram.dtype == np.float64:
-        arr = gram
-        if arr.ndim != 2 or arr.size == 0 or not np.isfinite(arr).all():
-            finite_array(name, arr, ndim=2)  # raises with the rule broken
-    else:
-        arr = finite_array(name, gram, ndim=2)
+    arr = float_array(name, gram, ndim=2)
     if arr.shape[0] != arr.shape[1]:
         raise ValueError(f"{name} must be square, got shape {arr.shape}")
     return arr
@@ -387,6 +398,7 @@ def cvxpy_model(problem: StrategySelection) -> tuple[cp.Problem, Callable[[], np
     """
     import cvxpy as cp
 
+    instance("problem", problem, StrategySelection)
     gram = problem.dense_gram / np.trace(problem.dense_gram)
     factor = gram_factor(gram)
     x = cp.Variable(gram.shape, PSD=True)
@@ -477,7 +489,7 @@ class ProductStrategySelection(Problem):
     def __post_init__(self) -> None:
         noise_kind(self.noise)
         object.__setattr__(self, "rows", integer("rows", self.rows, minimum=1))
-        object.__setattr__(self, "terms", _validated_terms(self.terms))
+        object.__setattr__(self, "terms", validated_terms(self.terms))
 
     @property
     def size(self) -> int:
