@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numbers
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -332,6 +333,37 @@ def instance(name: str, value: Any, kind: type | tuple[type, ...]) -> Any:
         kinds = kind if isinstance(kind, tuple) else (kind,)
         wanted = " or ".join(k.__name__ for k in kinds)
         raise TypeError(f"{name} must be a {wanted}, got {type(value).__name__}")
+    return value
+
+
+def sequence(name: str, value: Any, what: str = "items") -> tuple[Any, ...]:
+    """Return ``value`` (a list or a tuple) as a tuple; else TypeError naming ``name`` (a
+    string, an array or a number would otherwise be iterated, or fail, far from the
+    argument)."""
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"{name} must be a list or tuple of {what}, got {_describe(value)}")
+    return tuple(value)
+
+
+def records(name: str, value: Any, fields: tuple[str, ...]) -> tuple[Mapping[str, Any], ...]:
+    """Return ``value``, a list or tuple of mappings that each hold every key of ``fields``
+    (rows of a table), as a tuple; else TypeError or ValueError naming the first bad row."""
+    rows = sequence(name, value, "records (mappings)")
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise TypeError(f"{name}[{i}] must be a mapping (a record), got {_describe(row)}")
+        missing = [field for field in fields if field not in row]
+        if missing:
+            raise ValueError(f"{name}[{i}] lacks the field(s) {', '.join(missing)}")
+    return rows
+
+
+def subclass(name: str, value: Any, base: type) -> type:
+    """Return ``value`` if it is a class derived from ``base`` (or ``base``); else TypeError."""
+    if not isinstance(base, type):
+        raise TypeError(f"base must be a type, got {_describe(base)}")
+    if not isinstance(value, type) or not issubclass(value, base):
+        raise TypeError(f"{name} must be a subclass of {base.__name__}, got {_describe(value)}")
     return value
 
 
