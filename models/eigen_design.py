@@ -57,9 +57,9 @@ WEIGHTING_FEASIBILITY_TOL = 1e-12
 
 
 def _weights(k: int, point: Any) -> np.ndarray:
-    u = finite_array("u", point, ndim=1)
+    u = finite_array("point", point, ndim=1)
     if u.size != k:
-        raise ValueError(f"u must have {k} entries (one per design query), got {u.size}")
+        raise ValueError(f"point must have {k} entries (one weight per design query), got {u.size}")
     return u
 
 

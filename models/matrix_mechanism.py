@@ -29,7 +29,14 @@ from dpopt import workload as wl
 from dpopt.models.marginal_algebra import marginal_error, surrogate_from_terms
 from dpopt.privacy.mechanisms import Noise, noise_kind
 from dpopt.problem import Problem
-from dpopt.validation import finite_array, float_array, instance, integer, positive_number
+from dpopt.validation import (
+    finite_array,
+    float_array,
+    instance,
+    integer,
+    positive_number,
+    sequence,
+)
 
 if TYPE_CHECKING:
     import cvxpy as cp
@@ -500,7 +507,7 @@ class ProductStrategySelection(Problem):
         for weight, grams in terms:
             product = weight
             for factor, gram in zip(factors, grams, strict=True):
-                product *= strategy_error(np.asarray(factor, float), gram, self.noise)
+                product *= strategy_error(factor, gram, self.noise)
             total += product
         return total
 
@@ -508,26 +515,66 @@ class ProductStrategySelection(Problem):
     def sizes(self) -> tuple[int, ...]:
         return tuple(g.shape[0] for g in self.terms[0][1])
 
+    def _point(self, point: Any) -> ProductPoint:
+        """``point`` checked against the terms: a key-indexed ``theta`` of 2^d finite entries,
+        or finite shares, one per block, and one block (Kronecker) or one per term (union),
+        each with one finite factor per attribute of that attribute's width."""
+        instance("point", point, ProductPoint)
+        if point.theta is not None:
+            theta = finite_array("point.theta", point.theta, ndim=1)
+            if theta.size != 2 ** len(self.sizes):
+                raise ValueError(
+                    f"point.theta must have 2^d = {2 ** len(self.sizes)} entries (one per "
+                    f"marginal of the {len(self.sizes)} attributes), got {theta.size}"
+                )
+            return ProductPoint(point.shares, point.blocks, theta)
+        shares = finite_array("point.shares", point.shares, ndim=1)
+        blocks = sequence("point.blocks", point.blocks, "blocks of factors")
+        if len(blocks) not in (1, len(self.terms)) or len(blocks) != shares.size:
+            raise ValueError(
+                f"point must have one share per block and one block or one per term "
+                f"({len(self.terms)}), got {shares.size} shares and {len(blocks)} blocks"
+            )
+        checked = tuple(
+            self._factors(f"point.blocks[{j}]", block) for j, block in enumerate(blocks)
+        )
+        return ProductPoint(tuple(shares.tolist()), checked)
+
+    def _factors(self, name: str, block: Any) -> tuple[np.ndarray, ...]:
+        factors = sequence(name, block, "factors (one per attribute)")
+        if len(factors) != len(self.sizes):
+            raise ValueError(
+                f"{name} must have one factor per attribute ({len(self.sizes)}), got {len(factors)}"
+            )
+        arrays = tuple(float_array(f"{name}[{i}]", f, ndim=2) for i, f in enumerate(factors))
+        for i, (factor, n) in enumerate(zip(arrays, self.sizes, strict=True)):
+            if factor.shape[1] != n:
+                raise ValueError(f"{name}[{i}] must have {n} columns, got shape {factor.shape}")
+        return arrays
+
     def objective(self, point: ProductPoint) -> float:
+        """The error of the strategy (+inf when a share is ≤ 0: that block gets no budget)."""
+        point = self._point(point)
         if point.theta is not None:
             weights = surrogate_from_terms(self.terms)
             return marginal_error(point.theta, weights, self.sizes, self.noise)
         shares, blocks = point.shares, point.blocks
+        if min(shares) <= 0:
+            return math.inf
         if len(blocks) == 1:
             return self._block_error(blocks[0], self.terms) / shares[0] ** 2
-        if len(blocks) != len(self.terms):
-            raise ValueError(f"a union strategy needs one block per term ({len(self.terms)})")
         return sum(
             self._block_error(block, [term]) / share**2
             for share, block, term in zip(shares, blocks, self.terms, strict=True)
         )
 
     def violations(self, point: ProductPoint) -> float:
+        point = self._point(point)
         if point.theta is not None:
             theta = point.theta
             norm = theta.sum() if self.noise == "laplace" else np.sqrt(np.sum(theta**2))
             return float(max(norm - 1.0, -theta.min(), 0.0))
         shares, blocks = point.shares, point.blocks
         budget = np.sum(shares) if self.noise == "laplace" else np.sqrt(np.sum(np.square(shares)))
-        worst = max(sensitivity(np.asarray(f, float), self.noise) for b in blocks for f in b)
-        return float(max(budget - 1.0, worst - 1.0, 0.0))
+        worst = max(sensitivity(f, self.noise) for b in blocks for f in b)
+        return float(max(budget - 1.0, worst - 1.0, -min(shares), 0.0))

@@ -34,11 +34,15 @@ from dpopt.validation import (
     MAX_COUNT,
     broadcast,
     choice,
+    finite_number,
+    float_array,
     instance,
+    integer,
     integer_array,
     nonnegative_integer,
     positive_number,
     real_array,
+    sequence,
 )
 
 if TYPE_CHECKING:
@@ -141,7 +145,7 @@ class _CensusCounts(Problem):
         return self.domain[1]
 
     def _point(self, x: Any) -> np.ndarray:
-        arr = np.asarray(x, dtype=np.float64)
+        arr = float_array("x", x)
         if arr.shape != self.noisy.shape:
             raise ValueError(f"x must have shape {self.noisy.shape}, got {arr.shape}")
         return arr
@@ -647,8 +651,15 @@ class PartitionedPostProcess(Problem):
         return len(self.sources) * int(self.root_noisy.size)
 
     def _checks(self, x: Any) -> tuple[np.ndarray, list[list[PartitionCheck]]]:
-        root_counts = np.asarray(x.root_counts, dtype=np.int64)
-        checks = x.checks
+        """``x``'s root counts and checks, each checked against this problem's shape."""
+        if not (hasattr(x, "root_counts") and hasattr(x, "checks")):
+            raise TypeError(
+                "x must be a partitioned solution (with root_counts and checks), "
+                f"got {type(x).__name__}"
+            )
+        root_counts = integer_array("x.root_counts", x.root_counts, ndim=1)
+        rows = sequence("x.checks", x.checks, "rows of checks (one per partition)")
+        checks = [list(sequence(f"x.checks[{p}]", row, "checks")) for p, row in enumerate(rows)]
         sizes = self.root_noisy.size
         if root_counts.shape != (sizes,) or len(checks) != len(self.sources):
             raise ValueError(
@@ -656,6 +667,9 @@ class PartitionedPostProcess(Problem):
             )
         if any(len(row) != sizes for row in checks):
             raise ValueError(f"x must hold one check per (partition, size), {sizes} sizes")
+        for p, row in enumerate(checks):
+            for s, check in enumerate(row):
+                _check_of(f"x.checks[{p}][{s}]", check)
         return root_counts, checks
 
     def objective(self, x: Any) -> float:
@@ -676,6 +690,15 @@ class PartitionedPostProcess(Problem):
         outside = int(np.maximum(-root_counts, root_counts - self.total).max())
         faithful = abs(int(root_counts.sum()) - self.total)
         return float(max(inside, consistency, outside, faithful, 0))
+
+
+def _check_of(name: str, check: Any) -> None:
+    """A :class:`PartitionCheck` of integer values and finite costs and violations."""
+    instance(name, check, PartitionCheck)
+    integer(f"{name}.root_value", check.root_value)
+    integer(f"{name}.weight", check.weight, minimum=1)
+    finite_number(f"{name}.cost", check.cost, minimum=0)
+    finite_number(f"{name}.violation", check.violation, minimum=0)
 
 
 def _sources(value: Any) -> tuple[Any, ...]:

@@ -9,23 +9,31 @@ every module of ``dpopt``, ``dpopt.models`` and ``dpopt.solvers`` is swept. A re
 judged here (whether a value is a valid input depends on the callable); the families' fuzz
 tests and ``test_hostile_problems.py`` judge results.
 
-``NAMED`` lists refusals of fixed exports whose message must name the argument and its
-rule."""
+Each Problem type of ``dpopt.models`` is also swept at its ``objective`` and ``violations``:
+at hostile points (the values above, arrays with a NaN entry or of a wrong shape, strings)
+both refuse with a ValueError or TypeError naming their parameter. ``NAMED`` lists refusals
+of fixed exports whose message must name the argument and its rule."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import pkgutil
+import re
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 from hostile import HOSTILE, PACKAGES, refusals, unclear
+from test_hostile_problems import CASES
 
+from dpopt.models.matrix_mechanism import ProductPoint
+from dpopt.models.pgsr import PartitionCheck
 from dpopt.paper import (
     dgm_tables,
     eigen_ratios,
@@ -201,6 +209,137 @@ def test_every_module_is_swept() -> None:
     modules = {name.rsplit(".", 1)[0] for name in CALLABLES}
     assert {"dpopt.models.pgsr", "dpopt.solvers.relational_qp", "dpopt.census.check"} <= modules
     assert set(OWNER) <= set(CALLABLES)
+
+
+# --- the Problem types' objective and violations at hostile points ------------------------------
+
+SIZES = [[2, 2, 2], [1, 1, 1], [1, 1, 1]]  # a point of the census models of CASES (3 × 3)
+CHECK = PartitionCheck(root_value=1, cost=0.0, weight=1, violation=0.0)
+POINTS: dict[str, Any] = {
+    "BudgetAllocation": np.full(3, 1 / 3),
+    "EigenWeighting": np.array([0.5, 0.5]),
+    "DesignWeighting": np.array([0.5, 0.5]),
+    "StrategySelection": np.eye(2),
+    "ProductStrategySelection": ProductPoint.kron([np.eye(2), np.eye(3)]),
+    "PostProcess": np.array(SIZES),
+    "CumulativePostProcess": np.cumsum(SIZES, axis=1),
+    "ChainPostProcess": np.array(SIZES),
+    "PartitionedPostProcess": SimpleNamespace(
+        root_counts=np.array([2, 2, 2]), checks=[[CHECK] * 3, [CHECK] * 3]
+    ),
+    "RelaxedLinkQP": np.full(3, 0.5),
+    "OneToManyLinkQP": np.full(4, 0.5),
+}
+"""A valid point of each Problem type of ``dpopt.models``, at its valid instance of
+``test_hostile_problems.CASES``."""
+
+
+def _array_variants(point: np.ndarray) -> dict[str, Any]:
+    """Arrays of the point's kind that no model may score: a NaN or inf entry, one column
+    fewer, an extra dimension, strings, None entries."""
+    nan, inf = point.astype(float), point.astype(float)
+    nan.flat[0], inf.flat[-1] = np.nan, np.inf
+    return {
+        "a NaN entry": nan,
+        "an inf entry": inf,
+        "one column fewer": point[..., :-1],
+        "an extra dimension": point[None],
+        "strings": np.full(point.shape, "1"),
+        "None entries": np.full(point.shape, None),
+    }
+
+
+def _product_variants(point: ProductPoint) -> dict[str, Any]:
+    (a, b), nan = point.blocks[0], np.full((3, 3), np.nan)
+    return {
+        "an array": np.ones(3),
+        "a NaN factor": ProductPoint((1.0,), ((a, nan),)),
+        "a factor of the wrong width": ProductPoint((1.0,), ((a, np.eye(2)),)),
+        "one factor too few": ProductPoint((1.0,), ((a,),)),
+        "a NaN share": ProductPoint((np.nan,), ((a, b),)),
+        "a string share": ProductPoint(("x",), ((a, b),)),
+        "no blocks": ProductPoint((1.0,), ()),
+        "None blocks": ProductPoint((1.0,), None),  # type: ignore[arg-type]
+        "a NaN theta": ProductPoint((1.0,), ((a, b),), np.full(4, np.nan)),
+        "a theta of the wrong length": ProductPoint((1.0,), ((a, b),), np.ones(3)),
+    }
+
+
+def _partitioned_variants(point: Any) -> dict[str, Any]:
+    counts = point.root_counts
+    return {
+        f"root_counts with {label}": SimpleNamespace(root_counts=value, checks=point.checks)
+        for label, value in _array_variants(counts).items()
+    } | {
+        "an array": np.ones(3),
+        "no checks": SimpleNamespace(root_counts=counts),
+        "checks of strings": SimpleNamespace(root_counts=counts, checks=[["x"] * 3] * 2),
+        "checks None": SimpleNamespace(root_counts=counts, checks=None),
+        "a NaN check": SimpleNamespace(
+            root_counts=counts,
+            checks=[[CHECK] * 3, [CHECK, CHECK, PartitionCheck(1, np.nan, 1, 0.0)]],
+        ),
+    }
+
+
+def hostile_points(label: str) -> dict[str, Any]:
+    point = POINTS[label]
+    if isinstance(point, np.ndarray):
+        own = _array_variants(point)
+    elif isinstance(point, ProductPoint):
+        own = _product_variants(point)
+    else:
+        own = _partitioned_variants(point)
+    return HOSTILE | own
+
+
+def _problem_types() -> set[str]:
+    return {
+        name
+        for module, name in (item.rsplit(".", 1) for item in CALLABLES)
+        if module.startswith("dpopt.models.")
+        and inspect.isclass(cls := CALLABLES[f"{module}.{name}"])
+        and issubclass(cls, Problem)
+    }
+
+
+def _refused_naming(method: Callable[[Any], Any], point: Any) -> str | None:
+    """None when ``method(point)`` raises a clear ValueError or TypeError naming its
+    parameter; else what happened."""
+    name = next(iter(inspect.signature(method).parameters))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            value = method(point)
+    except (ValueError, TypeError) as error:
+        wrong = unclear(error)
+        if wrong is None and not re.search(rf"(?<![A-Za-z_]){name}(?![A-Za-z_])", str(error)):
+            wrong = f"{type(error).__name__}({error}) does not name {name}"
+        return wrong
+    except Exception as error:  # what the test looks for
+        return unclear(error) or f"{type(error).__name__}: {error}"
+    return f"returned {value!r:.60}"
+
+
+def test_every_problem_type_has_a_point() -> None:
+    assert _problem_types() == set(POINTS)
+
+
+@pytest.mark.parametrize("label", sorted(POINTS))
+def test_hostile_points_are_refused_naming_the_point(label: str) -> None:
+    """objective and violations of each Problem type return finite numbers at a valid point
+    and refuse a hostile one (None, a string, a NaN entry, a wrong shape, …) with a
+    ValueError or TypeError naming their parameter, before any arithmetic fails on it."""
+    case = CASES[label]
+    problem = case.build(**case.valid)
+    bad = []
+    for method in (problem.objective, problem.violations):
+        assert math.isfinite(method(POINTS[label]))
+        for shown, point in hostile_points(label).items():
+            wrong = _refused_naming(method, point)
+            if wrong is not None:
+                bad.append(f"{method.__name__}({shown}): {wrong}")
+    assert bad == [], f"{label}:\n" + "\n".join(bad)
 
 
 RNG = np.random.default_rng(0)
