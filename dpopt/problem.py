@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from dpopt.validation import boolean, instance, positive_number
+from dpopt.validation import boolean, function, instance, positive_number, subclass
 
 STATUSES = ("optimal", "feasible", "violated", "infeasible", "time_limit", "error")
 KINDS = ("exact", "relaxation", "heuristic")
@@ -232,6 +232,8 @@ def register(
 
 def add_method(problem_type: type[Problem], method: RegisteredMethod) -> None:
     """Attach an already built method to ``problem_type`` (used by backend adapters)."""
+    subclass("problem_type", problem_type, Problem)
+    instance("method", method, RegisteredMethod)
     methods_of_type = _REGISTRY.setdefault(problem_type, {})
     if method.info.name in methods_of_type:
         raise ValueError(
@@ -244,6 +246,10 @@ def register_family(
     problem_type: type[Problem], prefix: str, make: Callable[[str], RegisteredMethod]
 ) -> None:
     """Let ``solve`` build methods named ``prefix:<variant>`` on demand with ``make(variant)``."""
+    subclass("problem_type", problem_type, Problem)
+    if not isinstance(prefix, str) or not prefix or ":" in prefix:
+        raise ValueError(f"prefix must be a non-empty str without ':', got {prefix!r:.60}")
+    function("make", make)
     _FAMILIES.setdefault(problem_type, {})[prefix] = _MethodFamily(prefix, make)
 
 
@@ -256,6 +262,7 @@ def load_methods(problem_type: type) -> None:
     names them; this only makes sure the built-in ones are loaded before a lookup, and only
     those of the type looked up, so that importing a family loads no solver (issue 25).
     """
+    instance("problem_type", problem_type, type)
     method_modules = importlib.import_module("dpopt.solvers").METHOD_MODULES
     for cls in problem_type.__mro__:
         for module in method_modules.get(f"{cls.__module__}.{cls.__qualname__}", ()):
@@ -437,6 +444,8 @@ def restore_sigint() -> None:
 def allowed_violation(problem: Problem, info: MethodInfo) -> float:
     """The largest ``problem.violations`` a point of this method may show and still be called
     ``optimal`` or ``feasible``: ``max(info.tol, problem.feasibility_tol)``."""
+    instance("problem", problem, Problem)
+    instance("info", info, MethodInfo)
     return max(info.tol, float(problem.feasibility_tol))
 
 

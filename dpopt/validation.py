@@ -13,6 +13,9 @@ which integer was meant). Booleans, strings, ``None`` and other objects are neve
 from __future__ import annotations
 
 import numbers
+import os
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -70,10 +73,10 @@ def _raw_array(name: str, value: Any, what: str) -> np.ndarray:
     return arr
 
 
-def _check_shape(name: str, arr: np.ndarray, ndim: int | None) -> None:
+def _check_shape(name: str, arr: np.ndarray, ndim: int | None, empty: bool = False) -> None:
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
-    if arr.size == 0:
+    if arr.size == 0 and not empty:
         raise ValueError(f"{name} must not be empty")
 
 
@@ -103,11 +106,14 @@ def _reject_kind(name: str, arr: np.ndarray, rule: str) -> None:
         raise ValueError(f"{name} must be {rule}, got dtype {arr.dtype}")
 
 
-def finite_array(name: str, value: Any, *, ndim: int | None = None) -> np.ndarray:
-    """Return ``value`` as a read-only float64 array with only finite entries."""
+def finite_array(
+    name: str, value: Any, *, ndim: int | None = None, empty: bool = False
+) -> np.ndarray:
+    """Return ``value`` as a read-only float64 array with only finite entries (and at least
+    one, unless ``empty``)."""
     raw = _raw_array(name, value, "an array of numbers")
     _reject_kind(name, raw, "real numbers")
-    _check_shape(name, raw, ndim)
+    _check_shape(name, raw, ndim, empty)
     if raw.dtype.kind == "O":
         _first_bad_entry(name, raw, "number")
     try:
@@ -124,6 +130,22 @@ def finite_array(name: str, value: Any, *, ndim: int | None = None) -> np.ndarra
         raise ValueError(f"{name}{_at(index)} must be finite, got {_describe(shown)}")
     arr.setflags(write=False)
     return arr
+
+
+def float_array(
+    name: str, value: Any, *, ndim: int | None = None, empty: bool = False
+) -> np.ndarray:
+    """:func:`finite_array`, except that a non-empty float64 array of finite entries (of
+    ``ndim`` dimensions) is returned as it is: no copy, for the operands of inner loops."""
+    if (
+        isinstance(value, np.ndarray)
+        and value.dtype == np.float64
+        and value.size
+        and (ndim is None or value.ndim == ndim)
+        and np.isfinite(value).all()
+    ):
+        return value
+    return finite_array(name, value, ndim=ndim, empty=empty)
 
 
 def _to_float(value: Any) -> float:
@@ -249,6 +271,28 @@ def integer_array(
     return out
 
 
+def real_array(name: str, value: Any, *, ndim: int | None = None) -> np.ndarray:
+    """Return ``value`` as a read-only array of finite real numbers that keeps integers exact:
+    integer input through :func:`integer_array` (int64), any other through
+    :func:`finite_array` (float64). For functions whose result has the input's kind (counts
+    stay counts)."""
+    raw = _raw_array(name, value, "an array of numbers")
+    integral = raw.dtype.kind in "iu" or (
+        raw.dtype.kind == "O" and raw.size and all(map(_integral_type, set(map(type, raw.flat))))
+    )
+    return (integer_array if integral else finite_array)(name, raw, ndim=ndim)
+
+
+def broadcast(name: str, values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``values`` broadcast to ``shape`` (a read-only view), or ValueError naming ``name``."""
+    try:
+        return np.broadcast_to(values, shape)
+    except (TypeError, ValueError):  # not broadcastable, or ``shape`` is not a shape
+        raise ValueError(
+            f"{name} has shape {np.shape(values)}, which does not broadcast to {shape}"
+        ) from None
+
+
 def integer(
     name: str, value: Any, *, minimum: int | None = None, maximum: int | None = MAX_COUNT
 ) -> int:
@@ -281,34 +325,87 @@ def nonnegative_integer(name: str, value: Any, *, maximum: int | None = MAX_COUN
 def instance(name: str, value: Any, kind: type | tuple[type, ...]) -> Any:
     """Return ``value`` if it is an instance of ``kind``; else TypeError naming both (a wrong
     object would otherwise fail later with an AttributeError far from the argument)."""
-    if not isinstance(value, kind):
+    try:
+        matches = isinstance(value, kind)
+    except TypeError:
+        raise TypeError(f"kind must be a type or a tuple of types, got {kind!r:.60}") from None
+    if not matches:
         kinds = kind if isinstance(kind, tuple) else (kind,)
         wanted = " or ".join(k.__name__ for k in kinds)
         raise TypeError(f"{name} must be a {wanted}, got {type(value).__name__}")
     return value
 
 
-def _real(name: str, value: Any) -> float:
-    """``value`` as a float if it is a real number (not a bool), else ValueError."""
+def sequence(name: str, value: Any, what: str = "items") -> tuple[Any, ...]:
+    """Return ``value`` (a list or a tuple) as a tuple; else TypeError naming ``name`` (a
+    string, an array or a number would otherwise be iterated, or fail, far from the
+    argument)."""
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"{name} must be a list or tuple of {what}, got {_describe(value)}")
+    return tuple(value)
+
+
+def records(name: str, value: Any, fields: tuple[str, ...]) -> tuple[Mapping[str, Any], ...]:
+    """Return ``value``, a list or tuple of mappings that each hold every key of ``fields``
+    (rows of a table), as a tuple; else TypeError or ValueError naming the first bad row."""
+    rows = sequence(name, value, "records (mappings)")
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise TypeError(f"{name}[{i}] must be a mapping (a record), got {_describe(row)}")
+        missing = [field for field in fields if field not in row]
+        if missing:
+            raise ValueError(f"{name}[{i}] lacks the field(s) {', '.join(missing)}")
+    return rows
+
+
+def subclass(name: str, value: Any, base: type) -> type:
+    """Return ``value`` if it is a class derived from ``base`` (or ``base``); else TypeError."""
+    if not isinstance(base, type):
+        raise TypeError(f"base must be a type, got {_describe(base)}")
+    if not isinstance(value, type) or not issubclass(value, base):
+        raise TypeError(f"{name} must be a subclass of {base.__name__}, got {_describe(value)}")
+    return value
+
+
+def function(name: str, value: Any) -> Any:
+    """Return ``value`` if it is callable; else TypeError naming ``name``."""
+    if not callable(value):
+        raise TypeError(f"{name} must be callable, got {_describe(value)}")
+    return value
+
+
+def file_path(name: str, value: Any) -> Path:
+    """Return ``value`` (a str or an ``os.PathLike``) as a Path; else TypeError naming it."""
+    if not isinstance(value, str | os.PathLike):
+        raise TypeError(f"{name} must be a path (str or os.PathLike), got {_describe(value)}")
+    return Path(value)
+
+
+def _real(name: str, value: Any, rule: str, low: float, strict: bool) -> float:
+    """``value`` as a finite float above ``low`` (strictly, or not), or ValueError."""
     if _is_bool(value) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number, got {_describe(value)}")
-    return _to_float(value)
+    number = _to_float(value)
+    if not np.isfinite(number) or number < low or (strict and number == low):
+        raise ValueError(f"{name} must be {rule}, got {_describe(value)}")
+    return number
 
 
 def positive_number(name: str, value: Any) -> float:
     """Return ``value`` as a float that is finite and > 0."""
-    number = _real(name, value)
-    if not np.isfinite(number) or number <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {_describe(value)}")
-    return number
+    return _real(name, value, "a finite number > 0", 0.0, strict=True)
 
 
 def nonnegative_number(name: str, value: Any) -> float:
     """Return ``value`` as a float that is finite and >= 0 (a tolerance, say)."""
-    number = _real(name, value)
-    if not np.isfinite(number) or number < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {_describe(value)}")
-    return number
+    return _real(name, value, "a finite number >= 0", 0.0, strict=False)
+
+
+def finite_number(name: str, value: Any, *, minimum: float | None = None) -> float:
+    """Return ``value`` as a float that is finite (and >= ``minimum`` when given)."""
+    if minimum is None:
+        return _real(name, value, "a finite number", -np.inf, strict=False)
+    return _real(name, value, f"a finite number >= {minimum:g}", minimum, strict=False)
 
 
 def boolean(name: str, value: Any) -> bool:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpopt.validation import finite_array, nonnegative_integer, positive_number
+from dpopt.validation import finite_array, integer, nonnegative_integer, positive_number
 
 if TYPE_CHECKING:
     from scipy import sparse
@@ -68,7 +68,8 @@ def positive_size(name: str, value: Any, minimum: int = 1) -> int:
 
 def exact_log(name: str, n: int, base: int) -> int:
     """L with base**L == n, or ValueError naming ``name``."""
-    levels, rest = 0, n
+    levels, rest = 0, integer(name, n, minimum=1)
+    base = integer("base", base, minimum=2)
     while rest % base == 0 and rest > 1:
         rest, levels = rest // base, levels + 1
     if rest != 1:

@@ -18,7 +18,9 @@ from dpopt.problem import Problem
 
 if TYPE_CHECKING:
     import cvxpy as cp
-from dpopt.validation import finite_array, positive_array, positive_number
+from dpopt.validation import finite_array, instance, positive_array, positive_number
+
+__all__ = ["BudgetAllocation", "cvxpy_model"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,6 +88,7 @@ def cvxpy_model(problem: BudgetAllocation) -> tuple[cp.Problem, Callable[[], np.
     """
     import cvxpy as cp
 
+    instance("problem", problem, BudgetAllocation)
     weights = problem.a / problem.a.max()
     n = weights.size
     share = cp.Variable(n)

@@ -37,20 +37,29 @@ from dpopt.models.matrix_mechanism import (
     supported_trace,
 )
 from dpopt.problem import Problem
-from dpopt.validation import finite_array
-
-# Program 1 checks Σᵢ uᵢSᵢⱼ ≤ 1 in floating point: a point that meets it exactly can show a
+from dpopt.validation import finite_array, instance
 
 if TYPE_CHECKING:
     import cvxpy as cp
+
+__all__ = [
+    "DesignWeighting",
+    "EigenWeighting",
+    "inv_pos_model",
+    "matrix_frac_model",
+    "sdp_model",
+    "weighting_problem",
+]
+
+# Program 1 checks Σᵢ uᵢSᵢⱼ ≤ 1 in floating point: a point that meets it exactly can show a
 # few eps of excess (the column sums of k terms).
 WEIGHTING_FEASIBILITY_TOL = 1e-12
 
 
 def _weights(k: int, point: Any) -> np.ndarray:
-    u = finite_array("u", point, ndim=1)
+    u = finite_array("point", point, ndim=1)
     if u.size != k:
-        raise ValueError(f"u must have {k} entries (one per design query), got {u.size}")
+        raise ValueError(f"point must have {k} entries (one weight per design query), got {u.size}")
     return u
 
 
@@ -204,6 +213,7 @@ def weighting_problem(gram: Any, design: Any) -> EigenWeighting | DesignWeightin
 
 def _scaled_costs(problem: EigenWeighting) -> tuple[np.ndarray, np.ndarray]:
     """(indices with cᵢ > 0, cᵢ/max c): the objective rescaled for the solver (spec §2)."""
+    instance("problem", problem, EigenWeighting)
     used = np.flatnonzero(problem.costs > 0)
     return used, problem.costs[used] / problem.costs.max()
 
@@ -247,6 +257,7 @@ def matrix_frac_model(problem: DesignWeighting) -> tuple[cp.Problem, Callable[[]
     BBᵀ = V/tr V (the argmin does not depend on the scale of V)."""
     import cvxpy as cp
 
+    instance("problem", problem, DesignWeighting)
     factor = gram_factor(problem.gram / np.trace(problem.gram))
     design = problem.design
     u = cp.Variable(problem.size, nonneg=True)

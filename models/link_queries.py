@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from dpopt.validation import integer_array
+from dpopt.validation import integer, integer_array
 
 __all__ = ["LinkBlocks", "LinkQueries"]
 
@@ -45,14 +45,20 @@ class LinkQueries(spla.LinearOperator):
         *,
         transpose: bool = False,
     ):
-        rows, cols = int(shape[0]), int(shape[1])
-        if rows < 1 or cols < 1:
-            raise ValueError(f"shape must be positive, got {shape}")
-        blocks = len(row_codes)
-        if not blocks or not (len(row_sizes) == len(col_codes) == len(col_sizes) == blocks):
+        rows, cols = _grid(shape)
+        listed = [
+            _listed(name, value)
+            for name, value in [
+                ("row_codes", row_codes),
+                ("row_sizes", row_sizes),
+                ("col_codes", col_codes),
+                ("col_sizes", col_sizes),
+            ]
+        ]
+        if not len(listed[0]) or len({len(value) for value in listed}) != 1:
             raise ValueError("give as many row codes, row sizes, column codes and sizes (≥ 1)")
-        self.row_sizes = tuple(int(size) for size in row_sizes)
-        self.col_sizes = tuple(int(size) for size in col_sizes)
+        self.row_sizes = _sizes("row_sizes", row_sizes)
+        self.col_sizes = _sizes("col_sizes", col_sizes)
         self.row_codes = _codes("row_codes", row_codes, self.row_sizes)
         self.col_codes = _codes("col_codes", col_codes, self.col_sizes)
         if any(c.size != rows for c in self.row_codes) or any(
@@ -244,11 +250,31 @@ class LinkBlocks:
         return np.split(order, bounds)
 
 
+def _grid(shape: Any) -> tuple[int, int]:
+    """(rows, cols) of the block: two integers >= 1."""
+    if isinstance(shape, str | bytes) or not isinstance(shape, Sequence) or len(shape) != 2:
+        raise ValueError(f"shape must be a pair (rows, cols), got {shape!r:.60}")
+    return integer("shape[0]", shape[0], minimum=1), integer("shape[1]", shape[1], minimum=1)
+
+
+def _listed(name: str, value: Any) -> Sequence[Any] | np.ndarray:
+    """One entry per workload: a list (or an array), never a scalar or a string."""
+    scalar = isinstance(value, np.ndarray) and value.ndim == 0
+    if scalar or isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
+        raise TypeError(f"{name} must be a list, got {type(value).__name__}")
+    return value
+
+
+def _sizes(name: str, sizes: Sequence[Any]) -> tuple[int, ...]:
+    """Each workload's number of groups: integers >= 1."""
+    return tuple(integer(f"{name}[{j}]", size, minimum=1) for j, size in enumerate(sizes))
+
+
 def _codes(name: str, codes: Sequence[Any], sizes: tuple[int, ...]) -> tuple[np.ndarray, ...]:
     out = []
     for j, (values, size) in enumerate(zip(codes, sizes, strict=True)):
         array = integer_array(f"{name}[{j}]", values, ndim=1)
-        if size < 1 or (array.size and (array.min() < 0 or array.max() >= size)):
+        if array.size and (array.min() < 0 or array.max() >= size):
             raise ValueError(f"{name}[{j}] must lie in 0..{size - 1}")
         out.append(array)
     return tuple(out)

@@ -24,6 +24,16 @@ from dpopt import workload as wl
 from dpopt.privacy.mechanisms import Noise, noise_kind
 from dpopt.validation import finite_array, nonnegative_integer
 
+__all__ = [
+    "domain_sizes",
+    "marginal_error",
+    "multiplicity",
+    "surrogate",
+    "surrogate_weights",
+    "svd_bound_marginals",
+    "theta_vector",
+]
+
 MAX_ATTRIBUTES = 24
 """Largest d handled: vectors over marginals have 2^d entries."""
 
@@ -66,7 +76,7 @@ def _vector(name: str, value: ArrayLike, sizes: tuple[int, ...]) -> np.ndarray:
 
 def theta_vector(theta: ArrayLike, sizes: tuple[int, ...], name: str = "theta") -> np.ndarray:
     """A key-indexed vector with entries >= 0."""
-    arr = _vector(name, theta, sizes)
+    arr = _vector(name, theta, domain_sizes(sizes))
     bad = np.flatnonzero(arr < 0)
     if bad.size:
         raise ValueError(f"{name}[{bad[0]}] must be >= 0, got {arr[bad[0]]}")
@@ -155,6 +165,7 @@ class Surrogate:
 
 def surrogate(w: ArrayLike, sizes: tuple[int, ...]) -> Surrogate:
     """Validate w and compute κ_w ≥ 0; ValueError if κ_w has a clearly negative entry."""
+    sizes = domain_sizes(sizes)
     w = _vector("w", w, sizes)
     factors = y_factors(sizes)
     kappa = kron_apply(factors, w)

@@ -29,10 +29,25 @@ from dpopt import workload as wl
 from dpopt.models.marginal_algebra import marginal_error, surrogate_from_terms
 from dpopt.privacy.mechanisms import Noise, noise_kind
 from dpopt.problem import Problem
+from dpopt.validation import (
+    finite_array,
+    float_array,
+    instance,
+    integer,
+    positive_number,
+    sequence,
+)
 
 if TYPE_CHECKING:
     import cvxpy as cp
-from dpopt.validation import finite_array, integer, positive_number
+
+__all__ = [
+    "ProductPoint",
+    "ProductStrategySelection",
+    "StrategySelection",
+    "cvxpy_model",
+    "strategy_error",
+]
 
 
 def sensitivity(strategy: np.ndarray, noise: Noise) -> float:
@@ -204,8 +219,16 @@ def identity_prefixed_trace(strategy: np.ndarray, gram: Gram) -> float | None:
     return parts.trace if parts.reliable else None
 
 
-def strategy_error(strategy: np.ndarray, gram: np.ndarray, noise: Noise) -> float:
+def strategy_error(strategy: Any, gram: Any, noise: Noise) -> float:
     """Unscaled error ‖A‖²·tr[(AᵀA)⁺V] (spec §1), +inf if A does not support W."""
+    noise = noise_kind(noise)
+    strategy = finite_array("strategy", strategy, ndim=2)
+    gram = _factor_gram("gram", gram)
+    if strategy.shape[1] != gram.shape[0]:
+        raise ValueError(
+            f"strategy must have one column per row of gram ({gram.shape[0]}), "
+            f"got shape {strategy.shape}"
+        )
     return _error_if_supported(strategy, lambda: gram_factor(gram), sensitivity(strategy, noise))
 
 
@@ -318,7 +341,7 @@ def _pair(name: str, value: Any) -> tuple[Any, Any]:
     return value[0], value[1]
 
 
-def _validated_terms(terms: Any) -> tuple[tuple[float, list[np.ndarray]], ...]:
+def validated_terms(terms: Any) -> tuple[tuple[float, list[np.ndarray]], ...]:
     """(w², [Vᵢ]) terms: weights finite > 0, each Vᵢ a finite square non-empty matrix, the same
     attribute sizes in every term. An input float64 array is kept (not copied), so Grams that
     ``union_of_kron_terms`` shares between terms stay shared."""
@@ -353,12 +376,7 @@ def _validated_terms(terms: Any) -> tuple[tuple[float, list[np.ndarray]], ...]:
 
 
 def _factor_gram(name: str, gram: Any) -> np.ndarray:
-    if isinstance(gram, np.ndarray) and gram.dtype == np.float64:
-        arr = gram
-        if arr.ndim != 2 or arr.size == 0 or not np.isfinite(arr).all():
-            finite_array(name, arr, ndim=2)  # raises with the rule broken
-    else:
-        arr = finite_array(name, gram, ndim=2)
+    arr = float_array(name, gram, ndim=2)
     if arr.shape[0] != arr.shape[1]:
         raise ValueError(f"{name} must be square, got shape {arr.shape}")
     return arr
@@ -387,6 +405,7 @@ def cvxpy_model(problem: StrategySelection) -> tuple[cp.Problem, Callable[[], np
     """
     import cvxpy as cp
 
+    instance("problem", problem, StrategySelection)
     gram = problem.dense_gram / np.trace(problem.dense_gram)
     factor = gram_factor(gram)
     x = cp.Variable(gram.shape, PSD=True)
@@ -477,7 +496,7 @@ class ProductStrategySelection(Problem):
     def __post_init__(self) -> None:
         noise_kind(self.noise)
         object.__setattr__(self, "rows", integer("rows", self.rows, minimum=1))
-        object.__setattr__(self, "terms", _validated_terms(self.terms))
+        object.__setattr__(self, "terms", validated_terms(self.terms))
 
     @property
     def size(self) -> int:
@@ -488,7 +507,7 @@ class ProductStrategySelection(Problem):
         for weight, grams in terms:
             product = weight
             for factor, gram in zip(factors, grams, strict=True):
-                product *= strategy_error(np.asarray(factor, float), gram, self.noise)
+                product *= strategy_error(factor, gram, self.noise)
             total += product
         return total
 
@@ -496,26 +515,66 @@ class ProductStrategySelection(Problem):
     def sizes(self) -> tuple[int, ...]:
         return tuple(g.shape[0] for g in self.terms[0][1])
 
+    def _point(self, point: Any) -> ProductPoint:
+        """``point`` checked against the terms: a key-indexed ``theta`` of 2^d finite entries,
+        or finite shares, one per block, and one block (Kronecker) or one per term (union),
+        each with one finite factor per attribute of that attribute's width."""
+        instance("point", point, ProductPoint)
+        if point.theta is not None:
+            theta = finite_array("point.theta", point.theta, ndim=1)
+            if theta.size != 2 ** len(self.sizes):
+                raise ValueError(
+                    f"point.theta must have 2^d = {2 ** len(self.sizes)} entries (one per "
+                    f"marginal of the {len(self.sizes)} attributes), got {theta.size}"
+                )
+            return ProductPoint(point.shares, point.blocks, theta)
+        shares = finite_array("point.shares", point.shares, ndim=1)
+        blocks = sequence("point.blocks", point.blocks, "blocks of factors")
+        if len(blocks) not in (1, len(self.terms)) or len(blocks) != shares.size:
+            raise ValueError(
+                f"point must have one share per block and one block or one per term "
+                f"({len(self.terms)}), got {shares.size} shares and {len(blocks)} blocks"
+            )
+        checked = tuple(
+            self._factors(f"point.blocks[{j}]", block) for j, block in enumerate(blocks)
+        )
+        return ProductPoint(tuple(shares.tolist()), checked)
+
+    def _factors(self, name: str, block: Any) -> tuple[np.ndarray, ...]:
+        factors = sequence(name, block, "factors (one per attribute)")
+        if len(factors) != len(self.sizes):
+            raise ValueError(
+                f"{name} must have one factor per attribute ({len(self.sizes)}), got {len(factors)}"
+            )
+        arrays = tuple(float_array(f"{name}[{i}]", f, ndim=2) for i, f in enumerate(factors))
+        for i, (factor, n) in enumerate(zip(arrays, self.sizes, strict=True)):
+            if factor.shape[1] != n:
+                raise ValueError(f"{name}[{i}] must have {n} columns, got shape {factor.shape}")
+        return arrays
+
     def objective(self, point: ProductPoint) -> float:
+        """The error of the strategy (+inf when a share is ≤ 0: that block gets no budget)."""
+        point = self._point(point)
         if point.theta is not None:
             weights = surrogate_from_terms(self.terms)
             return marginal_error(point.theta, weights, self.sizes, self.noise)
         shares, blocks = point.shares, point.blocks
+        if min(shares) <= 0:
+            return math.inf
         if len(blocks) == 1:
             return self._block_error(blocks[0], self.terms) / shares[0] ** 2
-        if len(blocks) != len(self.terms):
-            raise ValueError(f"a union strategy needs one block per term ({len(self.terms)})")
         return sum(
             self._block_error(block, [term]) / share**2
             for share, block, term in zip(shares, blocks, self.terms, strict=True)
         )
 
     def violations(self, point: ProductPoint) -> float:
+        point = self._point(point)
         if point.theta is not None:
             theta = point.theta
             norm = theta.sum() if self.noise == "laplace" else np.sqrt(np.sum(theta**2))
             return float(max(norm - 1.0, -theta.min(), 0.0))
         shares, blocks = point.shares, point.blocks
         budget = np.sum(shares) if self.noise == "laplace" else np.sqrt(np.sum(np.square(shares)))
-        worst = max(sensitivity(np.asarray(f, float), self.noise) for b in blocks for f in b)
-        return float(max(budget - 1.0, worst - 1.0, 0.0))
+        worst = max(sensitivity(f, self.noise) for b in blocks for f in b)
+        return float(max(budget - 1.0, worst - 1.0, -min(shares), 0.0))

@@ -20,7 +20,7 @@ never repaired.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -30,20 +30,45 @@ import numpy as np
 from dpopt.hierarchy import Tree
 from dpopt.models.pgsr_optimality import certified
 from dpopt.problem import Problem
+from dpopt.validation import (
+    MAX_COUNT,
+    broadcast,
+    choice,
+    finite_number,
+    float_array,
+    instance,
+    integer,
+    integer_array,
+    nonnegative_integer,
+    positive_number,
+    real_array,
+    sequence,
+)
 
 if TYPE_CHECKING:
     import cvxpy as cp
     from ortools.sat.python import cp_model
-from dpopt.validation import MAX_COUNT, integer_array, nonnegative_integer
 
-
-def _broadcast(values: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:
-    try:
-        return np.broadcast_to(values, shape).copy()
-    except ValueError:
-        raise ValueError(
-            f"{name} has shape {values.shape}, which does not broadcast to noisy's {shape}"
-        ) from None
+__all__ = [
+    "OBJECTIVES",
+    "ChainPostProcess",
+    "CumulativePostProcess",
+    "Objective",
+    "PartitionedPostProcess",
+    "PostProcess",
+    "chain_from_counts",
+    "counts_from_chain",
+    "cpsat_model_1",
+    "cpsat_model_2",
+    "cpsat_model_3",
+    "cumulative",
+    "decumulate",
+    "domain_certificate",
+    "leaf_weights",
+    "reachable",
+    "relaxed_model_1",
+    "relaxed_model_2",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,7 +111,7 @@ class _CensusCounts(Problem):
             if not pair:
                 raise ValueError(f"domain must be a pair (lower, upper), got {self.domain!r:.60}")
             bounds = tuple(
-                _broadcast(integer_array(f"domain[{i}]", b), shape, f"domain[{i}]")
+                broadcast(f"domain[{i}]", integer_array(f"domain[{i}]", b), shape).copy()
                 for i, b in enumerate(self.domain)
             )
         lower, upper = bounds
@@ -120,7 +145,7 @@ class _CensusCounts(Problem):
         return self.domain[1]
 
     def _point(self, x: Any) -> np.ndarray:
-        arr = np.asarray(x, dtype=np.float64)
+        arr = float_array("x", x)
         if arr.shape != self.noisy.shape:
             raise ValueError(f"x must have shape {self.noisy.shape}, got {arr.shape}")
         return arr
@@ -275,14 +300,23 @@ class ChainPostProcess(_CensusCounts):
 # --- conversions between counts, cumulative counts and chain counts (spec §3.5, §3.8) -------
 
 
-def cumulative(counts: np.ndarray) -> np.ndarray:
+def cumulative(counts: Any) -> np.ndarray:
     """γ(c): per-region cumulative counts along sizes."""
-    return np.cumsum(counts, axis=1)
+    return np.cumsum(real_array("counts", counts, ndim=2), axis=1)
 
 
-def decumulate(gamma: np.ndarray) -> np.ndarray:
+def decumulate(gamma: Any) -> np.ndarray:
     """γ⁻¹(Γ): differences along sizes, the first entry kept."""
-    return np.diff(gamma, axis=1, prepend=0)
+    return np.diff(real_array("gamma", gamma, ndim=2), axis=1, prepend=0)
+
+
+def _tree_rows(tree: Any, name: str, values: Any) -> np.ndarray:
+    """``values`` (one row per region of ``tree``) checked: a 2-D array of finite numbers."""
+    instance("tree", tree, Tree)
+    arr = real_array(name, values, ndim=2)
+    if arr.shape[0] != tree.size:
+        raise ValueError(f"{name} must have one row per region ({tree.size}), got {arr.shape}")
+    return arr
 
 
 def _chain_levels(tree: Tree, sizes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -299,6 +333,7 @@ def chain_from_counts(tree: Tree, counts: np.ndarray) -> np.ndarray:
     The chain walks H_DP in post-order, size-major; the result is indexed like ``counts``.
     Linear in ``counts``, so it also turns noisy counts into a noisy chain.
     """
+    counts = _tree_rows(tree, "counts", counts)
     regions, size_index, by_level = _chain_levels(tree, counts.shape[1])
     ordered = counts[regions[by_level], size_index[by_level]]
     levels = tree.depth[regions[by_level]]
@@ -312,6 +347,7 @@ def chain_from_counts(tree: Tree, counts: np.ndarray) -> np.ndarray:
 
 def counts_from_chain(tree: Tree, chain: np.ndarray) -> np.ndarray:
     """Decode chain values: c(x_i) = C_i − C(previous node at the same level)."""
+    chain = _tree_rows(tree, "chain", chain)
     regions, size_index, by_level = _chain_levels(tree, chain.shape[1])
     ordered = chain[regions[by_level], size_index[by_level]]
     levels = tree.depth[regions[by_level]]
@@ -376,6 +412,7 @@ def _reader(cells: np.ndarray) -> Callable[[cp_model.CpSolver], np.ndarray]:
 
 def cpsat_model_1(problem: PostProcess) -> CpsatBuild:
     """Model 1 (H1–H4) as a quadratic integer program in CP-SAT."""
+    instance("problem", problem, PostProcess)
     model, cells = _cpsat_base(problem)
     _add_consistency(model, problem, cells)
     model.add(sum(cells[problem.tree.root].tolist()) == problem.total)
@@ -384,6 +421,7 @@ def cpsat_model_1(problem: PostProcess) -> CpsatBuild:
 
 def cpsat_model_2(problem: CumulativePostProcess) -> CpsatBuild:
     """Model 2 (C1–C5) in CP-SAT."""
+    instance("problem", problem, CumulativePostProcess)
     model, cells = _cpsat_base(problem)
     _add_consistency(model, problem, cells)
     for r in range(cells.shape[0]):
@@ -395,6 +433,7 @@ def cpsat_model_2(problem: CumulativePostProcess) -> CpsatBuild:
 
 def cpsat_model_3(problem: ChainPostProcess) -> CpsatBuild:
     """Model 3 (C6–C10) in CP-SAT, with C8 equality only for last-child pairs (spec G6)."""
+    instance("problem", problem, ChainPostProcess)
     model, cells = _cpsat_base(problem)
     chain = [cells[r, s] for r, s in problem.chain]
     for i, equal in enumerate(problem.equal_to_next):
@@ -437,11 +476,13 @@ def _relaxation(problem: _CensusCounts, monotone: bool) -> CvxpyBuild:
 
 def relaxed_model_1(problem: PostProcess) -> CvxpyBuild:
     """Model 1 with integrality dropped (M_H^R): a convex QP."""
+    instance("problem", problem, PostProcess)
     return _relaxation(problem, monotone=False)
 
 
 def relaxed_model_2(problem: CumulativePostProcess) -> CvxpyBuild:
     """Model 2 with integrality dropped (M_C^R): a convex QP with the C3 rows."""
+    instance("problem", problem, CumulativePostProcess)
     return _relaxation(problem, monotone=True)
 
 
@@ -454,8 +495,13 @@ def reachable(tree: Tree, lower: Any, upper: Any) -> tuple[np.ndarray, np.ndarra
     where the DP raises :class:`~dpopt.solvers.cost_tables.Infeasible`. Arrays are (regions,) or
     (regions, sizes); the result has one entry per column.
     """
-    low = np.array(lower, dtype=np.int64)
-    high = np.array(upper, dtype=np.int64)
+    instance("tree", tree, Tree)
+    low, high = (np.array(integer_array(n, b)) for n, b in (("lower", lower), ("upper", upper)))
+    if low.shape != high.shape or low.shape[0] != tree.size:
+        raise ValueError(
+            f"lower and upper must have one row per region ({tree.size}), "
+            f"got shapes {low.shape} and {high.shape}"
+        )
     for parents, kids, starts in tree.bottom_up:
         low[parents] = np.maximum(low[parents], np.add.reduceat(low[kids], starts, axis=0))
         high[parents] = np.minimum(high[parents], np.add.reduceat(high[kids], starts, axis=0))
@@ -480,7 +526,10 @@ def domain_certificate(problem: PostProcess, x: np.ndarray) -> dict[str, Any]:
     x is optimal with the domains (checks the solver); ``unrestricted_optimal``, whether x is
     also optimal for Model 1 on [0, n]. Both are decided exactly by node potentials
     (:mod:`dpopt.models.pgsr_optimality`); x must be feasible."""
-    x = np.asarray(x)
+    instance("problem", problem, PostProcess)
+    x = integer_array("x", x, ndim=2)
+    if x.shape != problem.noisy.shape:
+        raise ValueError(f"x must have shape {problem.noisy.shape}, got {x.shape}")
     lower, upper, total = problem.lower, problem.upper, problem.total
     tree, noisy, weights = problem.tree, problem.noisy, problem.weights
     return {
@@ -531,7 +580,7 @@ def leaf_weights(tree: Tree) -> np.ndarray:
     b/(m² + 1), about m times less, and the variance is σ²·(m⁴ + m)/(m² + 1)², never more
     than (1 + 1/m) times the least-squares one.
     """
-    return np.asarray(tree.leaves_below)
+    return np.asarray(instance("tree", tree, Tree).leaves_below)
 
 
 @dataclass(frozen=True)
@@ -587,20 +636,10 @@ class PartitionedPostProcess(Problem):
     objective_name: str = "leaf-weighted"
 
     def __post_init__(self) -> None:
-        sources = tuple(self.sources)
-        if not sources:
-            raise ValueError("sources must hold at least one partition")
+        sources = _sources(self.sources)
         root = integer_array("root_noisy", self.root_noisy, ndim=1)
-        if root.size == 0:
-            raise ValueError("root_noisy must have one entry per size, got none")
-        root.setflags(write=False)
-        sd = float(self.root_sd)
-        if not (np.isfinite(sd) and sd > 0):
-            raise ValueError(f"root_sd must be finite and > 0, got {self.root_sd!r}")
-        if self.objective_name not in OBJECTIVES:
-            raise ValueError(
-                f"objective_name must be one of {tuple(OBJECTIVES)}, got {self.objective_name!r}"
-            )
+        sd = positive_number("root_sd", self.root_sd)
+        choice("objective_name", self.objective_name, tuple(OBJECTIVES))
         object.__setattr__(self, "sources", sources)
         object.__setattr__(self, "root_noisy", root)
         object.__setattr__(self, "root_sd", sd)
@@ -612,8 +651,15 @@ class PartitionedPostProcess(Problem):
         return len(self.sources) * int(self.root_noisy.size)
 
     def _checks(self, x: Any) -> tuple[np.ndarray, list[list[PartitionCheck]]]:
-        root_counts = np.asarray(x.root_counts, dtype=np.int64)
-        checks = x.checks
+        """``x``'s root counts and checks, each checked against this problem's shape."""
+        if not (hasattr(x, "root_counts") and hasattr(x, "checks")):
+            raise TypeError(
+                "x must be a partitioned solution (with root_counts and checks), "
+                f"got {type(x).__name__}"
+            )
+        root_counts = integer_array("x.root_counts", x.root_counts, ndim=1)
+        rows = sequence("x.checks", x.checks, "rows of checks (one per partition)")
+        checks = [list(sequence(f"x.checks[{p}]", row, "checks")) for p, row in enumerate(rows)]
         sizes = self.root_noisy.size
         if root_counts.shape != (sizes,) or len(checks) != len(self.sources):
             raise ValueError(
@@ -621,6 +667,9 @@ class PartitionedPostProcess(Problem):
             )
         if any(len(row) != sizes for row in checks):
             raise ValueError(f"x must hold one check per (partition, size), {sizes} sizes")
+        for p, row in enumerate(checks):
+            for s, check in enumerate(row):
+                _check_of(f"x.checks[{p}][{s}]", check)
         return root_counts, checks
 
     def objective(self, x: Any) -> float:
@@ -641,3 +690,22 @@ class PartitionedPostProcess(Problem):
         outside = int(np.maximum(-root_counts, root_counts - self.total).max())
         faithful = abs(int(root_counts.sum()) - self.total)
         return float(max(inside, consistency, outside, faithful, 0))
+
+
+def _check_of(name: str, check: Any) -> None:
+    """A :class:`PartitionCheck` of integer values and finite costs and violations."""
+    instance(name, check, PartitionCheck)
+    integer(f"{name}.root_value", check.root_value)
+    integer(f"{name}.weight", check.weight, minimum=1)
+    finite_number(f"{name}.cost", check.cost, minimum=0)
+    finite_number(f"{name}.violation", check.violation, minimum=0)
+
+
+def _sources(value: Any) -> tuple[Any, ...]:
+    """The partitions of :class:`PartitionedPostProcess`: a non-empty sequence (of column
+    sources, or of futures of them on a Dask cluster)."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise TypeError(f"sources must be a sequence of partitions, got {type(value).__name__}")
+    if not value:
+        raise ValueError("sources must hold at least one partition")
+    return tuple(value)

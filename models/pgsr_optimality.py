@@ -33,14 +33,9 @@ from typing import Any
 import numpy as np
 
 from dpopt.hierarchy import Tree
+from dpopt.validation import broadcast, instance, real_array
 
-__all__ = [
-    "arc_interval",
-    "certified",
-    "feasible_at_root",
-    "parent_interval",
-    "upward_interval",
-]
+__all__ = ["certified"]
 
 Interval = tuple[np.ndarray, np.ndarray]
 
@@ -108,13 +103,17 @@ def certified(
     """Whether the feasible point ``x`` (regions × sizes) is optimal for Model 1 with the
     per-cell bounds ``lower`` … ``upper`` (broadcast to ``x``; 0 … n for the unrestricted model)
     and the region ``weights`` (one per region, or 1: the paper's objective)."""
-    x = np.asarray(x)
-    lower, upper = np.broadcast_to(lower, x.shape), np.broadcast_to(upper, x.shape)
-    weight = _per_row(weights, x.ndim)
-    return feasible_at_root(upward_interval(tree, np.asarray(noisy), x, lower, upper, weight))
-
-
-def _per_row(weights: Any, ndim: int) -> np.ndarray:
-    """Region weights shaped to broadcast over the columns of a (regions, columns) array."""
-    weight = np.asarray(weights)
-    return weight[:, None] if weight.ndim == 1 and ndim == 2 else weight
+    instance("tree", tree, Tree)
+    x, noisy = real_array("x", x), real_array("noisy", noisy)
+    if x.ndim not in (1, 2) or x.shape[0] != tree.size or noisy.shape != x.shape:
+        raise ValueError(
+            f"x and noisy must be arrays of one row per region ({tree.size}) of the same "
+            f"shape, got {x.shape} and {noisy.shape}"
+        )
+    lower = broadcast("lower", real_array("lower", lower), x.shape)
+    upper = broadcast("upper", real_array("upper", upper), x.shape)
+    weight = real_array("weights", weights)
+    if weight.ndim == 1 and x.ndim == 2:  # one weight per region, over the columns
+        weight = weight[:, None]
+    broadcast("weights", weight, x.shape)
+    return feasible_at_root(upward_interval(tree, noisy, x, lower, upper, weight))

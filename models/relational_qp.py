@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from dpopt.problem import Problem
-from dpopt.validation import finite_array, integer_array
+from dpopt.validation import finite_array, instance, integer_array
 from dpopt.workload import issparse
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def explicit(matrix: Any) -> Any:
     return matrix.sparse() if isinstance(matrix, LinkQueries) else matrix
 
 
-def _query_matrix(value: Any) -> sp.csc_array | LinkQueries:
+def query_matrix(value: Any) -> sp.csc_array | LinkQueries:
     """Q as a CSC array of finite floats (dense and other sparse input is converted), or a
     :class:`LinkQueries` as it is.
 
@@ -77,12 +77,13 @@ def _query_matrix(value: Any) -> sp.csc_array | LinkQueries:
     return sp.csc_array(dense)
 
 
-def _multiplicities(name: str, value: Any, size: int) -> np.ndarray:
-    """Positive integer multiplicities, one per variable (default all 1), as float64."""
-    if value is None:
+def _multiplicities(name: str, value: Any, size: int | None) -> np.ndarray:
+    """Positive integer multiplicities, one per variable (default all 1; ``size`` None: any
+    number of them), as float64."""
+    if value is None and size is not None:
         return np.ones(size)
     counts = integer_array(name, value, ndim=1)
-    if counts.shape != (size,):
+    if size is not None and counts.shape != (size,):
         raise ValueError(f"{name} must have one entry per variable ({size}), got {counts.shape}")
     if counts.size and counts.min() < 1:
         raise ValueError(f"{name} must be positive integers")
@@ -122,7 +123,7 @@ class RelaxedLinkQP(Problem):
     feasibility_tol: ClassVar[float] = 1e-9
 
     def __post_init__(self) -> None:
-        matrix = _query_matrix(self.Q)
+        matrix = query_matrix(self.Q)
         answers = finite_array("a", self.a, ndim=1)
         if answers.shape != (matrix.shape[0],):
             raise ValueError(f"a must have one answer per row of Q ({matrix.shape[0]})")
@@ -173,6 +174,7 @@ def cvxpy_model(problem: RelaxedLinkQP) -> tuple[cp.Problem, Callable[[], np.nda
     """Eqs. (5)–(6) in cvxpy: sum_squares(Q (c∘b)/m − a) over the box and cᵀb = m."""
     import cvxpy as cp
 
+    instance("problem", problem, RelaxedLinkQP)
     b = cp.Variable(problem.size)
     residual = explicit(problem.Q) @ cp.multiply(problem.cells, b) / problem.m - problem.a
     model = cp.Problem(
@@ -205,7 +207,7 @@ class OneToManyLinkQP(RelaxedLinkQP):
                 raise ValueError(f"N = {self.size} cells must be m = {self.m} rows of equal length")
             rows = np.ones(self.m)
         else:
-            rows = _multiplicities("children", self.children, len(self.children))
+            rows = _multiplicities("children", self.children, None)
             if self.size % rows.size:
                 raise ValueError(f"N = {self.size} must be {rows.size} rows of equal length")
             if rows.sum() != self.m:
@@ -227,6 +229,7 @@ def one_to_many_model(problem: OneToManyLinkQP) -> tuple[cp.Problem, Callable[[]
     """App. C in cvxpy: the same objective, every row's (counted) sum equal to its children."""
     import cvxpy as cp
 
+    instance("problem", problem, OneToManyLinkQP)
     b = cp.Variable(problem.size)
     residual = explicit(problem.Q) @ cp.multiply(problem.cells, b) / problem.m - problem.a
     counted = cp.reshape(cp.multiply(problem.cells, b), (problem.rows, -1), order="C")

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+__all__: list[str] = []  # the tree DPs' building blocks: no entry point of their own
+
 Splitter = Callable[[int], np.ndarray]
 
 # Largest cost a table may hold; beyond it int64 arithmetic could overflow.

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from dpopt.problem import Kind, Limit, MethodInfo, Outcome, Problem, RegisteredMethod, Status
-from dpopt.validation import positive_number
+from dpopt.validation import function, instance, integer, positive_number
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
@@ -38,6 +38,8 @@ _STATUS: dict[str, Status] = {
 }
 
 DEFAULT_WORKERS = 2
+
+__all__ = ["CpsatModel", "cpsat_method", "solve_cpsat"]
 
 
 class CpsatModel(NamedTuple):
@@ -78,8 +80,8 @@ def solve_cpsat(
     scale, the relative gap ``(objective − bound)/max(1, |objective|)``, wall time, branches
     and conflicts.
     """
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+    instance("built", built, CpsatModel)
+    workers = integer("workers", workers, minimum=1)
     from ortools.sat.python import cp_model
 
     solver = cp_model.CpSolver()
@@ -137,6 +139,7 @@ def cpsat_method(
     ``build(problem)`` returns a :class:`CpsatModel` or a plain ``(model, extract)`` pair (an
     integer model with scale 1, as the census models are).
     """
+    function("build", build)
 
     def run(
         problem: Problem,

@@ -47,10 +47,18 @@ from dpopt.problem import (
     register_family,
     restore_sigint,
 )
-from dpopt.validation import positive_number
+from dpopt.validation import function, instance, positive_number
 
 if TYPE_CHECKING:
     import cvxpy as cp
+
+__all__ = [
+    "cvxpy_method",
+    "honours_time_limit",
+    "installed_solvers",
+    "register_cvxpy",
+    "solve_cvxpy",
+]
 
 Builder = Callable[[Any], tuple["cp.Problem", Callable[[], Any]]]
 PostProcess = Callable[[Any, Any], tuple[Any, Mapping[str, Any]]]
@@ -86,7 +94,14 @@ FALLBACK_TOL = 1e-4
 
 def honours_time_limit(solver: str) -> bool:
     """Whether dpopt can pass a time limit to ``solver`` (see the module docstring)."""
-    return solver.upper() in _TIME_OPTION
+    return _solver_name(solver) in _TIME_OPTION
+
+
+def _solver_name(solver: Any) -> str:
+    """A cvxpy solver's name, upper-case as cvxpy spells it."""
+    if not isinstance(solver, str) or not solver:
+        raise ValueError(f"solver must be the name of a cvxpy solver, got {solver!r:.60}")
+    return solver.upper()
 
 
 def installed_solvers() -> list[str]:
@@ -127,7 +142,8 @@ def solve_cvxpy(
     """
     import cvxpy as cp
 
-    name = solver.upper()
+    instance("model", model, cp.Problem)
+    name = _solver_name(solver)
     if name not in cp.installed_solvers():
         raise ValueError(
             f"cvxpy solver {solver!r} is not installed; installed: {', '.join(installed_solvers())}"
@@ -312,7 +328,8 @@ def cvxpy_method(
 
     The method honours ``time_limit`` when the solver does (:func:`honours_time_limit`).
     """
-    name = solver.upper()
+    function("build", build)
+    name = _solver_name(solver)
     method_tol = DEFAULT_TOL.get(name, FALLBACK_TOL) if tol is None else tol
 
     def run(
@@ -397,6 +414,9 @@ def register_cvxpy(
     claimed and the run tolerances of :func:`cvxpy_method`, ``solver_defaults`` solver names
     to default solver options; ``feasible`` is :func:`cvxpy_method`'s.
     """
+    if not (isinstance(problem_type, type) and issubclass(problem_type, Problem)):
+        raise TypeError(f"problem_type must be a Problem subclass, got {problem_type!r:.60}")
+    function("build", build)
     tols = {k.upper(): v for k, v in (tols or {}).items()}
     solver_tols = {k.upper(): v for k, v in (solver_tols or {}).items()}
     defaults = {k.upper(): v for k, v in (solver_defaults or {}).items()}

@@ -5,6 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from dpopt.validation import finite_number
+
+__all__ = ["Deadline"]
+
 
 class Deadline:
     """A wall-clock limit for an optimizer, checked between iterations (``time.monotonic``).
@@ -15,7 +19,8 @@ class Deadline:
     """
 
     def __init__(self, seconds: float | None = None):
-        self.end = None if seconds is None else time.monotonic() + float(seconds)
+        limit = None if seconds is None else finite_number("seconds", seconds, minimum=0)
+        self.end = None if limit is None else time.monotonic() + limit
         self.reached = False
 
     def expired(self) -> bool:

@@ -14,6 +14,8 @@ from dpopt.models.dgm_budget import BudgetAllocation, cvxpy_model
 from dpopt.problem import Outcome, register
 from dpopt.solvers.cvxpy_backend import register_cvxpy
 
+__all__: list[str] = []  # its methods are reached through dpopt.solve
+
 CVXPY_MAX_NODES = 200_000
 
 

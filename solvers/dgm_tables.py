@@ -16,8 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import combinations
+from typing import Any
 
 import numpy as np
+
+from dpopt.validation import choice, finite_array, integer, positive_number
 
 __all__ = [
     "CONSISTENCY_WEIGHTS",
@@ -40,9 +43,8 @@ def to_marginals(tables: Sequence[np.ndarray]) -> list[np.ndarray]:
     distribution over its cells (the spec is silent; this keeps every M̃_i summing to 1).
     """
     marginals = []
-    for table in tables:
-        total = float(np.sum(table))
-        values = np.asarray(table, dtype=np.float64)
+    for values in _tables("tables", tables):
+        total = float(np.sum(values))
         marginals.append(values / total if total > 0 else np.full(values.shape, 1.0 / values.size))
     return marginals
 
@@ -50,7 +52,7 @@ def to_marginals(tables: Sequence[np.ndarray]) -> list[np.ndarray]:
 def intersection_family(families: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
     """Every intersection of some of the attribute sets, ∅ included, smallest first then
     lexicographically (spec §2.3 steps 1–2; the sets themselves are intersections of one)."""
-    closed = {tuple(sorted(f)) for f in families} | {()}
+    closed = {tuple(sorted(f)) for f in _families(families)} | {()}
     frontier = set(closed)
     while frontier:
         found = {
@@ -86,12 +88,15 @@ def make_consistent(
     attribute set it is replaced by the average of the others, so it ends up their marginal.
     Every set must lie in some table of budget > 0 (``ValueError`` otherwise).
     """
-    if weights not in CONSISTENCY_WEIGHTS:
-        raise ValueError(f"weights must be one of {CONSISTENCY_WEIGHTS}, got {weights!r}")
+    choice("weights", weights, CONSISTENCY_WEIGHTS)
+    marginals = _tables("marginals", marginals)
+    families = _families(families, marginals)
+    weight = finite_array("budgets", budgets, ndim=1) if marginals else np.zeros(0)
+    if weight.shape != (len(marginals),) or weight.min(initial=0.0) < 0:
+        raise ValueError(f"budgets must hold one budget >= 0 per table ({len(marginals)})")
     # work with every table's axes in increasing node order
     canonical = [
-        np.transpose(np.asarray(m, dtype=np.float64), _sorted_axes(f)).copy()
-        for m, f in zip(marginals, families, strict=True)
+        np.transpose(m, _sorted_axes(f)).copy() for m, f in zip(marginals, families, strict=True)
     ]
     attributes = [tuple(sorted(f)) for f in families]
     for subset in intersection_family(families):
@@ -102,7 +107,7 @@ def make_consistent(
         for t in holders:
             other = tuple(k for k, v in enumerate(attributes[t]) if v not in subset)
             parts.append((t, other, canonical[t].sum(axis=other)))
-            share = float(budgets[t])
+            share = float(weight[t])
             if weights == "inverse-variance":
                 cells_a = canonical[t].size / np.prod([canonical[t].shape[k] for k in other])
                 share = share * share * cells_a / canonical[t].size
@@ -132,7 +137,7 @@ def conditionals(marginals: Sequence[np.ndarray]) -> list[np.ndarray]:
     (1/|dom X_i|), as pgmpy's maximum-likelihood estimator fills unseen parent configurations.
     """
     cpds = []
-    for marginal in marginals:
+    for marginal in _tables("marginals", marginals):
         sums = marginal.sum(axis=-1, keepdims=True)
         positive = np.clip(marginal, 0.0, None)
         kept = positive.sum(axis=-1, keepdims=True)
@@ -152,9 +157,41 @@ def estimated_errors(
     T̂ the raw Stage-I noisy table, T̂[x_pa] its row sums (the table total at a root), every
     count clipped below at ``floor`` τ before it is inverted (spec §7 item 3).
     """
+    tables, cpds = _tables("tables", tables), _tables("cpds", cpds)
+    floor = positive_number("floor", floor)
+    if [t.shape for t in tables] != [c.shape for c in cpds]:
+        raise ValueError("cpds must have the shapes of the tables, one per table")
     errors = np.empty(len(tables))
     for i, (table, cpd) in enumerate(zip(tables, cpds, strict=True)):
-        cells = np.maximum(np.asarray(table, dtype=np.float64), floor)
-        rows = np.maximum(np.asarray(table, dtype=np.float64).sum(axis=-1, keepdims=True), floor)
+        cells = np.maximum(table, floor)
+        rows = np.maximum(table.sum(axis=-1, keepdims=True), floor)
         errors[i] = float(np.sum(cpd * np.sqrt(rows**-2 + cells**-2))) / table.size
     return errors
+
+
+def _tables(name: str, tables: Any) -> list[np.ndarray]:
+    """A list of tables: arrays of finite numbers, each with at least one axis."""
+    if isinstance(tables, str | bytes) or not isinstance(tables, Sequence):
+        raise TypeError(f"{name} must be a list of arrays, got {type(tables).__name__}")
+    out = [finite_array(f"{name}[{i}]", table) for i, table in enumerate(tables)]
+    for i, table in enumerate(out):
+        if table.ndim == 0:
+            raise ValueError(f"{name}[{i}] must have at least one axis")
+    return out
+
+
+def _families(families: Any, tables: Sequence[np.ndarray] | None = None) -> list[list[int]]:
+    """Each table's node indices (distinct integers >= 0, one per axis of its table)."""
+    if isinstance(families, str | bytes) or not isinstance(families, Sequence):
+        raise TypeError(f"families must be a list of node lists, got {type(families).__name__}")
+    out = []
+    for i, family in enumerate(families):
+        if isinstance(family, str | bytes) or not isinstance(family, Sequence | np.ndarray):
+            raise TypeError(f"families[{i}] must be a list of node indices, got {family!r:.40}")
+        nodes = [integer(f"families[{i}][{k}]", v, minimum=0) for k, v in enumerate(family)]
+        if len(set(nodes)) != len(nodes):
+            raise ValueError(f"families[{i}] must not repeat a node, got {nodes}")
+        out.append(nodes)
+    if tables is not None and [len(f) for f in out] != [t.ndim for t in tables]:
+        raise ValueError("families must list one node per axis of each table, one per table")
+    return out

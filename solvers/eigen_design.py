@@ -43,6 +43,8 @@ from dpopt.models.matrix_mechanism import (
 from dpopt.problem import CLAIMS_FEASIBLE, Outcome, Solution, register, solve
 from dpopt.validation import boolean, finite_array, integer, positive_number
 
+__all__ = ["DENSE_MAX_N", "spectrum_bounds"]
+
 ZERO_TOL = 1e-10
 """Eigenvalues at most this times σ₁ are zeros of a rank-deficient Gram (spec §8 item 5)."""
 
@@ -79,6 +81,7 @@ def spectrum_bounds(values: np.ndarray) -> dict[str, float]:
     The lower bound drops eigenvalues at rounding level (≤ n·eps·σ₁, as
     :func:`dpopt.hdmm.svd_bound`): √(1e-15·σ₁) would lift it above errors that strategies
     reach. The upper bound keeps them (clipped at 0), which can only raise it."""
+    values = finite_array("values", values, ndim=1)
     positive = np.maximum(values, 0.0)
     top = float(positive.max())
     real = positive[positive > values.size * np.finfo(float).eps * top]

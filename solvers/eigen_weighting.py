@@ -36,6 +36,8 @@ from dpopt.solvers.deadline import Deadline
 from dpopt.threads import blas_limit
 from dpopt.validation import positive_number
 
+__all__: list[str] = []  # its methods are reached through dpopt.solve
+
 GAP_TOL = 1e-8
 """Relative duality gap at which ``ipm`` stops and reports "optimal"."""
 

@@ -24,13 +24,31 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from dpopt.models.matrix_mechanism import SUPPORT_TOL, gram_factor, project, range_basis
+from dpopt.models.matrix_mechanism import (
+    SUPPORT_TOL,
+    gram_factor,
+    project,
+    range_basis,
+    validated_terms,
+)
+from dpopt.privacy.mechanisms import noise_kind
 from dpopt.solvers.deadline import Deadline
 from dpopt.solvers.hdmm_opt0 import Candidate, best, opt0_gaussian, opt0_laplace
 from dpopt.threads import blas_limit
+from dpopt.validation import finite_array, instance, integer
+
+__all__ = [
+    "KronResult",
+    "UnionResult",
+    "identity_error",
+    "opt_kron",
+    "opt_union",
+    "union_shares",
+]
 
 Term = tuple[float, list[np.ndarray]]  # (w², per-attribute Grams)
 
@@ -95,7 +113,8 @@ def opt_kron(
     ``deadline`` is checked before each factor update (and inside its OPT₀); once it has
     passed, the best factors so far (the Identity at the latest) are returned, stopped.
     """
-    deadline = deadline or Deadline(None)
+    terms, deadline = _checked(terms, noise, rng, restarts, deadline)
+    max_sweeps = integer("max_sweeps", max_sweeps, minimum=1)
     if len(terms) == 1:
         return _separable(terms[0], _FactorSolver(noise, rng, restarts, deadline), pooled=True)
     weights = np.array([w for w, _ in terms])
@@ -139,8 +158,10 @@ class UnionResult:
 
 def union_shares(errors: np.ndarray, noise: str) -> tuple[np.ndarray, float]:
     """Closed-form budget shares and total error Σ Eⱼ/bⱼ² (spec §3.4, §6 item 8)."""
-    errors = np.asarray(errors, dtype=np.float64)
-    if noise == "laplace":
+    errors = finite_array("errors", errors, ndim=1)
+    if errors.min() < 0:
+        raise ValueError(f"errors must be >= 0, got {errors.min()}")
+    if noise_kind(noise) == "laplace":
         roots = np.cbrt(errors)
         return roots / roots.sum(), float(roots.sum() ** 3)
     roots = np.sqrt(errors)
@@ -163,11 +184,24 @@ def opt_union(
     Once ``deadline`` has passed, the factors not yet optimised are the Identity (cost tr V),
     and the result is ``stopped``.
     """
-    deadline = deadline or Deadline(None)
+    terms, deadline = _checked(terms, noise, rng, restarts, deadline)
     solver = _FactorSolver(noise, rng, restarts, deadline)
     blocks = [_separable(term, solver) for term in terms]
     shares, error = union_shares(np.array([b.error for b in blocks]), noise)
     return UnionResult(blocks, shares, error, deadline.reached)
+
+
+def _checked(
+    terms: Any, noise: Any, rng: Any, restarts: Any, deadline: Any
+) -> tuple[tuple[Term, ...], Deadline]:
+    """The arguments of :func:`opt_kron` and :func:`opt_union`, validated (a Gram shared
+    between terms stays one array); the deadline, None for none."""
+    noise_kind(noise)
+    instance("rng", rng, np.random.Generator)
+    integer("restarts", restarts, minimum=1)
+    if deadline is not None:
+        instance("deadline", deadline, Deadline)
+    return validated_terms(terms), deadline or Deadline(None)
 
 
 _Key = tuple[tuple[int, ...], bytes]
@@ -217,4 +251,5 @@ def _separable(term: Term, solver: _FactorSolver, pooled: bool = False) -> KronR
 
 def identity_error(terms: Sequence[Term]) -> float:
     """Error of the Identity strategy: Σⱼ wⱼ² ∏ᵢ tr Vᵢ⁽ʲ⁾."""
-    return float(sum(w * np.prod([np.trace(g) for g in grams]) for w, grams in terms))
+    checked = validated_terms(terms)
+    return float(sum(w * np.prod([np.trace(g) for g in grams]) for w, grams in checked))

@@ -38,6 +38,8 @@ from dpopt.models.matrix_mechanism import gram_factor
 from dpopt.solvers.deadline import Deadline
 from dpopt.threads import one_thread
 
+__all__: list[str] = []  # reached through dpopt.solve (method l2-dual)
+
 # Newton steps take over from fixed-point steps once the relative gap is below this. Measured
 # (one thread, AllRange, Prefix, WidthRanges(n, n/8), random Grams): 0.01–0.3 all converge,
 # within 20% of each other in time; Newton from λ = 1 itself was slower.

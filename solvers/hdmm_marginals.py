@@ -34,6 +34,8 @@ from dpopt.solvers.deadline import Deadline
 from dpopt.threads import one_thread
 from dpopt.validation import finite_array, nonnegative_integer
 
+__all__ = ["closed_form_theta", "marginal_reconstruct", "marginal_strategy_dense", "opt_marginals"]
+
 PENALTY = 1e300
 """Finite loss, with zero gradient, where 𝕄 does not support the workload (spec §7 item 14)."""
 

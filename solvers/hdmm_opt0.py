@@ -41,6 +41,8 @@ from dpopt.models.matrix_mechanism import (
 from dpopt.solvers.deadline import Deadline
 from dpopt.threads import blas_limit, one_thread
 
+__all__: list[str] = []  # reached through dpopt.solve (methods opt0-laplace, opt0-gaussian)
+
 # Finite penalty for points where the objective is undefined (spec §7 item 14).
 PENALTY = 1e300
 

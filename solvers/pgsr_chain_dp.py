@@ -18,6 +18,8 @@ from dpopt.models.pgsr import ChainPostProcess
 from dpopt.solvers.cost_tables import Table, squared_table
 from dpopt.solvers.pgsr_tree_dp import Infeasible
 
+__all__: list[str] = []  # reached through dpopt.solve (method chain-dp)
+
 
 def _next_table(previous: Table, equal: bool, lo: int, hi: int, target: int) -> Table | None:
     if equal:

@@ -22,6 +22,8 @@ from dpopt.models.pgsr import (
     round_half_up,
 )
 
+__all__: list[str] = []  # reached through dpopt.solve (the baseline methods)
+
 
 def project_to_simplex(y: np.ndarray, totals: np.ndarray) -> np.ndarray:
     """Euclidean projection of each column of ``y`` onto {x ≥ 0, Σ x = total} (by sorting)."""

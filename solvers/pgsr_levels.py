@@ -57,6 +57,7 @@ import numpy as np
 
 from dpopt.hierarchy import Tree, ragged_ranges
 from dpopt.solvers.cost_tables import Infeasible, Table, check_cost_range, squared_table
+from dpopt.validation import instance, integer, integer_array
 
 __all__ = [
     "HISTOGRAM_SPAN_RATIO",
@@ -141,6 +142,7 @@ def column_values(
     :class:`~dpopt.solvers.cost_tables.Infeasible` as in :func:`root_table`.
     """
     column = _Column.of(tree, noisy, lower, upper, weight)
+    root_value = integer("root_value", root_value)
     root = tree.root
     values = np.empty(tree.size, dtype=np.int64)
     values[root] = root_value
@@ -186,10 +188,11 @@ class _Column:
         upper: np.ndarray,
         weight: np.ndarray | None,
     ) -> _Column:
+        instance("tree", tree, Tree)
         if weight is None:
             weight = np.ones(tree.size, dtype=np.int64)
         named = {"noisy": noisy, "lower": lower, "upper": upper, "weight": weight}
-        arrays = {k: np.ascontiguousarray(a, dtype=np.int64) for k, a in named.items()}
+        arrays = {k: np.ascontiguousarray(integer_array(k, a)) for k, a in named.items()}
         for name, array in arrays.items():
             if array.shape != (tree.size,):
                 raise ValueError(f"{name} must have one entry per region ({tree.size})")

@@ -79,7 +79,14 @@ from dpopt.runner import Runner, TaskStats
 from dpopt.solvers.cost_tables import Table, merge_convex, squared_table
 from dpopt.solvers.pgsr_levels import column_values, root_table
 from dpopt.solvers.pgsr_tree_dp import Infeasible
-from dpopt.validation import choice, integer_array, nonnegative_integer, positive_number
+from dpopt.validation import (
+    broadcast,
+    choice,
+    finite_array,
+    integer_array,
+    nonnegative_integer,
+    positive_number,
+)
 
 __all__ = [
     "WIDENING",
@@ -139,15 +146,34 @@ def _column(source: ColumnSource, size: int) -> Column:
     return column
 
 
+def _multiplier(value: Any) -> np.ndarray:
+    """The domain multiplier m: numbers >= 0 (+inf, where doubling overflowed, is a full domain
+    unless sd = 0)."""
+    try:
+        factor = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        factor = np.array(np.nan)
+    if factor.size == 0 or np.any(np.isnan(factor) | (factor < 0)):
+        raise ValueError(
+            f"multiplier must be a number >= 0 (or an array of them), got {value!r:.60}"
+        )
+    return factor
+
+
 def domain(
     noisy: np.ndarray, sd: np.ndarray, multiplier: Any, total: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """[c̃ − δ, c̃ + δ] ∩ [0, n], δ = ⌈m·sd⌉ (spec G4), elementwise as the serial build does."""
+    noisy, total = integer_array("noisy", noisy), nonnegative_integer("total", total)
+    sd = broadcast("sd", finite_array("sd", sd), noisy.shape)
+    multiplier = broadcast("multiplier", _multiplier(multiplier), noisy.shape)
+    if sd.min() < 0:
+        raise ValueError("sd must be >= 0")
     # capped before the cast at the width that covers 0 … n from any noisy value: a huge m·sd
     # means a full domain, never an int64 overflow
-    cap = total + 1.0 + np.abs(np.asarray(noisy, dtype=np.float64))
+    cap = total + 1.0 + np.abs(noisy.astype(np.float64))
     with np.errstate(over="ignore"):
-        wide = np.minimum(np.asarray(multiplier * np.asarray(sd), dtype=np.float64), cap)
+        wide = np.minimum(np.asarray(multiplier * sd, dtype=np.float64), cap)
     delta = np.ceil(wide).astype(np.int64)
     return np.clip(noisy - delta, 0, total), np.clip(noisy + delta, 0, total)
 

@@ -36,6 +36,8 @@ from dpopt.solvers.cost_tables import (
     squared_table,
 )
 
+__all__: list[str] = []  # reached through dpopt.solve (methods pwl-dp, dp-table)
+
 Merge = Callable[[Sequence[Table]], tuple[Table, Splitter]]
 
 

@@ -24,10 +24,12 @@ from dpopt.models.relational_qp import (
     RelaxedLinkQP,
     cvxpy_model,
     one_to_many_model,
+    query_matrix,
 )
 from dpopt.problem import Outcome, register
 from dpopt.solvers.cvxpy_backend import register_cvxpy
 from dpopt.threads import one_thread
+from dpopt.validation import finite_number, float_array, instance, nonnegative_integer
 
 __all__ = [
     "CERTIFY",
@@ -139,14 +141,22 @@ def project_with_root(
     b: np.ndarray, m: float, start: float = 0.0, weights: np.ndarray | None = None
 ) -> tuple[np.ndarray, float]:
     """:func:`project` and the root y* (so that Π(b) = clip(b + y*, 0, 1)) it used."""
-    values = np.asarray(b, dtype=np.float64)
+    values = float_array("b", b, ndim=1, empty=True)
+    m, start = finite_number("m", m), finite_number("start", start)
+    if weights is not None:
+        weights = _row_weights(weights, values.shape)
     count = values.size if weights is None else float(weights.sum())
     if not 0 <= m <= count:
         raise ValueError(f"m must lie in 0..{count}, got {m}")
     if values.size == 0:
         return values.copy(), 0.0
-    if not np.all(np.isfinite(values)):
-        raise ValueError("b must have finite entries")
+    return _projected(values, m, start, weights)
+
+
+def _projected(
+    values: np.ndarray, m: float, start: float, weights: np.ndarray | None
+) -> tuple[np.ndarray, float]:
+    """:func:`project_with_root` of checked operands (``pgd``'s inner loop)."""
     out = np.empty_like(values)  # _root's work space, then the projection
     y = _root(values, m, start, weights, out)
     if abs(y) > 1.0:
@@ -179,6 +189,14 @@ def project(
     return project_with_root(b, m, start, weights)[0]
 
 
+def _row_weights(weights: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """Multiplicities of the entries of an array of ``shape``: finite, >= 0, the same shape."""
+    weights = float_array("weights", weights, ndim=len(shape))
+    if weights.shape != shape or weights.min() < 0:
+        raise ValueError(f"weights must be >= 0, one per entry of shape {shape}")
+    return weights
+
+
 def largest_singular_value(matrix: Any, cells: np.ndarray | None = None) -> float:
     """σ_max(Q·diag(√c)) (σ_max(Q) without ``cells``; spec §8 item 5: exact rather than power
     iteration, which underestimates it): the top eigenvalue of the k × k Gram matrix
@@ -190,7 +208,8 @@ def largest_singular_value(matrix: Any, cells: np.ndarray | None = None) -> floa
 
     from dpopt.models.link_queries import LinkQueries
 
-    scale = np.ones(matrix.shape[1]) if cells is None else cells
+    matrix = query_matrix(matrix)
+    scale = np.ones(matrix.shape[1]) if cells is None else _row_weights(cells, matrix.shape[1:])
     if isinstance(matrix, LinkQueries):  # Q never formed
         if matrix.shape[0] <= 16:  # the k × k Gram from k products (ARPACK needs k > 2)
             rows = [matrix @ (scale * (matrix.T @ unit)) for unit in np.eye(matrix.shape[0])]
@@ -224,7 +243,11 @@ def _top_singular_value(q: Any, scale: np.ndarray) -> float:
 def project_rows(matrix: np.ndarray) -> np.ndarray:
     """Each row projected onto the probability simplex (Theorem 2 with m = 1 per row, App. C):
     the sort-based exact projection, O(c log c) per row, all rows at once."""
-    values = np.asarray(matrix, dtype=np.float64)
+    return _simplex_rows(float_array("matrix", matrix, ndim=2))
+
+
+def _simplex_rows(values: np.ndarray) -> np.ndarray:
+    """:func:`project_rows` of a checked matrix (``pgd``'s inner loop)."""
     ordered = -np.sort(-values, axis=1)
     excess = np.cumsum(ordered, axis=1) - 1.0
     ranks = np.arange(1, values.shape[1] + 1)
@@ -239,7 +262,17 @@ def project_counted_rows(matrix: np.ndarray, weights: np.ndarray, totals: np.nda
     row's φ_r(y) = Σ_j w_rj clip(v_rj + y, 0, 1), found exactly by sorting its breakpoints
     {−v_rj} (slope += w_rj) and {1 − v_rj} (slope −= w_rj): O(c log c) per row, all rows at
     once. Requires 0 ≤ t_r ≤ Σ_j w_rj."""
-    values = np.asarray(matrix, dtype=np.float64)
+    values = float_array("matrix", matrix, ndim=2)
+    weights = _row_weights(weights, values.shape)
+    totals = float_array("totals", totals, ndim=1)
+    rows = values.shape[0]
+    if totals.shape != (rows,) or totals.min() < 0:
+        raise ValueError(f"totals must hold one t_r >= 0 per row ({rows}), got {totals.shape}")
+    return _counted_rows(values, weights, totals)
+
+
+def _counted_rows(values: np.ndarray, weights: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """:func:`project_counted_rows` of checked operands (``pgd``'s inner loop)."""
     rows, width = values.shape
     points = np.concatenate((-values, 1.0 - values), axis=1)
     slopes = np.concatenate((weights, -weights), axis=1)
@@ -302,16 +335,16 @@ class _Operator:
 def _projector(problem: RelaxedLinkQP) -> Callable[[np.ndarray], np.ndarray]:
     if isinstance(problem, OneToManyLinkQP):
         if np.all(problem.cells == 1.0):
-            return lambda v: project_rows(v.reshape(problem.m, -1)).ravel()
+            return lambda v: _simplex_rows(v.reshape(problem.m, -1)).ravel()
         weights = problem.cells.reshape(problem.rows, -1)
-        return lambda v: project_counted_rows(
+        return lambda v: _counted_rows(
             v.reshape(problem.rows, -1), weights, problem.children
         ).ravel()
     root = [0.0]  # warm start: the root moves little between iterations
     weights = None if np.all(problem.cells == 1.0) else problem.cells
 
     def onto(v: np.ndarray) -> np.ndarray:
-        x, root[0] = project_with_root(v, problem.m, root[0], weights)
+        x, root[0] = _projected(v, problem.m, root[0], weights)
         return x
 
     return onto
@@ -322,6 +355,15 @@ def frank_wolfe_gap(problem: RelaxedLinkQP, b: np.ndarray, gradient: np.ndarray)
     ``gradient`` is per cell of B (:meth:`_Operator.gradient`); s fills the cheapest cells
     first (counted with their multiplicity, the last one partly): the m smallest entries, or
     each row's smallest for its children (one-to-many)."""
+    instance("problem", problem, RelaxedLinkQP)
+    b, gradient = (float_array(name, v, ndim=1) for name, v in (("b", b), ("gradient", gradient)))
+    if b.shape != (problem.size,) or gradient.shape != b.shape:
+        raise ValueError(f"b and gradient must have one entry per variable ({problem.size})")
+    return _gap(problem, b, gradient)
+
+
+def _gap(problem: RelaxedLinkQP, b: np.ndarray, gradient: np.ndarray) -> float:
+    """:func:`frank_wolfe_gap` of checked operands (``pgd``'s certificate)."""
     if isinstance(problem, OneToManyLinkQP):
         shape, totals = (problem.rows, -1), problem.children
     else:
@@ -367,7 +409,10 @@ def _cheapest_fill_row(costs: np.ndarray, capacity: np.ndarray, total: float) ->
 def _start(problem: RelaxedLinkQP, b0: Any) -> np.ndarray:
     """b0 projected onto Ω, or the :func:`uniform_point`."""
     if b0 is not None:
-        return _projector(problem)(np.asarray(b0, dtype=np.float64))
+        start = float_array("b0", b0, ndim=1)
+        if start.shape != (problem.size,):
+            raise ValueError(f"b0 must have one entry per variable ({problem.size})")
+        return _projector(problem)(start)
     return uniform_point(problem)
 
 
@@ -375,6 +420,7 @@ def uniform_point(problem: RelaxedLinkQP) -> np.ndarray:
     """The point of Ω where every cell of B has the same value: m/(Σc), or each child's mass
     spread evenly over its parents (one-to-many). Its answers are the independence of the
     two tables (the answers of uniformly random links)."""
+    instance("problem", problem, RelaxedLinkQP)
     if isinstance(problem, OneToManyLinkQP):
         per_row = problem.cells.reshape(problem.rows, -1)
         share = problem.children / per_row.sum(axis=1)
@@ -389,6 +435,8 @@ def projected_gradient(
     ``iterations`` steps from ``b0`` (default uniform m/N, else b0 projected onto Ω); returns
     the last point and f at every iterate (b0 first). Theorem 3:
     f(b_T) − f* ≤ (3‖b0 − b*‖²/η + f(b0) − f*)/T."""
+    instance("problem", problem, RelaxedLinkQP)
+    iterations = nonnegative_integer("iterations", iterations)
     sigma = largest_singular_value(problem.Q, problem.cells) if sigma is None else sigma
     step = 0.5 * (problem.m / sigma) ** 2 if sigma > 0 else 0.0
     onto = _projector(problem)
@@ -420,8 +468,9 @@ def pgd(
     Q b by linearity), plus one Qᵀ r every :data:`GAP_EVERY` iterations for the certificate.
     Its vector products are small per call, so BLAS runs on one thread (:mod:`dpopt.threads`).
     """
-    if sigma is not None and not (math.isfinite(sigma) and sigma >= 0):
-        raise ValueError(f"sigma must be σ_max of the problem (finite, ≥ 0), got {sigma!r}")
+    instance("problem", problem, RelaxedLinkQP)
+    if sigma is not None:
+        sigma = finite_number("sigma", sigma, minimum=0)
     with one_thread():
         sigma = problem_sigma(problem) if sigma is None else sigma
         return _pgd(problem, time_limit, max_iterations, b0, sigma)
@@ -430,6 +479,7 @@ def pgd(
 def problem_sigma(problem: RelaxedLinkQP) -> float:
     """σ_max(Q·diag(√c)) of ``problem`` as ``pgd`` computes it (BLAS on one thread): its step
     is STEP_MARGIN·½(m/σ)² (spec §8 item 5)."""
+    instance("problem", problem, RelaxedLinkQP)
     with one_thread():
         return largest_singular_value(problem.Q, problem.cells)
 
@@ -465,7 +515,7 @@ def _pgd(
             q_point = q_candidate + beta * (q_candidate - qb)
             b, qb, previous, momentum = candidate, q_candidate, value, following
         if iteration % GAP_EVERY == 0 or iteration == 1:
-            gap = frank_wolfe_gap(problem, b, operator.gradient(qb))
+            gap = _gap(problem, b, operator.gradient(qb))
             if gap <= CERTIFY * max(previous - gap, CERTIFY):
                 return Outcome(b, "optimal", info={"gap": gap, "iterations": iteration})
         if time_limit is not None and time.perf_counter() - started > time_limit:

@@ -19,8 +19,11 @@ Both are post-processing of the relaxed solution; they take the caller's Generat
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+
+from dpopt.validation import finite_array, instance, integer_array
 
 __all__ = [
     "SUM_TOL",
@@ -110,11 +113,8 @@ def unbiased_sample(x: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarr
 
     ``x`` must lie in [0, 1] and sum to the integer ``m`` within :data:`SUM_TOL`.
     """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    values = np.asarray(x, dtype=np.float64)
-    if values.ndim != 1 or not np.all(np.isfinite(values)):
-        raise ValueError("x must be a 1-D array of finite numbers")
+    instance("rng", rng, np.random.Generator)
+    values = finite_array("x", x, ndim=1, empty=True)
     if np.any(values < 0) or np.any(values > 1):
         raise ValueError("x must lie in [0, 1]")
     if isinstance(m, bool) or not isinstance(m, int | np.integer) or not 0 <= m <= values.size:
@@ -132,10 +132,9 @@ def sample_rows(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One column per row, column j of row i with probability rows[i, j] (rows sum to 1):
     the one-to-many rounding of spec §3.5 (App. C), one uniform draw per row; a column of
     probability 0 is never chosen."""
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    table = np.asarray(rows, dtype=np.float64)
-    if table.ndim != 2 or np.any(table < 0) or not np.all(np.isfinite(table)):
+    instance("rng", rng, np.random.Generator)
+    table = finite_array("rows", rows, ndim=2)
+    if np.any(table < 0):
         raise ValueError("rows must be a 2-D array of finite numbers ≥ 0")
     if np.any(np.abs(table.sum(axis=1) - 1.0) > SUM_TOL):
         raise ValueError("every row must sum to 1")
@@ -151,7 +150,11 @@ def block_counts(expected: np.ndarray, totals: np.ndarray, rng: np.random.Genera
     """Integer counts K with E[K] = ``expected`` and each row of K summing to ``totals``
     (integers; one row for many-to-many): K = ⌊expected⌋ plus the UBS draw (Algorithm 3)
     over each row's fractional parts, so every count is its expectation rounded down or up."""
-    table = np.atleast_2d(np.asarray(expected, dtype=np.float64))
+    instance("rng", rng, np.random.Generator)
+    table = np.atleast_2d(finite_array("expected", expected))
+    totals = integer_array("totals", totals, ndim=1)
+    if table.ndim != 2 or totals.shape != table.shape[:1] or table.min() < 0:
+        raise ValueError("expected must be rows of counts >= 0, totals one integer per row")
     floors = np.floor(table)
     counts = floors.astype(np.int64)
     for row in range(table.shape[0]):
@@ -169,6 +172,12 @@ def links_in_blocks(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(rows, cols) of distinct links: ``counts[u, v]`` of them uniformly among the cells
     row_members[u] × col_members[v] (each cell of the block with probability count/cells)."""
+    counts = _block_counts(counts, rng)
+    row_members = _members("row_members", row_members, counts.shape[0])
+    col_members = _members("col_members", col_members, counts.shape[1])
+    cells = np.outer([m.size for m in row_members], [m.size for m in col_members])
+    if np.any(counts > cells):
+        raise ValueError("counts must not exceed the cells of their block")
     rows, cols = [], []
     for u, v in zip(*np.nonzero(counts), strict=True):
         width = col_members[v].size
@@ -188,6 +197,11 @@ def parents_in_blocks(
 ) -> np.ndarray:
     """The parent of every child: ``counts[r, u]`` of child type r's children (a uniformly
     random choice of them) take a uniformly random parent of type u (one-to-many)."""
+    counts = _block_counts(counts, rng)
+    child_members = _members("child_members", child_members, counts.shape[0])
+    parent_members = _members("parent_members", parent_members, counts.shape[1])
+    if np.any(counts.sum(axis=1) != [m.size for m in child_members]):
+        raise ValueError("counts must give each child type's children (row sums)")
     children = sum(c.size for c in child_members)
     parent = np.empty(children, dtype=np.int64)
     for r, members in enumerate(child_members):
@@ -198,3 +212,24 @@ def parents_in_blocks(
             pool = parent_members[u]
             parent[chosen] = pool[rng.integers(0, pool.size, chosen.size)]
     return parent
+
+
+def _block_counts(counts: Any, rng: Any) -> np.ndarray:
+    """The link counts per (row type, column type) block: a 2-D array of integers >= 0."""
+    instance("rng", rng, np.random.Generator)
+    counts = integer_array("counts", counts, ndim=2)
+    if counts.min() < 0:
+        raise ValueError("counts must be >= 0")
+    return counts
+
+
+def _members(name: str, members: Any, types: int) -> list[np.ndarray]:
+    """The members (row or column indices >= 0) of each of ``types`` types."""
+    if isinstance(members, str | bytes) or not isinstance(members, list | tuple):
+        raise TypeError(f"{name} must be a list of index arrays, got {type(members).__name__}")
+    if len(members) != types:
+        raise ValueError(f"{name} must hold one index array per type ({types})")
+    out = [integer_array(f"{name}[{i}]", m, ndim=1) for i, m in enumerate(members)]
+    if any(m.min() < 0 for m in out):
+        raise ValueError(f"{name} must hold indices >= 0")
+    return out

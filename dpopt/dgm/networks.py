@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpopt.dgm import bif
+from dpopt.validation import finite_array
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,6 +59,29 @@ def _topological(names: Sequence[str], parents: Mapping[str, Sequence[str]]) -> 
     return order
 
 
+def _listed(name: str, value: Any) -> Sequence[Any]:
+    """A field of :class:`Network`: a tuple or list (one entry per node, parent or state)."""
+    if not isinstance(value, tuple | list):
+        raise TypeError(f"{name} must be a tuple, got {type(value).__name__}")
+    return value
+
+
+def _distinct(name: str, values: Sequence[Any]) -> set[Any]:
+    """The set of ``values`` (names or labels: hashable)."""
+    try:
+        return set(values)
+    except TypeError:
+        raise TypeError(f"{name} must hold hashable names, got {values!r:.60}") from None
+
+
+def _table(i: int, cpd: Any) -> np.ndarray:
+    """A CPD checked for :class:`Network`: probabilities (finite, >= 0)."""
+    table = finite_array(f"cpds[{i}]", cpd)
+    if table.min() < 0:
+        raise ValueError(f"cpds[{i}] must be >= 0 (probabilities), got {table.min()}")
+    return table
+
+
 def _cycle(pending: dict[str, set[str]]) -> str:
     """One directed cycle among the nodes left by Kahn's algorithm, as 'A → B → A'."""
     node = next(iter(pending))
@@ -85,14 +109,19 @@ class Network:
     name: str = ""
 
     def __post_init__(self) -> None:
-        n = len(self.nodes)
-        if n == 0 or len(self.parents) != n or len(self.states) != n:
+        n = len(_listed("nodes", self.nodes))
+        if (
+            n == 0
+            or not len(_listed("parents", self.parents)) == len(_listed("states", self.states)) == n
+        ):
             raise ValueError("nodes, parents and states must have one entry per node (≥ 1)")
-        if len(set(self.nodes)) != n:
+        if len(_distinct("nodes", self.nodes)) != n:
             raise ValueError("node names must be distinct")
         for i, (node, given, labels) in enumerate(
             zip(self.nodes, self.parents, self.states, strict=True)
         ):
+            _listed(f"parents[{i}]", given)
+            _distinct(f"states[{i}]", _listed(f"states[{i}]", labels))
             if any(not isinstance(p, int) or not 0 <= p < i for p in given) or len(
                 set(given)
             ) != len(given):
@@ -103,8 +132,8 @@ class Network:
             if not labels or len(set(labels)) != len(labels):
                 raise ValueError(f"node {node!r}: states must be non-empty and distinct")
         if self.cpds is not None and (
-            len(self.cpds) != n
-            or any(c.shape != self.table_shape(i) for i, c in enumerate(self.cpds))
+            len(_listed("cpds", self.cpds)) != n
+            or any(_table(i, c).shape != self.table_shape(i) for i, c in enumerate(self.cpds))
         ):
             raise ValueError("cpds must hold one table of shape table_shape(i) per node")
 

@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 from dpopt import dgm
 from dpopt.dgm import Inference, evaluate, random_queries
 from dpopt.runner import keep_finished
+from dpopt.validation import instance, integer, records, sequence
 
 __all__ = [
     "EPSILONS",
@@ -149,8 +150,9 @@ def run(
     return rows
 
 
-def summarize(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def summarize(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Means over seeds per (network, ε, method), with the paper's ρ (and μ at ε = 1)."""
+    rows = records("rows", rows, ("network", "epsilon", "method", *METRICS))
     keys = sorted(
         {(r["network"], r["epsilon"], r["method"]) for r in rows},
         key=lambda k: (
@@ -180,9 +182,10 @@ def summarize(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return summary
 
 
-def headline(summary: Sequence[dict[str, Any]]) -> dict[str, dict[str, str]]:
+def headline(summary: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
     """Per network and metric: the smallest ε at which the baseline's mean is at least as good
     as ours at ε = 1 ("≤ 1" if it already is at ε = 1, "> max ε" if at no ε of the grid)."""
+    summary = records("summary", summary, ("network", "epsilon", "method", *METRICS))
     answers: dict[str, dict[str, str]] = {}
     for name in dict.fromkeys(s["network"] for s in summary):
         ours = next(
@@ -222,6 +225,11 @@ def headline(summary: Sequence[dict[str, Any]]) -> dict[str, dict[str, str]]:
 def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, left: int) -> list[str]:
     """Lines of an aligned text table: the first ``left`` columns left-aligned, the rest right,
     a rule under the header."""
+    header = _cells("header", header, None)
+    rows = tuple(
+        _cells(f"rows[{i}]", row, len(header)) for i, row in enumerate(sequence("rows", rows))
+    )
+    left = integer("left", left, minimum=0)
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = [
         "  ".join(
@@ -234,9 +242,21 @@ def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, left: in
     return lines
 
 
-def format_report(summary: Sequence[dict[str, Any]]) -> str:
+def _cells(name: str, row: Any, width: int | None) -> tuple[str, ...]:
+    """A table row: a list or tuple of strings (``width`` of them, when given)."""
+    cells = sequence(name, row, "strings")
+    if width is not None and len(cells) != width:
+        raise ValueError(f"{name} must have {width} cells (one per header), got {len(cells)}")
+    for i, cell in enumerate(cells):
+        instance(f"{name}[{i}]", cell, str)
+    return cells
+
+
+def format_report(summary: Sequence[Mapping[str, Any]]) -> str:
     """The summary table (ours and the baseline per network and ε, the paper's ρ and μ beside
     them) and the headline answers, as text."""
+    fields = ("network", "epsilon", "method", "seeds", *METRICS, "paper_map_accuracy", "paper_mu")
+    summary = records("summary", summary, fields)
     header = ["network", "ε", "method", "seeds", *METRICS, "paper_ρ", "paper_μ"]
     rows = [
         [

@@ -54,7 +54,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,7 @@ from dpopt import workload as wl
 from dpopt.models.matrix_mechanism import StrategySelection
 from dpopt.problem import solve
 from dpopt.solvers import hdmm_baselines
+from dpopt.validation import boolean, float_array, instance, integer, records, sequence
 
 __all__ = [
     "BASELINES",
@@ -204,6 +205,16 @@ def kron_error(factors: Sequence[np.ndarray], gram: np.ndarray) -> float:
     """Unscaled Gaussian error of the strategy A = A₁ ⊗ … ⊗ A_d on the Gram V, without
     forming A: ‖A‖₂² = ∏ᵢ max column norm² of Aᵢ and (AᵀA)⁺ = ⊗ᵢ (AᵢᵀAᵢ)⁺, so the error is
     ∏ᵢ‖Aᵢ‖₂² · Σ V ∘ (⊗ᵢ (AᵢᵀAᵢ)⁺) (spec §1, Eq. (1)). Every Aᵢ here has full column rank."""
+    factors = [
+        float_array(f"factors[{i}]", a, ndim=2)
+        for i, a in enumerate(sequence("factors", factors, "strategy matrices"))
+    ]
+    cells = math.prod(a.shape[1] for a in factors)
+    gram = float_array("gram", gram, ndim=2)
+    if gram.shape != (cells, cells):
+        raise ValueError(
+            f"gram must be {cells} × {cells} (the factors' columns), got shape {gram.shape}"
+        )
     scale = math.prod(float((a * a).sum(axis=0).max()) for a in factors)
     inverse: np.ndarray = np.ones((1, 1))
     for a in factors:
@@ -225,6 +236,7 @@ def _baseline_factors(domain: Sequence[int]) -> dict[str, list[np.ndarray] | Non
 
 def sdp_method(cells: int) -> str | None:
     """The exact-SDP method for n cells: Clarabel to n = 16, SCS to 64, none beyond."""
+    cells = integer("cells", cells, minimum=1)
     if cells <= SDP_CLARABEL_MAX:
         return "cvxpy:clarabel"
     return "cvxpy:scs" if cells <= SDP_MAX else None
@@ -242,6 +254,8 @@ def ratio_row(item: RatioWorkload, *, opt0: bool = True, sdp: bool = True) -> di
     (``error_<method>``) and the seconds of the optimisers (``seconds_<method>``).
 
     Raises RuntimeError when the SDP does not end ``optimal``."""
+    instance("item", item, RatioWorkload)
+    opt0, sdp = boolean("opt0", opt0), boolean("sdp", sdp)
     gram = hdmm.gram_of(item.matrix)
     bounds = eigen.bounds(item.matrix)
     svdb, top = bounds["svd_bound"], bounds["ratio_bound"]
@@ -310,9 +324,11 @@ def _cell(value: Any, spec: str = ".4f") -> str:
     return format(value, spec) if isinstance(value, float) else str(value)
 
 
-def format_rows(rows: Sequence[dict[str, Any]]) -> str:
+def format_rows(rows: Sequence[Mapping[str, Any]]) -> str:
     """A plain-text table: workload, domain, queries, every method's √(error/svdb), Theorem
     3's bound, the winner, the best baseline and its factor over Eigen-Design."""
+    fields = ("workload", "domain", "queries", *COLUMNS, "thm3", "best", "best_baseline")
+    rows = records("rows", rows, (*fields, "factor"))
     header = ["workload", "domain", "m", *COLUMNS, "thm3", "best", "best baseline", "factor"]
     table = [header]
     for row in rows:

@@ -65,5 +65,6 @@ def union_sensitivity(workload: wl.Matrix, noise: str) -> float:
 def workload_rmse(workload: wl.Matrix, noise: str) -> float:
     """The "Laplace" column (spec §5.2): A = W answered directly, error m·‖W‖² (Prop. 3) with
     the union sensitivity, so RMSE = √2·‖W‖_𝓛 (Laplace) or σ·‖W‖_𝒢 (Gaussian)."""
+    sensitivity = union_sensitivity(workload, noise)  # validates both arguments
     rows = workload.shape[0]
-    return table_rmse(noise, rows * union_sensitivity(workload, noise) ** 2, rows)
+    return table_rmse(noise, rows * sensitivity**2, rows)

@@ -18,15 +18,17 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from dpopt import workload as wl
 from dpopt.hdmm import TEMPLATE_OF, svd_bound
+from dpopt.models.marginal_algebra import domain_sizes
 from dpopt.models.matrix_mechanism import ProductStrategySelection
 from dpopt.paper.hdmm_columns import table_rmse, union_sensitivity
 from dpopt.privacy import noise_kind
 from dpopt.problem import solve
 from dpopt.solvers.hdmm_kron import identity_error
-from dpopt.validation import choice
+from dpopt.validation import choice, integer
 
 ADULT_DOMAIN = (100, 100, 100, 99, 85, 42, 16, 15, 9, 7, 6, 5, 2, 2)
 LOANS_DOMAIN = (101, 101, 101, 101, 3, 8, 36, 6, 51, 4, 5, 15)
@@ -90,13 +92,23 @@ def product_query(
 ) -> wl.Kron:
     """⊗ᵢ: Prefix on the ``attrs`` listed in ``prefix``, Identity on the other ``attrs``, Total
     elsewhere — a marginal, or a prefix-marginal (spec §2, Ex. 7)."""
-    attrs, prefix = set(attrs), set(prefix)
+    sizes = domain_sizes(domain)
+    attrs, prefix = (
+        _attributes(name, v, len(sizes)) for name, v in (("attrs", attrs), ("prefix", prefix))
+    )
     return wl.Kron(
         [
             (wl.Prefix(n) if i in prefix else wl.Identity(n)) if i in attrs else wl.Total(n)
-            for i, n in enumerate(domain)
+            for i, n in enumerate(sizes)
         ]
     )
+
+
+def _attributes(name: str, values: Any, d: int) -> set[int]:
+    """A collection (list, tuple, range or set) of attribute indices in [0, d)."""
+    if not isinstance(values, list | tuple | range | set | frozenset):
+        raise TypeError(f"{name} must be a collection of attribute indices, got {values!r:.60}")
+    return {integer(f"{name} entry", a, minimum=0, maximum=d - 1) for a in values}
 
 
 def adult_workload(name: str) -> wl.VStack:

@@ -17,6 +17,7 @@ from dpopt.paper import hdmm_marginal_tables as md
 from dpopt.paper import hdmm_sf1 as sf1
 from dpopt.paper.hdmm_columns import table_variance
 from dpopt.privacy import NOISES, Noise
+from dpopt.validation import finite_number, integer
 
 # Table 4 (Laplace) and Table 5 (Gaussian) OPT₀ RMSE at ε = 1 (δ = 1e-6), spec §5.1.
 PAPER_OPT0: dict[tuple[Noise, str], dict[int, float]] = {
@@ -65,7 +66,9 @@ class GramOnly:
 
 def paper_reference(noise: Noise, rmse_value: float, rows: int) -> float:
     """The unscaled error whose RMSE at ε = 1 (δ = 1e-6) is ``rmse_value``."""
-    return rmse_value**2 * rows / table_variance(noise)
+    variance = table_variance(noise)
+    rmse_value = finite_number("rmse_value", rmse_value, minimum=0)
+    return rmse_value * rmse_value * integer("rows", rows, minimum=1) / variance
 
 
 # Tables 6–7 (spec §5.2), CPS rows: paper HDMM RMSE at ε = 1 (δ = 1e-6 for Gaussian).

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ from dpopt import relational
 from dpopt.relational import cross_errors
 from dpopt.relational.planning import DELTA, simulated_instance
 from dpopt.runner import keep_finished
+from dpopt.validation import records
 
 __all__ = [
     "EPSILONS",
@@ -103,13 +104,17 @@ def run(
     return rows
 
 
-def summarize(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+_MEASURES = ("error_percent", "mean_tv", "mse", "random_links_percent", "ratio")
+
+
+def summarize(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Mean and standard deviation over seeds per (ε_rel, method), with the paper's values."""
+    rows = records("rows", rows, ("epsilon", "method", *_MEASURES))
     out = []
     for epsilon, method in sorted({(r["epsilon"], r["method"]) for r in rows}):
         group = [r for r in rows if r["epsilon"] == epsilon and r["method"] == method]
         entry: dict[str, Any] = {"epsilon": epsilon, "method": method, "runs": len(group)}
-        for key in ("error_percent", "mean_tv", "mse", "random_links_percent", "ratio"):
+        for key in _MEASURES:
             values = [r[key] for r in group]
             entry[key] = statistics.fmean(values)
             entry[f"{key}_sd"] = statistics.stdev(values) if len(values) > 1 else 0.0
@@ -119,8 +124,10 @@ def summarize(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def format_report(summary: Sequence[dict[str, Any]]) -> str:
+def format_report(summary: Sequence[Mapping[str, Any]]) -> str:
     """The table and, per method, whether it beats random links at every ε_rel."""
+    fields = ("epsilon", "method", "runs", *_MEASURES, "error_percent_sd", "ratio_max")
+    summary = records("summary", summary, (*fields, "paper_aim", "paper_mst"))
     header = (
         f"{'eps_rel':>9}  {'method':<10}  {'runs':>4}  {'error %':>13}  {'random links %':>14}  "
         f"{'learned/random':>14}  {'worst seed':>10}  {'TV':>7}  {'mse':>9}  "

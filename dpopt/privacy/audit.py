@@ -23,6 +23,14 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dpopt.validation import (
+    broadcast,
+    finite_array,
+    finite_number,
+    positive_array,
+    positive_number,
+)
+
 __all__ = ["AuditResult", "epsilon_lower_bound", "gaussian_llr", "laplace_llr"]
 
 _MIN_EVENTS = 30  # events rarer than this in the selection half are not considered
@@ -77,6 +85,12 @@ def _bound(p_in: tuple[float, float], p_out: tuple[float, float], delta: float) 
     return max(0.0, math.log((p_in[0] - delta) / p_out[1]))
 
 
+def _below_one(name: str, value: float, interval: str) -> float:
+    if value >= 1:
+        raise ValueError(f"{name} must be in {interval}, got {value!r}")
+    return value
+
+
 def epsilon_lower_bound(
     first: Any,
     second: Any,
@@ -90,12 +104,14 @@ def epsilon_lower_bound(
     ``first`` and ``second`` are 1-D arrays: one scalar statistic per independent run of the
     mechanism on D and on D'. Both orders (D against D' and D' against D) are tried.
     """
-    a = np.asarray(first, dtype=np.float64).ravel()
-    b = np.asarray(second, dtype=np.float64).ravel()
+    a = finite_array("first", first, ndim=1)
+    b = finite_array("second", second, ndim=1)
     if a.size < 4 * _MIN_EVENTS or b.size < 4 * _MIN_EVENTS:
         raise ValueError(f"need at least {4 * _MIN_EVENTS} runs on each input")
-    if not (0 < alpha < 1):
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    claimed_epsilon = finite_number("claimed_epsilon", claimed_epsilon, minimum=0)
+    delta = finite_number("claimed_delta", claimed_delta, minimum=0)
+    claimed_delta = _below_one("claimed_delta", delta, "[0, 1)")
+    alpha = _below_one("alpha", positive_number("alpha", alpha), "(0, 1)")
     half_a, half_b = a.size // 2, b.size // 2
     pick_a, test_a = a[:half_a], a[half_a:]
     pick_b, test_b = b[:half_b], b[half_b:]
@@ -131,8 +147,8 @@ def epsilon_lower_bound(
     interval_out = _clopper_pearson(hits_out, outside.size, alpha)
     return AuditResult(
         epsilon_lower=_bound(interval_in, interval_out, claimed_delta),
-        claimed_epsilon=float(claimed_epsilon),
-        claimed_delta=float(claimed_delta),
+        claimed_epsilon=claimed_epsilon,
+        claimed_delta=claimed_delta,
         alpha=alpha,
         trials=int(a.size + b.size),
         threshold=threshold,
@@ -147,11 +163,26 @@ def laplace_llr(outputs: Any, mean_first: Any, mean_second: Any, scale: Any) -> 
 
     ``outputs`` is (runs × coordinates); means and scales broadcast against one row.
     """
-    y = np.asarray(outputs, dtype=np.float64)
-    return np.sum((np.abs(y - mean_second) - np.abs(y - mean_first)) / scale, axis=-1)
+    y, first, second, b = _llr_arguments(outputs, mean_first, mean_second, ("scale", scale))
+    return np.sum((np.abs(y - second) - np.abs(y - first)) / b, axis=-1)
 
 
 def gaussian_llr(outputs: Any, mean_first: Any, mean_second: Any, sigma: Any) -> np.ndarray:
     """ln p(y | D)/p(y | D') per run for independent Gaussian noise."""
-    y = np.asarray(outputs, dtype=np.float64)
-    return np.sum(((y - mean_second) ** 2 - (y - mean_first) ** 2) / (2 * sigma**2), axis=-1)
+    y, first, second, s = _llr_arguments(outputs, mean_first, mean_second, ("sigma", sigma))
+    return np.sum(((y - second) ** 2 - (y - first) ** 2) / (2 * s**2), axis=-1)
+
+
+def _llr_arguments(
+    outputs: Any, mean_first: Any, mean_second: Any, spread: tuple[str, Any]
+) -> tuple[np.ndarray, ...]:
+    """``outputs`` (runs × coordinates, finite), the two means (finite) and the noise's
+    spread (> 0), each broadcast against one row of ``outputs``."""
+    y = finite_array("outputs", outputs, ndim=2)
+    row = y.shape[1:]
+    means = (
+        broadcast(name, finite_array(name, mean), row)
+        for name, mean in (("mean_first", mean_first), ("mean_second", mean_second))
+    )
+    name, value = spread
+    return (y, *means, broadcast(name, positive_array(name, value), row))

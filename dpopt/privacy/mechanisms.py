@@ -43,6 +43,7 @@ from dpopt.privacy.samplers import (
     bernoulli_exp,
     exact_fraction,
 )
+from dpopt.validation import float_array, integer
 
 __all__ = [
     "GRID_SLACK_BITS",
@@ -111,12 +112,15 @@ class Dyadic:
         return np.ldexp(self.numerators.astype(np.float64), -self.bits)
 
 
+_MAX_BITS = 1074 + 1023
+"""The finest grid :func:`snap` takes: on a finer one every non-zero float overflows (the
+smallest, 2^−1074, times 2^2098 is 2^1024)."""
+
+
 def snap(values: Any, bits: int, *, name: str = "answers") -> Dyadic:
     """Float ``values`` rounded to the grid 2^−bits, exactly (ties to even)."""
-    data = np.asarray(values, dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(data.ravel()))
-    if bad.size:
-        raise ValueError(f"{name} must be finite, got {data.ravel()[bad[0]]} at index {bad[0]}")
+    data = float_array(name, values, empty=True)
+    bits = integer("bits", bits, minimum=0, maximum=_MAX_BITS)
     with np.errstate(over="ignore"):  # an overflow is refused just below
         scaled = np.rint(np.ldexp(data, bits))  # exact: a power-of-two scaling, then rint
     if not np.all(np.isfinite(scaled)):

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.validation import instance, integer
+
 __all__ = [
     "MAX_GAUSSIAN_SIGMA",
     "MAX_LAPLACE_SCALE",
@@ -60,6 +62,8 @@ def _words(rng: np.random.Generator, n: int) -> np.ndarray:
 
 def uniform_below(high: int, rng: np.random.Generator) -> int:
     """A uniform integer in [0, high) for any Python int ``high`` ≥ 1 (rejection on bits)."""
+    high = integer("high", high, minimum=1, maximum=None)
+    instance("rng", rng, np.random.Generator)
     if high <= _INT64_MAX:
         return int(rng.integers(0, high))
     bits = (high - 1).bit_length()

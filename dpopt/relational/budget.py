@@ -17,6 +17,7 @@ from typing import Any
 
 from dpopt.privacy import Accountant, Loss, approx_dp_to_zcdp
 from dpopt.release import Measured
+from dpopt.validation import instance
 
 __all__ = ["SQRT2_UP", "relational_rho", "selection_record", "zcdp_ledger"]
 
@@ -36,8 +37,11 @@ def relational_rho(epsilon: Any, delta: Any) -> Fraction:
 def selection_record(accountant: Accountant) -> Measured:
     """The record of the exponential-mechanism pick ``accountant`` was charged for last (its
     label and loss, as charged; the scale is the mechanism's ε)."""
+    if not instance("accountant", accountant, Accountant).ledger:
+        raise ValueError("accountant has charged nothing yet")
     charge = accountant.ledger[-1]
-    assert charge.loss.epsilon is not None
+    if charge.loss.epsilon is None:
+        raise ValueError(f"the last charge of accountant, {charge.label!r}, has no ε (not a pick)")
     return Measured(charge.label, "exponential", float(charge.loss.epsilon), 1, charge.loss)
 
 

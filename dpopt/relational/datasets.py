@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpopt.relational.data import RelationalData
-from dpopt.validation import generator, integer
+from dpopt.validation import file_path, generator, integer
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -241,7 +241,7 @@ def load_movielens(folder: str | Path, *, d_max: int = 10) -> RelationalData:
     import pandas as pd
 
     d_max = integer("d_max", d_max, minimum=1)
-    folder = Path(folder)
+    folder = file_path("folder", folder)
     users = _read_dat(folder / "users.dat", 5)
     movies = _read_dat(folder / "movies.dat", 3)
     ratings = _read_dat(folder / "ratings.dat", 4)

@@ -59,7 +59,7 @@ from dpopt.solvers.relational_rounding import sample_rows, unbiased_sample
 
 if TYPE_CHECKING:
     from dpopt.models.link_queries import LinkQueries
-from dpopt.validation import choice, integer, positive_number
+from dpopt.validation import choice, instance, integer, positive_number
 
 __all__ = [
     "METHODS",
@@ -88,7 +88,10 @@ _EPS_BITS = 40  # ε of the exponential mechanism is rounded down to a multiple 
 def workload_budget(rho: Fraction, workloads: int, alpha: Fraction) -> tuple[Fraction, Fraction]:
     """(ε_EM, ρ_Gauss) of one workload (spec §2.2, Alg. 4): ρ_w = ρ/workloads, ε_EM the largest
     multiple of 2^-40 with ε_EM²/8 ≤ αρ_w, ρ_Gauss = (1 − α)ρ_w. Their sum is ≤ ρ_w."""
-    share = rho / workloads
+    rho, alpha = exact_fraction("rho", rho), exact_fraction("alpha", alpha)
+    if not alpha < 1:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+    share = rho / integer("workloads", workloads, minimum=1)
     scale = 1 << _EPS_BITS
     # ε_EM = floor(2^40·√(8αρ_w))/2^40, computed exactly with integer square roots
     target = 8 * alpha * share * scale * scale
@@ -526,6 +529,7 @@ def learn_links(
 def encode_synthetic(data: RelationalData, side: str, table: Any) -> np.ndarray:
     """``data.encode(side, table)`` for a synthetic table passed as ``synthetic_<side>``: its
     errors name that argument."""
+    instance("data", data, RelationalData)
     try:
         return data.encode(side, table)
     except (ValueError, TypeError) as error:

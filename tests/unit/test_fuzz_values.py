@@ -292,3 +292,23 @@ def test_generator_builds_or_passes_through_and_names_bad_seeds() -> None:
             generator(bad)
     with pytest.raises(ValueError, match="seed"):
         generator(-1)
+
+
+def test_container_helpers_name_the_field() -> None:
+    """sequence, records and subclass refuse what would otherwise be iterated, indexed or
+    looked up far from the argument (a string, a number, a row that is not a mapping)."""
+    from dpopt.validation import records, sequence, subclass
+
+    assert sequence("rows", [1, 2]) == (1, 2)
+    for bad in ("ab", 3, None, np.ones(2), {1: 2}):
+        with pytest.raises(TypeError, match="rows must be a list or tuple"):
+            sequence("rows", bad)
+    assert records("rows", [{"a": 1}], ("a",)) == ({"a": 1},)
+    with pytest.raises(TypeError, match=r"rows\[1\] must be a mapping"):
+        records("rows", [{"a": 1}, "a"], ("a",))
+    with pytest.raises(ValueError, match=r"rows\[0\] lacks the field\(s\) a, b"):
+        records("rows", [{"c": 1}], ("a", "b"))
+    assert subclass("kind", bool, int) is bool
+    for bad in (True, "int", float):
+        with pytest.raises(TypeError, match="kind must be a subclass of int"):
+            subclass("kind", bad, int)

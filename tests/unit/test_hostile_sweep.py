@@ -1,73 +1,158 @@
-"""Every exported callable of the public modules, called with a hostile value in every required
+"""Every exported callable of every dpopt module, called with a hostile value in every required
 argument (None, NaN, ±inf, −1, 0-like extremes, '', a Fraction, a list, a string), returns or
-refuses with a clear error that names what is wrong — never an AttributeError or another
-exception from deep inside, and never a hang (issue 24's sweep, rerun on every change).
+refuses clearly (the rule of ``hostile.py``: a ValueError, TypeError, … raised on purpose by
+the library, never an AttributeError, an error from deep inside numpy or from Python's own
+operators, nor a hang; issue 24's sweep, rerun on every change).
 
-A return is not judged here (whether a value is a valid input depends on the callable); the
-families' fuzz tests judge results and charges."""
+A module's exports are its ``__all__``, or where it declares none the public names it defines;
+every module of ``dpopt``, ``dpopt.models`` and ``dpopt.solvers`` is swept. A return is not
+judged here (whether a value is a valid input depends on the callable); the families' fuzz
+tests and ``test_hostile_problems.py`` judge results.
+
+Each Problem type of ``dpopt.models`` is also swept at its ``objective`` and ``violations``:
+at hostile points (the values above, arrays with a NaN entry or of a wrong shape, strings)
+both refuse with a ValueError or TypeError naming their parameter. ``NAMED`` lists refusals
+of fixed exports whose message must name the argument and its rule."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
 import math
+import pkgutil
+import re
 import warnings
 from collections.abc import Callable, Iterator
-from fractions import Fraction
 from pathlib import Path
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
-from test_fuzz_values import HANG_SECONDS, Hang, hang_guard
+from hostile import HOSTILE, PACKAGES, refusals, unclear
+from test_hostile_problems import CASES
 
-from dpopt.privacy import BudgetExceededError
-from dpopt.problem import SolverError
-from dpopt.release import ReleaseError
-
-MODULES = (
-    "dpopt",
-    "dpopt.release",
-    "dpopt.privacy",
-    "dpopt.workload",
-    "dpopt.hierarchy",
-    "dpopt.validation",
-    "dpopt.hdmm",
-    "dpopt.eigen",
-    "dpopt.census",
-    "dpopt.dgm",
-    "dpopt.relational",
-    "dpopt.relational.tables",
-    "dpopt.compare",
+from dpopt.models.matrix_mechanism import ProductPoint
+from dpopt.models.pgsr import PartitionCheck
+from dpopt.paper import (
+    dgm_tables,
+    eigen_ratios,
+    hdmm_columns,
+    hdmm_marginal_tables,
+    hdmm_tables,
+    relational_figure,
 )
-HOSTILE: dict[str, Any] = {
-    "None": None,
-    "nan": math.nan,
-    "inf": math.inf,
-    "-1": -1,
-    "1e300": 1e300,
-    "1e-300": 1e-300,
-    "''": "",
-    "'x'": "x",
-    "Fraction(1, 3)": Fraction(1, 3),
-    "[]": [],
+from dpopt.privacy import snap
+from dpopt.privacy.audit import epsilon_lower_bound, gaussian_llr, laplace_llr
+from dpopt.privacy.samplers import uniform_below
+from dpopt.problem import Problem, add_method, allowed_violation, load_methods, register_family
+
+# Exports that still fail the sweep, by the file that must fix them (another helper's or the
+# lead's work): expected failures, strict, so that each fix shows as an unexpected pass.
+OWNED_ELSEWHERE: dict[str, tuple[str, ...]] = {
+    "dpopt/census/blocks.py": ("dpopt.census.blocks.keyed_measurement",),
+    "dpopt/census/check.py": (
+        "dpopt.census.check.check_release",
+        "dpopt.census.check.check_saved",
+        "dpopt.census.check.count_errors",
+        "dpopt.census.check.release_errors",
+    ),
+    "dpopt/census/confidence.py": ("dpopt.census.confidence.bounds",),
+    "dpopt/census/planning.py": ("dpopt.census.planning.sample_states",),
+    "dpopt/census/release_file.py": ("dpopt.census.load_release",),
+    "dpopt/census/store.py": (
+        "dpopt.census.store.partition_path",
+        "dpopt.census.store.read_partition",
+        "dpopt.census.store.write_partition",
+    ),
+    "dpopt/cli_types.py": (
+        "dpopt.cli_types.add_geography_arguments",
+        "dpopt.cli_types.geography_of",
+        "dpopt.cli_types.nonnegative_int",
+        "dpopt.cli_types.positive_float",
+        "dpopt.cli_types.positive_fraction",
+        "dpopt.cli_types.positive_int",
+        "dpopt.cli_types.write_json",
+    ),
+    "dpopt/compare/audits.py": ("dpopt.compare.audits.run_audit",),
+    "dpopt/compare/catalog.py": ("dpopt.compare.list_suites",),
+    "dpopt/compare/census_utility.py": (
+        "dpopt.compare.census_utility.faithful_floor",
+        "dpopt.compare.census_utility.format_report",
+        "dpopt.compare.census_utility.run",
+    ),
+    "dpopt/compare/dgm.py": (
+        "dpopt.compare.dgm.format_utility",
+        "dpopt.compare.dgm.random_weights",
+        "dpopt.compare.dgm.utility_summary",
+    ),
+    "dpopt/compare/eigen.py": ("dpopt.compare.eigen.random_program1",),
+    "dpopt/compare/hdmm.py": ("dpopt.compare.hdmm.released_strategy",),
+    "dpopt/compare/instance.py": ("dpopt.compare.instance.ratio",),
+    "dpopt/compare/relational.py": (
+        "dpopt.compare.relational.random_slice",
+        "dpopt.compare.relational.workload_queries",
+    ),
+    "dpopt/compare/runner.py": (
+        "dpopt.compare.Interrupted",
+        "dpopt.compare.experiments",
+        "dpopt.compare.instances",
+        "dpopt.compare.suites",
+    ),
+    "dpopt/compare/strategy_utility.py": (
+        "dpopt.compare.strategy_utility.format_report",
+        "dpopt.compare.strategy_utility.measured_trace",
+        "dpopt.compare.strategy_utility.run",
+        "dpopt.compare.strategy_utility.squared_error",
+    ),
+    "dpopt/plan_cli.py": (
+        "dpopt.plan_cli.add_parser",
+        "dpopt.plan_cli.parse_workload",
+        "dpopt.plan_cli.run",
+    ),
+    "dpopt/query_variance.py": (
+        "dpopt.query_variance.Covariance",
+        "dpopt.query_variance.max_row_form",
+        "dpopt.query_variance.row_forms",
+    ),
+    "dpopt/relational/planning.py": (
+        "dpopt.relational.error_curve",
+        "dpopt.relational.planning.simulated_instance",
+    ),
+    "dpopt/runner.py": (
+        "dpopt.runner.close_client",
+        "dpopt.runner.phase_summary",
+        "dpopt.runner.projected_seconds",
+    ),
+    "dpopt/threads.py": ("dpopt.threads.blas_limit", "dpopt.threads.blas_threads"),
 }
-CLEAR = (
-    ValueError,
-    TypeError,
-    LookupError,
-    OSError,  # a missing file, named
-    NotImplementedError,
-    BudgetExceededError,
-    SolverError,
-    ReleaseError,
-)
+OWNER = {name: owner for owner, names in OWNED_ELSEWHERE.items() for name in names}
+
+
+def _modules() -> list[str]:
+    names = set(PACKAGES)
+    for package in PACKAGES:
+        path = importlib.import_module(package).__path__
+        names.update(info.name for info in pkgutil.walk_packages(path, f"{package}."))
+    return sorted(names)
+
+
+def _public(module: ModuleType) -> list[str]:
+    declared = getattr(module, "__all__", None)
+    if declared is not None:
+        return list(declared)
+    return [
+        name
+        for name, item in vars(module).items()
+        if not name.startswith("_") and getattr(item, "__module__", None) == module.__name__
+    ]
 
 
 def exported() -> Iterator[tuple[str, Callable[..., Any]]]:
     seen: set[int] = set()
-    for name in MODULES:
+    for name in _modules():
         module = importlib.import_module(name)
-        for attr in getattr(module, "__all__", ()):
+        for attr in _public(module):
             item = getattr(module, attr)
             if callable(item) and not inspect.ismodule(item) and id(item) not in seen:
                 seen.add(id(item))
@@ -77,11 +162,12 @@ def exported() -> Iterator[tuple[str, Callable[..., Any]]]:
 CALLABLES = dict(exported())
 
 
-def _call(function: Callable[..., Any], value: Any) -> None:
+def required_call(function: Callable[..., Any], value: Any) -> bool:
+    """Call ``function`` with ``value`` in every required argument; False if it has none."""
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):
-        return
+        return False
     args, kwargs = [], {}
     for parameter in signature.parameters.values():
         if parameter.default is not parameter.empty:
@@ -90,10 +176,20 @@ def _call(function: Callable[..., Any], value: Any) -> None:
             kwargs[parameter.name] = value
         elif parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
             args.append(value)
+    if not args and not kwargs:
+        return False
     function(*args, **kwargs)
+    return True
 
 
-@pytest.mark.parametrize("name", sorted(CALLABLES))
+def _case(name: str) -> Any:
+    owner = OWNER.get(name)
+    if owner is None:
+        return name
+    return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=f"fix in {owner}"))
+
+
+@pytest.mark.parametrize("name", [_case(name) for name in sorted(CALLABLES)])
 def test_hostile_arguments_are_refused_clearly(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -101,14 +197,192 @@ def test_hostile_arguments_are_refused_clearly(
     monkeypatch.chdir(tmp_path)  # a writer given 'x' writes there, not into the tree
     bad = []
     for label, value in HOSTILE.items():
-        try:
-            with hang_guard(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                _call(function, value)
-        except Hang:
-            bad.append(f"{label}: no answer within {HANG_SECONDS} s")
-        except CLEAR:
-            pass
-        except Exception as error:  # what the test looks for
-            bad.append(f"{label}: {type(error).__name__}: {error}"[:160])
+        wrong = refusals(lambda value=value: required_call(function, value))
+        if wrong is not None:
+            bad.append(f"{label}: {wrong}")
     assert bad == [], f"{name} with hostile arguments:\n" + "\n".join(bad)
+
+
+def test_every_module_is_swept() -> None:
+    """The sweep finds the subpackages' modules (a model, a solver, a census module), and
+    every expected failure names an export it sweeps."""
+    modules = {name.rsplit(".", 1)[0] for name in CALLABLES}
+    assert {"dpopt.models.pgsr", "dpopt.solvers.relational_qp", "dpopt.census.check"} <= modules
+    assert set(OWNER) <= set(CALLABLES)
+
+
+# --- the Problem types' objective and violations at hostile points ------------------------------
+
+SIZES = [[2, 2, 2], [1, 1, 1], [1, 1, 1]]  # a point of the census models of CASES (3 × 3)
+CHECK = PartitionCheck(root_value=1, cost=0.0, weight=1, violation=0.0)
+POINTS: dict[str, Any] = {
+    "BudgetAllocation": np.full(3, 1 / 3),
+    "EigenWeighting": np.array([0.5, 0.5]),
+    "DesignWeighting": np.array([0.5, 0.5]),
+    "StrategySelection": np.eye(2),
+    "ProductStrategySelection": ProductPoint.kron([np.eye(2), np.eye(3)]),
+    "PostProcess": np.array(SIZES),
+    "CumulativePostProcess": np.cumsum(SIZES, axis=1),
+    "ChainPostProcess": np.array(SIZES),
+    "PartitionedPostProcess": SimpleNamespace(
+        root_counts=np.array([2, 2, 2]), checks=[[CHECK] * 3, [CHECK] * 3]
+    ),
+    "RelaxedLinkQP": np.full(3, 0.5),
+    "OneToManyLinkQP": np.full(4, 0.5),
+}
+"""A valid point of each Problem type of ``dpopt.models``, at its valid instance of
+``test_hostile_problems.CASES``."""
+
+
+def _array_variants(point: np.ndarray) -> dict[str, Any]:
+    """Arrays of the point's kind that no model may score: a NaN or inf entry, one column
+    fewer, an extra dimension, strings, None entries."""
+    nan, inf = point.astype(float), point.astype(float)
+    nan.flat[0], inf.flat[-1] = np.nan, np.inf
+    return {
+        "a NaN entry": nan,
+        "an inf entry": inf,
+        "one column fewer": point[..., :-1],
+        "an extra dimension": point[None],
+        "strings": np.full(point.shape, "1"),
+        "None entries": np.full(point.shape, None),
+    }
+
+
+def _product_variants(point: ProductPoint) -> dict[str, Any]:
+    (a, b), nan = point.blocks[0], np.full((3, 3), np.nan)
+    return {
+        "an array": np.ones(3),
+        "a NaN factor": ProductPoint((1.0,), ((a, nan),)),
+        "a factor of the wrong width": ProductPoint((1.0,), ((a, np.eye(2)),)),
+        "one factor too few": ProductPoint((1.0,), ((a,),)),
+        "a NaN share": ProductPoint((np.nan,), ((a, b),)),
+        "a string share": ProductPoint(("x",), ((a, b),)),
+        "no blocks": ProductPoint((1.0,), ()),
+        "None blocks": ProductPoint((1.0,), None),  # type: ignore[arg-type]
+        "a NaN theta": ProductPoint((1.0,), ((a, b),), np.full(4, np.nan)),
+        "a theta of the wrong length": ProductPoint((1.0,), ((a, b),), np.ones(3)),
+    }
+
+
+def _partitioned_variants(point: Any) -> dict[str, Any]:
+    counts = point.root_counts
+    return {
+        f"root_counts with {label}": SimpleNamespace(root_counts=value, checks=point.checks)
+        for label, value in _array_variants(counts).items()
+    } | {
+        "an array": np.ones(3),
+        "no checks": SimpleNamespace(root_counts=counts),
+        "checks of strings": SimpleNamespace(root_counts=counts, checks=[["x"] * 3] * 2),
+        "checks None": SimpleNamespace(root_counts=counts, checks=None),
+        "a NaN check": SimpleNamespace(
+            root_counts=counts,
+            checks=[[CHECK] * 3, [CHECK, CHECK, PartitionCheck(1, np.nan, 1, 0.0)]],
+        ),
+    }
+
+
+def hostile_points(label: str) -> dict[str, Any]:
+    point = POINTS[label]
+    if isinstance(point, np.ndarray):
+        own = _array_variants(point)
+    elif isinstance(point, ProductPoint):
+        own = _product_variants(point)
+    else:
+        own = _partitioned_variants(point)
+    return HOSTILE | own
+
+
+def _problem_types() -> set[str]:
+    return {
+        name
+        for module, name in (item.rsplit(".", 1) for item in CALLABLES)
+        if module.startswith("dpopt.models.")
+        and inspect.isclass(cls := CALLABLES[f"{module}.{name}"])
+        and issubclass(cls, Problem)
+    }
+
+
+def _refused_naming(method: Callable[[Any], Any], point: Any) -> str | None:
+    """None when ``method(point)`` raises a clear ValueError or TypeError naming its
+    parameter; else what happened."""
+    name = next(iter(inspect.signature(method).parameters))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            value = method(point)
+    except (ValueError, TypeError) as error:
+        wrong = unclear(error)
+        if wrong is None and not re.search(rf"(?<![A-Za-z_]){name}(?![A-Za-z_])", str(error)):
+            wrong = f"{type(error).__name__}({error}) does not name {name}"
+        return wrong
+    except Exception as error:  # what the test looks for
+        return unclear(error) or f"{type(error).__name__}: {error}"
+    return f"returned {value!r:.60}"
+
+
+def test_every_problem_type_has_a_point() -> None:
+    assert _problem_types() == set(POINTS)
+
+
+@pytest.mark.parametrize("label", sorted(POINTS))
+def test_hostile_points_are_refused_naming_the_point(label: str) -> None:
+    """objective and violations of each Problem type return finite numbers at a valid point
+    and refuse a hostile one (None, a string, a NaN entry, a wrong shape, …) with a
+    ValueError or TypeError naming their parameter, before any arithmetic fails on it."""
+    case = CASES[label]
+    problem = case.build(**case.valid)
+    bad = []
+    for method in (problem.objective, problem.violations):
+        assert math.isfinite(method(POINTS[label]))
+        for shown, point in hostile_points(label).items():
+            wrong = _refused_naming(method, point)
+            if wrong is not None:
+                bad.append(f"{method.__name__}({shown}): {wrong}")
+    assert bad == [], f"{label}:\n" + "\n".join(bad)
+
+
+RNG = np.random.default_rng(0)
+RUNS = np.zeros(200)
+NAMED: list[tuple[Callable[[], Any], str]] = [
+    (lambda: snap([1.0], 1e300), "bits"),
+    (lambda: snap([1.0], 3000), "bits must be an integer <= 2097"),
+    (lambda: snap(["x"], 2), "answers must be an array of numbers"),
+    (lambda: uniform_below(0, RNG), "high must be an integer >= 1"),
+    (lambda: uniform_below(5, 1), "rng must be a Generator"),
+    (lambda: laplace_llr(np.ones((2, 3)), 0.0, np.ones(2), 1.0), "mean_second has shape"),
+    (lambda: gaussian_llr(np.ones((2, 3)), 0.0, 1.0, -1.0), "sigma must be > 0"),
+    (lambda: laplace_llr(np.ones(3), 0.0, 1.0, 1.0), "outputs must be 2-dimensional"),
+    (lambda: epsilon_lower_bound(["x"] * 200, RUNS, claimed_epsilon=1.0), r"first\[0\] is 'x'"),
+    (
+        lambda: epsilon_lower_bound(RUNS, RUNS, claimed_epsilon=1.0, claimed_delta=1.0),
+        r"claimed_delta must be in \[0, 1\)",
+    ),
+    (lambda: add_method(int, None), "problem_type must be a subclass of Problem"),
+    (lambda: add_method(Problem, "m"), "method must be a RegisteredMethod"),
+    (lambda: register_family(Problem, "a:b", str), "prefix must be a non-empty str"),
+    (lambda: load_methods("x"), "problem_type must be a type"),
+    (lambda: allowed_violation(Problem(), None), "info must be a MethodInfo"),
+    (lambda: dgm_tables.summarize([{"network": "n"}]), r"rows\[0\] lacks the field\(s\) epsilon"),
+    (lambda: dgm_tables.text_table(["a", "b"], [["1"]], left=1), r"rows\[0\] must have 2 cells"),
+    (lambda: dgm_tables.headline("x"), "summary must be a list or tuple"),
+    (lambda: eigen_ratios.kron_error([np.eye(2)], np.eye(3)), "gram must be 2 × 2"),
+    (lambda: eigen_ratios.sdp_method(0), "cells must be an integer >= 1"),
+    (lambda: eigen_ratios.ratio_row("x"), "item must be a RatioWorkload"),
+    (
+        lambda: hdmm_marginal_tables.product_query((2, 3), [2]),
+        "attrs entry must be an integer <= 1",
+    ),
+    (lambda: hdmm_tables.paper_reference("laplace", 1.0, 0), "rows must be an integer >= 1"),
+    (lambda: hdmm_columns.workload_rmse("x", "laplace"), "workload must be"),
+    (lambda: relational_figure.format_report([1]), r"summary\[0\] must be a mapping"),
+]
+
+
+@pytest.mark.parametrize(("call", "match"), NAMED, ids=[m for _, m in NAMED])
+def test_refusals_name_the_argument_and_the_rule(call: Callable[[], Any], match: str) -> None:
+    """Before: numpy's ldexp TypeError (snap), AttributeErrors (uniform_below, the registry),
+    'NoneType' is not iterable (the paper's tables), a float() traceback (the audit)."""
+    with pytest.raises((ValueError, TypeError), match=match) as caught:
+        call()
+    assert unclear(caught.value) is None
