@@ -301,6 +301,9 @@ def post_process(
 
     Reads nothing but the measurement (noisy values and public facts); see
     :func:`build_problem` for the domains and :func:`dpopt.census.release` for ``objective``.
+    A relaxation (``relaxed``, ``cumulative-relaxed``) whose solver returns no point falls
+    back to the domain probe's point (pwl-dp's certified optimum, or pava-dp's feasible
+    point), under the status ``fallback to the domain probe (…)`` beside the failed one.
     ``executor`` is a ``concurrent.futures.Executor`` or a ``dask.distributed.Client``; on a
     client ``pwl-dp`` runs as ``pwl-dp:partitioned`` (the two-pass DP by partitions,
     :mod:`dpopt.solvers.pgsr_partitioned`), whose counts equal the serial ones bit for bit.
@@ -325,6 +328,12 @@ def post_process(
         solution = solve(problem, solver, **options)
         solution = replace(solution, info={**solution.info, "domain_sd": probed.info["domain_sd"]})
     statuses[f"post-processing ({solution.method})"] = solution.status
+    if solution.x is None and solution.kind == "relaxation" and probed.x is not None:
+        # a relaxation that returned no point: the probe's point (pwl-dp's certified optimum
+        # for Model 1) is released instead, and the statuses say so
+        statuses[f"fallback to the domain probe ({probed.method})"] = probed.status
+        message = f"{solution.method} returned no point ({solution.status})"
+        solution = replace(probed, info={**probed.info, "fallback": message})
     if solution.x is None:
         raise RuntimeError(f"{method}: {solution.status} {solution.info.get('message', '')}")
     return PostProcessed(_counts(problem, solution.x), solution, statuses)
