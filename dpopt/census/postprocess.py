@@ -131,6 +131,19 @@ def check_time_limit(method: str, time_limit: float | None) -> None:
         )
 
 
+def starting_delta(
+    problem: type[Problem], parents: np.ndarray, total: int, sd: Any, domain_sd: float
+) -> np.ndarray:
+    """Each region's starting domain half-width δ = ⌈domain_sd·sd⌉, at most n, for a Problem
+    type, from public facts only (``sd``: each region's noise sd; a Model 3 chain entry sums
+    |H_l| noisy entries of its level, spec §4)."""
+    region_sd = np.asarray(sd, dtype=np.float64)
+    if problem is ChainPostProcess:
+        depth = Tree(parents).depth
+        region_sd = region_sd * np.sqrt(np.bincount(depth)[depth])
+    return np.ceil(np.minimum(domain_sd * region_sd, total)).astype(np.int64)
+
+
 def check_refusal(
     method: str, parents: np.ndarray, sizes: int, total: int, sd: np.ndarray, domain_sd: float
 ) -> None:
@@ -141,11 +154,7 @@ def check_refusal(
     can still make the domains grow past the limit after the draw; that failure is a
     :class:`~dpopt.release.ReleaseError` of the release."""
     spec = mechanism(method)
-    region_sd = np.asarray(sd, dtype=np.float64)
-    if spec.problem is ChainPostProcess:
-        depth = Tree(parents).depth
-        region_sd = region_sd * np.sqrt(np.bincount(depth)[depth])
-    delta = np.ceil(np.minimum(domain_sd * region_sd, total)).astype(np.int64)
+    delta = starting_delta(spec.problem, parents, total, sd, domain_sd)
     upper = np.broadcast_to(np.minimum(2 * delta, total)[:, None], (parents.size, sizes))
     lower = np.zeros_like(upper)
     target = np.zeros((parents.size, sizes), dtype=np.int64)
