@@ -38,10 +38,9 @@ come from a pivot whose distribution does not depend on the truth:
 - **coarse pivot** (``coarse-…``, approximate). S's support grows with the noise scale (about
   2·39·scale·(a + b·k) integers); past what ``memory_limit`` allows (:func:`pivot_support`,
   :data:`BYTES_PER_SUPPORT` bytes per integer) the distribution is computed at the scales
-  divided by an odd g (every g-th integer) and each of its atoms spread evenly over the g
+  divided by an odd g (one atom per g integers) and each of its atoms spread evenly over the g
   integers it stands for. Coverage is then approximate; docs/families/census.md states the
-  measured coverage and ``Intervals.method`` says ``coarse-pivot`` (``coarse-conservative-
-  pivot``, ``coarse-raw``).
+  measured coverage and ``Intervals.method`` says so (:data:`COARSE`: ``coarse-pivot``, …).
 
 Reads only the noisy answers and public facts (the hierarchy, the noise scales), spends no
 budget, and is deterministic given the measurement and ``seed``.
