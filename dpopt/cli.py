@@ -245,12 +245,14 @@ def _dgm_parser(commands: Any) -> None:
     cmd.add_argument(
         "--json", metavar="PATH", help="write the report as JSON to PATH ('-' for stdout)"
     )
+    cmd.add_argument("--dry-run", action="store_true", help=plan_cli.DRY_RUN_HELP)
 
 
 def _dgm(args: argparse.Namespace) -> int:
     import numpy as np
 
     from dpopt import dgm
+    from dpopt.dgm.learning import plan_learning
     from dpopt.release import ReleaseError
 
     if args.seed is not None:
@@ -271,6 +273,15 @@ def _dgm(args: argparse.Namespace) -> int:
             if args.records < 1:
                 raise ValueError("--records must be at least 1")
             data = network.sample(args.records, np.random.default_rng(args.data_seed))
+        if args.dry_run:
+            planned = plan_learning(
+                network,
+                data,
+                epsilon=args.epsilon,
+                objective=args.objective,
+                baseline=args.baseline,
+            )
+            return plan_cli.dry_run(planned.report(), args.json, plan_cli.show_dgm_plan)
         learned = dgm.learn(
             network,
             data,
@@ -631,6 +642,21 @@ def _census_parser(commands: Any) -> None:
         help="also write each count's exact confidence interval at LEVEL (e.g. 0.95) beside it "
         "(Parquet columns lower, upper; level and method in the manifest); no further budget",
     )
+    release.add_argument(
+        "--interval-method",
+        choices=plan_cli.INTERVAL_METHODS,
+        default="exact-pivot",
+        help="exact-pivot (default: coverage exactly LEVEL, an interval can be empty), "
+        "conservative-pivot (coverage at least LEVEL, never empty) or raw",
+    )
+    release.add_argument(
+        "--memory-limit",
+        type=positive_float,
+        metavar="GIB",
+        help="memory the release may plan to use at once, in GiB (default 2): more is refused "
+        "before the charge, exact intervals past it are coarsened",
+    )
+    release.add_argument("--dry-run", action="store_true", help=plan_cli.DRY_RUN_HELP)
 
 
 def _census_client(args: argparse.Namespace) -> Any:
@@ -670,6 +696,7 @@ def _census(args: argparse.Namespace) -> int:
     import time
 
     from dpopt.census import blocks
+    from dpopt.census.block_plan import plan_blocks
     from dpopt.privacy import Accountant
     from dpopt.release import ReleaseError
 
@@ -682,6 +709,12 @@ def _census(args: argparse.Namespace) -> int:
         geography = geography_of(args, 1.0)
         if release:
             accountant = Accountant.pure(args.epsilon)
+            options = plan_cli.census_release_options(args)
+        if release and args.dry_run:  # inline: no workers are started
+            planned = plan_blocks(
+                geography, epsilon=args.epsilon, out_dir=args.out, accountant=accountant, **options
+            )
+            return plan_cli.dry_run(planned.report(), args.json, plan_cli.show_census_plan)
         client = _census_client(args)
     except (ValueError, TypeError) as err:
         print(f"dpopt census: {err}", file=sys.stderr)
@@ -691,18 +724,11 @@ def _census(args: argparse.Namespace) -> int:
             paths = blocks.generate(geography, args.out, executor=client, progress=True)
             report: dict[str, Any] = {"out": str(args.out), "partitions": paths}
         else:
-            options: dict[str, Any] = {
-                "rng": args.seed,  # the secret key: passed on, never printed or written
-                "data_dir": args.data,
-                "domain_sd": args.domain_sd,
-                "widening": args.widening,
-                "objective": args.objective,
-                "interval_level": args.intervals,
-            }
             result = blocks.release_blocks(
                 geography,
                 epsilon=args.epsilon,
                 out_dir=args.out,
+                rng=args.seed,  # the secret key: passed on, never printed or written
                 accountant=accountant,
                 executor=client,
                 progress=True,

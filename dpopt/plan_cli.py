@@ -8,6 +8,7 @@ import re
 import sys
 import time
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 from dpopt.cli_types import (
@@ -456,3 +457,85 @@ def _print_table(workload: str, rows: list[dict[str, Any]]) -> None:
             f"{row['epsilon']:>12.6g} {delta:>9} {row['strategy'][:28]:<28} "
             f"{row['rmse']:>12.5g} {row['max_std']:>12.5g}"
         )
+
+
+INTERVAL_METHODS = ("exact-pivot", "conservative-pivot", "raw")
+"""``census release --interval-method``: :data:`dpopt.census.confidence.INTERVAL_METHODS`,
+named here so that ``dpopt`` starts without importing the census family."""
+
+DRY_RUN_HELP = (
+    "validate everything and print the plan (the budget, each measurement's noise scale, "
+    "the estimates) without charging, drawing or writing anything (--json: the plan)"
+)
+
+
+def census_release_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options ``dpopt census release`` passes to its plan and its release (not the
+    noise seed)."""
+    limit = None if args.memory_limit is None else round(args.memory_limit * 2**30)
+    return {
+        "data_dir": args.data,
+        "domain_sd": args.domain_sd,
+        "widening": args.widening,
+        "objective": args.objective,
+        "interval_level": args.intervals,
+        "interval_method": args.interval_method,
+        "memory_limit": limit,
+    }
+
+
+def dry_run(report: dict[str, Any], json_path: str | None, show: Callable[[dict], None]) -> int:
+    """A release command's ``--dry-run``: its plan (``report``, plain JSON data) to ``--json``
+    and, unless that is stdout, printed by ``show``; nothing charged, drawn or written."""
+    if json_path:
+        write_json(json_path, report)
+    if json_path != "-":
+        show(report)
+    return 0
+
+
+def show_census_plan(report: dict[str, Any]) -> None:
+    """``dpopt census release --dry-run``: the budget, each level's noise, the estimates."""
+    charges = report["charges"]
+    print(f"dry run: nothing charged, drawn or written; would charge ε = {report['epsilon']} pure")
+    print(f"  {len(charges)} charges of ε = {charges[0]['epsilon']}, one per level")
+    print(f"{'level':<12} {'regions':>10} {'scale':>10} {'noise sd':>10}")
+    for row in report["noise"]:
+        print(f"{row['level']:<12} {row['regions']:>10,} {row['scale']:>10.4g} {row['sd']:>10.4g}")
+    print(
+        f"{report['regions']:,} regions x {report['sizes']} sizes; objective "
+        f"{report['objective']}, widening {report['widening']}, domain_sd {report['domain_sd']:g}"
+    )
+    if report["intervals"] is not None:
+        found = report["intervals"]
+        print(f"intervals: level {found['level']:g}, method {found['method']}")
+    _show_estimates(report)
+    print(f"would write: {', '.join(report['writes'])}")
+
+
+def _show_estimates(report: dict[str, Any]) -> None:
+    from dpopt.census.resources import human
+
+    limit = human(report["memory_limit"])
+    for estimate in report["estimates"]:
+        seconds = estimate.get("seconds")
+        work = f", ~{seconds:,.0f} s of work" if seconds is not None else ""
+        print(f"estimate: ~{human(estimate['bytes'])} for {estimate['what']}{work} (limit {limit})")
+
+
+def show_dgm_plan(report: dict[str, Any]) -> None:
+    """``dpopt dgm --dry-run``: the budget and each table's ε and noise scale."""
+    print(f"dry run: nothing charged or drawn; would charge ε = {report['epsilon']} pure")
+    print(f"network {report['network']}: {report['nodes']} nodes, objective {report['objective']}")
+    if "tables" in report:
+        print(f"{'node':<24} {'epsilon':>12} {'scale':>10}")
+        for row in report["tables"]:
+            scale = "not measured" if row["scale"] is None else f"{row['scale']:.4g}"
+            print(f"{row['node']:<24} {float(Fraction(row['epsilon'])):>12.4g} {scale:>10}")
+        return
+    first = report["stage_one"]
+    print(
+        f"Stage I: ε^I = {first['epsilon_I']} on a β = {first['sampling_rate']} subsample, "
+        f"every table at scale {first['scale']:.4g}"
+    )
+    print(f"Stage II: {report['stage_two']}")

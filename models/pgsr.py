@@ -446,32 +446,42 @@ CvxpyBuild = tuple["cp.Problem", Callable[[], np.ndarray]]
 
 
 def _relaxation(problem: _CensusCounts, monotone: bool) -> CvxpyBuild:
-    """The convex QP of Model 1 (or 2 with ``monotone``) without integrality, centred.
+    """The convex QP of Model 1 (or 2 with ``monotone``) without integrality, centred and scaled.
 
-    The variable is the correction y = x − noisy, so the data enter only the right-hand sides
-    and the solver works on numbers of the size of the noise rather than of the counts (with
-    counts in the millions Clarabel otherwise reports feasible instances infeasible).
+    The variable is u = (x − c)/W: c is the noisy counts clipped into the domains, W the widest
+    domain, so every bound and right-hand side is at most about 1 whatever the counts; the
+    objective Σ w (x − noisy)² is written as Σ w W² u² − 2 Σ w (noisy − c) W u (its constant
+    dropped) and divided by its largest coefficient. Without this, noise far larger than n (a
+    tiny ε: noisy counts of 10⁷ against domains of width 10⁴) or counts in the millions make
+    Clarabel report feasible instances infeasible or unbounded.
     """
     import cvxpy as cp
 
     noisy = problem.noisy.astype(np.float64)
-    y = cp.Variable(noisy.shape)
+    centre = np.clip(noisy, problem.lower, problem.upper)
+    width = max(1.0, float(np.max(problem.upper - problem.lower, initial=0)))
+    weights = np.broadcast_to(problem.row_weights, noisy.shape).astype(np.float64)
+    pull = weights * (noisy - centre)
+    scale = max(1.0, width * width * float(weights.max(initial=0)), width * np.abs(pull).max())
+    u = cp.Variable(noisy.shape)
     root = problem.tree.root
     if monotone:
-        faithful = y[root, -1] == problem.total - noisy[root, -1]
+        faithful = u[root, -1] == (problem.total - centre[root, -1]) / width
     else:
-        faithful = cp.sum(y[root, :]) == problem.total - noisy[root].sum()
+        faithful = cp.sum(u[root, :]) == (problem.total - centre[root].sum()) / width
     constraints = [
-        problem.tree.aggregation @ y == -(problem.tree.aggregation @ noisy),
+        problem.tree.aggregation @ u == -(problem.tree.aggregation @ centre) / width,
         faithful,
-        y >= problem.lower - noisy,
-        y <= problem.upper - noisy,
+        u >= (problem.lower - centre) / width,
+        u <= (problem.upper - centre) / width,
     ]
     if monotone and noisy.shape[1] > 1:  # C3: Γ_{s−1} ≤ Γ_s
-        constraints.append(y[:, 1:] - y[:, :-1] >= noisy[:, :-1] - noisy[:, 1:])
-    weights = np.broadcast_to(problem.row_weights, noisy.shape)
-    model = cp.Problem(cp.Minimize(cp.sum(cp.multiply(weights, cp.square(y)))), constraints)
-    return model, lambda: noisy + np.asarray(y.value)
+        constraints.append(u[:, 1:] - u[:, :-1] >= (centre[:, :-1] - centre[:, 1:]) / width)
+    objective = cp.sum(cp.multiply(weights * (width * width / scale), cp.square(u))) - 2 * cp.sum(
+        cp.multiply(pull * (width / scale), u)
+    )
+    model = cp.Problem(cp.Minimize(objective), constraints)
+    return model, lambda: centre + width * np.asarray(u.value)
 
 
 def relaxed_model_1(problem: PostProcess) -> CvxpyBuild:

@@ -13,11 +13,12 @@ set and the solver does not say it stopped at its iteration limit; an iteration 
 ``user_limit`` too) → feasible with the uncertified point, or error without one;
 ``infeasible`` → infeasible, unless the Problem type is registered ``feasible=True`` (feasible
 by construction: OSQP's certificate is only checked to its ``eps_prim_inf``, and a badly
-scaled feasible QP can pass it), where it is error; the other inaccurate, unbounded and
-solver-error outcomes → error, with cvxpy's status (and the solver's own, ``solver_detail``)
-in ``info``. :func:`dpopt.solve` then re-checks the point against the model: an
-``optimal`` or ``feasible`` point outside the method's tol is ``violated``, and a relaxation's
-point is never ``optimal``.
+scaled feasible QP can pass it), where it is error, or with an ``infeasibility`` check, where
+the claim stands only when the check proves the instance infeasible (else error); the other
+inaccurate, unbounded and solver-error outcomes → error, with cvxpy's status (and the
+solver's own, ``solver_detail``) in ``info``. :func:`dpopt.solve` then re-checks the point
+against the model: an ``optimal`` or ``feasible`` point outside the method's tol is
+``violated``, and a relaxation's point is never ``optimal``.
 
 Time limits: a method honours ``time_limit`` only for the solvers whose time option is known
 and was checked to stop the solver (:data:`_TIME_OPTION`: Clarabel ``time_limit``, SCS
@@ -62,6 +63,9 @@ __all__ = [
 
 Builder = Callable[[Any], tuple["cp.Problem", Callable[[], Any]]]
 PostProcess = Callable[[Any, Any], tuple[Any, Mapping[str, Any]]]
+Proof = Callable[[Any], str | None]
+"""An infeasibility check: why the instance has no feasible point, or None when it cannot
+prove that."""
 
 # cvxpy's status strings (cvxpy is imported on first solve, not with dpopt.solvers)
 _STATUS = {
@@ -295,6 +299,29 @@ def _solver_detail(stats: Any) -> str:
     return status if isinstance(status, str) else ""
 
 
+def _never_infeasible(problem: Any) -> None:
+    """The check of a Problem type registered ``feasible=True``: it never proves infeasibility."""
+    return None
+
+
+def _judged_infeasibility(
+    problem: Any, proof: Proof, feasible: bool, message: str
+) -> tuple[Status, str]:
+    """(status, message) of a solver's claim that ``problem`` is infeasible: ``infeasible``
+    when ``proof`` proves it, else ``error`` (an uncertified claim)."""
+    reason = proof(problem)
+    if reason is not None:
+        return "infeasible", f"{message}: {reason}"
+    known = (
+        f"every instance of {type(problem).__name__} has a feasible point"
+        if feasible
+        else "nothing proves this instance infeasible"
+    )
+    return "error", (
+        f"{message}: the solver claims the model is infeasible, but {known} (an uncertified claim)"
+    )
+
+
 def cvxpy_method(
     build: Builder,
     solver: str,
@@ -308,14 +335,17 @@ def cvxpy_method(
     auto_rank: int | None = None,
     description: str = "",
     feasible: bool = False,
+    infeasibility: Proof | None = None,
     solver_defaults: Mapping[str, Any] | None = None,
 ) -> RegisteredMethod:
     """A registry entry that builds the model with ``build`` and solves it with ``solver``.
 
     ``feasible=True`` says every instance of the Problem type has a feasible point (by
     construction), so a solver's claim of infeasibility is an ``error``, never
-    ``infeasible``. ``solver_defaults`` are solver options used unless the caller's
-    ``solver_options`` set them.
+    ``infeasible``. ``infeasibility(problem)`` checks one instance instead: a solver's claim
+    stands (``infeasible``, with the check's reason) only when the check proves it, and is an
+    ``error`` otherwise (solvers misjudge badly scaled instances). ``solver_defaults`` are
+    solver options used unless the caller's ``solver_options`` set them.
 
     ``tol`` is the objective accuracy the method claims (its :class:`MethodInfo` tol);
     ``solver_tol`` is the solver tolerance run by default to achieve it (the solver's own
@@ -331,6 +361,7 @@ def cvxpy_method(
     function("build", build)
     name = _solver_name(solver)
     method_tol = DEFAULT_TOL.get(name, FALLBACK_TOL) if tol is None else tol
+    proof = _never_infeasible if feasible else infeasibility
 
     def run(
         problem: Problem,
@@ -358,12 +389,8 @@ def cvxpy_method(
             model, name, time_limit=time_limit, tol=run_tol, **options
         )
         claims_infeasible = info.get("solver_status") in ("infeasible", "infeasible_inaccurate")
-        if feasible and claims_infeasible:
-            status = "error"
-            message = (
-                f"{message}: the solver claims the model is infeasible, but every instance of "
-                f"{type(problem).__name__} has a feasible point (an uncertified claim)"
-            )
+        if proof is not None and claims_infeasible:
+            status, message = _judged_infeasibility(problem, proof, feasible, message)
         has_point = status in ("optimal", "feasible", "time_limit") and all(
             v.value is not None for v in model.variables()
         )
@@ -404,6 +431,7 @@ def register_cvxpy(
     auto_rank: int | None = None,
     description: str = "",
     feasible: bool = False,
+    infeasibility: Proof | None = None,
     solver_defaults: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     """Register ``<prefix>:<solver>`` methods for ``problem_type``.
@@ -412,7 +440,7 @@ def register_cvxpy(
     installed cvxpy solver is built on demand when asked for by name. ``auto_rank`` applies to
     the first listed solver only. ``tols`` and ``solver_tols`` map solver names to the
     claimed and the run tolerances of :func:`cvxpy_method`, ``solver_defaults`` solver names
-    to default solver options; ``feasible`` is :func:`cvxpy_method`'s.
+    to default solver options; ``feasible`` and ``infeasibility`` are :func:`cvxpy_method`'s.
     """
     if not (isinstance(problem_type, type) and issubclass(problem_type, Problem)):
         raise TypeError(f"problem_type must be a Problem subclass, got {problem_type!r:.60}")
@@ -434,6 +462,7 @@ def register_cvxpy(
             auto_rank=rank,
             description=description,
             feasible=feasible,
+            infeasibility=infeasibility,
             solver_defaults=defaults.get(solver.upper()),
         )
 

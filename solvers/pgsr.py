@@ -11,7 +11,10 @@ subtrees in parallel. Infeasible domains give status ``infeasible`` naming the c
 Statuses: the relaxations' rounded points are judged by :func:`dpopt.solve` like any point, so
 one that breaks the model (consistency, faithfulness) is ``violated`` and one that meets it is
 ``feasible`` (never ``optimal``: rounding certifies nothing); the relaxed objective and the
-violation report stay in ``info``. A heuristic's point outside the model is ``violated``.
+violation report stay in ``info``. A solver's claim that a relaxation is infeasible is
+``infeasible`` only when the domains prove it (exactly for Model 1, a network flow; by
+necessary conditions for Model 2), and ``error`` otherwise. A heuristic's point outside the
+model is ``violated``.
 Time limits: ``cpsat`` and ``relaxed:<solver>`` honour ``time_limit``; the DPs and heuristics
 run to completion and refuse one.
 """
@@ -34,6 +37,7 @@ from dpopt.models.pgsr import (
     cpsat_model_3,
     cumulative,
     domain_certificate,
+    reachable,
     relaxed_model_1,
     relaxed_model_2,
     round_half_up,
@@ -148,9 +152,33 @@ def _round_relaxed(problem: Any, x: np.ndarray) -> tuple[np.ndarray, dict[str, A
     }
 
 
-for problem_type, build in (
-    (PostProcess, relaxed_model_1),
-    (CumulativePostProcess, relaxed_model_2),
+def _model_1_infeasibility(problem: PostProcess) -> str | None:
+    """Proves Model 1's relaxation infeasible, exactly: its constraints are sums over a tree
+    with integer bounds (a network flow), so it has a real point iff it has an integer one,
+    which :meth:`~dpopt.models.pgsr.PostProcess.domain_feasible` decides."""
+    if problem.domain_feasible():
+        return None
+    return "no consistent point within the domains (the domains' sums exclude it)"
+
+
+def _model_2_infeasibility(problem: CumulativePostProcess) -> str | None:
+    """Proves Model 2's relaxation infeasible where necessary conditions fail: the domains,
+    tightened along sizes by C3 (Γ_{s−1} ≤ Γ_s), admit no consistent column, or the root's
+    last column cannot reach the total. None proves nothing (the monotone rows couple the
+    columns, which these sums do not decide)."""
+    lower = np.maximum.accumulate(problem.lower, axis=1)
+    upper = np.minimum.accumulate(problem.upper[:, ::-1], axis=1)[:, ::-1]
+    ranges = None if np.any(lower > upper) else reachable(problem.tree, lower, upper)
+    if ranges is None:
+        return "no consistent point within the domains tightened by C3"
+    if not ranges[0][-1] <= problem.total <= ranges[1][-1]:
+        return f"the domains keep the root's last cumulative count from the total {problem.total}"
+    return None
+
+
+for problem_type, build, proof in (
+    (PostProcess, relaxed_model_1, _model_1_infeasibility),
+    (CumulativePostProcess, relaxed_model_2, _model_2_infeasibility),
 ):
     register_cvxpy(
         problem_type,
@@ -160,6 +188,7 @@ for problem_type, build in (
         post=_round_relaxed,
         limit=_relaxed_limit,
         description="convex relaxation, rounded half up",
+        infeasibility=proof,
     )
 
 for cpsat_type, cpsat_build in (

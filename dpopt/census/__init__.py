@@ -20,13 +20,13 @@ Modules: :mod:`~dpopt.census.data` (the data type and the synthetic generator),
 :mod:`~dpopt.census.measurement`, :mod:`~dpopt.census.postprocess`,
 :mod:`~dpopt.census.mechanism` (the release), :mod:`~dpopt.census.release_file` (a release
 as one JSON file, :func:`save_release`), :mod:`~dpopt.census.check` (``dpopt check``),
-:mod:`~dpopt.census.confidence`,
-:mod:`~dpopt.census.planning`,
+:mod:`~dpopt.census.confidence`, :mod:`~dpopt.census.resources` (memory and time planned
+before the charge), :mod:`~dpopt.census.planning`,
 :mod:`~dpopt.census.evaluation`, and for the
 block-level release :mod:`~dpopt.census.geography` (the synthetic 2020 geography),
 :mod:`~dpopt.census.keyed` (noise keyed by region), :mod:`~dpopt.census.store` (per-state
-Parquet partitions) and :mod:`~dpopt.census.blocks` (the release, and the generator of truth
-partitions).
+Parquet partitions), :mod:`~dpopt.census.block_plan` (the release's plan, what a dry run
+prints) and :mod:`~dpopt.census.blocks` (the release, and the generator of truth partitions).
 """
 
 from dpopt.census.blocks import BlockRelease, read_release, release_blocks

@@ -31,26 +31,26 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.census.confidence import bounds, interval_options
+from dpopt.census.block_plan import BlockPlan, IntervalSettings, plan_blocks
+from dpopt.census.confidence import bounds
 from dpopt.census.data import CensusData
 from dpopt.census.geography import LEVELS, Geography, state_data
 from dpopt.census.keyed import LevelNoise, draw_entropy, keyed_noise, noisy_counts
-from dpopt.census.measurement import Measurement, check_accountant
-from dpopt.census.postprocess import PARTITIONED, domain_sd_of
+from dpopt.census.measurement import Measurement
+from dpopt.census.postprocess import PARTITIONED
 from dpopt.census.store import Partition, read_partition, write_partition
-from dpopt.models.pgsr import OBJECTIVES, PartitionedPostProcess
+from dpopt.models.pgsr import PartitionedPostProcess
 from dpopt.privacy import Accountant
 from dpopt.problem import Solution, Status, solve
 from dpopt.release import Measured, ReleaseError, Rng, measured_record, resolve_rng
 from dpopt.runner import Runner
 from dpopt.solvers.pgsr_partitioned import (
-    WIDENING,
     Column,
     PartitionedSolution,
     Widening,
     checksum,
 )
-from dpopt.validation import choice, instance, positive_number
+from dpopt.validation import choice, instance
 
 __all__ = [
     "INCOMPLETE",
@@ -113,37 +113,48 @@ class StateSource:
 @dataclass(frozen=True)
 class BlockIntervals:
     """What a state's sink needs to write each count's interval beside it
-    (:func:`dpopt.census.confidence.bounds` on the state's noisy column): the level, the
-    interval's own public seed, the noisy partitions and each level's discrete Laplace scale."""
+    (:func:`dpopt.census.confidence.bounds` on the state's noisy column): the interval
+    settings (level, method, the interval's own public seed), the noisy partitions and each
+    level's discrete Laplace scale."""
 
-    level: float
-    seed: int
+    settings: IntervalSettings
     noisy_dir: str
     geography: Geography
     scales: tuple[float, ...]
 
     def column(self, state: int, size: int) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) of state ``state``'s counts of size index ``size``."""
+        settings = self.settings
         part = read_partition(self.noisy_dir, self.geography, state, "noisy", (size,))
-        u = np.random.default_rng([self.seed, state, size]).random(part.values.shape)
-        scale = np.asarray(self.scales)[part.level]
-        lower, upper, _ = bounds(
-            "counts", part.parents, part.values, scale, level=self.level, raw=False, u=u
+        u = np.random.default_rng([settings.seed, state, size]).random(part.values.shape)
+        lower, upper, _, _ = bounds(
+            "counts",
+            part.parents,
+            part.values,
+            np.asarray(self.scales)[part.level],
+            level=settings.level,
+            raw=settings.method == "raw",
+            conservative=settings.method == "conservative-pivot",
+            u=u,
+            max_support=settings.max_support,
         )
         return lower[:, 0], upper[:, 0]
 
     def nation(self, nation_noisy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) of the nation's counts, from its own noisy answer (its children, the
         states, are in other partitions)."""
-        u = np.random.default_rng([self.seed, len(self.geography.states)])
-        lower, upper, _ = bounds(
+        settings = self.settings
+        u = np.random.default_rng([settings.seed, len(self.geography.states)])
+        lower, upper, _, _ = bounds(
             "counts",
             np.array([-1]),
             np.asarray(nation_noisy, dtype=np.int64)[None, :],
             np.array([self.scales[0]]),
-            level=self.level,
+            level=settings.level,
             raw=True,
+            conservative=settings.method == "conservative-pivot",
             u=u.random((1, np.size(nation_noisy))),
+            max_support=settings.max_support,
         )
         return lower[0], upper[0]
 
@@ -283,33 +294,9 @@ class BlockMeasurement:
     measured: tuple[Measured, ...]
 
 
-@dataclass(frozen=True)
-class _Plan:
-    geography: Geography
-    out: Path
-    data: str | None
-    noise: LevelNoise
-    domain_sd: float
-    widening: Widening
-    objective: str
-    interval_level: float | None
-    interval_seed: int
-
-
-def check_truth(directory: str, geography: Geography, state: int) -> None:
-    """A planning task: read state ``state``'s truth partition whole and validate it (hierarchy
-    and counts, :func:`~dpopt.census.store.read_partition`); returns nothing."""
-    read_partition(directory, geography, state, "truth")
-
-
-def _prepare_out(out_dir: Any) -> Path:
-    """Create ``out_dir`` and write its :data:`INCOMPLETE` marker (a real test-write: a folder's
+def _prepare_out(out: Path) -> Path:
+    """Create ``out`` and write its :data:`INCOMPLETE` marker (a real test-write: a folder's
     permission bits do not bind root), removing the manifest of an earlier release there."""
-    if isinstance(out_dir, bool) or not isinstance(out_dir, str | os.PathLike) or not out_dir:
-        raise TypeError(f"out_dir must be a non-empty path, got {out_dir!r:.60}")
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"out_dir {out} exists and is not a directory")
     try:
         out.mkdir(parents=True, exist_ok=True)
         (out / INCOMPLETE).write_text(
@@ -322,35 +309,6 @@ def _prepare_out(out_dir: Any) -> Path:
     except OSError as err:
         raise ValueError(f"out_dir {out} cannot be written ({err}); nothing was charged") from err
     return out
-
-
-def _plan(
-    geography: Any,
-    epsilon: Any,
-    data_dir: Any,
-    domain_sd: Any,
-    widening: Any,
-    objective: Any,
-    runner: Runner,
-    accountant: Accountant,
-) -> tuple[LevelNoise, float, str | None]:
-    """Everything checked before the charge but the output directory."""
-    if not isinstance(geography, Geography):
-        raise TypeError(f"geography must be a census.geography.Geography, got {geography!r}")
-    positive_number("epsilon", epsilon)
-    domain_sd = domain_sd_of(domain_sd)
-    choice("widening", widening, WIDENING)
-    choice("objective", objective, tuple(OBJECTIVES))
-    noise = LevelNoise.uniform(epsilon, len(LEVELS))  # every level's sampler built and checked
-    accountant.check(noise.charges)
-    data = None
-    if data_dir is not None:
-        if isinstance(data_dir, bool) or not isinstance(data_dir, str | os.PathLike):
-            raise TypeError(f"data_dir must be a path or None, got {data_dir!r:.60}")
-        data = str(data_dir)
-        tasks = [(f"validate {s}", (geography, s)) for s in range(len(geography.states))]
-        runner.run("validate", check_truth, [(label, (data, *args)) for label, args in tasks])
-    return noise, domain_sd, data
 
 
 def release_blocks(
@@ -368,6 +326,8 @@ def release_blocks(
     progress: bool = False,
     interval_level: float | None = None,
     interval_seed: int = 0,
+    interval_method: str = "exact-pivot",
+    memory_limit: int | None = None,
 ) -> BlockRelease:
     """Release ``geography``'s counts under ε-DP with M_DP (pwl-dp), one state per partition.
 
@@ -381,47 +341,52 @@ def release_blocks(
     private counts from the noisy partitions, so they are never written anywhere, and a seed
     is never published or reused. ``objective``: a key of
     :data:`~dpopt.models.pgsr.OBJECTIVES`, as in :func:`dpopt.census.release`.
-    ``interval_level`` (in (0, 1)) writes each count's exact confidence interval beside it
+    ``interval_level`` (in (0, 1)) writes each count's confidence interval beside it
     (Parquet columns ``lower`` and ``upper``; :func:`dpopt.census.confidence.bounds` on the
-    state's noisy partition, with ``interval_seed`` the intervals' own public seed) and their
-    level, method and seed into the manifest (``intervals``, with the nation's intervals from
-    its own noisy answer); no further budget.
+    state's noisy partition, by ``interval_method``, with ``interval_seed`` the intervals' own
+    public seed) and their level, method and seed into the manifest (``intervals``, with the
+    nation's intervals from its own noisy answer); no further budget.
 
-    The release plans first: every option (``domain_sd`` finite, > 0 and at most
+    The release plans first (:func:`~dpopt.census.block_plan.plan_blocks`, what a dry run
+    prints): every option (``domain_sd`` finite, > 0 and at most
     :data:`~dpopt.census.postprocess.MAX_DOMAIN_SD`, as :func:`dpopt.census.release` caps
-    it), the noise scale of every level, the accountant, every truth partition of
-    ``data_dir`` read whole and validated as :class:`~dpopt.census.CensusData` validates
-    counts in memory (non-negative, parents the sums of their children), and ``out_dir``
-    created and test-written: it holds an ``INCOMPLETE`` file until the release is done.
-    Only then is the accountant charged. ``manifest.json`` is written last, and the
+    it), the noise scale of every level, the accountant, the memory of one task's cost tables
+    and of the intervals against ``memory_limit`` (bytes, default 2 GiB; intervals past it are
+    coarsened, :mod:`dpopt.census.confidence`), every truth partition of ``data_dir`` read
+    whole and validated as :class:`~dpopt.census.CensusData` validates counts in memory
+    (non-negative, parents the sums of their children), and ``out_dir`` created and
+    test-written: it holds an ``INCOMPLETE`` file until the release is done. Only then is
+    the accountant charged. ``manifest.json`` is written last, and the
     ``INCOMPLETE`` file removed after it; a directory with ``INCOMPLETE`` (after a failure or
     an interrupt) is not a release. A failure after the charge raises
     :class:`~dpopt.release.ReleaseError` with a :class:`BlockMeasurement` (the noisy
     partitions already written) and the budget report.
     """
-    runner = Runner(executor, progress=progress)
-    accountant = check_accountant(accountant)
-    if accountant is None:
-        positive_number("epsilon", epsilon)
-        accountant = Accountant.pure(epsilon)
-    if interval_level is not None:
-        interval_level, _, interval_seed = interval_options(
-            interval_level, "exact-pivot", interval_seed
-        )
-    noise, domain_sd, data = _plan(
-        geography, epsilon, data_dir, domain_sd, widening, objective, runner, accountant
+    plan = plan_blocks(
+        geography,
+        epsilon=epsilon,
+        out_dir=out_dir,
+        accountant=accountant,
+        data_dir=data_dir,
+        executor=executor,
+        domain_sd=domain_sd,
+        widening=widening,
+        objective=objective,
+        progress=progress,
+        interval_level=interval_level,
+        interval_seed=interval_seed,
+        interval_method=interval_method,
+        memory_limit=memory_limit,
     )
     generator = resolve_rng(rng)
-    out = _prepare_out(out_dir)
-    plan = _Plan(
-        geography, out, data, noise, domain_sd, widening, objective, interval_level, interval_seed
-    )
+    out = _prepare_out(plan.out)
     entropy = draw_entropy(generator)
-    noise.charge(accountant)
-    measured = noise.measured(geography.level_counts, geography.sizes)
+    accountant = plan.accountant
+    plan.noise.charge(accountant)
+    measured = plan.noise.measured(plan.geography.level_counts, plan.geography.sizes)
     paid = [BlockMeasurement(out / "noisy", None, None, measured)]
     try:
-        return _run(plan, entropy, runner, accountant, measured, paid)
+        return _run(plan, entropy, plan.runner, accountant, measured, paid)
     except Exception as err:
         raise ReleaseError(
             f"census.release_blocks failed after the charge ({type(err).__name__}: {err}); "
@@ -432,7 +397,7 @@ def release_blocks(
 
 
 def _run(
-    plan: _Plan,
+    plan: BlockPlan,
     entropy: int,
     runner: Runner,
     accountant: Accountant,
@@ -492,25 +457,26 @@ def _run(
     return result
 
 
-def _block_intervals(plan: _Plan) -> BlockIntervals | None:
-    if plan.interval_level is None:
+def _block_intervals(plan: BlockPlan) -> BlockIntervals | None:
+    if plan.intervals is None:
         return None
     scales = tuple(float(plan.noise.sampler(level).scale) for level in range(len(LEVELS)))
-    return BlockIntervals(
-        plan.interval_level, plan.interval_seed, str(plan.out / "noisy"), plan.geography, scales
-    )
+    return BlockIntervals(plan.intervals, str(plan.out / "noisy"), plan.geography, scales)
 
 
-def _nation_intervals(plan: _Plan, nation_noisy: np.ndarray) -> dict[str, Any] | None:
+def _nation_intervals(plan: BlockPlan, nation_noisy: np.ndarray) -> dict[str, Any] | None:
     """The manifest's ``intervals``: level, method, seed and the nation's intervals."""
-    settings = _block_intervals(plan)
-    if settings is None:
+    found = _block_intervals(plan)
+    if found is None:
         return None
-    lower, upper = settings.nation(nation_noisy)
+    settings = found.settings
+    lower, upper = found.nation(nation_noisy)
     return {
         "level": settings.level,
-        "method": "exact-pivot",
+        "method": settings.reported,
         "seed": settings.seed,
+        "coarse_children": settings.coarse_children,
+        "max_support": settings.max_support,
         "columns": ["lower", "upper"],
         "nation": {"lower": lower.tolist(), "upper": upper.tolist()},
     }

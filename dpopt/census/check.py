@@ -62,8 +62,16 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.census.block_plan import IntervalSettings
 from dpopt.census.blocks import INCOMPLETE, MANIFEST, BlockIntervals
-from dpopt.census.confidence import Intervals, interval_options, intervals
+from dpopt.census.confidence import (
+    Intervals,
+    interval_options,
+    intervals,
+    max_support_of,
+    memory_of,
+    requested_method,
+)
 from dpopt.census.geography import LEVELS, Geography
 from dpopt.census.keyed import COUNT_SENSITIVITY
 from dpopt.census.store import load_pyarrow, partition_path
@@ -322,7 +330,11 @@ def interval_errors(measurement: Any, found: Intervals | None) -> list[str]:
     if found is None:
         return []
     try:
-        again = intervals(measurement, level=found.level, method=found.method, seed=found.seed)
+        limit = None if found.max_support is None else memory_of(found.max_support)
+        method = requested_method(found.method)
+        again = intervals(
+            measurement, level=found.level, method=method, seed=found.seed, memory_limit=limit
+        )
     except (ArithmeticError, TypeError, ValueError) as err:  # a scale of 0, say
         return [f"the intervals cannot be recomputed: {err!r}"]
     return _moved_intervals("", (found.lower, found.upper), (again.lower, again.upper))
@@ -449,12 +461,19 @@ def _with_intervals(
         return release
     try:
         level, method, seed = interval_options(
-            recorded["level"], recorded["method"], recorded["seed"]
+            recorded["level"], requested_method(recorded["method"]), recorded["seed"]
         )
-        if method != "exact-pivot":
-            raise ValueError(f"method {method!r}, a block release's are exact-pivot")
+        support = recorded.get("max_support")
+        options = IntervalSettings(
+            level,
+            seed,
+            method,
+            max_support_of(None if support is None else memory_of(support)),
+            recorded["method"],
+            recorded.get("coarse_children"),
+        )
         settings = BlockIntervals(
-            level, seed, str(out / "noisy"), geography, tuple(r.scale for r in measured)
+            options, str(out / "noisy"), geography, tuple(r.scale for r in measured)
         )
         nation = recorded["nation"]
         given = settings.nation(integer_array("nation_noisy", manifest["nation_noisy"], ndim=1))

@@ -1,5 +1,5 @@
 """Confidence intervals for every released census count: post-processing of the measurement,
-with exact coverage at every true count (issue 26).
+with exact coverage at every true count (issue 26; docs/families/census.md, "Intervals").
 
 A released count is a post-processed estimate whose error distribution depends on the truth
 (non-negativity bends it near 0, and the hierarchy couples regions), so intervals around it
@@ -12,16 +12,35 @@ come from a pivot whose distribution does not depend on the truth:
   levels share a scale: (k·y_r + Σ y_c)/(k + 1) is the inverse-variance combination of the
   region's own answer and its children's). Consistent truth makes X/D unbiased for v_r,
   D = a + b. A leaf, and a region of more than :data:`MAX_CHILDREN` children, has X = y_r.
-- **exact pivot.** D·(X/D − v_r) = a·e_r + b·Σ_c e_c, a sum of independent discrete Laplace
+- **exact pivot.** S = X − D·v_r = a·e_r + b·Σ_c e_c, a sum of independent discrete Laplace
   variables of public scales, whose integer distribution is computed exactly (up to tails
   below 1e-17) by convolution; for cumulative answers (Lemma 6) a count is Γ_j − Γ_{j−1} and
   its error the difference of two such sums.
-- **randomised inversion.** The true count t is in the interval iff X − D·t falls in the
-  central ``level`` mass of that distribution, the two boundary atoms kept with the
-  probability that makes the mass exactly ``level`` (one uniform per count, from the
-  interval's own ``seed``). So P(truth covered) = ``level`` for every truth, zero included;
-  the interval is then cut to t ≥ 0, which keeps every true count it held. An interval can
-  be empty (``lower > upper``): that happens with probability ≤ (1 − level)/2 at a true 0.
+- **randomised inversion** (``exact-pivot``, ``raw``). The true count t is in the interval iff
+  X − D·t falls in the acceptance set A: the central ``level`` mass of S's distribution, the
+  two boundary atoms kept with the probability that makes the mass exactly ``level`` (one
+  uniform per count, from the interval's own ``seed``). So P(truth covered) = ``level`` for
+  every truth, zero included; the interval is then cut to t ≥ 0, which keeps every true count
+  it held.
+- **empty intervals** (``lower > upper``). An empty interval misses the truth, so at every
+  true count P(empty) ≤ 1 − ``level``. When A holds more than D consecutive integers (its
+  boundaries at least D + 1 apart: the usual case), the uncut interval is never empty and the
+  cut empties it only when X falls below A: probability exactly (1 − ``level``)/2 at a true 0,
+  and less, shrinking geometrically, at a true count v ≥ 1 (S must fall D·v lower). At a tiny
+  noise scale a few atoms carry nearly all of S's mass, so keeping exactly ``level`` of it
+  means rejecting part of those atoms: e.g. when S = 0 alone has mass ≥ ``level``, A is {0}
+  with probability ``level``/P(S = 0) and empty otherwise, and about 1 − ``level`` of the
+  intervals are empty at every true count.
+- **conservative** (``conservative-pivot``): the same pivot with both boundary atoms always
+  kept, so P(truth covered) ≥ ``level`` (by at most their mass), no randomisation, and an
+  interval that would be empty is the single count nearest the estimate max(X, 0)/D instead:
+  never empty, a little wider, coverage not exact.
+- **coarse pivot** (``coarse-…``, approximate). S's support grows with the noise scale (about
+  2·39·scale·(a + b·k) integers); past what ``memory_limit`` allows (:func:`pivot_support`,
+  :data:`BYTES_PER_SUPPORT` bytes per integer) the distribution is computed at the scales
+  divided by an odd g (one atom per g integers) and each of its atoms spread evenly over the g
+  integers it stands for. Coverage is then approximate; docs/families/census.md states the
+  measured coverage and ``Intervals.method`` says so (:data:`COARSE`: ``coarse-pivot``, …).
 
 Reads only the noisy answers and public facts (the hierarchy, the noise scales), spends no
 budget, and is deterministic given the measurement and ``seed``.
@@ -37,14 +56,35 @@ from typing import Any
 import numpy as np
 
 from dpopt.census.measurement import Measurement
+from dpopt.census.resources import Estimate, memory_limit_of
 from dpopt.hierarchy import Tree
 from dpopt.validation import choice, integer, positive_number
 
-__all__ = ["INTERVAL_METHODS", "Intervals", "bounds", "interval_options", "intervals"]
+__all__ = [
+    "INTERVAL_METHODS",
+    "IntervalPlan",
+    "Intervals",
+    "bounds",
+    "interval_options",
+    "interval_plan",
+    "intervals",
+    "memory_of",
+    "pivot_support",
+    "region_kinds",
+    "requested_method",
+]
 
-INTERVAL_METHODS = ("exact-pivot", "raw")
-"""``exact-pivot``: the region's answer combined with its children's; ``raw``: the region's
-own noisy answer alone (the baseline the widths are compared with)."""
+INTERVAL_METHODS = ("exact-pivot", "conservative-pivot", "raw")
+"""``exact-pivot``: the region's answer combined with its children's, exact coverage;
+``conservative-pivot``: the same, coverage ≥ level and never empty; ``raw``: the region's own
+noisy answer alone (the baseline the widths are compared with)."""
+
+COARSE = {
+    "exact-pivot": "coarse-pivot",
+    "conservative-pivot": "coarse-conservative-pivot",
+    "raw": "coarse-raw",
+}
+"""What ``Intervals.method`` says when some pivot's distribution was coarsened."""
 
 MAX_CHILDREN = 32
 """Regions with more children use their own answer alone: the combination's variance is
@@ -52,6 +92,14 @@ k/(k + 1) of it, under 3 % less, while the exact distribution's support grows wi
 
 TAIL = 1e-17
 """Discrete Laplace tails lighter than this are dropped from the exact distributions."""
+
+COARSE_SUPPORT = 2**22
+"""The support a coarse pivot aims at (about 170 MB): scales of several hundred or more after
+the division, enough for the approximation (docs/families/census.md, "Intervals")."""
+
+BYTES_PER_SUPPORT = 40
+"""Peak bytes of computing one pivot's distribution per integer of its support (the pmfs and
+the FFT's work arrays; 26–38 measured)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,6 +113,8 @@ class Intervals:
     method: str
     seed: int
     weights: dict[str, Any] = field(default_factory=dict, repr=False)
+    max_support: int | None = None
+    """The largest pivot support computed exactly (the memory limit's), to recompute them."""
 
     def covers(self, counts: np.ndarray) -> np.ndarray:
         """Which counts lie in their interval."""
@@ -86,11 +136,16 @@ class Intervals:
         }
 
 
-@lru_cache(maxsize=256)
+def _half(scale: float) -> int:
+    """m: the discrete Laplace pmf of ``scale`` is kept on −m … m (tails < TAIL dropped)."""
+    return max(1, math.ceil(scale * math.log(1.0 / TAIL)))
+
+
+@lru_cache(maxsize=16)
 def _laplace(scale: float) -> np.ndarray:
     """The discrete Laplace pmf of ``scale`` on −m … m (centre at m), tails < TAIL dropped."""
     q = math.exp(-1.0 / scale)
-    m = max(1, math.ceil(scale * math.log(1.0 / TAIL)))
+    m = _half(scale)
     k = np.abs(np.arange(-m, m + 1))
     return (1.0 - q) / (1.0 + q) * q**k
 
@@ -138,9 +193,37 @@ def _weights(children: int, own: float, child: float) -> tuple[int, int]:
     return best
 
 
+def _pair(children: int, own: float, child: float, raw: bool) -> tuple[int, int]:
+    """The pivot's weights (a, b) of one kind of region (scales ``own`` and ``child``)."""
+    return (1, 0) if raw else _weights(children, own**2, child**2)
+
+
+def _support(query: str, a: int, b: int, children: int, own: float, child: float) -> int:
+    """Integers in the support of the largest pmf the pivot computes at these scales."""
+    size = 2 * a * _half(own) + 1 + (2 * b * children * _half(child) if b else 0)
+    return 2 * size - 1 if query == "cumulative" else size
+
+
+def pivot_support(
+    query: str, children: int, own: float, child: float, raw: bool, max_support: int
+) -> tuple[int, int]:
+    """(exact support, g) of one kind of region's pivot: g = 1 when its exact distribution
+    fits in ``max_support`` integers, else the smallest odd g whose coarse distribution (the
+    scales divided by g) fits in :data:`COARSE_SUPPORT` (or ``max_support``, if smaller)."""
+    a, b = _pair(children, own, child, raw)
+    exact = _support(query, a, b, children, own, child)
+    if exact <= max_support:
+        return exact, 1
+    target = min(max_support, COARSE_SUPPORT)
+    g = math.ceil(exact / target) | 1
+    while _support(query, a, b, children, own / g, child / g) > target:
+        g += 2
+    return exact, g
+
+
 @dataclass(frozen=True)
 class _Acceptance:
-    """The central mass of D·E: the integers low … high, the boundary atoms low and high kept
+    """The central mass of S: the integers low … high, the boundary atoms low and high kept
     with probabilities p_low and p_high."""
 
     low: int
@@ -149,29 +232,37 @@ class _Acceptance:
     p_high: float
 
 
-def _acceptance(pmf: np.ndarray, level: float) -> _Acceptance:
-    """Equal tails of (1 − level)/2 each, for a pmf symmetric about its centre."""
+def _acceptance(pmf: np.ndarray, level: float, spread: int = 1) -> _Acceptance:
+    """Equal tails of (1 − level)/2 each, for a pmf symmetric about its centre whose atoms
+    each stand for ``spread`` (odd) integers, their mass spread evenly (the coarse pivot)."""
     pmf = pmf / pmf.sum()
     centre = (pmf.size - 1) // 2
     tail = (1.0 - level) / 2.0
     cdf = np.cumsum(pmf)
     first = int(np.searchsorted(cdf, tail, side="right"))  # P(< first) ≤ tail < P(≤ first)
-    if first >= centre:  # the centre atom alone holds at least `level`
-        p = level / pmf[centre]
+    atom = pmf[first] / spread
+    inside = (tail - (cdf[first] - pmf[first])) / atom  # integers of atom `first` in the tail
+    whole = int(inside)
+    low = (first - centre) * spread - spread // 2 + whole
+    if low >= 0:  # the centre integer alone holds at least `level`
+        p = level / (pmf[centre] / spread)
         return _Acceptance(0, 0, p, p)
-    kept = (cdf[first] - tail) / pmf[first]
-    return _Acceptance(first - centre, centre - first, kept, kept)
+    kept = 1.0 - (inside - whole)
+    return _Acceptance(low, -low, kept, kept)
 
 
 @lru_cache(maxsize=4096)
-def _pivot(query: str, children: int, own: float, child: float, level: float, raw: bool) -> tuple:
-    """(a, b, first-column acceptance, later-column acceptance) for one kind of region."""
-    a, b = (1, 0) if raw else _weights(children, own**2, child**2)
-    pmf = _stretch(_laplace(own), a)
+def _pivot(
+    query: str, children: int, own: float, child: float, level: float, raw: bool, max_support: int
+) -> tuple:
+    """(a, b, first-column acceptance, later-column acceptance, g) for one kind of region."""
+    a, b = _pair(children, own, child, raw)
+    _, g = pivot_support(query, children, own, child, raw, max_support)
+    pmf = _stretch(_laplace(own / g), a)
     if b:
-        pmf = _convolve(pmf, _stretch(_fold(_laplace(child), children), b))
+        pmf = _convolve(pmf, _stretch(_fold(_laplace(child / g), children), b))
     later = _convolve(pmf, pmf[::-1]) if query == "cumulative" else pmf
-    return a, b, _acceptance(pmf, level), _acceptance(later, level)
+    return a, b, _acceptance(pmf, level, g), _acceptance(later, level, g), g
 
 
 def _bounds(
@@ -194,6 +285,16 @@ def _bounds(
     return np.maximum(bottom, 0), top
 
 
+def _never_empty(
+    x: np.ndarray, d: np.ndarray, lower: np.ndarray, upper: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """An empty interval replaced by the count nearest the estimate max(x, 0)/d (round half
+    up): a superset, so coverage stays ≥ level."""
+    nearest = (2 * np.maximum(x, 0) + d) // (2 * d)
+    empty = lower > upper
+    return np.where(empty, nearest, lower), np.where(empty, nearest, upper)
+
+
 def interval_options(level: Any, method: Any, seed: Any) -> tuple[float, str, int]:
     """Validated (level in (0, 1), a method of :data:`INTERVAL_METHODS`, seed ≥ 0)."""
     level = positive_number("level", level)
@@ -208,25 +309,56 @@ def intervals(
     level: float = 0.95,
     method: str = "exact-pivot",
     seed: int = 0,
+    memory_limit: int | None = None,
 ) -> Intervals:
     """An interval for every count of a census release from its ``measurement`` (see the
-    module docstring); ``level`` in (0, 1); ``seed`` the interval's own randomisation
-    (public, not a noise seed: it touches no private value)."""
+    module docstring); ``level`` in (0, 1); ``method`` one of :data:`INTERVAL_METHODS`;
+    ``seed`` the interval's own randomisation (public, not a noise seed: it touches no private
+    value); ``memory_limit`` (bytes, default
+    :data:`~dpopt.census.resources.DEFAULT_MEMORY_LIMIT`) caps the exact distributions, past
+    which they are coarsened (``Intervals.method`` then says so)."""
     if not isinstance(measurement, Measurement):
         raise TypeError(f"measurement must be a census Measurement, got {measurement!r:.80}")
     level, method, seed = interval_options(level, method, seed)
-    lower, upper, weights = bounds(
+    lower, upper, weights, coarsened = bounds(
         measurement.query,
         measurement.parents,
         np.asarray(measurement.noisy, dtype=np.int64),
         np.asarray(measurement.scale, dtype=np.float64),
         level=level,
         raw=method == "raw",
+        conservative=method == "conservative-pivot",
         u=np.random.default_rng(seed).random(measurement.noisy.shape),
+        max_support=max_support_of(memory_limit),
     )
     pairs, regions = np.unique(weights, axis=0, return_counts=True)
-    used = {f"{a}:{b}": int(n) for (a, b), n in zip(pairs, regions, strict=True)}
-    return Intervals(lower, upper, level, method, seed, {"a:b regions": used})
+    details: dict[str, Any] = {
+        "a:b regions": {f"{a}:{b}": int(n) for (a, b), n in zip(pairs, regions, strict=True)}
+    }
+    if coarsened:
+        details["coarsened regions"] = coarsened
+    name = COARSE[method] if coarsened else method
+    return Intervals(lower, upper, level, name, seed, details, max_support_of(memory_limit))
+
+
+def requested_method(reported: str) -> str:
+    """The method asked for that ``Intervals.method`` reports (itself, or the one
+    :data:`COARSE` names)."""
+    for asked, coarse in COARSE.items():
+        if reported == coarse:
+            return asked
+    return choice("method", reported, INTERVAL_METHODS)
+
+
+def memory_of(max_support: int) -> int:
+    """The largest memory limit whose :func:`max_support_of` is ``max_support`` (at least the
+    limit it came from)."""
+    return (integer("max_support", max_support, minimum=1) + 1) * BYTES_PER_SUPPORT - 1
+
+
+def max_support_of(memory_limit: Any) -> int:
+    """The largest pivot support computed exactly within ``memory_limit`` bytes."""
+    return memory_limit_of(memory_limit) // BYTES_PER_SUPPORT
 
 
 def bounds(
@@ -237,12 +369,19 @@ def bounds(
     *,
     level: float,
     raw: bool,
+    conservative: bool,
     u: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(lower, upper, per-region weights a, b) for noisy answers ``noisy`` (regions × sizes)
-    of the regions of ``parents`` with discrete Laplace scales ``scale``, one uniform ``u``
-    per count; the engine of :func:`intervals` and of the block release's partitions."""
-    weights, accept, chances = _region_pivots(query, parents, scale, level, raw)
+    max_support: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(lower, upper, per-region weights a, b, regions whose pivot was coarsened) for noisy
+    answers ``noisy`` (regions × sizes) of the regions of ``parents`` with discrete Laplace
+    scales ``scale``, one uniform ``u`` per count: the own answers alone (``raw``), the
+    boundary atoms kept and no interval empty (``conservative``), pivots of at most
+    ``max_support`` integers; the engine of :func:`intervals` and of the block release's
+    partitions."""
+    weights, accept, chances, spread = _region_pivots(
+        query, parents, scale, level, raw, max_support
+    )
     x = weights[:, :1] * noisy + weights[:, 1:] * Tree(parents).child_sums(noisy)
     d = weights.sum(axis=1, keepdims=True)
     if query == "cumulative":
@@ -251,15 +390,19 @@ def bounds(
     column[1:] = 1 if query == "cumulative" else 0
     low = accept[:, column, 0].astype(np.int64)
     high = accept[:, column, 1].astype(np.int64)
+    if conservative:
+        chances = np.ones_like(chances)
     lower, upper = _bounds(x, d, low, high, chances[:, column, 0], chances[:, column, 1], u)
-    return lower, upper, weights
+    if conservative:
+        lower, upper = _never_empty(x, d, lower, upper)
+    return lower, upper, weights, int(np.sum(spread > 1))
 
 
-def _region_pivots(
-    query: str, parents: np.ndarray, scale: np.ndarray, level: float, raw: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per region: weights (a, b), acceptance bounds [column kind, low/high] and boundary
-    probabilities, computed once per distinct (children, own scale, children's scale)."""
+def _pivot_kinds(
+    parents: np.ndarray, scale: np.ndarray, raw: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (children, own scale, children's scale, alone) of the regions, and each
+    region's index among them."""
     below = parents >= 0
     kids = np.bincount(parents[below], minlength=parents.size)
     lowest = np.full(parents.size, np.inf)
@@ -270,13 +413,70 @@ def _region_pivots(
     alone = raw | (kids == 0) | (lowest != highest)
     keys = np.column_stack([kids, scale, np.where(alone, 0.0, highest), alone])
     unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    return unique, inverse.ravel()
+
+
+def _region_pivots(
+    query: str,
+    parents: np.ndarray,
+    scale: np.ndarray,
+    level: float,
+    raw: bool,
+    max_support: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per region: weights (a, b), acceptance bounds [column kind, low/high], boundary
+    probabilities and coarsening g, computed once per kind of region."""
+    unique, inverse = _pivot_kinds(parents, scale, raw)
     weights = np.zeros((unique.shape[0], 2), dtype=np.int64)
     accept = np.zeros((unique.shape[0], 2, 2))
     chances = np.zeros((unique.shape[0], 2, 2))
+    spread = np.ones(unique.shape[0], dtype=np.int64)
     for i, (k, own, child, single) in enumerate(unique):
-        a, b, first, later = _pivot(query, int(k), float(own), float(child), level, bool(single))
+        a, b, first, later, g = _pivot(
+            query, int(k), float(own), float(child), level, bool(single), max_support
+        )
         weights[i] = (a, b)
         accept[i] = ((first.low, first.high), (later.low, later.high))
         chances[i] = ((first.p_low, first.p_high), (later.p_low, later.p_high))
-    inverse = inverse.ravel()
-    return weights[inverse], accept[inverse], chances[inverse]
+        spread[i] = g
+    return weights[inverse], accept[inverse], chances[inverse], spread[inverse]
+
+
+@dataclass(frozen=True)
+class IntervalPlan:
+    """What intervals will be, decided before any draw: ``method`` as ``Intervals.method``
+    will say it, ``estimate`` the peak memory of the pivots' distributions (one at a time),
+    ``coarse_children`` the fewest children of a region whose pivot is coarsened (0: the
+    leaves too; None: no coarsening; more children, a wider support)."""
+
+    method: str
+    estimate: Estimate
+    coarse_children: int | None
+
+
+def region_kinds(parents: Any, scale: Any, raw: bool) -> np.ndarray:
+    """The distinct (children, own scale, children's scale, alone) of the regions of
+    ``parents`` with noise scales ``scale`` (what :func:`interval_plan` takes)."""
+    return _pivot_kinds(np.asarray(parents), np.asarray(scale, dtype=np.float64), raw)[0]
+
+
+def interval_plan(query: str, kinds: Any, method: str, memory_limit: Any) -> IntervalPlan:
+    """The :class:`IntervalPlan` of intervals by ``method`` for regions of ``kinds`` (rows
+    (children, own scale, children's scale, alone), e.g. :func:`region_kinds`), from public
+    facts only."""
+    max_support = max_support_of(memory_limit)
+    exact = peak = 0
+    coarse: list[int] = []
+    for k, own, child, single in kinds:
+        raw = bool(single) or method == "raw"
+        support, g = pivot_support(query, int(k), float(own), float(child), raw, max_support)
+        exact = max(exact, support)
+        peak = max(peak, support if g == 1 else min(max_support, COARSE_SUPPORT))
+        if g > 1:
+            coarse.append(int(k))
+    name = COARSE[method] if coarse else method
+    what = f"the {name} interval distributions"
+    estimate = Estimate(
+        what, peak * BYTES_PER_SUPPORT, exact * BYTES_PER_SUPPORT if coarse else None
+    )
+    return IntervalPlan(name, estimate, min(coarse) if coarse else None)

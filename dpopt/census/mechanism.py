@@ -13,9 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.census.confidence import Intervals, interval_options, intervals
+from dpopt.census.confidence import (
+    Intervals,
+    interval_options,
+    interval_plan,
+    intervals,
+    region_kinds,
+)
 from dpopt.census.data import CensusData
-from dpopt.census.measurement import Measurement, check_accountant, execute, plan
+from dpopt.census.measurement import Measurement, Plan, check_accountant, execute, plan
 from dpopt.census.postprocess import (
     check_refusal,
     check_time_limit,
@@ -23,6 +29,12 @@ from dpopt.census.postprocess import (
     mechanism,
     objective_of,
     post_process,
+)
+from dpopt.census.resources import (
+    Estimate,
+    check_memory,
+    memory_limit_of,
+    postprocess_estimates,
 )
 from dpopt.models.pgsr import PostProcess
 from dpopt.privacy import Accountant
@@ -81,6 +93,8 @@ def release(
     time_limit: float | None = None,
     interval_level: float | None = None,
     interval_seed: int = 0,
+    interval_method: str = "exact-pivot",
+    memory_limit: int | None = None,
 ) -> Release:
     """Release ``data`` under ε-DP, post-processed with ``method`` (a key of
     :data:`~dpopt.census.METHODS`).
@@ -95,34 +109,54 @@ def release(
     cumulative methods. ``level_weights`` splits the budget over the levels (spec G11), which
     is another matter. ``executor``: see :func:`~dpopt.census.post_process` (a Dask client is
     accepted). ``interval_level`` (in (0, 1), e.g. 0.95) attaches an exact confidence interval
-    to every count (:func:`~dpopt.census.confidence.intervals`, with ``interval_seed`` its own
-    public randomisation): no further budget, computed from the measurement.
+    to every count (:func:`~dpopt.census.confidence.intervals` by ``interval_method``, with
+    ``interval_seed`` its own public randomisation): no further budget, computed from the
+    measurement. ``memory_limit`` (bytes; default
+    :data:`~dpopt.census.resources.DEFAULT_MEMORY_LIMIT`, 2 GiB): the release estimates the
+    memory of its large allocations from the noise scales before the charge
+    (:mod:`dpopt.census.resources`) and refuses what would not fit; intervals whose exact
+    distributions would not fit are coarsened instead (``Intervals.method`` says so).
 
     Post-processing that fails after the charge (a solver's ``infeasible`` or ``time_limit``
     without a point, a method refusing the domains widening gave it, an error) raises
     :class:`~dpopt.release.ReleaseError` carrying the paid-for :class:`Measurement`
     (``.measurement``, to post-process again with :func:`~dpopt.census.post_process`) and the
     budget report. The rule: no released counts, a ReleaseError; counts, a :class:`Release`
-    whose ``statuses`` say how good they are (``feasible``, ``violated``, … are never hidden).
+    whose ``statuses`` say how good they are (``feasible``, ``violated``, … are never hidden);
+    a relaxation without a point releases the domain probe's point
+    (:func:`~dpopt.census.post_process`), its failed status kept beside the fallback's.
     Everything that can be decided before the draw is: the options, the executor's type, the
-    method's size limit at the starting domains (:func:`dpopt.refusal`), the noise scales and
-    the accountant.
+    method's size limit at the starting domains (:func:`dpopt.refusal`), the noise scales, the
+    memory the post-processing and the intervals will need, and the accountant.
     """
     spec = mechanism(method)
     chosen = objective_of(objective, method)
     domain_sd = domain_sd_of(domain_sd)
     check_time_limit(method, time_limit)
+    limit = memory_limit_of(memory_limit)
     if interval_level is not None:
-        interval_options(interval_level, "exact-pivot", interval_seed)
+        interval_options(interval_level, interval_method, interval_seed)
     if executor is not None:
         Runner(executor)  # a TypeError for anything but an Executor or a Dask client
     planned = plan(data, spec.query, epsilon=epsilon, level_weights=level_weights)
-    sd = np.empty(planned.data.parents.size)
-    for rows, prepared in zip(planned.rows, planned.prepared, strict=True):
-        sd[rows] = float(prepared.noise.variance) ** 0.5
+    sd, scale = _noise_of(planned)
+    census_data = planned.data
     check_refusal(
-        method, planned.data.parents, planned.data.sizes.size, planned.data.total, sd, domain_sd
+        method, census_data.parents, census_data.sizes.size, census_data.total, sd, domain_sd
     )
+    estimates = postprocess_estimates(
+        method,
+        census_data.parents,
+        census_data.total,
+        sd,
+        domain_sd,
+        chosen.weights(census_data.tree),
+        sizes=census_data.sizes.size,
+    )
+    if interval_level is not None:
+        kinds = region_kinds(census_data.parents, scale, interval_method == "raw")
+        estimates.append(interval_plan(spec.query, kinds, interval_method, limit).estimate)
+    _check_memory(estimates, limit, method, epsilon, domain_sd)
     accountant = check_accountant(accountant)
     if accountant is None:
         accountant = Accountant.pure(epsilon)
@@ -143,7 +177,13 @@ def release(
         attached = (
             None
             if interval_level is None
-            else intervals(measurement, level=interval_level, seed=interval_seed)
+            else intervals(
+                measurement,
+                level=interval_level,
+                method=interval_method,
+                seed=interval_seed,
+                memory_limit=limit,
+            )
         )
     except Exception as err:
         raise ReleaseError(
@@ -164,4 +204,28 @@ def release(
         measurement,
         check.violation_report(counts),
         attached,
+    )
+
+
+def _noise_of(planned: Plan) -> tuple[np.ndarray, np.ndarray]:
+    """Each region's noise sd and discrete Laplace scale, before the draw."""
+    sd = np.empty(planned.data.parents.size)
+    scale = np.empty(planned.data.parents.size)
+    for rows, prepared in zip(planned.rows, planned.prepared, strict=True):
+        sd[rows] = float(prepared.noise.variance) ** 0.5
+        scale[rows] = prepared.noise.scale
+    return sd, scale
+
+
+def _check_memory(
+    estimates: list[Estimate], limit: int, method: str, epsilon: Any, domain_sd: float
+) -> None:
+    """Refuse, before the charge, an estimate past ``limit`` bytes, naming what it follows
+    from."""
+    check_memory(
+        estimates,
+        limit,
+        f"census.release with method={method!r} at epsilon={float(epsilon):g} "
+        f"(domain_sd={domain_sd:g})",
+        "a larger epsilon, a smaller domain_sd or a larger memory_limit",
     )

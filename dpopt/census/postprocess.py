@@ -131,6 +131,19 @@ def check_time_limit(method: str, time_limit: float | None) -> None:
         )
 
 
+def starting_delta(
+    problem: type[Problem], parents: np.ndarray, total: int, sd: Any, domain_sd: float
+) -> np.ndarray:
+    """Each region's starting domain half-width δ = ⌈domain_sd·sd⌉, at most n, for a Problem
+    type, from public facts only (``sd``: each region's noise sd; a Model 3 chain entry sums
+    |H_l| noisy entries of its level, spec §4)."""
+    region_sd = np.asarray(sd, dtype=np.float64)
+    if problem is ChainPostProcess:
+        depth = Tree(parents).depth
+        region_sd = region_sd * np.sqrt(np.bincount(depth)[depth])
+    return np.ceil(np.minimum(domain_sd * region_sd, total)).astype(np.int64)
+
+
 def check_refusal(
     method: str, parents: np.ndarray, sizes: int, total: int, sd: np.ndarray, domain_sd: float
 ) -> None:
@@ -141,11 +154,7 @@ def check_refusal(
     can still make the domains grow past the limit after the draw; that failure is a
     :class:`~dpopt.release.ReleaseError` of the release."""
     spec = mechanism(method)
-    region_sd = np.asarray(sd, dtype=np.float64)
-    if spec.problem is ChainPostProcess:
-        depth = Tree(parents).depth
-        region_sd = region_sd * np.sqrt(np.bincount(depth)[depth])
-    delta = np.ceil(np.minimum(domain_sd * region_sd, total)).astype(np.int64)
+    delta = starting_delta(spec.problem, parents, total, sd, domain_sd)
     upper = np.broadcast_to(np.minimum(2 * delta, total)[:, None], (parents.size, sizes))
     lower = np.zeros_like(upper)
     target = np.zeros((parents.size, sizes), dtype=np.int64)
@@ -301,6 +310,9 @@ def post_process(
 
     Reads nothing but the measurement (noisy values and public facts); see
     :func:`build_problem` for the domains and :func:`dpopt.census.release` for ``objective``.
+    A relaxation (``relaxed``, ``cumulative-relaxed``) whose solver returns no point falls
+    back to the domain probe's point (pwl-dp's certified optimum, or pava-dp's feasible
+    point), under the status ``fallback to the domain probe (…)`` beside the failed one.
     ``executor`` is a ``concurrent.futures.Executor`` or a ``dask.distributed.Client``; on a
     client ``pwl-dp`` runs as ``pwl-dp:partitioned`` (the two-pass DP by partitions,
     :mod:`dpopt.solvers.pgsr_partitioned`), whose counts equal the serial ones bit for bit.
@@ -325,6 +337,12 @@ def post_process(
         solution = solve(problem, solver, **options)
         solution = replace(solution, info={**solution.info, "domain_sd": probed.info["domain_sd"]})
     statuses[f"post-processing ({solution.method})"] = solution.status
+    if solution.x is None and solution.kind == "relaxation" and probed.x is not None:
+        # a relaxation that returned no point: the probe's point (pwl-dp's certified optimum
+        # for Model 1) is released instead, and the statuses say so
+        statuses[f"fallback to the domain probe ({probed.method})"] = probed.status
+        message = f"{solution.method} returned no point ({solution.status})"
+        solution = replace(probed, info={**probed.info, "fallback": message})
     if solution.x is None:
         raise RuntimeError(f"{method}: {solution.status} {solution.info.get('message', '')}")
     return PostProcessed(_counts(problem, solution.x), solution, statuses)

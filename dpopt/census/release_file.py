@@ -90,6 +90,7 @@ def save_release(release: Release, path: str | Path) -> Path:
             "level": found.level,
             "method": found.method,
             "randomisation": found.seed,  # the intervals' own public draw, not the noise key
+            "max_support": found.max_support,
             "lower": found.lower.tolist(),
             "upper": found.upper.tolist(),
         }
@@ -152,6 +153,7 @@ def load_release(path: str | Path) -> SavedRelease:
                 float(intervals["level"]),
                 str(intervals["method"]),
                 int(intervals["randomisation"]),
+                max_support=intervals.get("max_support"),
             ),
         )
     except (KeyError, OverflowError, TypeError, ValueError) as err:

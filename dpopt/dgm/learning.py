@@ -67,12 +67,14 @@ __all__ = [
     "SAMPLING_RATE",
     "STAGE_ONE_SHARE",
     "Learned",
+    "LearningPlan",
     "Measurement",
     "Settings",
     "allocate_budget",
     "amplified",
     "learn",
     "maximum_likelihood",
+    "plan_learning",
     "query_coverage",
     "query_weights",
     "subsample_epsilon",
@@ -396,30 +398,127 @@ def learn(
         ``sampling_rate`` = β Poisson subsample; ``baseline=True`` the data-independent D-Ind
         split ε^B/n per table (``objective`` then only validated).
     """
+    plan = plan_learning(
+        network,
+        data,
+        epsilon=epsilon,
+        method=method,
+        accountant=accountant,
+        objective=objective,
+        baseline=baseline,
+        stage_one_share=stage_one_share,
+        sampling_rate=sampling_rate,
+        floor=floor,
+        consistency=consistency,
+        strict=strict,
+    )
+    generator = resolve_rng(rng)
+    settings = plan.settings
+    run = _Run(plan.structure, plan.codes, plan.ledger, generator, settings, plan.method)
+    if plan.stage_one is None:
+        assert plan.shares is not None
+        if settings.baseline:
+            return _stage_two(run, plan.shares, None, None)
+        return _stage_two(run, plan.shares, "query", plan.a, plan.statuses)
+    first, sample_eps = plan.stage_one
+    return _paper(run, plan.epsilon, first, sample_eps)
+
+
+@dataclass(frozen=True, eq=False)
+class LearningPlan:
+    """What :func:`learn` decides before its charge (:func:`plan_learning`): the public
+    ``structure``, the encoded records, ε^B, the settings, the allocation ``method``, the
+    checked accountant (``ledger``) and the split known before any draw: ``shares`` the ε_i
+    per table (the query objective and D-Ind; 0 for a table not measured), ``a`` the weights
+    it minimised and ``statuses`` its solve's status; for the paper objective ``shares`` is
+    None (Stage II's split follows Stage I's noisy output) and ``stage_one`` is (ε^I, ε_s)."""
+
+    structure: Network
+    codes: np.ndarray
+    epsilon: Fraction
+    settings: Settings
+    method: str
+    ledger: Accountant
+    shares: list[Fraction] | None = None
+    a: np.ndarray | None = None
+    statuses: dict[str, Status] = field(default_factory=dict)
+    stage_one: tuple[Fraction, Fraction] | None = None
+
+    def report(self) -> dict[str, Any]:
+        """The plan as plain JSON data: the budget, and each table's ε and discrete Laplace
+        scale (sensitivity 1: scale 1/ε) where they are known before the draw."""
+        nodes = self.structure.nodes
+        found: dict[str, Any] = {
+            "network": self.structure.name,
+            "nodes": len(nodes),
+            "epsilon": str(self.epsilon),
+            "objective": None if self.settings.baseline else self.settings.objective,
+        }
+        if self.shares is not None:
+            found["tables"] = [
+                {"node": node, "epsilon": str(share), "scale": float(1 / share) if share else None}
+                for node, share in zip(nodes, self.shares, strict=True)
+            ]
+            return found
+        assert self.stage_one is not None
+        first, sample_eps = self.stage_one
+        found["stage_one"] = {
+            "epsilon_I": str(first),
+            "epsilon_s": float(sample_eps),
+            "sampling_rate": str(self.settings.sampling_rate),
+            "scale": float(len(nodes) / sample_eps),
+        }
+        found["stage_two"] = (
+            f"ε^B − ε^I = {self.epsilon - first} split over the {len(nodes)} tables by Stage "
+            "I's noisy output (known only after its draw)"
+        )
+        return found
+
+
+def plan_learning(
+    network: Any,
+    data: Any,
+    *,
+    epsilon: Any,
+    method: str = "auto",
+    accountant: Accountant | None = None,
+    objective: str = "query",
+    baseline: bool = False,
+    stage_one_share: Any = STAGE_ONE_SHARE,
+    sampling_rate: Any = SAMPLING_RATE,
+    floor: float = 1.0,
+    consistency: str = "epsilon",
+    strict: bool = True,
+) -> LearningPlan:
+    """Plan :func:`learn` with these arguments (its own, but ``rng``): validate every input and
+    option, try the allocation method on a public instance, check the accountant and compute
+    the split known before any draw; nothing is charged or drawn."""
     settings = Settings(
         objective, baseline, stage_one_share, sampling_rate, floor, consistency, strict
     )
     structure = load(network)
     codes = structure.encode(data)
     eps = exact_fraction("epsilon", epsilon)
-    generator = resolve_rng(rng)
     # an unknown or unfit method fails here, before any charge (also for the baseline)
     _allocation(np.ones(len(structure.nodes)), 1, method, settings.strict)
     if settings.baseline or settings.objective == "query":
         ledger = _accountant(accountant, eps)
-        run = _Run(structure, codes, ledger, generator, settings, method)
         if settings.baseline:
-            return _stage_two(run, exact_shares(eps, np.ones(len(structure.nodes))), None, None)
+            shares = exact_shares(eps, np.ones(len(structure.nodes)))
+            return LearningPlan(structure, codes, eps, settings, method, ledger, shares)
         a = query_weights(structure)
         shares, status = _measured_shares(a, eps, method, settings.strict)
-        return _stage_two(run, shares, "query", a, {"allocation": status})
+        statuses: dict[str, Status] = {"allocation": status}
+        return LearningPlan(structure, codes, eps, settings, method, ledger, shares, a, statuses)
     first = settings.stage_one_share * eps
     sample_eps = subsample_epsilon(first, settings.sampling_rate)  # refuses a tiny ε^I
     # Stage II splits ε^B − ε^I over all n tables by Stage I's noisy output, so its smallest
     # share is at most (ε^B − ε^I)/n: refuse now when even that share's scale is too large
     _check_scale(len(structure.nodes), eps - first, "Stage II")
-    run = _Run(structure, codes, _accountant(accountant, eps), generator, settings, method)
-    return _paper(run, eps, first, sample_eps)
+    ledger = _accountant(accountant, eps)
+    return LearningPlan(
+        structure, codes, eps, settings, method, ledger, stage_one=(first, sample_eps)
+    )
 
 
 def _check_scale(tables: int, total: Fraction, stage: str) -> None:

@@ -41,7 +41,10 @@ def test_laplace_pmf_is_the_sampler_distribution(scale: float) -> None:
 def test_acceptance_holds_exactly_level(query, children, scale, level) -> None:
     """Σ pmf(x)·φ(x) = level (the coverage at any truth) for the first column and, for
     cumulative answers, the later ones, against the pmf built by direct convolution."""
-    a, b, first, later = iv._pivot(query, children, scale, scale, level, False)
+    a, b, first, later, spread = iv._pivot(
+        query, children, scale, scale, level, False, iv.max_support_of(None)
+    )
+    assert spread == 1
     pmf = iv._stretch(iv._laplace(scale), a)
     if b:
         pmf = np.convolve(pmf, iv._stretch(_direct_fold(iv._laplace(scale), children), b))
@@ -179,21 +182,18 @@ def test_intervals_refuse_bad_input(data: CensusData) -> None:
 def test_block_release_writes_intervals_beside_counts(tmp_path) -> None:
     from dpopt.census import blocks
     from dpopt.census import geography as geo
-    from dpopt.census.geography import LEVELS
-    from dpopt.census.keyed import LevelNoise
+    from dpopt.census.block_plan import plan_blocks
     from dpopt.census.store import Partition
-
-    def result_noise() -> LevelNoise:
-        return LevelNoise.uniform(1.0, len(LEVELS))
 
     shape = geo.small(sizes=4, seed=0)
     result = blocks.release_blocks(
         shape, epsilon=1.0, out_dir=tmp_path, rng=123, interval_level=0.95, interval_seed=7
     )
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    settings = blocks._block_intervals(
-        blocks._Plan(shape, tmp_path, None, result_noise(), 3.0, "global", "leaf-weighted", 0.95, 7)
+    planned = plan_blocks(
+        shape, epsilon=1.0, out_dir=tmp_path, interval_level=0.95, interval_seed=7
     )
+    settings = blocks._block_intervals(planned)
     assert settings is not None
     hits = cells = 0
     assert manifest["intervals"]["level"] == 0.95 and manifest["intervals"]["seed"] == 7
@@ -238,3 +238,149 @@ def test_cli_release_writes_intervals(tmp_path) -> None:
     lower = blocks.read_release(out, shape, 0, "lower")
     upper = blocks.read_release(out, shape, 0, "upper")
     assert lower.shape == upper.shape and (lower >= 0).all()
+
+
+def _empty_chance(pmf: np.ndarray, accept, d: int, v: int) -> float:
+    """P(interval empty | true count v), exactly: every pivot value S with its probability,
+    the boundary atoms kept (u = 0, probability p) or not (u = 1)."""
+    s = np.arange(pmf.size) - (pmf.size - 1) // 2
+    chance = 0.0
+    for u, weight in ((0.0, accept.p_low), (1.0, 1.0 - accept.p_low)):
+        lower, upper = iv._bounds(
+            d * v + s, d, accept.low, accept.high, accept.p_low, accept.p_high, np.full(s.size, u)
+        )
+        chance += weight * float(pmf[lower > upper].sum())
+    return chance
+
+
+def _pivot_pmf(children: int, scale: float) -> tuple[np.ndarray, object, int]:
+    a, b, first, _, _ = iv._pivot("counts", children, scale, scale, 0.9, children == 0, 2**30)
+    pmf = iv._stretch(iv._laplace(scale), a)
+    if b:
+        pmf = np.convolve(pmf, iv._stretch(_direct_fold(iv._laplace(scale), children), b))
+    return pmf / pmf.sum(), first, a + b
+
+
+def test_empty_intervals_are_as_the_docstring_states() -> None:
+    """Exactly computed: P(empty) ≤ 1 − level at every true count; with a wide acceptance,
+    exactly (1 − level)/2 at a true 0 and less above it; at a tiny noise scale about
+    1 − level at any true count (42 here, as the reviewer saw at ε = 10⁶)."""
+    assert "P(empty) ≤ 1 − ``level``" in iv.__doc__
+    pmf, accept, d = _pivot_pmf(3, 5.0)
+    assert accept.high - accept.low >= d + 1  # the wide case
+    assert _empty_chance(pmf, accept, d, 0) == pytest.approx(0.05, abs=1e-12)
+    above = [_empty_chance(pmf, accept, d, v) for v in (1, 2, 5)]
+    assert 0.05 > above[0] > above[1] > above[2] >= 0
+    for children, scale in ((0, 0.01), (3, 0.01), (1, 0.5), (0, 0.3)):
+        pmf, accept, d = _pivot_pmf(children, scale)
+        for v in (0, 1, 42):
+            assert _empty_chance(pmf, accept, d, v) <= 0.1 + 1e-12
+    pmf, accept, d = _pivot_pmf(3, 0.01)
+    assert _empty_chance(pmf, accept, d, 42) == pytest.approx(0.1, abs=1e-6)
+
+
+def test_conservative_intervals_are_never_empty_and_cover_at_least_level(
+    data: CensusData,
+) -> None:
+    """200 measurements at ε = 10⁶ (one atom holds the pivot's mass) and at ε = 1: the exact
+    pivot's intervals are empty about 1 − level of the time at ε = 10⁶, the conservative ones
+    never, and cover at least the level (within 4.5 binomial standard errors)."""
+    for epsilon in (1e6, 1.0):
+        hits = empty = exact_empty = 0
+        for seed in range(200):
+            measurement = census.measure(data, "counts", epsilon=epsilon, rng=seed)
+            found = census.intervals(measurement, method="conservative-pivot", seed=seed)
+            assert found.method == "conservative-pivot"
+            hits += int(found.covers(data.counts).sum())
+            empty += int((found.lower > found.upper).sum())
+            exact = census.intervals(measurement, seed=seed)
+            exact_empty += int((exact.lower > exact.upper).sum())
+        trials = 200 * data.counts.size
+        assert empty == 0
+        assert hits / trials > 0.95 - 4.5 * math.sqrt(0.95 * 0.05 / trials)
+        if epsilon == 1e6:
+            assert abs(exact_empty / trials - 0.05) < 4.5 * math.sqrt(0.05 * 0.95 / trials)
+
+
+def _laplace_draws(rng: np.random.Generator, scale: float, shape: tuple[int, ...]) -> np.ndarray:
+    """Discrete Laplace noise of ``scale``: the difference of two geometric variables."""
+    p = 1 - math.exp(-1 / scale)
+    return rng.geometric(p, shape) - rng.geometric(p, shape)
+
+
+@pytest.mark.parametrize("query", ["counts", "cumulative"])
+@pytest.mark.parametrize(("children", "scale"), [(3, 3e5), (32, 5e3)])
+def test_coarse_pivot_coverage_over_many_draws(query: str, children: int, scale: float) -> None:
+    """A region and its children, 100,000 draws (one per column), the pivots coarsened by a
+    64 MiB limit (g = 169 and 29 at scale 3·10⁵, 15 and 31 at 5·10³): coverage within 4.5
+    binomial standard errors of the level, at levels 0.5, 0.9 and 0.99."""
+    draws = 100_000
+    rng = np.random.default_rng(children)
+    parents = np.array([-1] + [0] * children)
+    truth = np.zeros((children + 1, draws), dtype=np.int64)
+    truth[1:] = rng.integers(0, 3 * scale, (children, draws))
+    truth[0] = truth[1:].sum(axis=0)
+    target = np.cumsum(truth, axis=1) if query == "cumulative" else truth
+    noisy = target + _laplace_draws(rng, scale, truth.shape)
+    for level in (0.5, 0.9, 0.99):
+        lower, upper, _, coarse = iv.bounds(
+            query,
+            parents,
+            noisy,
+            np.full(children + 1, scale),
+            level=level,
+            raw=False,
+            conservative=False,
+            u=rng.random(noisy.shape),
+            max_support=iv.max_support_of(64 * 2**20),
+        )
+        assert coarse >= 1
+        covered = (lower <= truth) & (truth <= upper)
+        for rows in (covered[:1], covered[1:]):  # the combined pivot, the leaves' own
+            error = math.sqrt(level * (1 - level) / rows.size)
+            assert abs(rows.mean() - level) < 4.5 * error, (level, rows.mean())
+
+
+def test_intervals_are_coarsened_past_the_memory_limit(data: CensusData) -> None:
+    """At ε = 1e-6 the exact pivots would need ~300 GB (the reviewer's memory blow-up): the
+    plan says so before any draw, and the release's intervals are coarse-pivot's."""
+    limit = 2**30
+    released = census.release(data, epsilon=1e-6, rng=1, interval_level=0.9, memory_limit=limit)
+    found = released.intervals
+    assert found is not None and found.method == "coarse-pivot"
+    assert found.weights["coarsened regions"] == data.parents.size
+    scale = np.asarray(released.measurement.scale)
+    plan = iv.interval_plan(
+        "counts", iv.region_kinds(data.parents, scale, False), "exact-pivot", limit
+    )
+    assert plan.method == "coarse-pivot" and plan.coarse_children == 0
+    assert plan.estimate.bytes <= limit < plan.estimate.exact
+    exact = census.intervals(census.measure(data, "counts", epsilon=1.0, rng=1))
+    assert exact.method == "exact-pivot" and "coarsened regions" not in exact.weights
+
+
+def test_block_release_coarsens_and_reports_conservative_intervals(tmp_path) -> None:
+    from dpopt.census import blocks
+    from dpopt.census import geography as geo
+
+    shape = geo.small(sizes=2, seed=0)
+    result = blocks.release_blocks(
+        shape,
+        epsilon=1e-2,
+        out_dir=tmp_path,
+        rng=5,
+        interval_level=0.9,
+        interval_method="conservative-pivot",
+        memory_limit=64 * 2**20,
+    )
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["intervals"]["method"] == "coarse-conservative-pivot"
+    assert 0 < manifest["intervals"]["coarse_children"] <= iv.MAX_CHILDREN
+    assert result.intervals == manifest["intervals"]
+    for state in range(len(shape.states)):
+        lower = blocks.read_release(tmp_path, shape, state, "lower")
+        upper = blocks.read_release(tmp_path, shape, state, "upper")
+        assert (lower <= upper).all()
+    from dpopt.census.check import check_release
+
+    assert check_release(tmp_path).violations == []  # recomputed at the manifest's support

@@ -285,3 +285,26 @@ def test_cumulative_counts_are_checked_at_their_stated_step(tmp_path: Path) -> N
     _edit(path, lambda record: understate(record, Fraction(1, 2)))
     found = check_saved(path).violations
     assert "its scale 9 at sensitivity 3 implies ε = 0.333333, its loss claims 1/6" in found[0]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"epsilon": 1.0, "interval_method": "conservative-pivot"},
+        {"epsilon": 1e-3, "memory_limit": 2**26},  # coarse-pivot: past the exact support
+    ],
+)
+def test_conservative_and_coarse_intervals_are_recomputed(options: dict, tmp_path: Path) -> None:
+    """The check recomputes intervals of every method a release can write, at the support
+    limit the release had (the file keeps it), and still sees a moved one."""
+    release = census.release(_data(), rng=11, interval_level=0.9, **options)
+    assert release.intervals is not None
+    assert release.intervals.method != "exact-pivot"  # the case under test
+    path = census.save_release(release, tmp_path / "release.json")
+    assert check_saved(path).violations == []
+
+    def move(record: dict[str, Any]) -> None:
+        record["intervals"]["upper"][0][0] += 1
+
+    _edit(path, move)
+    assert check_saved(path).violations[0].startswith("1 intervals are not those")

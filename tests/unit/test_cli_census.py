@@ -158,3 +158,39 @@ def test_an_unreadable_epsilon_is_a_usage_error(capsys: pytest.CaptureFixture) -
         cli.main(["census", "release", *TINY, "--epsilon", "1/0", "--out", "x"])
     assert stop.value.code == 2
     assert "--epsilon" in capsys.readouterr().err
+
+
+def test_dry_run_prints_the_plan_and_charges_draws_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_draw(*args: Any) -> int:
+        raise AssertionError("a dry run drew the noise key")
+
+    monkeypatch.setattr(blocks, "draw_entropy", no_draw)
+    out = tmp_path / "rel"
+    argv = ["census", "release", *TINY, "--epsilon", "1", "--out", str(out), "--intervals", "0.9"]
+    status, stdout, err = run([*argv, "--dry-run", "--json", "-"], capsys)
+    assert status == 0, err
+    plan = json.loads(stdout)
+    assert not out.exists()
+    assert plan["epsilon"] == "1" and [c["epsilon"] for c in plan["charges"]] == ["1/6"] * 6
+    assert [row["level"] for row in plan["noise"]] == list(blocks.LEVELS)
+    assert all(row["scale"] == 12 for row in plan["noise"])  # Δ = 2 at ε/6 per level
+    assert plan["intervals"]["method"] == "exact-pivot"
+    assert {e["what"].split()[0] for e in plan["estimates"]} == {"pwl-dp's", "the"}
+    assert plan["writes"][-1] == str(out / "manifest.json")
+    status, stdout, _ = run([*argv, "--dry-run"], capsys)
+    assert status == 0 and "dry run: nothing charged" in stdout and "estimate: ~" in stdout
+    # what would not fit is refused as a release refuses it, nothing charged: exit 2
+    status, _, err = run(
+        [*argv, "--epsilon", "1e-3", "--memory-limit", "0.0625", "--dry-run"], capsys
+    )
+    assert status == 2 and "needs ~" in err and "memory_limit=67108864" in err
+    assert not out.exists()
+
+
+def test_interval_methods_of_the_cli_are_the_library_s() -> None:
+    from dpopt import plan_cli
+    from dpopt.census.confidence import INTERVAL_METHODS
+
+    assert plan_cli.INTERVAL_METHODS == INTERVAL_METHODS

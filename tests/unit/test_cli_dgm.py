@@ -165,3 +165,31 @@ def test_utility_summary_divides_by_the_baseline_seed_by_seed() -> None:
         assert entry[metric] == pytest.approx(1.0)  # (1 + 3)/2 over (2 + 2)/2
         assert entry[f"{metric}_won"] == 1  # seed 0: 1 < 2; seed 1: 3 > 2
     assert "1.000 (1/2)" in format_utility([entry])
+
+
+@pytest.mark.parametrize("extra", [[], ["--objective", "paper"], ["--baseline"]])
+def test_dgm_dry_run_prints_the_plan_and_charges_nothing(
+    extra: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_release(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a dry run learned")
+
+    monkeypatch.setattr(dgm, "learn", no_release)
+    save = tmp_path / "private.bif"
+    argv = ["dgm", "--network", "asia", "--epsilon", "1/2", "--records", "300", *extra]
+    assert main([*argv, "--save", str(save), "--dry-run", "--json", "-"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert not save.exists()
+    assert plan["epsilon"] == "1/2" and plan["nodes"] == 8
+    if "--objective" in extra:
+        assert plan["stage_one"]["epsilon_I"] == "1/20" and "Stage I" in plan["stage_two"]
+    else:
+        shares = [Fraction(row["epsilon"]) for row in plan["tables"]]
+        assert sum(shares) == Fraction(1, 2)  # exactly what a release would charge
+        for row, share in zip(plan["tables"], shares, strict=True):
+            assert row["scale"] == (None if share == 0 else pytest.approx(float(1 / share)))
+    assert main([*argv, "--dry-run"]) == 0
+    assert "dry run: nothing charged" in capsys.readouterr().out

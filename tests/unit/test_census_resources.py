@@ -1,0 +1,50 @@
+"""Census releases plan their resources before the charge (docs/families/census.md,
+"Resources"): a memory estimate past ``memory_limit`` or a post-processing DP whose 64-bit
+costs would overflow is refused with nothing charged."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpopt import census
+from dpopt.census import resources
+from dpopt.census.data import CensusData
+from dpopt.privacy import Accountant
+
+
+@pytest.fixture(scope="module")
+def data() -> CensusData:
+    """The reviewer's shape: n = 10⁴, so at ε = 1e-6 the noise (sd 8.5·10⁶) dwarfs n."""
+    return census.synthetic(np.random.default_rng(0), states=3, counties=10, sizes=4, groups=10_000)
+
+
+def test_dp_memory_past_the_limit_is_refused_before_the_charge() -> None:
+    wide = census.synthetic(
+        np.random.default_rng(1), states=3, counties=300, sizes=30, groups=10**7
+    )
+    accountant = Accountant.pure(1e-3)
+    with pytest.raises(ValueError, match=r"needs ~\d.* MiB for pwl-dp's cost tables") as caught:
+        census.release(wide, epsilon=1e-3, accountant=accountant, memory_limit=64 * 2**20)
+    assert "memory_limit=67108864" in str(caught.value) and "epsilon=0.001" in str(caught.value)
+    assert not accountant.ledger
+    # the estimate is the starting domains' widths: 304 regions × (2·⌈3·sd⌉ + 1) × 8 bytes
+    sd = np.full(wide.parents.size, 2**0.5 * 2 / (1e-3 / 3))
+    (estimate,) = resources.postprocess_estimates(
+        "pwl-dp", wide.parents, wide.total, sd, 3.0, None, sizes=30
+    )
+    assert estimate.bytes == pytest.approx(8 * 304 * (2 * np.ceil(3 * sd[0]) + 1), rel=1e-9)
+
+
+@pytest.mark.parametrize("method", ["pwl-dp", "relaxed", "cumulative-relaxed", "chain-dp"])
+def test_cost_overflow_is_refused_before_the_charge(data: CensusData, method: str) -> None:
+    accountant = Accountant.pure(1e-9)
+    with pytest.raises(ValueError, match="64-bit cost tables would overflow"):
+        census.release(data, epsilon=1e-9, method=method, accountant=accountant)
+    assert not accountant.ledger
+
+
+def test_memory_limit_is_validated(data: CensusData) -> None:
+    with pytest.raises(ValueError, match="memory_limit must be"):
+        census.release(data, epsilon=1.0, memory_limit=1000)
+    assert resources.memory_limit_of(None) == resources.DEFAULT_MEMORY_LIMIT == 2 * 2**30
