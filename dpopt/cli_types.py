@@ -17,18 +17,25 @@ from pathlib import Path
 from typing import Any
 
 from dpopt.planning import GIB, MIN_MEMORY
+from dpopt.validation import MAX_COUNT, file_path, instance
+
+
+class OptionError(argparse.ArgumentTypeError, ValueError):
+    """A bad option value: argparse's clean usage error (exit 2, naming the flag), and a
+    ValueError for a caller outside argparse."""
 
 
 def _number(text: str, convert: Callable[[str], Any], what: str, ok: Callable[[Any], bool],
             rule: str) -> Any:  # fmt: skip
     """``convert(text)`` if it reads and passes ``ok``; else argparse's clean usage error
-    (which names the flag)."""
+    (which names the flag). argparse passes a string: anything else is a TypeError."""
+    instance("text", text, str)
     try:
         value = convert(text)
     except (ValueError, ZeroDivisionError, OverflowError):
-        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        raise OptionError(f"{text!r} is not {what}") from None
     if not ok(value):
-        raise argparse.ArgumentTypeError(f"must be {rule}, got {text}")
+        raise OptionError(f"must be {rule}, got {text}")
     return value
 
 
@@ -54,12 +61,13 @@ def positive_int(text: str) -> int:
 
 
 def memory_gib(text: str) -> int:
-    """argparse type of ``--max-memory``: a number of GiB (at least 1 MiB's worth), as bytes."""
-    gib = _number(text, float, "a number of GiB", lambda v: 0 < v < math.inf, "> 0 GiB")
+    """argparse type of ``--max-memory``: a number of GiB (at least 1 MiB's worth, at most
+    2**62 bytes), as bytes."""
+    most = MAX_COUNT // GIB
+    rule = f"> 0 GiB and at most {most} GiB (2**62 bytes)"
+    gib = _number(text, float, "a number of GiB", lambda v: 0 < v <= most, rule)
     if gib * GIB < MIN_MEMORY:
-        raise argparse.ArgumentTypeError(
-            f"must be at least 1 MiB ({MIN_MEMORY / GIB:g}), got {text}"
-        )
+        raise OptionError(f"must be at least 1 MiB ({MIN_MEMORY / GIB:g}), got {text}")
     return int(gib * GIB)
 
 
@@ -75,9 +83,10 @@ def check_output_path(
     Writability is found by a real write (the file is created, and removed again unless it
     existed): permission bits lie to root, and a read-only file system shows only on a write.
     """
+    instance("option", option, str)
     if path is None or (stdout and path == "-"):
         return
-    why = _unwritable(path, formats)
+    why = _unwritable(instance("path", path, str), formats)
     if why:
         raise ValueError(f"{option} {path}: {why}")
 
@@ -111,19 +120,24 @@ def _unwritable(path: str, formats: Collection[str]) -> str | None:
 def output_path(text: str) -> str:
     """argparse type of ``--json PATH``: ``-`` (stdout) or a file :func:`check_output_path`
     accepts, so that a bad path is a usage error (exit 2) before anything is computed."""
+    instance("text", text, str)
     problem = None if text == "-" else _unwritable(text, ())
     if problem:
-        raise argparse.ArgumentTypeError(f"{text}: {problem}")
+        raise OptionError(f"{text}: {problem}")
     return text
 
 
 def write_json(path: str, value: Any) -> None:
     """``--json PATH``: ``value`` as indented JSON to PATH, or to stdout when PATH is ``-``."""
-    text = json.dumps(value, indent=1)
-    if path == "-":
+    target = None if path == "-" else file_path("path", path)
+    try:
+        text = json.dumps(value, indent=1)
+    except (TypeError, ValueError) as err:  # an object JSON cannot hold, or a cycle
+        raise TypeError(f"value must be JSON data (dicts, lists, str, numbers): {err}") from None
+    if target is None:
         print(text)
     else:
-        Path(path).write_text(text + "\n", encoding="utf-8")
+        target.write_text(text + "\n", encoding="utf-8")
 
 
 @contextlib.contextmanager
@@ -169,6 +183,8 @@ def _flush_c_stdio() -> None:
 def add_geography_arguments(cmd: argparse.ArgumentParser, *, scale_help: str) -> None:
     """``--geography``, ``--scale``, ``--sizes``, ``--geo-seed`` and ``--puerto-rico``: the
     public description of a census geography (:func:`geography_of`)."""
+    instance("cmd", cmd, argparse.ArgumentParser)
+    instance("scale_help", scale_help, str)
     cmd.add_argument(
         "--geography",
         choices=("blocks", "small"),
@@ -189,6 +205,7 @@ def geography_of(args: argparse.Namespace, default_scale: float) -> Any:
     ``--scale``); a ValueError names a bad value."""
     from dpopt.census import geography
 
+    instance("args", args, argparse.Namespace)
     return geography.described(
         args.geography,
         scale=default_scale if args.scale is None else args.scale,

@@ -22,6 +22,7 @@ from dpopt.cli_types import (
     write_json,
 )
 from dpopt.planning import MAX_CURVE_EPSILONS, MEMORY_BUDGET, MIN_MEMORY, check_memory
+from dpopt.validation import instance
 
 PLAN_EPILOG = """workloads (--workload):
   allrange:N  prefix:N  suffix:N  identity:N  total:N  identity-total:N  widthranges:N:K
@@ -59,7 +60,9 @@ BLOCK_NAMES = ("allrange", "prefix", "suffix", "identity", "total", "identity-to
 
 
 def add_parser(commands: Any) -> None:
-    """The ``plan`` subcommand: ``hdmm``, ``eigen``, ``census``, ``dgm`` and ``relational``."""
+    """The ``plan`` subcommand: ``hdmm``, ``eigen``, ``census``, ``dgm`` and ``relational``
+    (``commands``: what ``ArgumentParser.add_subparsers`` returned)."""
+    instance("commands", commands, argparse._SubParsersAction)
     plan = commands.add_parser(
         "plan",
         help="the error of a release before spending, or the ε for an accuracy target",
@@ -121,6 +124,8 @@ conditional queries, relational's the cross 3-way error. No data is read, no bud
 def add_output_arguments(cmd: argparse.ArgumentParser, what: str) -> None:
     """``--json PATH``, checked before any work (:func:`~dpopt.cli_types.output_path`), and
     ``--max-memory GIB``, the planner's memory budget."""
+    instance("cmd", cmd, argparse.ArgumentParser)
+    instance("what", what, str)
     cmd.add_argument(
         "--json",
         metavar="PATH",
@@ -311,6 +316,7 @@ def parse_workload(text: str) -> Any:
     """A :mod:`dpopt.workload` matrix from the grammar of :data:`PLAN_EPILOG`."""
     from dpopt import workload as wl
 
+    instance("text", text, str)
     if text.startswith("marginals:"):
         parts = text.split(":")
         if len(parts) != 3:
@@ -408,6 +414,7 @@ def run(args: argparse.Namespace) -> int:
     """``dpopt plan``: print the table (and JSON); exit 2 on bad input."""
     from dpopt import hdmm
 
+    instance("args", args, argparse.Namespace)
     if args.family == "census":
         return _plan_census(args)
     if args.family in ("dgm", "relational"):

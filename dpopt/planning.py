@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpopt.validation import finite_array, integer, positive_number
+from dpopt.validation import finite_array, instance, integer, positive_number, sequence
 
 __all__ = [
     "CURVE_EPSILONS",
@@ -48,9 +48,12 @@ def memory_budget(value: Any) -> int:
     return integer("max_memory", value, minimum=MIN_MEMORY)
 
 
-def check_memory(estimate: float, budget: int, what: str) -> None:
+def check_memory(estimate: int, budget: int, what: str) -> None:
     """Refuse (ValueError) an ``estimate`` in bytes above ``budget``; ``what`` names the inputs
     that size it, e.g. ``"records = 10000000000 of asia (8 nodes)"``."""
+    estimate = integer("estimate", estimate, minimum=0, maximum=None)
+    budget = integer("budget", budget, minimum=0, maximum=None)
+    instance("what", what, str)
     if estimate > budget:
         raise ValueError(
             f"{what} needs about {estimate / GIB:.3g} GiB, above the memory budget of "
@@ -61,11 +64,23 @@ def check_memory(estimate: float, budget: int, what: str) -> None:
 
 def number_in(name: str, value: Any, bounds: tuple[float, float]) -> float:
     """``value`` as a float within ``bounds`` (both > 0): finite, a number, not a bool."""
+    instance("name", name, str)
+    low, high = _bounds(bounds)
     number = positive_number(name, value)
-    low, high = bounds
     if not low <= number <= high:
         raise ValueError(f"{name} must be in [{low:g}, {high:g}], got {value!r}")
     return number
+
+
+def _bounds(bounds: Any) -> tuple[float, float]:
+    """``bounds`` as (low, high), two numbers with 0 < low <= high."""
+    pair = sequence("bounds", bounds, "two numbers (low, high)")
+    if len(pair) != 2:
+        raise ValueError(f"bounds must be two numbers (low, high), got {len(pair)}")
+    low, high = (positive_number(f"bounds[{i}]", value) for i, value in enumerate(pair))
+    if low > high:
+        raise ValueError(f"bounds must have low <= high, got {pair!r}")
+    return low, high
 
 
 def curve_epsilons(value: Any) -> tuple[float, ...]:

@@ -23,10 +23,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
+from typing import Any
 
 import numpy as np
 
 from dpopt import workload as wl
+from dpopt.validation import finite_number, float_array, instance, integer, sequence
 
 __all__ = ["Covariance", "forms_bytes", "max_row_form", "row_forms", "total_form"]
 
@@ -42,8 +44,13 @@ def forms_bytes(sizes: Sequence[int], terms: int = 1, queries: int = 0) -> int:
     """Bytes a plan on a covariance of ``terms`` Kronecker terms over factors of ``sizes``
     needs at most: the largest factor's dense work (:data:`BYTES_PER_ENTRY`), every term's
     factors kept, and 24 per query whose variance is enumerated (:func:`row_forms`)."""
-    squares = [int(n) ** 2 for n in sizes]
-    return BYTES_PER_ENTRY * max(squares) + 8 * terms * sum(squares) + 24 * int(queries)
+    factors = sequence("sizes", sizes, "factor sizes")
+    if not factors:
+        raise ValueError("sizes must name at least one factor size")
+    squares = [integer(f"sizes[{i}]", n, minimum=1) ** 2 for i, n in enumerate(factors)]
+    terms = integer("terms", terms, minimum=1)
+    queries = integer("queries", queries, minimum=0)
+    return BYTES_PER_ENTRY * max(squares) + 8 * terms * sum(squares) + 24 * queries
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,8 +60,10 @@ class Covariance:
     terms: tuple[Term, ...]
 
     def __post_init__(self) -> None:
-        if not self.terms:
+        terms = sequence("terms", self.terms, "(coefficient, factors) pairs")
+        if not terms:
             raise ValueError("a covariance needs at least one term")
+        object.__setattr__(self, "terms", tuple(_term(i, term) for i, term in enumerate(terms)))
         sizes = {tuple(f.shape[0] for f in factors) for _, factors in self.terms}
         if len(sizes) != 1:
             raise ValueError(f"every term must have the same factor sizes, got {sorted(sizes)}")
@@ -69,6 +78,36 @@ class Covariance:
         if n * n > wl.DENSE_LIMIT:
             raise ValueError(f"the covariance is {n} × {n}, over DENSE_LIMIT = {wl.DENSE_LIMIT}")
         return sum((c * reduce(np.kron, fs) for c, fs in self.terms), np.zeros((n, n)))
+
+
+def _term(index: int, term: Any) -> Term:
+    """Term ``index`` of a covariance: a finite coefficient and square finite factors."""
+    name = f"terms[{index}]"
+    pair = sequence(name, term, "a coefficient and its factors")
+    if len(pair) != 2:
+        raise ValueError(f"{name} must be (coefficient, factors), got {len(pair)} items")
+    factors = tuple(
+        float_array(f"{name} factor {k}", f, ndim=2)
+        for k, f in enumerate(sequence(f"{name} factors", pair[1], "matrices"))
+    )
+    if not factors or any(f.shape[0] != f.shape[1] for f in factors):
+        raise ValueError(
+            f"{name} must have square factors, got shapes {[f.shape for f in factors]}"
+        )
+    return finite_number(f"{name} coefficient", pair[0]), factors
+
+
+def _operands(workload: Any, cov: Any) -> Any:
+    """``workload`` (a :mod:`dpopt.workload` matrix or a 2-D array) checked against the
+    covariance ``cov``: as many columns as C has cells."""
+    instance("cov", cov, Covariance)
+    instance("workload", workload, (wl.Matrix, np.ndarray))
+    if isinstance(workload, np.ndarray):
+        workload = float_array("workload", workload, ndim=2)
+    cells = math.prod(cov.sizes)
+    if workload.shape[1] != cells:
+        raise ValueError(f"workload has {workload.shape[1]} columns, the covariance {cells} cells")
+    return workload
 
 
 def _range_forms(starts: np.ndarray, stops: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -136,12 +175,16 @@ def _checked_rows(count: int) -> None:
 
 def row_forms(workload: wl.Matrix | np.ndarray, cov: Covariance) -> np.ndarray:
     """diag(W C Wᵀ): each query's variance, in W's row order."""
+    return _row_forms(_operands(workload, cov), cov)
+
+
+def _row_forms(workload: wl.Matrix | np.ndarray, cov: Covariance) -> np.ndarray:
     if isinstance(workload, np.ndarray):
         return _dense_forms(workload, cov.dense())
     if isinstance(workload, wl.Weighted):
-        return workload.weight**2 * row_forms(workload.matrix, cov)
+        return workload.weight**2 * _row_forms(workload.matrix, cov)
     if isinstance(workload, wl.VStack):
-        return np.concatenate([row_forms(block, cov) for block in workload.blocks])
+        return np.concatenate([_row_forms(block, cov) for block in workload.blocks])
     factors = _factorwise(workload, cov)
     if factors is None:
         if len(cov.sizes) == 1:
@@ -157,21 +200,26 @@ def row_forms(workload: wl.Matrix | np.ndarray, cov: Covariance) -> np.ndarray:
 def max_row_form(workload: wl.Matrix | np.ndarray, cov: Covariance) -> float:
     """max diag(W C Wᵀ): the largest query variance; for a Kronecker workload against a
     one-term C, the product of the factors' maxima (the queries are never enumerated)."""
+    return _max_row_form(_operands(workload, cov), cov)
+
+
+def _max_row_form(workload: wl.Matrix | np.ndarray, cov: Covariance) -> float:
     if isinstance(workload, wl.Weighted):
-        return workload.weight**2 * max_row_form(workload.matrix, cov)
+        return workload.weight**2 * _max_row_form(workload.matrix, cov)
     if isinstance(workload, wl.VStack):
-        return max(max_row_form(block, cov) for block in workload.blocks)
+        return max(_max_row_form(block, cov) for block in workload.blocks)
     factors = None if isinstance(workload, np.ndarray) else _factorwise(workload, cov)
     if factors is not None and len(cov.terms) == 1:
         ((c, forms),) = _kron_forms(factors, cov)
         return c * math.prod(float(f.max()) for f in forms)
-    return float(row_forms(workload, cov).max())
+    return float(_row_forms(workload, cov).max())
 
 
 def total_form(workload: wl.Matrix | np.ndarray, cov: Covariance) -> float:
     """tr(C WᵀW), the sum of every query's variance, from W's Gram terms Σⱼ wⱼ² ⊗ᵢ Vᵢ
     (:func:`~dpopt.workload.union_of_kron_terms`): Σⱼ wⱼ² Σₜ cₜ ∏ᵢ tr(Cₜᵢ Vᵢ) where the
     factor sizes match, tr(C·⊗ᵢVᵢ) densified where they do not."""
+    workload = _operands(workload, cov)
     if isinstance(workload, np.ndarray):
         return float(np.vdot(cov.dense(), workload.T @ workload))
     total = 0.0

@@ -29,6 +29,7 @@ exceed what the record claims, and their composition not the budget spent
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -40,7 +41,7 @@ from dpopt.privacy.accounting import KINDS, Loss, add_all, within
 from dpopt.privacy.calibration import cdp_delta
 from dpopt.privacy.mechanisms import NoisyAnswers
 from dpopt.problem import CLAIMS_FEASIBLE, Status
-from dpopt.validation import instance
+from dpopt.validation import finite_number, instance, sequence
 
 __all__ = [
     "NOISES",
@@ -435,6 +436,19 @@ def _part_of(amount: Any) -> Fraction:
     return amount[0] if isinstance(amount, tuple) else amount
 
 
+def _sensitivities(value: Any, count: int) -> list[float | None]:
+    """``count`` sensitivities ≥ 0 (None: not known) from one number or one per record."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return [finite_number("sensitivities", value, minimum=0)] * count
+    given = sequence("sensitivities", value, "sensitivities (numbers, or None)")
+    if len(given) != count:
+        raise ValueError(f"sensitivities holds {len(given)} values for {count} records")
+    return [
+        None if each is None else finite_number(f"sensitivities[{i}]", each, minimum=0)
+        for i, each in enumerate(given)
+    ]
+
+
 def noise_errors(
     budget: Any, measured: Any, sensitivities: float | Sequence[float | None]
 ) -> list[str]:
@@ -444,9 +458,7 @@ def noise_errors(
     (:func:`spent_errors`). Records that are no :class:`Measured` are
     :func:`measured_errors`'s to name."""
     records = list(measured) if isinstance(measured, tuple | list) else []
-    each = (
-        [sensitivities] * len(records) if isinstance(sensitivities, float | int) else sensitivities
-    )
+    each = _sensitivities(sensitivities, len(records))
     known = [
         (record, sensitivity)
         for record, sensitivity in zip(records, each, strict=True)

@@ -27,6 +27,8 @@ from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dpopt.validation import instance, integer, sequence
+
 if TYPE_CHECKING:
     from tqdm import tqdm
 
@@ -49,6 +51,8 @@ class Interrupted(KeyboardInterrupt):
     """A run stopped by the user; ``records`` holds the results that finished before it."""
 
     def __init__(self, records: list[Any], what: str = "solve"):
+        instance("records", records, list)
+        instance("what", what, str)
         super().__init__(
             f"interrupted after {len(records)} {what}{'' if len(records) == 1 else 's'}"
         )
@@ -128,6 +132,8 @@ def dask_client(scheduler: str | None = None, workers: int = 0) -> Any:
 
 def close_client(client: Any) -> None:
     """Close a client from :func:`dask_client`, and the embedded cluster it runs on, if any."""
+    if not is_dask_client(client):
+        raise TypeError(f"client must be a dask.distributed.Client, got {type(client).__name__}")
     cluster = client.cluster  # None for a client of a scheduler
     client.close()
     if cluster is not None:
@@ -254,7 +260,7 @@ def phase_summary(stats: Sequence[TaskStats]) -> dict[str, dict[str, float]]:
     """Per phase (a label's first word): tasks, total and longest task seconds, peak MiB, and
     the sums of the tasks' :class:`TaskStats` CPU seconds, faults, waits and other CPU."""
     phases: dict[str, dict[str, float]] = {}
-    for task in stats:
+    for task in sequence("stats", stats, "TaskStats", of=TaskStats):
         phase = phases.setdefault(
             task.label.split()[0],
             {"tasks": 0, "work": 0.0, "longest": 0.0, "peak_mib": 0.0, **dict.fromkeys(COUNTED, 0)},
@@ -277,7 +283,9 @@ def projected_seconds(stats: Sequence[TaskStats], workers: int) -> tuple[float, 
     scheduling overhead are not counted.
     """
     lower = upper = 0.0
-    for phase in phase_summary(stats).values():
+    summary = phase_summary(stats)
+    workers = integer("workers", workers, minimum=1)
+    for phase in summary.values():
         spread = phase["work"] / workers
         lower += max(phase["longest"], spread)
         upper += spread + phase["longest"] if workers < phase["tasks"] else phase["longest"]

@@ -22,6 +22,8 @@ from typing import Any
 
 from threadpoolctl import ThreadpoolController
 
+from dpopt.validation import integer
+
 _controller: tuple[int, ThreadpoolController] | None = None
 
 
@@ -59,7 +61,7 @@ def idle_cores() -> int:
 
 def blas_threads(n: int) -> int:
     """BLAS threads for one-off dense linear algebra on n × n matrices (the policy above)."""
-    return max(1, idle_cores()) if n >= MULTITHREAD_MIN_N else 1
+    return max(1, idle_cores()) if integer("n", n, minimum=0) >= MULTITHREAD_MIN_N else 1
 
 
 def blas_limit(n: int) -> Any:

@@ -336,12 +336,17 @@ def instance(name: str, value: Any, kind: type | tuple[type, ...]) -> Any:
     return value
 
 
-def sequence(name: str, value: Any, what: str = "items") -> tuple[Any, ...]:
-    """Return ``value`` (a list or a tuple) as a tuple; else TypeError naming ``name`` (a
-    string, an array or a number would otherwise be iterated, or fail, far from the
-    argument)."""
+def sequence(
+    name: str, value: Any, what: str = "items", of: type | tuple[type, ...] | None = None
+) -> tuple[Any, ...]:
+    """Return ``value`` (a list or a tuple, of instances of ``of`` when given) as a tuple; else
+    TypeError naming ``name`` or its first bad item (a string, an array or a number would
+    otherwise be iterated, or fail, far from the argument)."""
     if not isinstance(value, list | tuple):
         raise TypeError(f"{name} must be a list or tuple of {what}, got {_describe(value)}")
+    if of is not None:
+        for i, item in enumerate(value):
+            instance(f"{name}[{i}]", item, of)
     return tuple(value)
 
 

@@ -74,6 +74,9 @@ from dpopt.census.confidence import (
 )
 from dpopt.census.geography import LEVELS, Geography
 from dpopt.census.keyed import COUNT_SENSITIVITY
+from dpopt.census.measurement import QUERIES, Measurement
+from dpopt.census.mechanism import Release
+from dpopt.census.release_file import SavedRelease, load_release
 from dpopt.census.store import load_pyarrow, partition_path
 from dpopt.hierarchy import Tree
 from dpopt.privacy.accounting import KINDS, add_all
@@ -91,7 +94,16 @@ from dpopt.release import (
     understated,
 )
 from dpopt.solvers.pgsr_partitioned import checksum
-from dpopt.validation import integer, integer_array
+from dpopt.validation import (
+    boolean,
+    choice,
+    file_path,
+    finite_array,
+    instance,
+    integer,
+    integer_array,
+    sequence,
+)
 
 __all__ = [
     "CheckReport",
@@ -167,7 +179,7 @@ def release_errors(release: Any) -> list[str]:
     contract: its counts' PGSR conditions (:func:`count_errors`) on its own measurement's
     hierarchy and n, its noise level by level (:func:`level_errors`; the per-region ``scale``
     array states each level's scale) and its intervals (:func:`interval_errors`)."""
-    measurement = release.measurement
+    measurement = instance("release", release, (Release, SavedRelease)).measurement
     tree = measurement.tree
     scales = np.asarray(measurement.scale, dtype=np.float64)
     per_level = [scales[tree.depth == level] for level in range(tree.levels)]
@@ -225,11 +237,11 @@ def census_sensitivity(query: str, measured: Sequence[Any]) -> int:
     cumulative counts the public step Q (Lemma 6), which a measurement does not hold: the
     largest its records' labels state ("(Δ=Q)", as ``census.measure`` labels them), at least
     1, the smallest Q there is."""
-    if query == "counts":
+    if choice("query", query, QUERIES) == "counts":
         return COUNT_SENSITIVITY
     stated = [
         int(found.group(1))
-        for record in measured
+        for record in sequence("measured", measured, "Measured records")
         if isinstance(record, Measured) and (found := _STATED.search(record.label))
     ]
     return max([1, *stated])
@@ -249,6 +261,12 @@ def level_errors(
     answers where those are known, whose loss is at least Δ/λ (Δ = ``sensitivity``); the
     records' losses equal to the budget's charges of them; the budget spent at least Σ_l Δ/λ_l
     over ``scales`` (else over the records' own scales)."""
+    levels = integer("levels", levels, minimum=1)
+    sensitivity = integer("sensitivity", sensitivity, minimum=1)
+    if scales is not None:
+        scales = _per_level("scales", finite_array("scales", scales, ndim=1), levels)
+    if answers is not None:
+        answers = _per_level("answers", integer_array("answers", answers, ndim=1), levels)
     records = list(measured) if isinstance(measured, tuple | list) else []
     errors = []
     if len(records) != levels:
@@ -265,6 +283,13 @@ def level_errors(
         scales = [r.scale for r in records[:levels] if isinstance(r, Measured)]
     implied = [implied_loss("discrete-laplace", scale, sensitivity) for scale in scales]
     return errors + _charged_errors(budget, records) + spent_errors(budget, implied)
+
+
+def _per_level(name: str, values: np.ndarray, levels: int) -> Any:
+    """``values``, one per level, as a list."""
+    if values.size != levels:
+        raise ValueError(f"{name} must hold one value per level ({levels}), got {values.size}")
+    return values.tolist()
 
 
 def _level_record_errors(
@@ -327,8 +352,10 @@ def _epsilon_of(amount: Any) -> float | None:
 def interval_errors(measurement: Any, found: Intervals | None) -> list[str]:
     """Intervals that are not those ``measurement`` gives at their level, method and
     randomisation (:func:`~dpopt.census.confidence.intervals`, recomputed; module docstring)."""
+    instance("measurement", measurement, Measurement)
     if found is None:
         return []
+    instance("found", found, Intervals)
     try:
         limit = None if found.max_support is None else memory_of(found.max_support)
         method = requested_method(found.method)
@@ -674,8 +701,7 @@ def _saved_certificate(saved: Any, counts: np.ndarray, report: CheckReport) -> N
 def check_saved(path: str | Path, *, certificate: bool = False) -> CheckReport:
     """Verify the JSON release ``path`` (:func:`~dpopt.census.save_release`; module
     docstring). A ValueError means the file is not a readable release."""
-    from dpopt.census.release_file import load_release
-
+    certificate = boolean("certificate", certificate)
     start = time.perf_counter()
     saved = load_release(path)
     report = CheckReport(str(path))
@@ -704,8 +730,9 @@ def check_release(path: str | Path, *, certificate: bool = False) -> CheckReport
     A ValueError means the directory is not a readable release; anything found wrong is in the
     report's ``violations``: an interrupted release (its ``INCOMPLETE`` marker) and malformed
     manifest fields too."""
+    certificate = boolean("certificate", certificate)
     start = time.perf_counter()
-    out = Path(path)
+    out = file_path("path", path)
     if not out.is_dir():
         raise ValueError(f"{out} is not a directory")
     report = CheckReport(str(out))

@@ -26,7 +26,7 @@ from dpopt.census.mechanism import Release
 from dpopt.problem import Status
 from dpopt.release import Measured, measured_from_record, measured_record
 from dpopt.solvers.pgsr_partitioned import checksum
-from dpopt.validation import instance
+from dpopt.validation import file_path, instance
 
 __all__ = ["FORMAT", "SavedRelease", "load_release", "save_release"]
 
@@ -64,6 +64,7 @@ def save_release(release: Release, path: str | Path) -> Path:
     """Write ``release`` (a :class:`~dpopt.census.Release`) to ``path`` as JSON (module
     docstring); returns the path. The file is written whole or not at all."""
     instance("release", release, Release)
+    out = file_path("path", path)
     measurement = release.measurement
     record: dict[str, Any] = {
         "format": FORMAT,
@@ -94,7 +95,6 @@ def save_release(release: Release, path: str | Path) -> Path:
             "lower": found.lower.tolist(),
             "upper": found.upper.tolist(),
         }
-    out = Path(path)
     partial = out.with_name(out.name + ".partial")
     partial.write_text(json.dumps(record) + "\n", encoding="utf-8")
     partial.replace(out)
@@ -112,7 +112,7 @@ def load_release(path: str | Path) -> SavedRelease:
     """The :class:`SavedRelease` in the JSON file ``path``; a ValueError when the file is not
     a readable census release. Counts are read as they are (a non-integer count stays one, for
     the check to report)."""
-    file = Path(path)
+    file = file_path("path", path)
     try:
         record = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as err:

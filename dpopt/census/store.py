@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.census.geography import Geography, StateData
-from dpopt.validation import MAX_COUNT
+from dpopt.validation import MAX_COUNT, choice, file_path, instance, integer, sequence
 
 __all__ = [
     "CODE_COLUMNS",
@@ -56,7 +56,9 @@ def load_pyarrow() -> Any:
 
 
 def partition_path(directory: str | os.PathLike, state: int) -> Path:
-    return Path(directory) / f"state={state}.parquet"
+    """The file of state ``state``'s partition in the dataset ``directory``."""
+    state = integer("state", state, minimum=0)
+    return file_path("directory", directory) / f"state={state}.parquet"
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,6 +97,8 @@ def write_partition(
     directory: str | os.PathLike, partition: Partition, geography: Geography
 ) -> Path:
     """Write ``partition`` (all its size columns) atomically; returns the file's path."""
+    path = partition_path(directory, instance("partition", partition, Partition).state)
+    instance("geography", geography, Geography)
     pa = load_pyarrow()
     if partition.kind not in KINDS:
         raise ValueError(f"partition kind must be one of {KINDS}, got {partition.kind!r}")
@@ -113,7 +117,6 @@ def write_partition(
         "sd": None if partition.sd is None else [float(v) for v in partition.sd],
     }
     table = pa.table(columns).replace_schema_metadata({_META: json.dumps(meta).encode()})
-    path = partition_path(directory, partition.state)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(f".{os.getpid()}.tmp")
     pa.parquet.write_table(table, temporary)
@@ -143,8 +146,12 @@ def read_partition(
     columns: tuple[int, ...] | None = None,
 ) -> Partition:
     """Read and validate state ``state``'s partition of ``kind``; ``columns`` default: all."""
-    pa = load_pyarrow()
+    instance("geography", geography, Geography)
+    state = integer("state", state, minimum=0, maximum=len(geography.states) - 1)
     path = partition_path(directory, state)
+    kind = choice("kind", kind, KINDS)
+    wanted = tuple(range(geography.sizes)) if columns is None else _columns(columns, geography)
+    pa = load_pyarrow()
     shape = geography.states[state]
     if not path.is_file():
         raise FileNotFoundError(
@@ -161,7 +168,6 @@ def read_partition(
             f"{path} was written for another geography (fingerprint {meta.get('geography')}, "
             f"this one is {geography.fingerprint()}): the data do not match the geography"
         )
-    wanted = tuple(range(geography.sizes)) if columns is None else tuple(columns)
     names = ["level", "parent", *CODE_COLUMNS, *(f"size_{j + 1}" for j in wanted)]
     try:
         table = pa.parquet.read_table(path, columns=names)
@@ -178,6 +184,15 @@ def read_partition(
         _check_counts(path, codes, parents, values, wanted)
     sd = None if meta.get("sd") is None else np.asarray(meta["sd"], dtype=np.float64)
     return Partition(kind, state, level, parents, codes, values, wanted, sd)
+
+
+def _columns(columns: Any, geography: Geography) -> tuple[int, ...]:
+    """Size indices (0 for size 1) of ``geography``'s sizes."""
+    last = geography.sizes - 1
+    return tuple(
+        integer(f"columns[{i}]", size, minimum=0, maximum=last)
+        for i, size in enumerate(sequence("columns", columns, "size indices"))
+    )
 
 
 def _check_counts(

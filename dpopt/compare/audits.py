@@ -29,6 +29,7 @@ from dpopt.privacy.audit import (
     gaussian_llr,
     laplace_llr,
 )
+from dpopt.validation import instance, integer
 
 __all__ = ["AUDITS", "Audit", "run_audit"]
 
@@ -118,7 +119,9 @@ AUDITS: dict[str, Callable[[], Audit]] = {
 
 def run_audit(audit: Audit, runs: int, seed: int = 0, alpha: float = 0.05) -> AuditResult:
     """``runs`` seeded runs on each neighbour, then :func:`epsilon_lower_bound`."""
-    rngs = np.random.default_rng(seed).spawn(2)
+    instance("audit", audit, Audit)
+    runs = integer("runs", runs, minimum=1)
+    rngs = np.random.default_rng(integer("seed", seed, minimum=0)).spawn(2)
     first = np.array([audit.statistic(True, rngs[0]) for _ in range(runs)])
     second = np.array([audit.statistic(False, rngs[1]) for _ in range(runs)])
     return epsilon_lower_bound(

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from dpopt.validation import sequence
+
 FAMILIES = ("dgm", "census", "hdmm", "eigen", "relational")
 """The families of ``dpopt compare``, in the order a run takes them."""
 
@@ -328,6 +330,7 @@ CSV keep the whole ``message``."""
 def list_suites(families: Sequence[str], seed: int = 0) -> dict[str, dict[str, dict[str, Any]]]:
     """family → suite → ``{"instances": [names], "time": …}`` (experiments: no instances and
     ``"experiment": True``), from the tables above: nothing is built."""
+    families = sequence("families", families, "family names")
     if seed != 0:
         raise ValueError(f"the listing names the seed-0 instances; seed must be 0, got {seed!r}")
     unknown = [f for f in families if f not in FAMILIES]

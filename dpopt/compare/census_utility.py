@@ -22,7 +22,7 @@ nothing tells the sizes apart that costs L1 error wherever the noise is mostly 0
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +34,10 @@ from dpopt.census.geography import LEVELS
 from dpopt.compare.instance import Experiment, ratio
 from dpopt.models.pgsr import PostProcess, decumulate
 from dpopt.runner import keep_finished
+from dpopt.validation import boolean, instance, integer, positive_number, records, sequence
 
 __all__ = [
+    "MAX_FLOOR_SUPPORT",
     "Shape",
     "Variant",
     "experiment",
@@ -124,6 +126,12 @@ def run(
     progress: bool = False,
 ) -> list[dict[str, Any]]:
     """One row per (ε, seed, variant): the raw and released scores of one measurement."""
+    instance("shape", shape, Shape)
+    variants = sequence("variants", variants, "Variants", of=Variant)
+    epsilons = sequence("epsilons", epsilons, "numbers")
+    seeds = integer("seeds", seeds, minimum=1)
+    seed = integer("seed", seed, minimum=0)
+    progress = boolean("progress", progress)
     data = shape.data(seed)
     queries = sorted({v.query for v in variants})
     plan = [(e, s, q) for e in range(len(epsilons)) for s in range(seeds) for q in queries]
@@ -171,6 +179,11 @@ def _weights(variant: Variant, data: census.CensusData) -> np.ndarray:
     return np.ones(data.parents.size) if weights is None else weights
 
 
+MAX_FLOOR_SUPPORT = 10**6
+"""Most probabilities :func:`faithful_floor`'s convolution of ``cells`` noises may hold (its
+time grows with the square of it)."""
+
+
 def faithful_floor(scale: float, cells: int) -> float:
     """The least expected L1 error of a faithful integer release of one region's ``cells``
     counts made from their own noisy values, over the raw noisy counts' (a ratio).
@@ -181,9 +194,18 @@ def faithful_floor(scale: float, cells: int) -> float:
     conditional law, the expected error Σ E|e_i − d_i| is a sum of one convex function of d_i,
     and its minimum spreads D evenly (⌊D/m⌋ or ⌈D/m⌉ per cell). Computed exactly, by
     convolution of the noise's probabilities (truncated below 1e-17), not by sampling.
+    ``cells`` times the noise's support (±40λ) is at most :data:`MAX_FLOOR_SUPPORT`; NaN when
+    the noise is 0 (a scale so small that no other value has a float's probability).
     """
-    alpha = math.exp(-1.0 / scale)
+    scale = positive_number("scale", scale)
+    cells = integer("cells", cells, minimum=1)
     width = math.ceil(40 * scale) + 1
+    if cells * (2 * width + 1) > MAX_FLOOR_SUPPORT:
+        raise ValueError(
+            f"scale {scale:g} and cells {cells}: the convolution would hold "
+            f"{cells * (2 * width + 1):.3g} probabilities, more than {MAX_FLOOR_SUPPORT:,}"
+        )
+    alpha = math.exp(-1.0 / scale)
     noise = np.arange(-width, width + 1)
     p = alpha ** np.abs(noise.astype(np.float64))
     p /= p.sum()
@@ -201,7 +223,7 @@ def faithful_floor(scale: float, cells: int) -> float:
         low, extra = divmod(excess, cells)
         expected += (cells - extra) * float(joint @ np.abs(noise - low))
         expected += extra * float(joint @ np.abs(noise - low - 1))
-    return expected / (cells * float(p @ np.abs(noise)))
+    return ratio(expected, cells * float(p @ np.abs(noise)))
 
 
 def _satisfies_pgsr(data: census.CensusData, counts: np.ndarray) -> bool:
@@ -218,11 +240,11 @@ def _distance(measurement: census.Measurement, counts: np.ndarray, weights: np.n
     return float((weights[:, None] * (counts - noisy_counts(measurement)) ** 2).sum())
 
 
-def _mean(rows: Sequence[dict[str, Any]], side: str, metric: str) -> np.ndarray:
+def _mean(rows: Sequence[Mapping[str, Any]], side: str, metric: str) -> np.ndarray:
     return np.mean([r[side][metric] for r in rows], axis=0)
 
 
-def _ratio_se(group: Sequence[dict[str, Any]]) -> np.ndarray:
+def _ratio_se(group: Sequence[Mapping[str, Any]]) -> np.ndarray:
     """Per level, the standard error of the seeds' L1 ratios release / raw (0 for one seed;
     NaN where a seed's raw error is 0)."""
     pairs = [zip(r["raw"]["l1"], r["release"]["l1"], strict=True) for r in group]
@@ -233,13 +255,13 @@ def _ratio_se(group: Sequence[dict[str, Any]]) -> np.ndarray:
         return ratios.std(axis=0, ddof=1) / np.sqrt(len(group))
 
 
-def _groups(rows: Sequence[dict[str, Any]]) -> list[tuple[str, float, list[dict[str, Any]]]]:
+def _groups(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, float, list[Mapping[str, Any]]]]:
     """(method, ε, rows over seeds) in the order the methods and ε first appear."""
     keys = list(dict.fromkeys((r["method"], r["epsilon"]) for r in rows))
     return [(m, e, [r for r in rows if (r["method"], r["epsilon"]) == (m, e)]) for m, e in keys]
 
 
-def _floor_lines(rows: Sequence[dict[str, Any]], sizes: int) -> list[str]:
+def _floor_lines(rows: Sequence[Mapping[str, Any]], sizes: int) -> list[str]:
     """The nation's :func:`faithful_floor` at each ε of the counts measurements."""
     scales = {r["epsilon"]: r["nation_scale"] for r in rows if r["query"] == "counts"}
     return [
@@ -248,13 +270,18 @@ def _floor_lines(rows: Sequence[dict[str, Any]], sizes: int) -> list[str]:
     ]
 
 
-def format_report(rows: Sequence[dict[str, Any]], shape: Shape) -> str:
+def format_report(rows: Sequence[Mapping[str, Any]], shape: Shape) -> str:
     """Two tables per variant and ε. First, per level, the raw and released mean L1 per cell,
     their ratio, the standard error of the seeds' ratios, in how many seeds the release was
     worse, and #CV. Second, the RMSE ratios
     per level and the release's mean signed nation error over the smallest and the largest
     third of the sizes (faithfulness makes the nation's errors sum to zero). Last, the
     nation's :func:`faithful_floor` at each ε."""
+    fields = ("method", "epsilon", "seed", "query", "nation_scale", "raw", "release")
+    rows = records("rows", rows, fields)
+    if not rows:
+        raise ValueError("rows must hold at least one row of run")
+    instance("shape", shape, Shape)
     levels = LEVELS[: len(rows[0]["raw"]["l1"])]
     seeds = len({r["seed"] for r in rows})
     third = max(1, shape.sizes // 3)

@@ -4,7 +4,7 @@ the uniform D-Ind split)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,6 +13,7 @@ from dpopt import dgm
 from dpopt.compare.instance import Experiment, Instance
 from dpopt.models.dgm_budget import BudgetAllocation
 from dpopt.paper import dgm_tables
+from dpopt.validation import instance, integer, nonnegative_number, records
 
 SPEC_CHAIN_A = (0.01009451, 0.01187904, 0.00232367)  # dgm-budget spec, test T1
 SPEC_SQUARES_A = (0.001, 0.004, 0.009)  # dgm-budget spec, test T2
@@ -20,6 +21,9 @@ SPEC_SQUARES_A = (0.001, 0.004, 0.009)  # dgm-budget spec, test T2
 
 def random_weights(rng: np.random.Generator, n: int, decades: float) -> np.ndarray:
     """a_i log-uniform over ``decades`` orders of magnitude, as a = W·δ̃ spreads in practice."""
+    instance("rng", rng, np.random.Generator)
+    n = integer("n", n, minimum=0)
+    decades = nonnegative_number("decades", decades)
     return 10.0 ** rng.uniform(-decades / 2, decades / 2, size=n)
 
 
@@ -109,14 +113,16 @@ UTILITY_METHODS: dict[str, dict[str, Any]] = {
 """The mechanisms compared: ``dgm.learn``'s default, the paper's objective, and D-Ind."""
 
 
-def utility_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def utility_summary(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per (network, ε, method other than D-Ind) and metric: the seeds' mean over D-Ind's mean
     (below 1: smaller error than the uniform split) and how many seeds had a smaller error
     than D-Ind with the same seed index."""
+    fields = ("network", "epsilon", "seed", "method", "objective", *UTILITY_METRICS)
+    rows = records("rows", rows, fields)
     reference = {
         (r["network"], r["epsilon"], r["seed"]): r for r in rows if r["method"] == REFERENCE
     }
-    groups: dict[tuple[str, float, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, float, str], list[Mapping[str, Any]]] = {}
     for r in rows:
         if r["method"] != REFERENCE:
             groups.setdefault((r["network"], r["epsilon"], r["method"]), []).append(r)
@@ -139,8 +145,11 @@ def utility_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return summary
 
 
-def format_utility(summary: list[dict[str, Any]]) -> str:
+def format_utility(summary: Sequence[Mapping[str, Any]]) -> str:
     """The ratio table: per network, ε and method, each metric as ratio (seeds won/seeds)."""
+    won = tuple(f"{metric}_won" for metric in UTILITY_METRICS)
+    fields = ("network", "epsilon", "method", "objective", "seeds", *UTILITY_METRICS, *won)
+    summary = records("summary", summary, fields)
     header = ["network", "ε", "method", *UTILITY_METRICS]
     rows = [
         [

@@ -43,6 +43,7 @@ from dpopt.models.matrix_mechanism import StrategySelection
 from dpopt.paper import hdmm_tables
 from dpopt.paper.eigen_ratios import range_marginals
 from dpopt.privacy import Noise
+from dpopt.validation import instance, integer, nonnegative_number
 
 ZERO_TOL = 1e-10
 """Eigenvalues at most this times σ₁ are zeros of a rank-deficient Gram (spec §8 item 5)."""
@@ -80,6 +81,9 @@ def random_program1(rng: np.random.Generator, n: int, decades: float = 6.0) -> E
     """Program 1 for a random orthonormal design (the Q factor of a Gaussian matrix, Haar
     distributed) with costs log-uniform over ``decades`` orders of magnitude (an eigenvalue
     spread like all-range's at n ≈ 2,000, spec §2)."""
+    instance("rng", rng, np.random.Generator)
+    n = integer("n", n, minimum=1)
+    decades = nonnegative_number("decades", decades)
     q, r = np.linalg.qr(rng.standard_normal((n, n)))
     design = q * np.sign(np.diag(r))
     costs = 10.0 ** rng.uniform(-decades, 0.0, size=n)

@@ -16,6 +16,7 @@ from dpopt.models.matrix_mechanism import ProductStrategySelection, StrategySele
 from dpopt.paper import hdmm_tables as tables
 from dpopt.privacy import NOISES, Noise
 from dpopt.solvers.eigen_design import DENSE_MAX_N as EIGEN_DENSE_MAX_N
+from dpopt.validation import instance
 
 
 def _table_instances(sizes: tuple[int, ...]) -> Callable[[np.random.Generator], list[Instance]]:
@@ -155,6 +156,7 @@ def default_strategy(workload: wl.Matrix, noise: Noise) -> AnyStrategy:
 def released_strategy(workload: wl.Matrix, strategy: AnyStrategy, epsilon: float) -> AnyStrategy:
     """What a user releases at ε: :func:`dpopt.hdmm.release_strategy` of the default, the
     strategy ``optimize(..., epsilon=ε)`` and ``answer`` return (δ = 10⁻⁶ for Gaussian)."""
+    instance("strategy", strategy, (hdmm.Strategy, hdmm.ProductStrategy))
     return hdmm.release_strategy(
         workload, strategy, epsilon=epsilon, delta=delta_for(strategy.noise)
     )

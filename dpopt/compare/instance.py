@@ -4,11 +4,13 @@ ratio experiment reports print."""
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from dpopt.problem import Problem
+from dpopt.validation import instance
 
 __all__ = ["Experiment", "Instance", "ratio"]
 
@@ -19,7 +21,8 @@ no solver comparison."""
 
 def ratio(value: float, baseline: float) -> float:
     """value / baseline; +inf over a zero baseline (NaN when both are zero)."""
-    if baseline == 0:
+    instance("value", value, numbers.Real)
+    if instance("baseline", baseline, numbers.Real) == 0:
         return math.nan if value == 0 else math.inf
     return value / baseline
 

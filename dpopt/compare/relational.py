@@ -19,6 +19,7 @@ from dpopt.compare.instance import Experiment, Instance
 from dpopt.models.link_queries import LinkQueries
 from dpopt.models.relational_qp import OneToManyLinkQP, RelaxedLinkQP
 from dpopt.paper import relational_figure
+from dpopt.validation import boolean, instance, integer, nonnegative_number, sequence
 
 __all__ = ["EXPERIMENTS", "SUITES", "random_slice", "workload_queries"]
 
@@ -30,6 +31,10 @@ def workload_queries(
     n1 × n2 cells, factored (:class:`~dpopt.models.link_queries.LinkQueries`): each draws
     |c1|, |c2| uniformly in ``cells`` (inclusive) and one code per row and per column; one 1
     per column per workload (spec §1.2). ``.sparse()`` is the same matrix formed."""
+    instance("rng", rng, np.random.Generator)
+    n1, n2 = integer("n1", n1, minimum=1), integer("n2", n2, minimum=1)
+    workloads = integer("workloads", workloads, minimum=1)
+    cells = _cells(cells)
     sizes = [
         tuple(int(rng.integers(cells[0], cells[1] + 1)) for _ in range(2)) for _ in range(workloads)
     ]
@@ -40,6 +45,15 @@ def workload_queries(
         [rng.integers(0, c2, n2) for _, c2 in sizes],
         [c2 for _, c2 in sizes],
     )
+
+
+def _cells(cells: Any) -> tuple[int, int]:
+    """The range (low, high) of a workload's codes per side: 1 <= low <= high."""
+    pair = sequence("cells", cells, "two integers (low, high)")
+    if len(pair) != 2:
+        raise ValueError(f"cells must be two integers (low, high), got {len(pair)}")
+    low = integer("cells[0]", pair[0], minimum=1)
+    return low, integer("cells[1]", pair[1], minimum=low)
 
 
 def random_slice(
@@ -56,6 +70,11 @@ def random_slice(
     """One slice's QP: â = Q·vec(B)/m + 𝒩(0, noise²) for a random link table B with ``edges``
     ones (default n1 + n2, or one per row for the one-to-many variant)."""
     q = workload_queries(rng, n1, n2, workloads, cells)
+    n1, n2 = q.grid  # checked by workload_queries
+    if edges is not None:
+        edges = integer("edges", edges, minimum=1)
+    noise = nonnegative_number("noise", noise)
+    one_to_many = boolean("one_to_many", one_to_many)
     table = np.zeros((n1, n2))
     if one_to_many:
         table[np.arange(n1), rng.integers(0, n2, n1)] = 1.0

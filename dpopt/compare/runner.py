@@ -83,7 +83,7 @@ class Record:
 
 def suites(family: str) -> dict[str, Builder]:
     """Suite name → instance builder for ``family``."""
-    if family not in FAMILY_SUITES:
+    if validation.instance("family", family, str) not in FAMILY_SUITES:
         raise ValueError(f"unknown family {family!r}; known: {', '.join(FAMILY_SUITES)}")
     return dict(FAMILY_SUITES[family])
 
@@ -97,7 +97,7 @@ def experiments(family: str) -> dict[str, Experiment]:
 def instances(family: str, suite: str, seed: int) -> list[Instance]:
     """Build the instances of ``family``'s ``suite`` (ValueError naming the known suites if
     it has no such suite)."""
-    builder = suites(family).get(suite)
+    builder = suites(family).get(validation.instance("suite", suite, str))
     if builder is None:
         raise ValueError(
             f"unknown suite {suite!r} for family {family!r}; known: "

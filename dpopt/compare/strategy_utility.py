@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,16 @@ from dpopt import workload as wl
 from dpopt.compare.instance import Experiment, ratio
 from dpopt.privacy import NOISES, Noise
 from dpopt.runner import keep_finished
+from dpopt.validation import (
+    boolean,
+    finite_array,
+    finite_number,
+    function,
+    instance,
+    integer,
+    records,
+    sequence,
+)
 
 __all__ = [
     "DELTA",
@@ -99,7 +109,18 @@ def squared_error(
 
     A list of estimates (an OPT_+ strategy, hdmm spec §3.4) answers term j from estimate j.
     """
-    estimates = estimate if isinstance(estimate, list) else [estimate] * len(terms)
+    terms = _terms(terms)
+    x = finite_array("x", x, ndim=1)
+    estimates = (
+        [finite_array(f"estimate[{j}]", e, ndim=1) for j, e in enumerate(estimate)]
+        if isinstance(estimate, list)
+        else [finite_array("estimate", estimate, ndim=1)] * len(terms)
+    )
+    if len(estimates) != len(terms) or any(e.shape != x.shape for e in estimates):
+        raise ValueError(
+            f"estimate must be one array of x's shape {x.shape}, or a list of one per term "
+            f"({len(terms)})"
+        )
     total = 0.0
     for (weight, grams), guess in zip(terms, estimates, strict=True):
         difference = guess - x
@@ -115,6 +136,8 @@ def measured_trace(
     public grid (hdmm spec §4), when A is one Kronecker block; None for a union (OPT_+) or a
     marginal strategy. The release's expected total squared error is ``measurement.variance``
     times this (least squares by A⁺, as :func:`dpopt.hdmm.reconstruct` does)."""
+    instance("measurement", measurement, hdmm.Measurement)
+    terms = _terms(terms)
     if len(measurement.blocks) != 1 or measurement.theta is not None:
         return None
     factors = measurement.blocks[0]
@@ -128,6 +151,18 @@ def measured_trace(
         return math.prod(float(np.sum((v @ p) * p)) for v, p in zip(grams, inverses, strict=True))
 
     return sum(weight * traces(grams) for weight, grams in terms)
+
+
+def _terms(value: Any) -> tuple[tuple[float, Sequence[np.ndarray]], ...]:
+    """WᵀW's terms, (weight, Grams) pairs as :func:`dpopt.workload.union_of_kron_terms` gives
+    them."""
+    terms = sequence("terms", value, "(weight, Grams) pairs")
+    for i, term in enumerate(terms):
+        if not isinstance(term, tuple | list) or len(term) != 2:
+            raise TypeError(f"terms[{i}] must be a (weight, Grams) pair, got {term!r:.60}")
+        finite_number(f"terms[{i}] weight", term[0])
+        sequence(f"terms[{i}] Grams", term[1], "Gram matrices")
+    return terms
 
 
 def _releases(
@@ -176,6 +211,15 @@ def run(
     released (the designed one, or what ``release`` picks at ε), the unscaled error E and E′
     as measured, the expected RMSE, the drawn variance c′, the RMSE √(c′E′/m) predicted for
     the releases, the simulated RMSE and ``t``."""
+    cases = sequence("cases", cases, "Cases", of=Case)
+    function("designer", designer)
+    instance("label", label, str)
+    epsilons = sequence("epsilons", epsilons, "numbers")
+    releases = integer("releases", releases, minimum=1)
+    if release is not None:
+        function("release", release)
+    seed = integer("seed", seed, minimum=0)
+    progress = boolean("progress", progress)
     plan = [(case, noise) for case in cases for noise in case.noises]
     rows: list[dict[str, Any]] = []
     with keep_finished(rows):
@@ -215,7 +259,9 @@ def run(
     return rows
 
 
-def _pairs(rows: Sequence[dict[str, Any]], label: str) -> list[tuple[dict, dict]]:
+def _pairs(
+    rows: Sequence[Mapping[str, Any]], label: str
+) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
     """(strategy row, identity row) for every (workload, noise, ε), in run order."""
     keyed = {(r["workload"], r["noise"], r["epsilon"], r["strategy"]): r for r in rows}
     return [
@@ -225,10 +271,29 @@ def _pairs(rows: Sequence[dict[str, Any]], label: str) -> list[tuple[dict, dict]
     ]
 
 
-def format_report(rows: Sequence[dict[str, Any]], label: str) -> str:
+_REPORT_FIELDS = (
+    "workload",
+    "noise",
+    "epsilon",
+    "strategy",
+    "template",
+    "releases",
+    "t",
+    "expected_rmse",
+    "predicted_rmse",
+    "simulated_rmse",
+    "measured_error",
+    "unscaled_error",
+)
+"""The fields of :func:`run`'s rows that :func:`format_report` reads."""
+
+
+def format_report(rows: Sequence[Mapping[str, Any]], label: str) -> str:
     """The table of the docs: per (workload, noise, ε) the RMSE of Identity and of ``label``
     and their ratio, from the formula (c·E) and for the releases (c′·E′), then the simulated
     RMSEs, the largest |t| and where E′ ≠ E."""
+    rows = records("rows", rows, _REPORT_FIELDS)
+    instance("label", label, str)
     header = (
         f"{'workload':<28} {'noise':<8} {'ε':>4} | {'identity':>9} {label:>9} {'ratio':>6}"
         f" | {'identity':>9} {label:>9} {'ratio':>6} | {'identity':>9} {label:>9} {'max|t|':>6}"
@@ -263,7 +328,7 @@ def format_report(rows: Sequence[dict[str, Any]], label: str) -> str:
     return "\n".join(lines)
 
 
-def _grid_effects(rows: Sequence[dict[str, Any]]) -> str:
+def _grid_effects(rows: Sequence[Mapping[str, Any]]) -> str:
     """Where rounding the strategy to the grid moved its error by more than 1e-6."""
     found = {
         (r["workload"], r["noise"], r["strategy"]): r["measured_error"] / r["unscaled_error"]
@@ -273,7 +338,7 @@ def _grid_effects(rows: Sequence[dict[str, Any]]) -> str:
     return ", ".join(f"{w}/{n}/{s} {v:.4f}" for (w, n, s), v in found.items()) or "1 everywhere"
 
 
-def _templates(rows: Sequence[dict[str, Any]], label: str) -> str:
+def _templates(rows: Sequence[Mapping[str, Any]], label: str) -> str:
     """Per (workload, noise), the templates released at each ε (one where they agree)."""
     found: dict[tuple[str, str], list[str]] = {}
     for r in rows:

@@ -94,3 +94,9 @@ def test_faithful_floor_at_large_epsilon_is_above_one() -> None:
     wide noise: the even spread gains a little (it is the least-squares projection)."""
     assert faithful_floor(0.6, 30) > 1.1
     assert faithful_floor(60.0, 30) < 1.0
+
+
+def test_faithful_floor_without_noise_is_nan() -> None:
+    """A scale so small that the noise is 0 in float: no raw error to compare with, NaN (as
+    compare's ratio of 0 to 0; it divided by zero before)."""
+    assert math.isnan(faithful_floor(1e-300, 3))

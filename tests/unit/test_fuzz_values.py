@@ -303,6 +303,9 @@ def test_container_helpers_name_the_field() -> None:
     for bad in ("ab", 3, None, np.ones(2), {1: 2}):
         with pytest.raises(TypeError, match="rows must be a list or tuple"):
             sequence("rows", bad)
+    assert sequence("rows", (1, 2), of=int) == (1, 2)
+    with pytest.raises(TypeError, match=r"rows\[1\] must be a int, got str"):
+        sequence("rows", [1, "2"], of=int)
     assert records("rows", [{"a": 1}], ("a",)) == ({"a": 1},)
     with pytest.raises(TypeError, match=r"rows\[1\] must be a mapping"):
         records("rows", [{"a": 1}, "a"], ("a",))
