@@ -24,6 +24,13 @@ from dpopt.cli_types import (
 from dpopt.planning import MAX_CURVE_EPSILONS, MEMORY_BUDGET, MIN_MEMORY, check_memory
 from dpopt.validation import instance
 
+__all__ = [
+    "add_output_arguments",
+    "add_parser",
+    "parse_workload",
+    "run",
+]
+
 PLAN_EPILOG = """workloads (--workload):
   allrange:N  prefix:N  suffix:N  identity:N  total:N  identity-total:N  widthranges:N:K
   a Kronecker product joins factors with 'x':   allrange:64xprefix:32

@@ -50,6 +50,12 @@ from dpopt.solvers.cvxpy_backend import register_cvxpy
 from dpopt.solvers.pgsr_chain_dp import solve_chain_dp
 from dpopt.solvers.pgsr_tree_dp import Infeasible, solve_tree_dp
 
+__all__ = [
+    "CPSAT_MAX_CHORDS",
+    "DP_TABLE_MAX_WORK",
+    "RELAXED_MAX_CELLS",
+]
+
 # Size limits of the slow exact references (cells × widest domain, roughly their work).
 CPSAT_MAX_CHORDS = 500_000
 DP_TABLE_MAX_WORK = 5_000_000

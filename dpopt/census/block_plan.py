@@ -45,7 +45,12 @@ from dpopt.runner import Runner
 from dpopt.solvers.pgsr_partitioned import WIDENING, Widening
 from dpopt.validation import choice, positive_number
 
-__all__ = ["BlockPlan", "IntervalSettings", "check_truth", "out_path", "plan_blocks"]
+__all__ = [
+    "BlockPlan",
+    "IntervalSettings",
+    "out_path",
+    "plan_blocks",
+]
 
 
 @dataclass(frozen=True)

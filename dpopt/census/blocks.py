@@ -50,7 +50,7 @@ from dpopt.solvers.pgsr_partitioned import (
     Widening,
     checksum,
 )
-from dpopt.validation import choice, instance
+from dpopt.validation import choice, instance, integer, integer_array
 
 __all__ = [
     "INCOMPLETE",
@@ -519,6 +519,12 @@ def keyed_measurement(
 ) -> Measurement:
     """The whole nation measured in one process with the same keyed noise as
     :func:`release_blocks` — the serial reference the distributed release must equal."""
+    instance("data", data, CensusData)
+    level = integer_array("level", level, ndim=1)
+    codes = integer_array("codes", codes, ndim=2)
+    if level.size != data.parents.size or codes.shape[0] != data.parents.size:
+        raise ValueError(f"level and codes must have one row per region ({data.parents.size})")
+    entropy = integer("entropy", entropy, minimum=0, maximum=None)
     noise = LevelNoise.uniform(epsilon, data.levels)
     noisy = data.counts.copy()
     noisy[1:] = noisy_counts(entropy, noise, level[1:], codes[1:], data.counts[1:])

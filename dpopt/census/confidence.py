@@ -55,10 +55,18 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.census.measurement import Measurement
+from dpopt.census.measurement import QUERIES, Measurement
 from dpopt.census.resources import Estimate, memory_limit_of
 from dpopt.hierarchy import Tree
-from dpopt.validation import choice, integer, positive_number
+from dpopt.validation import (
+    boolean,
+    choice,
+    finite_array,
+    integer,
+    integer_array,
+    positive_array,
+    positive_number,
+)
 
 __all__ = [
     "INTERVAL_METHODS",
@@ -66,11 +74,8 @@ __all__ = [
     "Intervals",
     "bounds",
     "interval_options",
-    "interval_plan",
     "intervals",
     "memory_of",
-    "pivot_support",
-    "region_kinds",
     "requested_method",
 ]
 
@@ -379,6 +384,21 @@ def bounds(
     boundary atoms kept and no interval empty (``conservative``), pivots of at most
     ``max_support`` integers; the engine of :func:`intervals` and of the block release's
     partitions."""
+    query = choice("query", query, QUERIES)
+    parents = integer_array("parents", parents, ndim=1)
+    noisy = integer_array("noisy", noisy, ndim=2)
+    scale = positive_array("scale", scale, ndim=1)
+    if noisy.shape[0] != parents.size or scale.shape != parents.shape:
+        raise ValueError(
+            f"noisy {noisy.shape} and scale {scale.shape} must have one row per region "
+            f"({parents.size})"
+        )
+    level = interval_options(level, "exact-pivot", 0)[0]
+    raw, conservative = boolean("raw", raw), boolean("conservative", conservative)
+    u = finite_array("u", u)
+    if u.shape != noisy.shape:
+        raise ValueError(f"u must hold one uniform per count, shape {noisy.shape}")
+    max_support = integer("max_support", max_support, minimum=1)
     weights, accept, chances, spread = _region_pivots(
         query, parents, scale, level, raw, max_support
     )

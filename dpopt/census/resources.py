@@ -28,9 +28,6 @@ __all__ = [
     "DEFAULT_MEMORY_LIMIT",
     "PARTITIONED_BYTES",
     "Estimate",
-    "check_cost_range",
-    "check_memory",
-    "human",
     "memory_limit_of",
     "postprocess_estimates",
 ]
