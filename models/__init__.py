@@ -12,6 +12,7 @@ __all__ = [
     "matrix_mechanism",
     "pgsr",
     "relational_qp",
+    "residual",
 ]
 
 

@@ -22,5 +22,6 @@ METHOD_MODULES: dict[str, tuple[str, ...]] = {
     "dpopt.models.pgsr.ChainPostProcess": ("dpopt.solvers.pgsr",),
     "dpopt.models.pgsr.PartitionedPostProcess": ("dpopt.solvers.pgsr_partitioned",),
     "dpopt.models.relational_qp.RelaxedLinkQP": ("dpopt.solvers.relational_qp",),
+    "dpopt.models.residual.ResidualSelection": ("dpopt.solvers.residual",),
 }
 """Problem type → the modules that register its built-in methods (imported on first lookup)."""

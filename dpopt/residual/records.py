@@ -1,0 +1,162 @@
+"""The private input of a residual release: records of attribute codes, and the marginal
+counts of closure members computed from them (docs/families/hdmm.md, "Marginals at scale").
+
+Records are an n × d array of integer codes (record r has value ``codes[r, i]`` ∈ [0, nᵢ) of
+attribute i), a pandas DataFrame with one such column per attribute in attribute order, or, on
+a small domain, the histogram x over the Π nᵢ cells (row-major, attribute 0 slowest). Counts
+are computed group by group: closure members sharing every attribute but their last are
+counted in one ``bincount`` over the records, never over the domain's cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpopt.validation import integer_array
+
+__all__ = ["MAX_HISTOGRAM_CELLS", "Records", "counts_of", "records_of"]
+
+MAX_HISTOGRAM_CELLS = 1 << 24
+"""Largest domain given as a histogram (16.8 million cells); larger domains take records."""
+
+
+@dataclass(frozen=True, eq=False)
+class Records:
+    """Validated records: ``codes`` (n × d, column-major, the smallest integer dtype that
+    holds them), or a histogram: ``weights`` over the cells listed in ``codes`` (one row per
+    non-empty cell)."""
+
+    codes: np.ndarray
+    weights: np.ndarray | None = None
+
+    @property
+    def count(self) -> int:
+        return int(self.codes.shape[0] if self.weights is None else self.weights.sum())
+
+
+def records_of(data: Any, sizes: np.ndarray) -> Records:
+    """``data`` (module docstring) validated against the attribute ``sizes``: a ValueError
+    names the column, the row and the value that do not fit."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    d = sizes.size
+    if type(data).__module__.split(".")[0] == "pandas":
+        if getattr(data, "ndim", 0) != 2:
+            raise ValueError(f"data as a pandas object must be a DataFrame, got {type(data).__name__}")
+        if data.shape[1] != d:
+            raise ValueError(
+                f"data has {data.shape[1]} columns, the workload {d} attributes (one column per "
+                "attribute, in attribute order)"
+            )
+        data = data.to_numpy()
+    array = np.asarray(data) if isinstance(data, np.ndarray | list | tuple) else None
+    if array is None:
+        raise TypeError(
+            f"data must be an n × d array of codes, a DataFrame or a histogram, got "
+            f"{type(data).__name__}"
+        )
+    if array.ndim == 1:
+        return _histogram(array, sizes)
+    if array.ndim != 2 or array.shape[1] != d:
+        raise ValueError(
+            f"data must be an n × {d} array of codes (one column per attribute), got shape "
+            f"{array.shape}"
+        )
+    codes = array if array.dtype.kind in "iu" else integer_array("data", array)
+    if codes.size and np.any(codes < 0):
+        row, column = np.argwhere(codes < 0)[0]
+        raise ValueError(f"data[{row}, {column}] = {codes[row, column]} is negative")
+    above = codes >= sizes[None, :]
+    if np.any(above):
+        row, column = np.argwhere(above)[0]
+        raise ValueError(
+            f"data[{row}, {column}] = {codes[row, column]} is not a code of attribute {column} "
+            f"(size {sizes[column]}: codes 0 … {sizes[column] - 1})"
+        )
+    return Records(np.asfortranarray(codes, dtype=_dtype(int(sizes.max()))))
+
+
+def _histogram(x: np.ndarray, sizes: np.ndarray) -> Records:
+    cells = int(np.prod(sizes.astype(object)))
+    if cells > MAX_HISTOGRAM_CELLS:
+        raise ValueError(
+            f"a histogram over {cells} cells is over MAX_HISTOGRAM_CELLS = {MAX_HISTOGRAM_CELLS}:"
+            " give the records (an n × d array of codes) instead"
+        )
+    if x.size != cells:
+        raise ValueError(f"the histogram x has {x.size} cells, the domain {cells}")
+    counts = integer_array("x", x)
+    if np.any(counts < 0):
+        raise ValueError(f"x[{int(np.argmax(counts < 0))}] is a negative count")
+    occupied = np.flatnonzero(counts)
+    codes = np.stack(np.unravel_index(occupied, tuple(int(n) for n in sizes)), axis=1)
+    kind = _dtype(int(sizes.max()))
+    return Records(np.asfortranarray(codes, dtype=kind), counts[occupied].astype(np.float64))
+
+
+def _dtype(largest: int) -> type:
+    """The smallest signed integer type holding codes below ``largest``."""
+    for kind in (np.int8, np.int16, np.int32):
+        if largest <= np.iinfo(kind).max + 1:
+            return kind
+    return np.int64
+
+
+def _groups(members: np.ndarray, d: int) -> Iterator[tuple[int, int]]:
+    """[start, stop) runs of ``members`` (rows padded with d) with the same attributes but the
+    last, each of one length."""
+    lengths = (members < d).sum(axis=1)
+    last = np.maximum(lengths - 1, 0)
+    prefix = members.copy()
+    prefix[np.arange(len(members)), last] = d
+    change = np.any(prefix[1:] != prefix[:-1], axis=1) | (lengths[1:] != lengths[:-1])
+    edges = np.concatenate(([0], np.flatnonzero(change) + 1, [len(members)]))
+    yield from zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True)
+
+
+def counts_of(records: Records, sizes: np.ndarray, members: np.ndarray) -> list[np.ndarray]:
+    """The marginal table t_A (int64, shape (n_a for a in A)) of every member A (rows of
+    attributes padded with d), in order."""
+    d = sizes.size
+    codes, weights = records.codes, records.weights
+    out: list[np.ndarray] = []
+    for start, stop in _groups(members, d):
+        group = members[start:stop]
+        length = int((group[0] < d).sum())
+        if length == 0:
+            out.extend(np.array(records.count, dtype=np.int64) for _ in group)
+            continue
+        prefix = group[0, : length - 1]
+        lasts = group[:, length - 1]
+        shape = tuple(int(sizes[a]) for a in prefix)
+        code = np.zeros(codes.shape[0], dtype=np.int64)
+        for a in prefix.tolist():
+            code = code * int(sizes[a]) + codes[:, a]
+        out.extend(_count_last(code, codes, weights, sizes, shape, lasts))
+    return out
+
+
+def _count_last(
+    code: np.ndarray,
+    codes: np.ndarray,
+    weights: np.ndarray | None,
+    sizes: np.ndarray,
+    shape: tuple[int, ...],
+    lasts: np.ndarray,
+) -> list[np.ndarray]:
+    """The tables of (prefix, k) for every k in ``lasts``, the prefix's cell code given: one
+    ``bincount`` per table over the records (its counts stay in cache, unlike one bincount
+    over a records × members index)."""
+    tables = []
+    cells = int(np.prod(shape, dtype=np.int64))
+    for k in lasts.tolist():
+        width = int(sizes[k])
+        index = code * width + codes[:, k]
+        flat = np.bincount(index, weights=weights, minlength=cells * width)
+        if weights is not None:
+            flat = np.rint(flat).astype(np.int64)  # exact: integer sums below 2^53
+        tables.append(flat.reshape((*shape, width)))
+    return tables

@@ -1,0 +1,391 @@
+"""Marginal workloads on the residual basis: the downward closure, the privacy cost and the
+variance of every residual, and the strategy-selection model (docs/families/hdmm.md,
+"Marginals at scale"; Xiao, Kifer et al., "An Optimal and Scalable Matrix Mechanism for Noisy
+Marginals under Convex Loss Functions", NeurIPS 2023, §3–4).
+
+A workload is a list of marginals M (sets of attributes, attribute i of size nᵢ) with weights
+w_M: the rows w_M·Q_M, Q_M = ⊗ᵢ (I if i ∈ M else 1ᵀ). Its downward closure C(W) holds every
+A ⊆ M. Per attribute Iᵢ = Pᵢ + J/nᵢ (Pᵢ the projector on 1^⊥), so the row space of Q_M splits
+orthogonally into the residual spaces of its subsets A, of dimension Π_{i∈A}(nᵢ − 1).
+
+A residual strategy measures every A ∈ C(W) with Gaussian noise of variance u_A per unit of
+its residual (the whitened block u_A^{-1/2}·⊗ᵢ(Uᵢ if i ∈ A else 1ᵀ), Uᵢ orthonormal rows on
+1^⊥). Block A costs ρ_A = p_A/(2u_A) with p_A = Π_{i∈A}(nᵢ − 1)/nᵢ (its squared column norm),
+so "unit noise" (ρ = 1/2, every column of the stacked strategy of L2 norm 1) is Σ p_A/u_A = 1.
+Every cell of marginal M then has the variance
+
+    Var_M(u) = Σ_{A⊆M} u_A · Π_{i∈A}(nᵢ − 1)/nᵢ · Π_{i∈M∖A} nᵢ⁻²,
+
+and :class:`ResidualSelection` chooses u: the sum of the workload rows' variances
+Σ_M w_M²·cells_M·Var_M(u) (the total squared error, a linear function c·u) or the largest
+weighted row variance max_M w_M² Var_M(u). Attributes of size 1 have no residual: a subset
+holding one is left out of the closure (its block would be empty).
+
+Nothing here forms a 2^d vector, the domain's Π nᵢ cells or a Gram: the closure is computed
+from the marginals' attribute tuples, at most 2^k subsets each for marginals of ≤ k attributes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from dpopt.problem import Problem
+from dpopt.validation import choice, finite_array, integer, positive_array
+
+if TYPE_CHECKING:
+    import cvxpy as cp
+    import scipy.sparse
+
+__all__ = [
+    "MAX_ARITY",
+    "MAX_CLOSURE",
+    "OBJECTIVES",
+    "Closure",
+    "ResidualSelection",
+    "attribute_table",
+    "cvxpy_model",
+    "helmert",
+    "residual_blocks",
+]
+
+OBJECTIVES = ("sum", "max")
+"""``sum``: the workload rows' total variance (the expected total squared error); ``max``: the
+largest variance of one weighted workload row."""
+
+MAX_ARITY = 16
+"""Most attributes in one marginal: its 2^k subsets are enumerated (65,536 at k = 16)."""
+
+MAX_CLOSURE = 50_000_000
+"""Most (marginal, subset) pairs the closure enumerates: 8 bytes each in every working array
+(all ≤3-way marginals of 200 attributes are 10.7 million)."""
+
+
+def attribute_table(sizes: Any, marginals: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(sizes, table): the attribute sizes as an int64 array, and the marginals as an int64
+    array of one row per marginal, its attributes in increasing order padded with d (the
+    number of attributes) on the right. ``marginals`` is a sequence of attribute tuples
+    (0-based, no repeats) or such an array padded with −1 or d."""
+    sizes = _sizes(sizes)
+    d = sizes.size
+    if isinstance(marginals, np.ndarray) and marginals.ndim == 2:
+        table = _padded_table(marginals, d)
+    else:
+        table = _tuples_table(marginals, d)
+    if table.shape[1] > MAX_ARITY:
+        raise ValueError(
+            f"marginals must have at most MAX_ARITY = {MAX_ARITY} attributes each (their "
+            f"2^k subsets are enumerated), got one of {table.shape[1]}"
+        )
+    return sizes, table
+
+
+def _sizes(sizes: Any) -> np.ndarray:
+    if isinstance(sizes, str | bytes) or not isinstance(sizes, Sequence | np.ndarray):
+        raise ValueError(f"sizes must be a sequence of attribute sizes, got {sizes!r:.60}")
+    values = np.array(
+        [integer(f"sizes[{i}]", n, minimum=1) for i, n in enumerate(sizes)], dtype=np.int64
+    )
+    if values.size == 0:
+        raise ValueError("sizes must list at least one attribute size")
+    return values
+
+
+def _tuples_table(marginals: Any, d: int) -> np.ndarray:
+    if isinstance(marginals, str | bytes) or not isinstance(marginals, Sequence | np.ndarray):
+        raise ValueError(
+            f"marginals must be a sequence of attribute tuples, got {marginals!r:.60}"
+        )
+    rows = []
+    for j, attrs in enumerate(marginals):
+        if isinstance(attrs, str | bytes) or not isinstance(attrs, Sequence | np.ndarray):
+            raise ValueError(f"marginals[{j}] must be a tuple of attribute indices, got {attrs!r}")
+        values = sorted(integer(f"marginals[{j}]", a, minimum=0, maximum=d - 1) for a in attrs)
+        if len(set(values)) != len(values):
+            raise ValueError(f"marginals[{j}] repeats an attribute: {tuple(attrs)}")
+        rows.append(values)
+    if not rows:
+        raise ValueError("marginals must list at least one marginal")
+    width = max(1, max(len(row) for row in rows))
+    table = np.full((len(rows), width), d, dtype=np.int64)
+    for j, row in enumerate(rows):
+        table[j, : len(row)] = row
+    return _trimmed(table, d)
+
+
+def _padded_table(marginals: np.ndarray, d: int) -> np.ndarray:
+    if marginals.dtype.kind not in "iu" or marginals.shape[0] == 0:
+        raise ValueError(
+            f"marginals as an array must be a non-empty integer array, got {marginals.dtype} "
+            f"{marginals.shape}"
+        )
+    table = np.where(marginals < 0, d, marginals).astype(np.int64)
+    if np.any(table > d):
+        raise ValueError(f"marginals must hold attribute indices in [0, {d}) or padding")
+    table.sort(axis=1)
+    repeated = (table[:, 1:] == table[:, :-1]) & (table[:, 1:] < d)
+    if np.any(repeated):
+        row = int(np.flatnonzero(repeated.any(axis=1))[0])
+        raise ValueError(f"marginals[{row}] repeats an attribute")
+    return _trimmed(table if table.shape[1] else np.full((table.shape[0], 1), d), d)
+
+
+def _trimmed(table: np.ndarray, d: int) -> np.ndarray:
+    """The table without its all-padding columns (at least one column is kept)."""
+    width = max(1, int((table < d).sum(axis=1).max()))
+    return np.ascontiguousarray(table[:, :width])
+
+
+@dataclass(frozen=True, eq=False)
+class Closure:
+    """The downward closure of a marginal workload and its residual coefficients.
+
+    ``members`` lists the closure's attribute sets (rows padded with d, as ``table``),
+    ``cost`` their p_A, ``cells`` every workload marginal's number of cells, and
+    ``coefficients`` the sparse |W| × |C| matrix B with (B u)_M = w_M² Var_M(u): the weighted
+    variance of one cell of marginal M under residual variances u.
+    """
+
+    sizes: np.ndarray
+    table: np.ndarray
+    weights: np.ndarray
+    members: np.ndarray
+    cost: np.ndarray
+    cells: np.ndarray
+    coefficients: scipy.sparse.csr_matrix
+    subsets: np.ndarray
+    """``subsets[M, s]``: the closure index of the s-th subset of marginal M (−1 where that
+    subset selects padding or an attribute of size 1); s's bit j selects M's j-th attribute."""
+
+    @classmethod
+    def of(cls, sizes: Any, marginals: Any, weights: Any = None) -> Closure:
+        """The closure of the marginals (:func:`attribute_table`) with ``weights`` (one per
+        marginal, finite and > 0; default 1)."""
+        sizes, table = attribute_table(sizes, marginals)
+        count = table.shape[0]
+        if weights is None:
+            weights = np.ones(count)
+        weights = positive_array("weights", weights, ndim=1)
+        if weights.shape != (count,):
+            raise ValueError(f"weights must hold one weight per marginal ({count}), got {weights.shape}")
+        pairs = count << table.shape[1]
+        if pairs > MAX_CLOSURE:
+            raise ValueError(
+                f"the workload's {count} marginals of up to {table.shape[1]} attributes give "
+                f"{pairs} (marginal, subset) pairs, over MAX_CLOSURE = {MAX_CLOSURE}"
+            )
+        return _closure(sizes, table, weights)
+
+    @property
+    def size(self) -> int:
+        """|C(W)|: the number of residual blocks."""
+        return int(self.members.shape[0])
+
+    @cached_property
+    def member_cells(self) -> np.ndarray:
+        """Π_{i∈A} nᵢ: the cells of every closure member's marginal table (int64)."""
+        ext = np.append(self.sizes, 1)
+        return np.prod(ext[self.members], axis=1, dtype=np.int64)
+
+    @property
+    def rows(self) -> float:
+        """m: the workload's number of rows, Σ_M cells_M (a float: it may exceed 2^63)."""
+        return float(self.cells.sum())
+
+    @cached_property
+    def sum_coefficients(self) -> np.ndarray:
+        """c with c·u = Σ_M w_M² cells_M Var_M(u): the total variance of the workload rows."""
+        return np.asarray(self.coefficients.T @ self.cells, dtype=np.float64)
+
+    @cached_property
+    def transposed(self) -> scipy.sparse.csr_matrix:
+        """Bᵀ, row-major (for g = Bᵀλ)."""
+        return self.coefficients.T.tocsr()
+
+    def variances(self, u: np.ndarray) -> np.ndarray:
+        """w_M² Var_M(u) for every workload marginal M."""
+        return np.asarray(self.coefficients @ u, dtype=np.float64)
+
+    def budget(self, u: np.ndarray) -> float:
+        """Σ p_A/u_A: 1 at unit noise (ρ = 1/2)."""
+        return float(np.sum(self.cost / u))
+
+
+def _closure(sizes: np.ndarray, table: np.ndarray, weights: np.ndarray) -> Closure:
+    """:meth:`Closure.of` on validated input (module docstring)."""
+    import scipy.sparse
+
+    d, (count, width) = sizes.size, table.shape
+    base = d + 1
+    ext = np.append(sizes, 1).astype(np.float64)  # padding has size 1
+    present = table < d
+    has_residual = present & (ext[table] > 1)
+    n = ext[table]
+    keys = np.empty((count, 1 << width), dtype=np.int64)
+    valid = np.empty((count, 1 << width), dtype=bool)
+    entry = np.empty((count, 1 << width), dtype=np.float64)
+    own = (n - 1) / n  # a selected attribute's factor in Var_M
+    other = np.where(present, 1.0 / (n * n), 1.0)  # an unselected one's
+    squared = weights * weights
+    for mask in range(1 << width):
+        chosen = np.array([(mask >> j) & 1 for j in range(width)], dtype=bool)
+        key = np.zeros(count, dtype=np.int64)
+        for j in np.flatnonzero(chosen):
+            key = key * base + table[:, j]
+        for _ in range(width - int(chosen.sum())):
+            key = key * base + d
+        keys[:, mask] = key
+        valid[:, mask] = np.all(has_residual | ~chosen, axis=1)
+        entry[:, mask] = squared * np.prod(np.where(chosen, own, other), axis=1)
+    if (d + 1) ** width >= 2**62:
+        raise ValueError(
+            f"{d} attributes and marginals of {width} attributes overflow the closure's keys "
+            "((d + 1)^k ≥ 2^62)"
+        )
+    unique, inverse = np.unique(keys[valid], return_inverse=True)
+    members = np.empty((unique.size, width), dtype=np.int64)
+    rest = unique.copy()
+    for j in range(width - 1, -1, -1):
+        members[:, j] = rest % base
+        rest //= base
+    subsets = np.full(keys.shape, -1, dtype=np.int64)
+    subsets[valid] = inverse
+    rows = np.broadcast_to(np.arange(count)[:, None], keys.shape)[valid]
+    coefficients = scipy.sparse.csr_matrix(
+        (entry[valid], (rows, inverse)), shape=(count, unique.size)
+    )
+    member_sizes = ext[members]
+    cost = np.prod(np.where(members < d, (member_sizes - 1) / member_sizes, 1.0), axis=1)
+    cells = np.prod(n, axis=1)
+    for array in (sizes, table, weights, members, cost, cells, subsets):
+        array.setflags(write=False)
+    return Closure(sizes, table, weights, members, cost, cells, coefficients, subsets)
+
+
+@dataclass(frozen=True, eq=False)
+class ResidualSelection(Problem):
+    """Choose the residual variances u > 0 of a marginal workload under one Gaussian budget
+    (module docstring): minimise Σ_M w_M² cells_M Var_M(u) (``objective="sum"``) or
+    max_M w_M² Var_M(u) (``"max"``) subject to Σ_A p_A/u_A ≤ 1 (unit noise, ρ = 1/2).
+
+    A point is u, one variance per closure member (``closure.members`` order). ``violations``
+    is relative: max(Σ p_A/u_A − 1, 0), and +inf at a u that is not positive and finite. Its
+    ``feasibility_tol`` is 1e-12 (the sum's rounding over up to 10⁷ terms).
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Every attribute's number of values (≥ 1).
+    marginals : sequence of attribute tuples, or an int array padded with −1
+        The workload's marginals (0-based attribute indices).
+    weights : array, optional
+        One weight w_M > 0 per marginal (default 1).
+    objective_name : "sum" or "max"
+    """
+
+    sizes: Any
+    marginals: Any
+    weights: Any = None
+    objective_name: str = "sum"
+    closure: Closure = field(init=False, repr=False)
+    family: ClassVar[str] = "hdmm"
+    feasibility_tol: ClassVar[float] = 1e-12
+
+    def __post_init__(self) -> None:
+        choice("objective_name", self.objective_name, OBJECTIVES)
+        closure = Closure.of(self.sizes, self.marginals, self.weights)
+        object.__setattr__(self, "closure", closure)
+        object.__setattr__(self, "sizes", tuple(int(n) for n in closure.sizes))
+        object.__setattr__(self, "marginals", closure.table)
+        object.__setattr__(self, "weights", closure.weights)
+
+    @property
+    def size(self) -> int:
+        return self.closure.size
+
+    def _point(self, u: Any) -> np.ndarray:
+        values = finite_array("u", u, ndim=1)
+        if values.shape != (self.closure.size,):
+            raise ValueError(
+                f"u must hold one variance per closure member ({self.closure.size}), got "
+                f"shape {values.shape}"
+            )
+        return values
+
+    def objective(self, u: Any) -> float:
+        """Σ_M w_M² cells_M Var_M(u) or max_M w_M² Var_M(u); +inf where some u_A ≤ 0."""
+        values = self._point(u)
+        if np.any(values <= 0):
+            return math.inf
+        if self.objective_name == "sum":
+            return float(self.closure.sum_coefficients @ values)
+        return float(self.closure.variances(values).max())
+
+    def violations(self, u: Any) -> float:
+        values = self._point(u)
+        if np.any(values <= 0):
+            return math.inf
+        return max(self.closure.budget(values) - 1.0, 0.0)
+
+    def rmse(self, u: Any) -> float:
+        """√(total variance / m) at ``u`` (unit noise): the workload's RMSE per unit of noise."""
+        values = self._point(u)
+        return math.sqrt(float(self.closure.sum_coefficients @ values) / self.closure.rows)
+
+
+def helmert(n: int) -> np.ndarray:
+    """U: n − 1 orthonormal rows spanning 1^⊥ in ℝⁿ (Helmert's: row k is (1, …, 1, −k, 0, …)
+    / √(k(k + 1)) with k ones), so UᵀU = I − J/n."""
+    n = integer("n", n, minimum=1)
+    rows = np.zeros((n - 1, n))
+    for k in range(1, n):
+        rows[k - 1, :k] = 1.0
+        rows[k - 1, k] = -k
+        rows[k - 1] /= math.sqrt(k * (k + 1))
+    return rows
+
+
+def residual_blocks(
+    closure: Closure, u: np.ndarray
+) -> list[tuple[float, tuple[np.ndarray, ...]]]:
+    """The whitened strategy of ``u``: (1/√u_A, ⊗ᵢ(Uᵢ if i ∈ A else 1ᵀ)) for every closure
+    member A, factors in attribute order (:func:`helmert`). Every column of the stacked
+    strategy has squared L2 norm Σ_A p_A/u_A (1 at unit noise)."""
+    d = closure.sizes.size
+    ones = [np.ones((1, int(n))) for n in closure.sizes]
+    bases = {int(n): helmert(int(n)) for n in set(closure.sizes.tolist())}
+    blocks = []
+    for member, variance in zip(closure.members, u, strict=True):
+        chosen = set(int(a) for a in member if a < d)
+        factors = tuple(
+            bases[int(n)] if i in chosen else ones[i] for i, n in enumerate(closure.sizes)
+        )
+        blocks.append((1.0 / math.sqrt(float(variance)), factors))
+    return blocks
+
+
+def cvxpy_model(problem: ResidualSelection) -> tuple[cp.Problem, Callable[[], np.ndarray]]:
+    """The selection in cvxpy over the budget shares z_A = p_A/u_A (Σ z = 1, z ≥ 0): the sum
+    objective Σ c_A p_A / z_A, or min t subject to B·diag(p)·(1/z) ≤ t; the point is u = p/z.
+    The coefficients are scaled by their largest entry for conditioning (the optimum's u is
+    unchanged)."""
+    import cvxpy as cp
+
+    closure = problem.closure
+    share = cp.Variable(closure.size, pos=True)
+    inverse = cp.inv_pos(share)
+    constraints = [cp.sum(share) == 1]
+    if problem.objective_name == "sum":
+        weights = closure.sum_coefficients * closure.cost
+        model = cp.Problem(cp.Minimize((weights / weights.max()) @ inverse), constraints)
+    else:
+        scaled = closure.coefficients.multiply(closure.cost[None, :]).tocsr()
+        scaled = scaled / scaled.max()
+        bound = cp.Variable()
+        model = cp.Problem(cp.Minimize(bound), [*constraints, scaled @ inverse <= bound])
+    return model, lambda: closure.cost / np.asarray(share.value, dtype=np.float64)
