@@ -98,9 +98,7 @@ def _sizes(sizes: Any) -> np.ndarray:
 
 def _tuples_table(marginals: Any, d: int) -> np.ndarray:
     if isinstance(marginals, str | bytes) or not isinstance(marginals, Sequence | np.ndarray):
-        raise ValueError(
-            f"marginals must be a sequence of attribute tuples, got {marginals!r:.60}"
-        )
+        raise ValueError(f"marginals must be a sequence of attribute tuples, got {marginals!r:.60}")
     rows = []
     for j, attrs in enumerate(marginals):
         if isinstance(attrs, str | bytes) or not isinstance(attrs, Sequence | np.ndarray):
@@ -172,7 +170,9 @@ class Closure:
             weights = np.ones(count)
         weights = positive_array("weights", weights, ndim=1)
         if weights.shape != (count,):
-            raise ValueError(f"weights must hold one weight per marginal ({count}), got {weights.shape}")
+            raise ValueError(
+                f"weights must hold one weight per marginal ({count}), got {weights.shape}"
+            )
         pairs = count << table.shape[1]
         if pairs > MAX_CLOSURE:
             raise ValueError(
@@ -222,6 +222,11 @@ def _closure(sizes: np.ndarray, table: np.ndarray, weights: np.ndarray) -> Closu
 
     d, (count, width) = sizes.size, table.shape
     base = d + 1
+    if (d + 1) ** width >= 2**62:
+        raise ValueError(
+            f"{d} attributes and marginals of {width} attributes overflow the closure's keys "
+            "((d + 1)^k ≥ 2^62)"
+        )
     ext = np.append(sizes, 1).astype(np.float64)  # padding has size 1
     present = table < d
     has_residual = present & (ext[table] > 1)
@@ -242,16 +247,11 @@ def _closure(sizes: np.ndarray, table: np.ndarray, weights: np.ndarray) -> Closu
         keys[:, mask] = key
         valid[:, mask] = np.all(has_residual | ~chosen, axis=1)
         entry[:, mask] = squared * np.prod(np.where(chosen, own, other), axis=1)
-    if (d + 1) ** width >= 2**62:
-        raise ValueError(
-            f"{d} attributes and marginals of {width} attributes overflow the closure's keys "
-            "((d + 1)^k ≥ 2^62)"
-        )
     unique, inverse = np.unique(keys[valid], return_inverse=True)
     members = np.empty((unique.size, width), dtype=np.int64)
     rest = unique.copy()
-    for j in range(width - 1, -1, -1):
-        members[:, j] = rest % base
+    for position in range(width - 1, -1, -1):
+        members[:, position] = rest % base
         rest //= base
     subsets = np.full(keys.shape, -1, dtype=np.int64)
     subsets[valid] = inverse
@@ -350,9 +350,7 @@ def helmert(n: int) -> np.ndarray:
     return rows
 
 
-def residual_blocks(
-    closure: Closure, u: np.ndarray
-) -> list[tuple[float, tuple[np.ndarray, ...]]]:
+def residual_blocks(closure: Closure, u: np.ndarray) -> list[tuple[float, tuple[np.ndarray, ...]]]:
     """The whitened strategy of ``u``: (1/√u_A, ⊗ᵢ(Uᵢ if i ∈ A else 1ᵀ)) for every closure
     member A, factors in attribute order (:func:`helmert`). Every column of the stacked
     strategy has squared L2 norm Σ_A p_A/u_A (1 at unit noise)."""
@@ -370,22 +368,30 @@ def residual_blocks(
 
 
 def cvxpy_model(problem: ResidualSelection) -> tuple[cp.Problem, Callable[[], np.ndarray]]:
-    """The selection in cvxpy over the budget shares z_A = p_A/u_A (Σ z = 1, z ≥ 0): the sum
-    objective Σ c_A p_A / z_A, or min t subject to B·diag(p)·(1/z) ≤ t; the point is u = p/z.
-    The coefficients are scaled by their largest entry for conditioning (the optimum's u is
-    unchanged)."""
+    """The selection in cvxpy over the budget shares: z_A = |C|·p_A/u_A with Σz = |C| (shares
+    near 1 at every size) and y_A ≥ 1/z_A as the cone ‖(2, y_A − z_A)‖ ≤ y_A + z_A (the
+    explicit cone keeps SCS accurate where ``inv_pos`` does not, as in the DGM budget model).
+    Objective Σ_A c_A p_A y_A (sum) or min t subject to B·diag(p)·y ≤ t (max), the coefficients
+    scaled by their largest entry; the point is u = |C|·p/z."""
     import cvxpy as cp
 
     closure = problem.closure
-    share = cp.Variable(closure.size, pos=True)
-    inverse = cp.inv_pos(share)
-    constraints = [cp.sum(share) == 1]
+    count = closure.size
+    share = cp.Variable(count)
+    bound = cp.Variable(count)
+    cone = cp.SOC(bound + share, cp.vstack([2 * np.ones(count), bound - share]), axis=0)
+    constraints = [cp.sum(share) == count, cone]
     if problem.objective_name == "sum":
         weights = closure.sum_coefficients * closure.cost
-        model = cp.Problem(cp.Minimize((weights / weights.max()) @ inverse), constraints)
+        model = cp.Problem(cp.Minimize((weights / weights.max()) @ bound), constraints)
     else:
         scaled = closure.coefficients.multiply(closure.cost[None, :]).tocsr()
         scaled = scaled / scaled.max()
-        bound = cp.Variable()
-        model = cp.Problem(cp.Minimize(bound), [*constraints, scaled @ inverse <= bound])
-    return model, lambda: closure.cost / np.asarray(share.value, dtype=np.float64)
+        top = cp.Variable()
+        model = cp.Problem(cp.Minimize(top), [*constraints, scaled @ bound <= top])
+
+    def point() -> np.ndarray:
+        shares = np.asarray(share.value, dtype=np.float64)
+        return count * closure.cost / np.maximum(shares, np.finfo(float).tiny)
+
+    return model, point

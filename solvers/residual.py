@@ -85,7 +85,9 @@ def dual_ascent(
     weights = np.full(coefficients.shape[0], 1.0 / coefficients.shape[0])
     best: tuple[float, np.ndarray, float, np.ndarray] | None = None
     status = "feasible"
-    for iteration in range(1, max_iterations + 1):
+    iterations = 0
+    while iterations < max_iterations:
+        iterations += 1
         pressure = np.asarray(transposed @ weights)
         u = np.sqrt(cost / pressure)
         value = float(np.sum(cost / u))  # F(λ) = Σ √(p g) = Σ p/u
@@ -105,7 +107,7 @@ def dual_ascent(
     assert best is not None
     gap, u, lower, dual = best
     message = "" if status == "optimal" else f"stopped with duality gap {gap:.3g} > tol {tol:g}"
-    info = {"gap": gap, "lower_bound": lower, "iterations": iteration, "dual": dual}
+    info = {"gap": gap, "lower_bound": lower, "iterations": iterations, "dual": dual}
     return Outcome(u, status, message, info)  # type: ignore[arg-type]
 
 

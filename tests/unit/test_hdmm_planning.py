@@ -16,13 +16,13 @@ from dpopt.query_variance import forms_bytes
 
 def _dense_query_variances(workload: wl.Matrix, strategy: hdmm.AnyStrategy, epsilon, delta):
     """diag(W (AᵀA)⁺ Wᵀ)·c′ with A the measured strategy stacked densely (every block)."""
-    stack, kind, _, _ = hdmm._stack(strategy, None)
+    stack, kind, _, _ = hdmm.noise.exact_stack(strategy, None)
     blocks = [
         w * reduce(np.kron, block.matrices)
         for w, block in zip(stack.weights_float, stack.blocks, strict=True)
     ]
     a = np.vstack(blocks)
-    variance = hdmm._release_noise(stack, kind, epsilon, delta).variance
+    variance = hdmm.noise.release_noise(stack, kind, epsilon, delta).variance
     dense = workload.dense()
     return variance * np.einsum("ij,ij->i", dense @ np.linalg.pinv(a.T @ a), dense)
 
@@ -190,21 +190,21 @@ def test_plan_epsilon_refuses_a_bad_rtol(strategies, rtol) -> None:
 def _counting(monkeypatch) -> list[float]:
     """Record the ε of every error evaluation plan_epsilon makes."""
     seen: list[float] = []
-    evaluate = hdmm._at
+    evaluate = hdmm.planning._at
 
     def counted(candidates, epsilon, delta, m):
         seen.append(epsilon)
         return evaluate(candidates, epsilon, delta, m)
 
-    monkeypatch.setattr(hdmm, "_at", counted)
+    monkeypatch.setattr(hdmm.planning, "_at", counted)
     return seen
 
 
 def test_finest_rtol_ends_within_the_bisection_cap(strategies, monkeypatch) -> None:
     workload, strategy, _ = strategies["opt0"]
     seen = _counting(monkeypatch)
-    plan = hdmm.plan_epsilon(workload, strategy, rmse=3.0, rtol=hdmm.RTOL_RANGE[0])
-    assert len(seen) <= 2 + hdmm.MAX_BISECTIONS
+    plan = hdmm.plan_epsilon(workload, strategy, rmse=3.0, rtol=hdmm.planning.RTOL_RANGE[0])
+    assert len(seen) <= 2 + hdmm.planning.MAX_BISECTIONS
     assert plan.rmse <= 3.0
     coarse = hdmm.plan_epsilon(workload, strategy, rmse=3.0, rtol=1e-3)
     assert plan.epsilon <= coarse.epsilon <= plan.epsilon * (1 + 1e-3)
@@ -214,7 +214,7 @@ def test_bisection_stops_at_its_cap(strategies, monkeypatch) -> None:
     """Fewer steps than the tolerance needs: the search stops after MAX_BISECTIONS and still
     returns a plan that meets the target."""
     workload, strategy, _ = strategies["opt0"]
-    monkeypatch.setattr(hdmm, "MAX_BISECTIONS", 5)
+    monkeypatch.setattr(hdmm.planning, "MAX_BISECTIONS", 5)
     seen = _counting(monkeypatch)
     plan = hdmm.plan_epsilon(workload, strategy, rmse=3.0, rtol=1e-12)
     assert len(seen) == 2 + 5  # ε = 10⁴, ε = 10⁻⁶, then five bisection steps
@@ -235,8 +235,8 @@ def test_plans_refuse_what_will_not_fit_before_allocating(monkeypatch, call) -> 
     def built(*args):
         raise AssertionError("allocated before the memory check")
 
-    monkeypatch.setattr(hdmm, "_unit_covariance", built)
-    monkeypatch.setattr(hdmm, "_identity_for", built)
+    monkeypatch.setattr(hdmm.planning, "_unit_covariance", built)
+    monkeypatch.setattr(hdmm.planning, "identity_for", built)
     options = {"rmse": 3.0} if call == "plan_epsilon" else {"epsilon": 1.0}
     with pytest.raises(ValueError, match=r"domain of sizes \(128,\) needs about .* GiB"):
         getattr(eigen, call)(workload, strategy, max_memory=2**20, **options)

@@ -153,7 +153,7 @@ def _no_optimizer(*args, **kwargs):
 def test_bad_release_inputs_are_refused_before_optimizing_or_charging(
     monkeypatch: pytest.MonkeyPatch, kwargs: dict, match: str
 ) -> None:
-    monkeypatch.setattr(hdmm, "solve", _no_optimizer)
+    monkeypatch.setattr(hdmm.optimizers, "solve", _no_optimizer)
     budget = Accountant.approx(1.0, 1e-5)
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match=match):

@@ -137,7 +137,7 @@ def test_optimize_records_and_refuses_a_bad_status(monkeypatch: pytest.MonkeyPat
     product = hdmm.optimize_product(wl.Kron([wl.Prefix(2), wl.Prefix(4)]))
     assert set(product.statuses) == {"identity", "opt-kron", "opt-marginals"}
     failing = dpopt.Solution(None, float("nan"), "error", "l2-dual", 0.0, {"message": "x"})
-    monkeypatch.setattr(hdmm, "solve", lambda *args, **kwargs: failing)
+    monkeypatch.setattr(hdmm.optimizers, "solve", lambda *args, **kwargs: failing)
     with pytest.raises(dpopt.SolverError, match="error"):
         hdmm.optimize(wl.Prefix(8), "gaussian")
 

@@ -198,7 +198,7 @@ def test_hdmm_answer_keeps_the_measurement_when_reconstruction_fails(monkeypatch
     def broken(measurement):
         raise np.linalg.LinAlgError("planted failure")
 
-    monkeypatch.setattr(hdmm, "reconstruct", broken)
+    monkeypatch.setattr(hdmm.release, "reconstruct", broken)
     budget = Accountant.pure(1)
     with pytest.raises(ReleaseError, match="planted failure") as caught:
         hdmm.answer(np.eye(4), np.ones(4), epsilon=1, strategy=np.eye(4), accountant=budget)

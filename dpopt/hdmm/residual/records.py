@@ -45,7 +45,9 @@ def records_of(data: Any, sizes: np.ndarray) -> Records:
     d = sizes.size
     if type(data).__module__.split(".")[0] == "pandas":
         if getattr(data, "ndim", 0) != 2:
-            raise ValueError(f"data as a pandas object must be a DataFrame, got {type(data).__name__}")
+            raise ValueError(
+                f"data as a pandas object must be a DataFrame, got {type(data).__name__}"
+            )
         if data.shape[1] != d:
             raise ValueError(
                 f"data has {data.shape[1]} columns, the workload {d} attributes (one column per "

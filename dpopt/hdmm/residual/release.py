@@ -2,7 +2,7 @@
 and reconstruct every workload marginal from the noisy residuals (docs/families/hdmm.md,
 "Marginals at scale"; Xiao et al. 2023, §3).
 
-:func:`measure` charges the plan's exact zCDP loss (:mod:`dpopt.residual.noise`) and draws,
+:func:`measure` charges the plan's exact zCDP loss (:mod:`dpopt.hdmm.residual.noise`) and draws,
 chunk by chunk, ω_A = E_A t_A + z_A for every closure member A. :func:`reconstruct` is
 post-processing of ω alone: r̂_A = ⊗Pᵢ ω_A / Π nᵢ, and every workload marginal M is
 
@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.hdmm.residual.noise import NoisePlan, chunk_generator, chunks, secret_key
+from dpopt.hdmm.residual.records import Records, counts_of
 from dpopt.models.residual import Closure
 from dpopt.privacy import Accountant
 from dpopt.problem import Status
 from dpopt.release import Measured, ReleaseError
-from dpopt.residual.noise import NoisePlan, chunk_generator, chunks, secret_key
-from dpopt.residual.records import Records, counts_of
 
 __all__ = ["MarginalAnswers", "ResidualMeasurement", "centred", "measure", "reconstruct"]
 
@@ -88,7 +88,7 @@ def measure_chunk(
     records: Records, plan: NoisePlan, chunk: int, start: int, stop: int, key: int
 ) -> np.ndarray:
     """ω of members [start, stop) (chunk ``chunk`` of the plan), flat: their counts centred,
-    plus the chunk's keyed noise (:mod:`dpopt.residual.noise`): one draw per sampler, in
+    plus the chunk's keyed noise (:mod:`dpopt.hdmm.residual.noise`): one draw per sampler, in
     sampler order, dealt to the chunk's members in their order."""
     closure = plan.closure
     tables = counts_of(records, closure.sizes, closure.members[start:stop])

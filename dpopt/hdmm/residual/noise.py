@@ -99,9 +99,7 @@ def noise_plan(closure: Closure, unit: Any, rho: Any, *, label: str) -> NoisePla
     target = cells**2 * unit / (2 * float(budget)) * (1 + 1e-12)
     steps = np.ceil(np.log2(target) * RATIO_STEPS).astype(np.int64)
     levels, sampler_of = np.unique(steps, return_inverse=True)
-    samplers = tuple(
-        DiscreteGaussian.from_variance(_power_of_two(int(level))) for level in levels
-    )
+    samplers = tuple(DiscreteGaussian.from_variance(_power_of_two(int(level))) for level in levels)
     spent = [Fraction(0)] * len(samplers)
     for group, delta in zip(sampler_of.tolist(), deltas, strict=True):
         spent[group] += delta

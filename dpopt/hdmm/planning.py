@@ -1,0 +1,283 @@
+"""Accuracy before spending: a release's RMSE and largest per-query standard deviation at ε
+(:func:`plan_error`), the smallest ε that meets a target (:func:`plan_epsilon`) and every
+query's standard deviation (:func:`query_std`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpopt import workload as wl
+from dpopt.hdmm.formulas import workload_cells, workload_rows
+from dpopt.hdmm.noise import check_release, exact_stack, measured_theta, release_noise
+from dpopt.hdmm.optimizers import identity_for
+from dpopt.hdmm.strategies import AnyStrategy, ProductStrategy, Strategy
+from dpopt.models.marginal_algebra import key_bits, pinv_coefficients
+from dpopt.models.matrix_mechanism import (
+    normal_inverse,
+)
+from dpopt.planning import MEMORY_BUDGET, check_memory, memory_budget, tolerance
+from dpopt.privacy import (
+    ExactStack,
+    Noise,
+)
+from dpopt.query_variance import Covariance, forms_bytes, max_row_form, row_forms, total_form
+from dpopt.validation import finite_array, positive_number
+
+# --- accuracy before spending (issue 26) ------------------------------------------------------
+
+
+def _marginal_covariance(theta: np.ndarray, sizes: tuple[int, ...]) -> Covariance:
+    """(𝕄(θ)ᵀ𝕄(θ))⁺ = 𝔾(v) as Σₐ vₐ ⊗ᵢ(aᵢ ? I : 1·1ᵀ) (spec §3.5)."""
+    v = pinv_coefficients(theta**2, sizes)
+    bits = key_bits(len(sizes))
+    return Covariance(
+        tuple(
+            (
+                float(v[a]),
+                tuple(
+                    np.eye(n) if b else np.ones((n, n)) for n, b in zip(sizes, bits[a], strict=True)
+                ),
+            )
+            for a in np.flatnonzero(v)
+        )
+    )
+
+
+def _unit_covariance(stack: ExactStack, theta: np.ndarray | None) -> Covariance:
+    """Cov(x̂) per unit of the release's noise variance (``Measurement.variance``), on the
+    strategy exactly as measured (its factors and weights rounded to the grid)."""
+    if theta is not None:
+        sizes = tuple(f.shape[1] for f in stack.blocks[0].matrices)
+        return _marginal_covariance(measured_theta(theta, stack.weights_float), sizes)
+    if len(stack.blocks) != 1:
+        raise ValueError(
+            "a union (OPT_+) strategy answers each term from its own block: plan each term "
+            "with its block as a one-block strategy"
+        )
+    (weight,) = stack.weights_float
+    inverses = tuple(normal_inverse(f.T @ f) for f in stack.blocks[0].matrices)
+    return Covariance(((1.0 / weight**2, inverses),))
+
+
+@dataclass(frozen=True, eq=False)
+class _Planned:
+    """One strategy's release error per unit of noise variance, and its noise plan."""
+
+    strategy: AnyStrategy
+    stack: ExactStack
+    noise: Noise
+    covariance: Covariance
+    mean_variance: float
+    max_variance: float
+
+    def noise_variance(self, epsilon: float, delta: float | None) -> float:
+        return release_noise(self.stack, self.noise, epsilon, delta).variance
+
+
+def _planned(
+    workload: Any, strategy: AnyStrategy, budget: int = MEMORY_BUDGET, queries: int = 0
+) -> _Planned:
+    """The strategy's plan, its memory (``queries`` enumerated) checked first against ``budget``."""
+    stack, kind, _, theta = exact_stack(strategy, None)
+    sizes = tuple(f.shape[1] for f in stack.blocks[0].matrices)
+    estimate = forms_bytes(sizes, 2 ** len(sizes) if theta is not None else 1, queries)
+    check_memory(estimate, budget, f"planning on a domain of sizes {sizes}")
+    covariance = _unit_covariance(stack, theta)
+    if math.prod(covariance.sizes) != workload_cells(workload):
+        raise ValueError(
+            f"the strategy has {math.prod(covariance.sizes)} columns; the workload "
+            f"{workload_cells(workload)} cells"
+        )
+    matrix = _matrix(workload)
+    mean = total_form(matrix, covariance) / workload_rows(workload)
+    return _Planned(strategy, stack, kind, covariance, mean, max_row_form(matrix, covariance))
+
+
+def _matrix(workload: Any) -> wl.Matrix | np.ndarray:
+    if isinstance(workload, wl.Matrix):
+        return workload
+    return finite_array("workload", workload, ndim=2)
+
+
+@dataclass(frozen=True)
+class ErrorPlan:
+    """The error of a release before it is made: public, no data read, no budget spent.
+
+    ``rmse`` is √(E‖W x̂ − W x‖²/m) and ``max_std`` the largest standard deviation of one
+    answer of W x̂, for the exact discrete noise a release of ``strategy`` at (``epsilon``,
+    ``delta``) draws; ``strategy`` is the one such a release measures (:func:`release_strategy`'s
+    choice between the given strategy and Identity), ``queries`` the workload's m.
+    """
+
+    epsilon: float
+    delta: float | None
+    noise: Noise
+    rmse: float
+    max_std: float
+    queries: int
+    strategy: AnyStrategy
+
+
+def _candidates(
+    workload: Any, strategy: AnyStrategy, max_memory: Any, queries: int = 0
+) -> list[_Planned]:
+    """The strategy's plan and Identity's, the memory checked before either is built."""
+    budget = memory_budget(max_memory)
+    planned = _planned(workload, strategy, budget, queries)
+    return [planned, _planned(workload, identity_for(workload, strategy), budget, queries)]
+
+
+def _chosen(
+    candidates: list[_Planned], epsilon: float, delta: float | None
+) -> tuple[_Planned, float]:
+    """The candidate with the lower expected error at ε, as a release chooses, and the
+    variance of the noise it draws."""
+    variances = [c.noise_variance(epsilon, delta) for c in candidates]
+    best = int(np.argmin([v * c.mean_variance for v, c in zip(variances, candidates, strict=True)]))
+    return candidates[best], variances[best]
+
+
+def _at(candidates: list[_Planned], epsilon: float, delta: float | None, m: int) -> ErrorPlan:
+    """The plan at ε of the candidate a release measures (:func:`_chosen`)."""
+    chosen, variance = _chosen(candidates, epsilon, delta)
+    return ErrorPlan(
+        epsilon,
+        delta,
+        chosen.noise,
+        math.sqrt(variance * chosen.mean_variance),
+        math.sqrt(variance * chosen.max_variance),
+        m,
+        chosen.strategy,
+    )
+
+
+def plan_measured(
+    workload: Any, strategy: AnyStrategy, epsilon: Any, delta: Any
+) -> ErrorPlan | None:
+    """The plan of exactly ``strategy`` (no Identity alternative), as :func:`answer` measures
+    it; None for a bad (ε, δ), which :func:`measure` then refuses by name, where the
+    largest query variance would need more queries enumerated than DENSE_LIMIT, and where the
+    plan would take more than :data:`~dpopt.planning.MEMORY_BUDGET`."""
+    try:
+        check_release(strategy.noise, epsilon, delta)
+        return _at([_planned(workload, strategy)], epsilon, delta, workload_rows(workload))
+    except (ValueError, TypeError):
+        return None
+
+
+def plan_error(
+    workload: Any,
+    strategy: AnyStrategy,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    max_memory: int | None = None,
+) -> ErrorPlan:
+    """The RMSE and largest per-query standard deviation of a release of ``workload`` through
+    ``strategy`` (an :func:`optimize`, :func:`optimize_product` or
+    :func:`dpopt.eigen.design` result) at (ε, δ), before any data is read.
+
+    Var(wᵢᵀx̂) = c′·wᵢᵀ(AᵀA)⁺wᵢ with c′ the variance of the discrete noise drawn
+    (spec §1, §4); the maximum over queries is taken on the implicit workload
+    (:mod:`dpopt.query_variance`), never forming it. ``delta`` as in :func:`measure`.
+    A plan that would take more than ``max_memory`` bytes (default
+    :data:`~dpopt.planning.MEMORY_BUDGET`, estimated by
+    :func:`~dpopt.query_variance.forms_bytes`) is refused before it allocates.
+    """
+    check_release(_kind_of(strategy), epsilon, delta)
+    return _at(_candidates(workload, strategy, max_memory), epsilon, delta, workload_rows(workload))
+
+
+def _kind_of(strategy: Any) -> Noise:
+    if not isinstance(strategy, Strategy | ProductStrategy):
+        raise TypeError(f"strategy must be an hdmm Strategy or ProductStrategy, got {strategy!r}")
+    return strategy.noise
+
+
+EPSILON_RANGE = (1e-6, 1e4)
+"""The ε :func:`plan_epsilon` searches."""
+RTOL_RANGE = (1e-12, 0.5)
+"""The ``rtol`` :func:`plan_epsilon` accepts: finer than 1e-12 is below what float64 resolves
+on an ε up to 10⁴; coarser than 0.5 is no longer a smallest ε."""
+MAX_BISECTIONS = 64
+"""Most bisection steps of :func:`plan_epsilon` (rtol = 1e-12 takes 45 on EPSILON_RANGE)."""
+
+
+def plan_epsilon(
+    workload: Any,
+    strategy: AnyStrategy,
+    *,
+    rmse: float | None = None,
+    max_std: float | None = None,
+    delta: float | None = None,
+    rtol: float = 1e-9,
+    max_memory: int | None = None,
+) -> ErrorPlan:
+    """The smallest ε (for Gaussian noise, at the given δ) whose release meets the targets:
+    RMSE ≤ ``rmse`` and every query's standard deviation ≤ ``max_std`` (either or both).
+
+    The error at ε is :func:`plan_error`'s (exact discrete noise, the release's choice of
+    strategy or Identity), decreasing in ε; the search is a bisection on log ε to relative
+    precision ``rtol`` (in :data:`RTOL_RANGE`) within :data:`EPSILON_RANGE`, at most
+    :data:`MAX_BISECTIONS` steps, and the plan returned meets the targets. A target not met at
+    ε = 10⁴ is refused (ValueError); ``max_memory`` as in :func:`plan_error`.
+    """
+    rtol = tolerance(rtol, RTOL_RANGE)
+    targets = {
+        name: positive_number(name, value)
+        for name, value in (("rmse", rmse), ("max_std", max_std))
+        if value is not None
+    }
+    if not targets:
+        raise ValueError("give an rmse or a max_std target (or both)")
+    check_release(_kind_of(strategy), 1.0, delta)
+    candidates, m = _candidates(workload, strategy, max_memory), workload_rows(workload)
+
+    def meets(epsilon: float) -> ErrorPlan | None:
+        plan = _at(candidates, epsilon, delta, m)
+        values = {"rmse": plan.rmse, "max_std": plan.max_std}
+        return plan if all(values[k] <= t for k, t in targets.items()) else None
+
+    low, high = EPSILON_RANGE
+    found = meets(high)
+    if found is None:
+        reached = _at(candidates, high, delta, m)
+        raise ValueError(
+            f"no ε ≤ {high:g} meets {targets}: at ε = {high:g} the RMSE is {reached.rmse:.4g} "
+            f"and the largest standard deviation {reached.max_std:.4g}"
+        )
+    lowest = meets(low)
+    if lowest is not None:
+        return lowest
+    for _ in range(MAX_BISECTIONS):
+        middle = math.sqrt(low * high)
+        if high / low - 1.0 <= rtol or not low < middle < high:
+            break
+        plan = meets(middle)
+        if plan is None:
+            low = middle
+        else:
+            high, found = middle, plan
+    return found
+
+
+def query_std(
+    workload: Any,
+    strategy: AnyStrategy,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    max_memory: int | None = None,
+) -> np.ndarray:
+    """Every query's standard deviation in a release at (ε, δ), in the workload's row order
+    (of the strategy :func:`plan_error` says the release measures); ``max_memory`` as in
+    :func:`plan_error`, the m answers counted."""
+    check_release(_kind_of(strategy), epsilon, delta)
+    candidates = _candidates(workload, strategy, max_memory, workload_rows(workload))
+    chosen, variance = _chosen(candidates, epsilon, delta)
+    return np.sqrt(variance * row_forms(_matrix(workload), chosen.covariance))

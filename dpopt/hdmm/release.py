@@ -1,0 +1,272 @@
+"""The HDMM release (hdmm spec §4): :func:`measure` answers a strategy with exact noise,
+:func:`reconstruct` is least squares, :func:`answer` optimizes, measures and answers the
+workload; all follow the release contract (:mod:`dpopt.release`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpopt import workload as wl
+from dpopt.hdmm.formulas import gram_of, strategy_matrix
+from dpopt.hdmm.noise import exact_stack, measured_theta, release_noise, strategy_columns
+from dpopt.hdmm.optimizers import OPT0_METHODS, optimize, optimize_product
+from dpopt.hdmm.planning import ErrorPlan, plan_measured
+from dpopt.hdmm.strategies import PRODUCT_METHODS, AnyStrategy, ProductStrategy, Strategy
+from dpopt.models.matrix_mechanism import (
+    strategy_error,
+)
+from dpopt.privacy import (
+    Accountant,
+    Noise,
+    draw,
+    histogram,
+    noise_kind,
+    prepare,
+)
+from dpopt.problem import Status
+from dpopt.release import Measured, ReleaseError, Rng, measured_answers, resolve_rng
+
+
+@dataclass(frozen=True, eq=False)
+class Measurement:
+    """Noisy strategy answers and the public facts least squares needs — nothing private.
+
+    ``answers[j]`` ≈ (⊗ᵢ ``blocks[j][i]``)x with independent noise of variance ``variances[j]``
+    per answer; the blocks are the strategy's factors exactly as measured (rounded to the
+    grid of :mod:`dpopt.privacy.linear`). ``variance`` is the noise variance of the stacked,
+    weighted answers (``variances[j]`` = ``variance``/wⱼ²): for a unit-sensitivity strategy
+    of unscaled error E the expected total squared error is ``variance``·E. ``theta`` holds
+    the marginal weights of an OPT_M strategy, answered by global least squares.
+
+    A :class:`~dpopt.release.ReleaseResult`: ``budget`` is the charged accountant's report,
+    ``measured`` the one set of noisy answers drawn (its noise, scale, size and loss), and
+    ``statuses`` is empty (measuring runs no optimisation; the strategy's own solves are in
+    its ``statuses``).
+    """
+
+    noise: Noise
+    template: str
+    blocks: tuple[tuple[np.ndarray, ...], ...]
+    answers: tuple[np.ndarray, ...]
+    variances: tuple[float, ...]
+    variance: float
+    budget: dict[str, Any]
+    measured: tuple[Measured, ...]
+    theta: np.ndarray | None = None
+    statuses: Mapping[str, Status] = field(default_factory=dict)
+
+
+def _fresh_accountant(noise: Noise, epsilon: Any, delta: Any) -> Accountant:
+    """The accountant a release makes when given none: pure ε for Laplace noise, (ε, δ) for
+    Gaussian (the pair it was asked for, which its discrete Gaussian is calibrated to)."""
+    return Accountant.pure(epsilon) if noise == "laplace" else Accountant.approx(epsilon, delta)
+
+
+def measure(
+    strategy: Strategy | ProductStrategy | np.ndarray,
+    x: Any,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    noise: str | None = None,
+    rng: Rng = None,
+    accountant: Accountant | None = None,
+) -> Measurement:
+    """Answer the strategy on the histogram ``x`` with exact noise (spec §4).
+
+    The answers are computed exactly in integer arithmetic on the strategy rounded to a public
+    grid (:class:`~dpopt.privacy.ExactStack`) and released on a public grid with discrete
+    noise (:func:`~dpopt.privacy.laplace_noise`): Laplace at scale ‖A‖₁/ε, an ε-DP charge;
+    the discrete Gaussian at σ = ‖A‖₂/√(2ρ) with ρ = cdp_rho(ε, δ), charged as ρ-zCDP or as
+    (ε, δ) (its σ is ~7 % above the continuous analytic σ(ε, δ) of :func:`noise_variance`,
+    which the discrete Gaussian does not meet for vectors; ``Measurement.variance`` is the
+    variance actually drawn, :func:`release_variance` before any data is read).
+
+    ``epsilon`` and ``delta`` are keyword-only; ``delta`` is required for Gaussian noise and
+    refused for Laplace. ``rng``: a Generator, an int or None (fresh OS entropy,
+    :func:`dpopt.release.resolve_rng`). ``accountant`` is charged when given; otherwise a
+    fresh one of the noise's kind (``Accountant.pure(ε)`` or ``Accountant.approx(ε, δ)``)
+    is, and ``Measurement.budget`` is its report. Every input is validated before the
+    charge. ``noise`` is only needed for a bare matrix. There is no ``method``: measuring
+    optimizes nothing; the strategy is measured as given (:func:`release_strategy`, or
+    ``optimize(..., epsilon=...)``, picks the one to measure at ε; :func:`answer` does both).
+    """
+    stack, chosen, template, theta = exact_stack(strategy, noise)
+    try:
+        size = np.size(x)
+    except (ValueError, TypeError):  # a malformed x: histogram() names it below
+        size = stack.cells
+    if size != stack.cells:
+        raise ValueError(f"x has {size} cells; the strategy has {stack.cells} columns")
+    counts = histogram(x, stack.cells)
+    planned = release_noise(stack, chosen, epsilon, delta)
+    label = f"HDMM measurement ({template}, {chosen})"
+    prepared = prepare(stack.answers(counts), planned, label=label)
+    generator = resolve_rng(rng)
+    if accountant is None:
+        accountant = _fresh_accountant(chosen, epsilon, delta)
+    (noisy,) = draw([prepared], rng=generator, accountant=accountant)
+    weights = stack.weights_float
+    return Measurement(
+        chosen,
+        template,
+        tuple(block.matrices for block in stack.blocks),
+        tuple(stack.split(noisy.values)),
+        tuple(noisy.variance / w**2 for w in weights),
+        noisy.variance,
+        accountant.report(),
+        (measured_answers(label, noisy),),
+        None if theta is None else measured_theta(theta, weights),
+    )
+
+
+def reconstruct(measurement: Measurement) -> np.ndarray | list[np.ndarray]:
+    """Least squares from a measurement (post-processing: reads only the measurement).
+
+    One block: x̂ = A⁺y (for a Kronecker block, ⊗Aᵢ⁺ applied to y). A marginal strategy:
+    the global x̂ = 𝔾⁺(θ²)𝕄ᵀ(θ)y (spec §4). Several blocks (OPT_+): one local estimate
+    per block, x̂ⱼ = (⊗Aᵢ⁽ʲ⁾)⁺yⱼ, returned as a list.
+    """
+    from dpopt.solvers.hdmm_marginals import marginal_reconstruct
+
+    if not isinstance(measurement, Measurement):
+        raise TypeError(f"reconstruct takes an hdmm.Measurement, got {type(measurement).__name__}")
+    if measurement.theta is not None:
+        theta = measurement.theta
+        keys = np.flatnonzero(theta > 0)
+        sizes = tuple(f.shape[1] for f in measurement.blocks[0])
+        weighted = {int(a): theta[a] * y for a, y in zip(keys, measurement.answers, strict=True)}
+        return marginal_reconstruct(theta, weighted, sizes)
+    estimates = [
+        wl.Kron([wl.Explicit(np.linalg.pinv(f)) for f in factors]).matvec(y)
+        for factors, y in zip(measurement.blocks, measurement.answers, strict=True)
+    ]
+    return estimates[0] if len(estimates) == 1 else estimates
+
+
+@dataclass(frozen=True, eq=False)
+class Answered:
+    """What :func:`answer` releases: the workload's ``answers`` W x̂, the ``strategy``
+    measured and its ``measurement``, ``planned``: the release's RMSE and largest per-query
+    standard deviation, known before the draw (:class:`ErrorPlan` of the strategy measured;
+    None where it cannot be computed, see ``plan_measured``);
+    a :class:`~dpopt.release.ReleaseResult`: ``budget``
+    (the charged accountant's report), ``statuses`` (every solve of the strategy's
+    optimisation, by method name; empty for a given strategy) and ``measured``."""
+
+    answers: np.ndarray
+    strategy: AnyStrategy
+    measurement: Measurement
+    statuses: Mapping[str, Status]
+    planned: ErrorPlan | None = None
+
+    @property
+    def budget(self) -> dict[str, Any]:
+        return self.measurement.budget
+
+    @property
+    def measured(self) -> tuple[Measured, ...]:
+        return self.measurement.measured
+
+
+def _optimized(
+    workload: Any,
+    noise: Noise,
+    method: str,
+    restarts: int,
+    seed: int,
+    epsilon: Any,
+    delta: Any,
+) -> AnyStrategy:
+    """:func:`answer`'s strategy: OPT₀ (:func:`optimize`) for ``auto`` and the
+    :data:`OPT0_METHODS`, :func:`optimize_product` for the product methods."""
+    if method in OPT0_METHODS:
+        return optimize(
+            workload,
+            noise,
+            method=method,
+            restarts=restarts,
+            seed=seed,
+            epsilon=epsilon,
+            delta=delta,
+        )
+    if method not in PRODUCT_METHODS:
+        raise ValueError(
+            f"method must be one of {(*OPT0_METHODS, *PRODUCT_METHODS[1:])}, got {method!r}"
+        )
+    return optimize_product(
+        workload, noise, method=method, restarts=restarts, seed=seed, epsilon=epsilon, delta=delta
+    )
+
+
+def answer(
+    workload: Any,
+    x: Any,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    noise: str = "laplace",
+    rng: Rng = None,
+    method: str = "auto",
+    accountant: Accountant | None = None,
+    strategy: Strategy | ProductStrategy | np.ndarray | None = None,
+    restarts: int = 25,
+    seed: int = 0,
+) -> Answered:
+    """Optimise a strategy for this ε (data-independent, free), measure it, reconstruct, and
+    answer W x̂ (spec §4).
+
+    ``method`` chooses the optimizer: ``"auto"`` and :data:`OPT0_METHODS` run OPT₀
+    (:func:`optimize`), ``opt-kron`` (OPT_⊗), ``opt-marginals`` (OPT_M) and ``identity`` of
+    :data:`PRODUCT_METHODS` run :func:`optimize_product`; either is asked for the strategy to
+    release at this ε, so never less accurate than Identity there. ``restarts`` and ``seed``
+    are the optimizer's (public). A given ``strategy`` (a Strategy, a one-block or marginal
+    ProductStrategy, or a matrix) is measured as it is, and ``method`` is then not used.
+    ``epsilon``, ``delta``, ``rng`` and ``accountant`` are as in :func:`measure`. A strategy
+    that does not support W, or whose blocks are answered separately (OPT_+), is refused
+    before any budget is spent.
+    """
+    kind = noise_kind(noise)
+    statuses: Mapping[str, Status] = {}
+    if strategy is None:
+        strategy = _optimized(workload, kind, method, restarts, seed, epsilon, delta)
+        statuses = strategy.statuses
+    if isinstance(strategy, ProductStrategy):
+        if len(strategy.blocks) > 1 and strategy.theta is None:
+            raise ValueError(
+                "a union (OPT_+) strategy answers each term from its own block: use measure() "
+                "and reconstruct(), which return one estimate per block"
+            )
+    elif not isinstance(strategy, Strategy):  # a matrix: its error on W, computed once
+        gram = gram_of(workload)
+        matrix = strategy_matrix(strategy, gram.shape[0])
+        error = strategy_error(matrix, gram, kind)
+        strategy = Strategy(matrix, kind, "given", error, {"given": error})
+    if not math.isfinite(strategy.error):
+        raise ValueError(
+            "strategy does not support the workload: W A⁺A ≠ W, so A x cannot answer every query"
+        )
+    cells = strategy_columns(strategy)
+    if tuple(np.shape(workload))[-1:] != (cells,):
+        raise ValueError(
+            f"the workload has shape {tuple(np.shape(workload))}, the strategy {cells} columns"
+        )
+    planned = plan_measured(workload, strategy, epsilon, delta)  # public: before the charge
+    measurement = measure(strategy, x, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
+    try:
+        estimate = reconstruct(measurement)
+        assert isinstance(estimate, np.ndarray)
+        answers = np.asarray(workload @ estimate, dtype=np.float64)
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError) as error:
+        raise ReleaseError(
+            f"hdmm.answer: reconstruction failed ({error})",
+            measurement=measurement,
+            budget=measurement.budget,
+        ) from error
+    return Answered(answers, strategy, measurement, dict(statuses), planned)
