@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from dpopt.problem import Problem
-from dpopt.validation import choice, finite_array, integer, positive_array
+from dpopt.validation import choice, finite_array, instance, integer, positive_array
 
 if TYPE_CHECKING:
     import cvxpy as cp
@@ -354,6 +354,10 @@ def residual_blocks(closure: Closure, u: np.ndarray) -> list[tuple[float, tuple[
     """The whitened strategy of ``u``: (1/√u_A, ⊗ᵢ(Uᵢ if i ∈ A else 1ᵀ)) for every closure
     member A, factors in attribute order (:func:`helmert`). Every column of the stacked
     strategy has squared L2 norm Σ_A p_A/u_A (1 at unit noise)."""
+    instance("closure", closure, Closure)
+    u = positive_array("u", u, ndim=1)
+    if u.shape != (closure.size,):
+        raise ValueError(f"u must hold one variance per closure member ({closure.size})")
     d = closure.sizes.size
     ones = [np.ones((1, int(n))) for n in closure.sizes]
     bases = {int(n): helmert(int(n)) for n in set(closure.sizes.tolist())}
@@ -375,6 +379,7 @@ def cvxpy_model(problem: ResidualSelection) -> tuple[cp.Problem, Callable[[], np
     scaled by their largest entry; the point is u = |C|·p/z."""
     import cvxpy as cp
 
+    instance("problem", problem, ResidualSelection)
     closure = problem.closure
     count = closure.size
     share = cp.Variable(count)

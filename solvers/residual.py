@@ -28,7 +28,7 @@ from dpopt.problem import Outcome, register
 from dpopt.solvers.cvxpy_backend import register_cvxpy
 from dpopt.validation import integer, positive_number
 
-__all__ = ["CVXPY_MAX_CLOSURE", "DUAL_TOL", "MAX_ITERATIONS", "closed_form", "dual_ascent"]
+__all__ = ["CVXPY_MAX_CLOSURE", "DUAL_TOL", "MAX_ITERATIONS"]
 
 CVXPY_MAX_CLOSURE = 2_000
 """Largest closure the cvxpy models take (the fast paths are exact at any size)."""

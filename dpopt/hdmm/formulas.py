@@ -21,6 +21,14 @@ from dpopt.privacy import (
 )
 from dpopt.validation import finite_array, positive_number
 
+__all__ = [
+    "expected_error",
+    "gram_of",
+    "noise_variance",
+    "rmse",
+    "svd_bound",
+]
+
 
 def gram_of(workload: Any) -> np.ndarray:
     """WᵀW as a dense n × n array (a workload matrix's implicit Gram, densified)."""

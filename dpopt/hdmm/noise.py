@@ -23,6 +23,11 @@ from dpopt.privacy import (
 )
 from dpopt.validation import finite_array
 
+__all__ = [
+    "release_error",
+    "release_variance",
+]
+
 
 def check_release(noise: Noise, epsilon: Any, delta: Any) -> None:
     """Refuse a bad (ε, δ) before optimizing, as a release would: plan one count's noise."""

@@ -31,6 +31,13 @@ from dpopt.problem import CLAIMS_FEASIBLE, Solution, SolverError, solve
 from dpopt.runner import as_executor
 from dpopt.validation import choice, integer
 
+__all__ = [
+    "OPT0_METHODS",
+    "optimize",
+    "optimize_product",
+    "release_strategy",
+]
+
 
 def _randomised(restarts: Any, seed: Any) -> tuple[int, int]:
     """Validated ``restarts`` (1 … MAX_RESTARTS) and ``seed`` (≥ 0) of a seeded optimizer."""

@@ -28,6 +28,13 @@ from dpopt.privacy import (
 from dpopt.query_variance import Covariance, forms_bytes, max_row_form, row_forms, total_form
 from dpopt.validation import finite_array, positive_number
 
+__all__ = [
+    "ErrorPlan",
+    "plan_epsilon",
+    "plan_error",
+    "query_std",
+]
+
 # --- accuracy before spending (issue 26) ------------------------------------------------------
 
 

@@ -32,6 +32,14 @@ from dpopt.privacy import (
 from dpopt.problem import Status
 from dpopt.release import Measured, ReleaseError, Rng, measured_answers, resolve_rng
 
+__all__ = [
+    "Answered",
+    "Measurement",
+    "answer",
+    "measure",
+    "reconstruct",
+]
+
 
 @dataclass(frozen=True, eq=False)
 class Measurement:

@@ -20,6 +20,14 @@ from dpopt.privacy import (
 )
 from dpopt.problem import Status
 
+__all__ = [
+    "PRODUCT_METHODS",
+    "TEMPLATE_OF",
+    "AnyStrategy",
+    "ProductStrategy",
+    "Strategy",
+]
+
 
 @dataclass(frozen=True)
 class Strategy:

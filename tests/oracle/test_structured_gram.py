@@ -167,7 +167,9 @@ def test_identity_prefixed_trace_refuses_other_forms() -> None:
 
 @pytest.mark.parametrize("block", [wl.AllRange(24), wl.Prefix(24), wl.Total(5), wl.Identity(5)])
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])
-def test_candidates_on_an_implicit_gram_equal_the_dense_ones(block: wl._Block, noise: str) -> None:
+def test_candidates_on_an_implicit_gram_equal_the_dense_ones(
+    block: wl.core.Block, noise: str
+) -> None:
     gram = block.gram()
     implicit = static_candidates(gram) + svd_candidate(gram, noise)
     dense = static_candidates(gram.dense()) + svd_candidate(gram.dense(), noise)

@@ -40,6 +40,7 @@ from dpopt.models.pgsr import (
 )
 from dpopt.models.pgsr_optimality import certified
 from dpopt.models.relational_qp import OneToManyLinkQP, RelaxedLinkQP
+from dpopt.models.residual import ResidualSelection
 from dpopt.relational.links import workload_budget
 from dpopt.solvers.deadline import Deadline
 from dpopt.solvers.dgm_tables import make_consistent
@@ -92,6 +93,15 @@ CASES: dict[str, Case] = {
         StrategySelection,
         {"gram": [[2.0, 1.0], [1.0, 2.0]], "noise": "gaussian"},
         {"gram": [([[1.0, 2.0, 3.0], [2.0, 1.0, 0.0]], ("gram",)), (-EYE2, ("gram",))]},
+    ),
+    "ResidualSelection": Case(
+        ResidualSelection,
+        {"sizes": [3, 2, 4], "marginals": [(0, 1), (2,)], "weights": [1.0, 2.0]},
+        {
+            "marginals": [([(0, 3)], ("marginals",)), ([(0, 0)], ("marginals",))],
+            "weights": [([1.0], ("weights",)), ([1.0, np.nan], ("weights",))],
+            "sizes": [([3, 0, 4], ("sizes",))],
+        },
     ),
     "ProductStrategySelection": Case(
         ProductStrategySelection,

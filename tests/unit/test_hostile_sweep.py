@@ -159,6 +159,7 @@ POINTS: dict[str, Any] = {
         root_counts=np.array([2, 2, 2]), checks=[[CHECK] * 3, [CHECK] * 3]
     ),
     "RelaxedLinkQP": np.full(3, 0.5),
+    "ResidualSelection": np.ones(5),
     "OneToManyLinkQP": np.full(4, 0.5),
 }
 """A valid point of each Problem type of ``dpopt.models``, at its valid instance of

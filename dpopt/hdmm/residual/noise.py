@@ -33,17 +33,9 @@ from dpopt.models.residual import Closure
 from dpopt.privacy import Loss
 from dpopt.privacy.samplers import DiscreteGaussian, exact_fraction
 from dpopt.release import Measured
-from dpopt.validation import finite_array
+from dpopt.validation import finite_array, instance
 
-__all__ = [
-    "CHUNK_CELLS",
-    "RATIO_STEPS",
-    "NoisePlan",
-    "chunk_generator",
-    "chunks",
-    "noise_plan",
-    "secret_key",
-]
+__all__ = ["CHUNK_CELLS", "RATIO_STEPS", "NoisePlan", "noise_plan"]
 
 CHUNK_CELLS = 1 << 22
 """Most cells one chunk of the closure holds (a member larger than that is a chunk alone)."""
@@ -87,6 +79,8 @@ def _squared_sensitivities(closure: Closure) -> list[int]:
 def noise_plan(closure: Closure, unit: Any, rho: Any, *, label: str) -> NoisePlan:
     """The noise of a release of ``closure`` at the unit-noise variances ``unit`` under a
     ρ-zCDP budget (module docstring); nothing is drawn. ``label`` names the records."""
+    instance("closure", closure, Closure)
+    instance("label", label, str)
     unit = finite_array("unit", unit, ndim=1)
     if unit.shape != (closure.size,) or np.any(unit <= 0):
         raise ValueError(f"unit must hold {closure.size} variances > 0")

@@ -18,7 +18,7 @@ import numpy as np
 
 from dpopt.validation import integer_array
 
-__all__ = ["MAX_HISTOGRAM_CELLS", "Records", "counts_of", "records_of"]
+__all__ = ["MAX_HISTOGRAM_CELLS", "Records", "records_of"]
 
 MAX_HISTOGRAM_CELLS = 1 << 24
 """Largest domain given as a histogram (16.8 million cells); larger domains take records."""
@@ -41,7 +41,9 @@ class Records:
 def records_of(data: Any, sizes: np.ndarray) -> Records:
     """``data`` (module docstring) validated against the attribute ``sizes``: a ValueError
     names the column, the row and the value that do not fit."""
-    sizes = np.asarray(sizes, dtype=np.int64)
+    sizes = integer_array("sizes", sizes, ndim=1)
+    if np.any(sizes < 1):
+        raise ValueError(f"sizes must be attribute sizes >= 1, got {sizes.tolist()}")
     d = sizes.size
     if type(data).__module__.split(".")[0] == "pandas":
         if getattr(data, "ndim", 0) != 2:

@@ -28,8 +28,9 @@ from dpopt.models.residual import Closure
 from dpopt.privacy import Accountant
 from dpopt.problem import Status
 from dpopt.release import Measured, ReleaseError
+from dpopt.validation import instance
 
-__all__ = ["MarginalAnswers", "ResidualMeasurement", "centred", "measure", "reconstruct"]
+__all__ = ["MarginalAnswers", "ResidualMeasurement", "measure", "reconstruct"]
 
 SAFE = 1 << 61
 """Largest magnitude of a noisy residual answer held in int64 (room for one addition)."""
@@ -111,6 +112,10 @@ def measure(
     """Charge ``accountant`` the plan's loss, then draw every chunk (module docstring). A
     failure after the charge raises :class:`~dpopt.release.ReleaseError` holding the chunks
     drawn so far."""
+    instance("records", records, Records)
+    instance("plan", plan, NoisePlan)
+    instance("rng", rng, np.random.Generator)
+    instance("accountant", accountant, Accountant)
     label = "residual marginals"
     accountant.spend_all([(plan.loss, label)])
     key = secret_key(rng)
@@ -153,6 +158,7 @@ class MarginalAnswers:
 def reconstruct(measurement: ResidualMeasurement) -> MarginalAnswers:
     """Every workload marginal t̂_M from the noisy residuals (module docstring); reads only
     the measurement."""
+    instance("measurement", measurement, ResidualMeasurement)
     closure = measurement.closure
     d = closure.sizes.size
     sizes = closure.sizes.tolist()

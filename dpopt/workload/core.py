@@ -1,19 +1,15 @@
-"""Implicit (structured) query matrices for HDMM: 1-D building blocks and their combinators.
-
-A workload or strategy is a :class:`Matrix`: it answers ``matvec``/``rmatvec`` without being
-materialised, gives its Gram matrix WᵀW in structured form (hdmm spec §2) and its sensitivities
-as maximum column norms (hdmm spec §1). Kronecker order is numpy's ``np.kron``: attribute 1 is
-the slowest index (hdmm spec §1, §4).
+"""The implicit matrix and its combinators (hdmm spec §1–2, §4): :class:`Matrix` (matvec,
+rmatvec, Gram, sensitivities, densification), an explicit matrix, a 1-D block and its Gram,
+Kronecker products, stacks, sums and weighted copies, the union-of-Kronecker-products form the
+product optimizers take, and the size limits every implicit workload shares.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import numbers
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +18,33 @@ from numpy.typing import ArrayLike
 
 from dpopt.validation import finite_array, integer, nonnegative_integer, positive_number
 
+__all__ = [
+    "COLLAPSE_LIMIT",
+    "DENSE_LIMIT",
+    "MAX_ATTRIBUTES",
+    "MAX_MARGINALS",
+    "MAX_TERMS",
+    "NORM_LIMIT",
+    "SPARSE_LIMIT",
+    "BlockGram",
+    "Collapse",
+    "Explicit",
+    "Kron",
+    "Matrix",
+    "Sum",
+    "Terms",
+    "VStack",
+    "Weighted",
+    "domain",
+    "exact_log",
+    "issparse",
+    "positive_size",
+    "union_of_kron_terms",
+]
+
 if TYPE_CHECKING:
     from scipy import sparse
+
 
 DENSE_LIMIT = 2**26
 """Largest number of entries ``dense()`` materialises without ``force=True``."""
@@ -222,10 +243,7 @@ def _square(w: float) -> float:
     return w * w
 
 
-# --- 1-D building blocks (hdmm spec §2) -------------------------------------------------------
-
-
-class _Block(Matrix):
+class Block(Matrix):
     """A 1-D 0/1 query block on n cells with a closed-form Gram (hdmm spec §2)."""
 
     def __init__(self, n: int) -> None:
@@ -270,263 +288,6 @@ class _Block(Matrix):
         return np.arange(self.n, dtype=np.float64)
 
 
-class Identity(_Block):
-    """I_n: one query per cell."""
-
-    def _matvec(self, x: np.ndarray) -> np.ndarray:
-        return x.copy()
-
-    def _rmatvec(self, y: np.ndarray) -> np.ndarray:
-        return y.copy()
-
-    def _dense(self) -> np.ndarray:
-        return np.eye(self.n)
-
-    def _gram_array(self) -> np.ndarray:
-        return np.eye(self.n)
-
-    def _counts(self) -> np.ndarray:
-        return np.ones(self.n)
-
-    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
-        return np.arange(self.n), np.arange(1, self.n + 1)
-
-    def trace(self) -> float:
-        return float(self.n)
-
-
-class Total(_Block):
-    """T = 1ᵀ: the single query summing every cell."""
-
-    def _rows(self) -> int:
-        return 1
-
-    def _matvec(self, x: np.ndarray) -> np.ndarray:
-        return x.sum(axis=0, keepdims=True)
-
-    def _rmatvec(self, y: np.ndarray) -> np.ndarray:
-        return np.repeat(y, self.n, axis=0)
-
-    def _dense(self) -> np.ndarray:
-        return np.ones((1, self.n))
-
-    def _gram_array(self) -> np.ndarray:
-        return np.ones((self.n, self.n))
-
-    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
-        return np.zeros(1, dtype=np.intp), np.full(1, self.n)
-
-    def _counts(self) -> np.ndarray:
-        return np.ones(self.n)
-
-
-class IdentityTotal(_Block):
-    """[I; T]: every cell, then the total."""
-
-    def _rows(self) -> int:
-        return self.n + 1
-
-    def _matvec(self, x: np.ndarray) -> np.ndarray:
-        return np.vstack([x, x.sum(axis=0, keepdims=True)])
-
-    def _rmatvec(self, y: np.ndarray) -> np.ndarray:
-        return y[: self.n] + y[self.n :]
-
-    def _dense(self) -> np.ndarray:
-        return np.vstack([np.eye(self.n), np.ones((1, self.n))])
-
-    def _gram_array(self) -> np.ndarray:
-        return np.eye(self.n) + 1.0
-
-    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
-        return np.append(np.arange(self.n), 0), np.append(np.arange(1, self.n + 1), self.n)
-
-    def _counts(self) -> np.ndarray:
-        return np.full(self.n, 2.0)
-
-
-def _reverse_cumsum(y: np.ndarray) -> np.ndarray:
-    return np.cumsum(y[::-1], axis=0)[::-1]
-
-
-class Prefix(_Block):
-    """P: row k is the range [0, k] (lower-triangular ones)."""
-
-    def _matvec(self, x: np.ndarray) -> np.ndarray:
-        return np.cumsum(x, axis=0)
-
-    def _rmatvec(self, y: np.ndarray) -> np.ndarray:
-        return _reverse_cumsum(y)
-
-    def _dense(self) -> np.ndarray:
-        return np.tri(self.n)
-
-    def _gram_array(self) -> np.ndarray:
-        i = self._cells()
-        return self.n - np.maximum.outer(i, i)
-
-    def _counts(self) -> np.ndarray:
-        return self.n - self._cells()
-
-    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
-        return np.zeros(self.n, dtype=np.intp), np.arange(1, self.n + 1)
-
-    def trace(self) -> float:
-        return float(self.n)
-
-    def gram_eigenpairs(self) -> tuple[np.ndarray, np.ndarray]:
-        """σₖ = 1/(4 sin²((2k−1)π/(2(2n+1)))), qₖ(j) ∝ cos((2k−1)(2j−1)π/(2(2n+1))) for
-        k, j = 1 … n (eigen-design spec §5 (e)); σ descending, eigenvectors as rows."""
-        k = np.arange(1, self.n + 1)
-        angle = np.pi / (2 * (2 * self.n + 1))
-        # the integer argument is reduced mod the period first: sin/cos of a large float lose
-        # ~eps·|x| absolute, which would break the exact symmetries of the spectrum
-        vectors = np.cos((np.outer(2 * k - 1, 2 * k - 1) % (4 * (2 * self.n + 1))) * angle)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        return 1.0 / (4.0 * np.sin((2 * k - 1) * angle) ** 2), vectors
-
-
-class Suffix(_Block):
-    """Row k is the range [k, n−1] (upper-triangular ones)."""
-
-    def _matvec(self, x: np.ndarray) -> np.ndarray:
-        return _reverse_cumsum(x)
-
-    def _rmatvec(self, y: np.ndarray) -> np.ndarray:
-        return np.cumsum(y, axis=0)
-
-    def _dense(self) -> np.ndarray:
-        return np.tri(self.n).T
-
-    def _gram_array(self) -> np.ndarray:
-        i = self._cells()
-        return np.minimum.outer(i, i) + 1.0
-
-    def _counts(self) -> np.ndarray:
-        return self._cells() + 1.0
-
-    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
-        return np.arange(self.n), np.full(self.n, self.n)
-
-    def trace(self) -> float:
-        return float(self.n)
-
-
-class AllRange(_Block):
-    """R: every range [a, b], a ≤ b, ordered by a then b (m = n(n+1)/2).
-
-    Answers are C[b+1] − C[a] with C the prefix sums, built one start a at a time (O(m)).
-    """
-
-    def _rows(self) -> int:
-        return self.n * (self.n + 1) // 2
-
-    def _matvec(self, x: np.ndarray) -> np.ndarray:
-        sums = np.vstack([np.zeros((1, x.shape[1])), np.cumsum(x, axis=0)])
-        out = np.empty((self._rows(), x.shape[1]))
-        start = 0
-        for a in range(self.n):
-            out[start : start + self.n - a] = sums[a + 1 :] - sums[a]
-            start += self.n - a
-        return out
-
-    def _rmatvec(self, y: np.ndarray) -> np.ndarray:
-        # Cell j gets Σ_{a ≤ j} Σ_{b ≥ j} y[a, b]: a suffix sum of each start's segment.
-        out = np.zeros((self.n, y.shape[1]))
-        start = 0
-        for a in range(self.n):
-            out[a:] += _reverse_cumsum(y[start : start + self.n - a])
-            start += self.n - a
-        return out
-
-    def _dense(self) -> np.ndarray:
-        a, b = np.triu_indices(self.n)
-        j = np.arange(self.n)
-        return ((a[:, None] <= j) & (j <= b[:, None])).astype(np.float64)
-
-    def _gram_array(self) -> np.ndarray:
-        i = self._cells()
-        return (np.minimum.outer(i, i) + 1.0) * (self.n - np.maximum.outer(i, i))
-
-    def _counts(self) -> np.ndarray:
-        j = self._cells()
-        return (j + 1.0) * (self.n - j)
-
-    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
-        starts, ends = np.triu_indices(self.n)
-        return starts, ends + 1
-
-    def _gram_matvec(self, x: np.ndarray) -> np.ndarray:
-        """V·X in O(n) per column: V is semiseparable, Vᵢⱼ = (i+1)(n−j) for i ≤ j, so
-        (VX)ᵢ = (i+1)·Σ_{j≥i}(n−j)Xⱼ + (n−i)·Σ_{j<i}(j+1)Xⱼ (two cumulative sums)."""
-        j = self._cells()[:, None]
-        upper = _reverse_cumsum((self.n - j) * x)
-        lower = np.zeros_like(upper)
-        np.cumsum(((j + 1.0) * x)[:-1], axis=0, out=lower[1:])
-        return (j + 1.0) * upper + (self.n - j) * lower
-
-    def gram_eigenpairs(self) -> tuple[np.ndarray, np.ndarray]:
-        """σₖ = (n+1)/(4 sin²(kπ/(2(n+1)))) with the DST-I eigenvectors
-        qₖ(j) = √(2/(n+1))·sin(jkπ/(n+1)), k, j = 1 … n (eigen-design spec §5 (e));
-        σ descending, eigenvectors as rows."""
-        k = np.arange(1, self.n + 1)
-        values = (self.n + 1) / (4.0 * np.sin(k * np.pi / (2 * (self.n + 1))) ** 2)
-        turns = np.outer(k, k) % (2 * (self.n + 1))  # reduced exactly, as in Prefix
-        vectors = np.sqrt(2.0 / (self.n + 1)) * np.sin(turns * np.pi / (self.n + 1))
-        return values, vectors
-
-
-class WidthRanges(_Block):
-    """All width-k ranges [s, s+k−1], s = 0…n−k (m = n−k+1)."""
-
-    def __init__(self, n: int, k: int) -> None:
-        super().__init__(n)
-        self.k = positive_size("k", k)
-        if self.k > self.n:
-            raise ValueError(f"k must be <= n = {self.n}, got {k!r}")
-
-    def __repr__(self) -> str:
-        return f"WidthRanges({self.n}, {self.k})"
-
-    def _rows(self) -> int:
-        return self.n - self.k + 1
-
-    # both products keep X's memory layout: a cumulative sum along a strided axis is 6× slower
-    def _matvec(self, x: np.ndarray) -> np.ndarray:
-        sums = np.cumsum(x, axis=0)  # window s is sums[s+k−1] − sums[s−1]
-        out = sums[self.k - 1 :].copy(order="K")
-        out[1:] -= sums[: self._rows() - 1]
-        return out
-
-    def _rmatvec(self, y: np.ndarray) -> np.ndarray:
-        # cell j gets Σ y[s] over max(0, j−k+1) ≤ s ≤ min(j, m−1): C[min(j, m−1)] − C[j−k]
-        sums = np.cumsum(y, axis=0)
-        out = np.empty_like(sums, shape=(self.n, y.shape[1]))
-        out[: self._rows()] = sums
-        out[self._rows() :] = sums[-1]
-        out[self.k :] -= sums[: self.n - self.k]
-        return out
-
-    def _dense(self) -> np.ndarray:
-        s = np.arange(self._rows())[:, None]
-        j = np.arange(self.n)
-        return ((s <= j) & (j < s + self.k)).astype(np.float64)
-
-    def _gram_array(self) -> np.ndarray:
-        i = self._cells()
-        low = np.minimum(np.minimum.outer(i, i), self.n - self.k)
-        high = np.maximum(np.maximum.outer(i, i) - self.k + 1, 0.0)
-        return np.maximum(low - high + 1.0, 0.0)
-
-    def _counts(self) -> np.ndarray:
-        j = self._cells()
-        return np.minimum(j, self.n - self.k) - np.maximum(j - self.k + 1, 0.0) + 1.0
-
-    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
-        starts = np.arange(self._rows())
-        return starts, starts + self.k
-
-
 class BlockGram(Matrix):
     """WᵀW of a 1-D block as an implicit symmetric n × n operator (hdmm spec §2).
 
@@ -535,8 +296,8 @@ class BlockGram(Matrix):
     the closed-form array, refused past DENSE_LIMIT entries like every ``dense()``.
     """
 
-    def __init__(self, block: _Block) -> None:
-        if not isinstance(block, _Block):
+    def __init__(self, block: Block) -> None:
+        if not isinstance(block, Block):
             raise ValueError(f"block must be a 1-D block, got {type(block).__name__}")
         self.block = block
 
@@ -832,7 +593,7 @@ class Weighted(Matrix):
         return self.weight * self.matrix._dense()
 
     def gram(self) -> Weighted:
-        return Weighted(self.matrix.gram(), _squared_weight(self))
+        return Weighted(self.matrix.gram(), squared_weight(self))
 
     def trace(self) -> float:
         return self.weight * self.matrix.trace()
@@ -844,7 +605,7 @@ class Weighted(Matrix):
 Collapse = Callable[[Matrix, Terms, int], Terms | None]
 
 
-def _squared_weight(matrix: Weighted) -> float:
+def squared_weight(matrix: Weighted) -> float:
     square = matrix.weight * matrix.weight
     if not math.isfinite(square):
         raise ValueError(f"weight² of {matrix!r} overflows float64")
@@ -903,7 +664,7 @@ def _collapse(factor: Matrix, terms: Terms, count: int) -> Terms | None:
     return [(1.0, [_array_sum(c * reduce(np.kron, vs) for c, vs in terms)])]
 
 
-def _matrix_arg(name: str, matrix: Any) -> Matrix:
+def matrix_arg(name: str, matrix: Any) -> Matrix:
     if not isinstance(matrix, Matrix):
         raise ValueError(f"{name} must be a dpopt.workload.Matrix, got {type(matrix).__name__}")
     return matrix
@@ -911,7 +672,7 @@ def _matrix_arg(name: str, matrix: Any) -> Matrix:
 
 def domain(matrix: Matrix) -> tuple[int, ...]:
     """Per-attribute sizes (n₁, …, n_d) of a Kron-structured matrix; (n,) for a 1-D block."""
-    return _domain(_matrix_arg("matrix", matrix))
+    return _domain(matrix_arg("matrix", matrix))
 
 
 def _domain(matrix: Matrix) -> tuple[int, ...]:
@@ -943,148 +704,14 @@ def union_of_kron_terms(matrix: Matrix) -> list[tuple[float, list[np.ndarray]]]:
     grams: dict[tuple, np.ndarray] = {}
 
     def leaf(block: Matrix) -> np.ndarray:
-        if not isinstance(block, _Block | Explicit):
+        if not isinstance(block, Block | Explicit):
             raise ValueError(
                 f"union_of_kron_terms supports Weighted/VStack/Kron of 1-D blocks; got {block!r}"
             )
-        key = (type(block), block.shape) if isinstance(block, _Block) else (id(block),)
+        key = (type(block), block.shape) if isinstance(block, Block) else (id(block),)
         if key not in grams:
             grams[key] = _checked_gram(block)
             grams[key].setflags(write=False)
         return grams[key]
 
     return _kron_terms(matrix, leaf, _square, _sum_1d)
-
-
-# --- marginals (hdmm spec §2, §3.5) -----------------------------------------------------------
-
-
-def _sequence(name: str, value: Any, what: str) -> tuple:
-    if isinstance(value, str | bytes | Matrix) or not isinstance(value, Iterable):
-        raise ValueError(f"{name} must be a sequence of {what}, got {value!r}")
-    try:
-        return tuple(value)
-    except TypeError:  # a 0-d array is Iterable but cannot be iterated
-        raise ValueError(f"{name} must be a sequence of {what}, got {value!r}") from None
-
-
-def _domain_arg(sizes: Sequence[int]) -> tuple[int, ...]:
-    items = _sequence("domain", sizes, "attribute sizes")
-    out = tuple(positive_size(f"domain[{i}]", n) for i, n in enumerate(items))
-    if not out:
-        raise ValueError("domain must list at least one attribute size")
-    return out
-
-
-def _attrs_arg(attrs: Iterable[int], d: int) -> tuple[int, ...]:
-    out = _sequence("attrs", attrs, "attribute indices")
-    for a in out:
-        if isinstance(a, bool) or not isinstance(a, numbers.Integral) or not 0 <= int(a) < d:
-            raise ValueError(f"attrs must be attribute indices in [0, {d}), got {a!r}")
-    if len(set(out)) != len(out):
-        raise ValueError(f"attrs must not repeat an attribute, got {out}")
-    return tuple(sorted(int(a) for a in out))
-
-
-def marginal_key(domain: Sequence[int], attrs: Iterable[int]) -> int:
-    """Key a of the marginal on ``attrs`` (0-based): attribute 1 is the MSB (hdmm spec §3.5)."""
-    d = len(_domain_arg(domain))
-    return sum(1 << (d - 1 - a) for a in _attrs_arg(attrs, d))
-
-
-class Marginal(Kron):
-    """⊗ᵢ (I if i ∈ attrs else T): the marginal on ``attrs`` (hdmm spec §2, Ex. 7)."""
-
-    def __init__(self, domain: Sequence[int], attrs: Iterable[int]) -> None:
-        sizes = _domain_arg(domain)
-        self._build(
-            sizes,
-            _attrs_arg(attrs, len(sizes)),
-            [Identity(n) for n in sizes],
-            [Total(n) for n in sizes],
-        )
-
-    def _build(
-        self,
-        sizes: tuple[int, ...],
-        attrs: tuple[int, ...],
-        identities: list[Identity],
-        totals: list[Total],
-    ) -> None:
-        """Set up from validated sizes and attrs; the 1-D blocks (immutable) may be shared."""
-        self.sizes, self.attrs = sizes, attrs
-        d = len(sizes)
-        self.key = sum(1 << (d - 1 - a) for a in attrs)
-        chosen = set(attrs)
-        self.factors = [identities[i] if i in chosen else totals[i] for i in range(d)]
-
-    def __repr__(self) -> str:
-        return f"Marginal({self.sizes}, {self.attrs})"
-
-
-class Marginals(VStack):
-    """All k-way marginals on ``domain``, in itertools.combinations order (at most
-    MAX_MARGINALS of them; they share one Identity and one Total block per attribute)."""
-
-    def __init__(self, domain: Sequence[int], k: int) -> None:
-        sizes = _domain_arg(domain)
-        self.k = nonnegative_integer("k", k)
-        if self.k > len(sizes):
-            raise ValueError(f"k must be <= the number of attributes {len(sizes)}, got {k!r}")
-        count = math.comb(len(sizes), self.k)
-        if count > MAX_MARGINALS:
-            raise ValueError(
-                f"k = {self.k} on {len(sizes)} attributes gives {count} marginals, over "
-                f"MAX_MARGINALS = {MAX_MARGINALS}"
-            )
-        identities, totals = [Identity(n) for n in sizes], [Total(n) for n in sizes]
-        blocks: list[Matrix] = []
-        for attrs in itertools.combinations(range(len(sizes)), self.k):
-            block = Marginal.__new__(Marginal)
-            block._build(sizes, attrs, identities, totals)
-            blocks.append(block)
-        self.blocks = blocks  # all on the same cells: VStack's checks are not needed
-
-
-def _marginal_key_of(block: Matrix) -> int:
-    factors = block.factors if isinstance(block, Kron) else [block]
-    if not all(type(f) in (Identity, Total) for f in factors):
-        raise ValueError(f"{block!r} is not a marginal (a Kron of Identity and Total factors)")
-    return sum(1 << (len(factors) - 1 - i) for i, f in enumerate(factors) if type(f) is Identity)
-
-
-def marginal_weights(matrix: Matrix) -> np.ndarray:
-    """w(a) = Σ weight² over the marginals with key a, length 2^d (hdmm spec §3.5)."""
-    d = len(domain(matrix))
-    if d > MAX_ATTRIBUTES:
-        raise ValueError(
-            f"matrix has {d} attributes, over MAX_ATTRIBUTES = {MAX_ATTRIBUTES} (2^d weights)"
-        )
-    out = np.zeros(2**d)
-
-    def visit(block: Matrix, weight2: float) -> None:
-        if isinstance(block, Weighted):
-            visit(block.matrix, weight2 * _squared_weight(block))
-        elif isinstance(block, VStack):
-            for b in block.blocks:
-                visit(b, weight2)
-        else:
-            out[_marginal_key_of(block)] += weight2
-
-    visit(matrix, 1.0)
-    return out
-
-
-def gram_eigenpairs(matrix: Matrix) -> tuple[np.ndarray, np.ndarray]:
-    """(σ, Q): the eigenvalues of WᵀW in descending order and its orthonormal eigenvectors as
-    the rows of Q, so WᵀW = Qᵀdiag(σ)Q. AllRange and Prefix (and weighted copies) in closed
-    form, O(n²); any other workload by a dense eigendecomposition of its Gram."""
-    matrix = _matrix_arg("matrix", matrix)
-    weight = 1.0
-    if isinstance(matrix, Weighted):
-        weight, matrix = _squared_weight(matrix), matrix.matrix
-    if isinstance(matrix, AllRange | Prefix):
-        values, vectors = matrix.gram_eigenpairs()
-        return weight * values, vectors
-    values, vectors = np.linalg.eigh(weight * matrix.gram().dense())
-    return values[::-1], vectors[:, ::-1].T

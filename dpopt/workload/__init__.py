@@ -1,0 +1,83 @@
+"""Implicit (structured) query matrices for HDMM: 1-D building blocks and their combinators.
+
+A workload or strategy is a :class:`Matrix`: it answers ``matvec``/``rmatvec`` without being
+materialised, gives its Gram matrix WᵀW in structured form (hdmm spec §2) and its sensitivities
+as maximum column norms (hdmm spec §1). Kronecker order is numpy's ``np.kron``: attribute 1 is
+the slowest index (hdmm spec §1, §4).
+"""
+
+from dpopt.workload.blocks import (
+    AllRange,
+    Identity,
+    IdentityTotal,
+    Prefix,
+    Suffix,
+    Total,
+    WidthRanges,
+    gram_eigenpairs,
+)
+from dpopt.workload.core import (
+    COLLAPSE_LIMIT,
+    DENSE_LIMIT,
+    MAX_ATTRIBUTES,
+    MAX_MARGINALS,
+    MAX_TERMS,
+    NORM_LIMIT,
+    SPARSE_LIMIT,
+    BlockGram,
+    Collapse,
+    Explicit,
+    Kron,
+    Matrix,
+    Sum,
+    Terms,
+    VStack,
+    Weighted,
+    domain,
+    exact_log,
+    issparse,
+    positive_size,
+    union_of_kron_terms,
+)
+from dpopt.workload.marginals import (
+    Marginal,
+    Marginals,
+    marginal_key,
+    marginal_weights,
+)
+
+__all__ = [
+    "COLLAPSE_LIMIT",
+    "DENSE_LIMIT",
+    "MAX_ATTRIBUTES",
+    "MAX_MARGINALS",
+    "MAX_TERMS",
+    "NORM_LIMIT",
+    "SPARSE_LIMIT",
+    "AllRange",
+    "BlockGram",
+    "Collapse",
+    "Explicit",
+    "Identity",
+    "IdentityTotal",
+    "Kron",
+    "Marginal",
+    "Marginals",
+    "Matrix",
+    "Prefix",
+    "Suffix",
+    "Sum",
+    "Terms",
+    "Total",
+    "VStack",
+    "Weighted",
+    "WidthRanges",
+    "domain",
+    "exact_log",
+    "gram_eigenpairs",
+    "issparse",
+    "marginal_key",
+    "marginal_weights",
+    "positive_size",
+    "union_of_kron_terms",
+]
