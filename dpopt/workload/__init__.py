@@ -40,9 +40,12 @@ from dpopt.workload.core import (
     union_of_kron_terms,
 )
 from dpopt.workload.marginals import (
+    MAX_MARGINAL_ROWS,
     Marginal,
     Marginals,
+    MarginalTable,
     marginal_key,
+    marginal_table,
     marginal_weights,
 )
 
@@ -51,6 +54,7 @@ __all__ = [
     "DENSE_LIMIT",
     "MAX_ATTRIBUTES",
     "MAX_MARGINALS",
+    "MAX_MARGINAL_ROWS",
     "MAX_TERMS",
     "NORM_LIMIT",
     "SPARSE_LIMIT",
@@ -62,6 +66,7 @@ __all__ = [
     "IdentityTotal",
     "Kron",
     "Marginal",
+    "MarginalTable",
     "Marginals",
     "Matrix",
     "Prefix",
@@ -77,6 +82,7 @@ __all__ = [
     "gram_eigenpairs",
     "issparse",
     "marginal_key",
+    "marginal_table",
     "marginal_weights",
     "positive_size",
     "union_of_kron_terms",

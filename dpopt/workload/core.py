@@ -64,7 +64,8 @@ MAX_TERMS = 4096
 multiply); past it a one-attribute union factor is summed into one term, else refused."""
 
 MAX_MARGINALS = 10**5
-"""Most marginals :class:`Marginals` builds (C(d, k) grows exponentially in d)."""
+"""Most marginals a :class:`~dpopt.workload.marginals.Marginals` builds as separate blocks
+(the optimizers that read blocks); its table holds more."""
 
 MAX_ATTRIBUTES = 26
 """Most attributes :func:`marginal_weights` handles (its vector has 2^d entries)."""
@@ -117,6 +118,11 @@ class Matrix(ABC):
     @abstractmethod
     def _dense(self) -> np.ndarray:
         """The m×n array, built without the size check."""
+
+    def attribute_sizes(self) -> tuple[int, ...] | None:
+        """The attribute sizes (n₁, …, n_d) when the matrix knows them without visiting its
+        parts (a marginal workload held as a table), else None (:func:`domain` visits them)."""
+        return None
 
     def _apply(self, name: str, value: ArrayLike, length: int, op: Callable) -> np.ndarray:
         arr = finite_array(name, value)
@@ -676,6 +682,9 @@ def domain(matrix: Matrix) -> tuple[int, ...]:
 
 
 def _domain(matrix: Matrix) -> tuple[int, ...]:
+    own = matrix.attribute_sizes()
+    if own is not None:
+        return own
     if isinstance(matrix, Weighted):
         return _domain(matrix.matrix)
     if isinstance(matrix, Kron):

@@ -8,14 +8,13 @@ import itertools
 import math
 import numbers
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 
-from dpopt.validation import nonnegative_integer
-
-if TYPE_CHECKING:
-    pass
+from dpopt.validation import nonnegative_integer, positive_array
 from dpopt.workload.blocks import Identity, Total
 from dpopt.workload.core import (
     MAX_ATTRIBUTES,
@@ -25,14 +24,17 @@ from dpopt.workload.core import (
     VStack,
     Weighted,
     domain,
+    matrix_arg,
     positive_size,
-    squared_weight,
 )
 
 __all__ = [
+    "MAX_MARGINAL_ROWS",
     "Marginal",
+    "MarginalTable",
     "Marginals",
     "marginal_key",
+    "marginal_table",
     "marginal_weights",
 ]
 
@@ -73,64 +75,192 @@ def marginal_key(domain: Sequence[int], attrs: Iterable[int]) -> int:
 
 
 class Marginal(Kron):
-    """⊗ᵢ (I if i ∈ attrs else T): the marginal on ``attrs`` (hdmm spec §2, Ex. 7)."""
+    """⊗ᵢ (I if i ∈ attrs else T): the marginal on ``attrs`` (hdmm spec §2, Ex. 7). Its factors
+    are made when first used: a marginal on hundreds of attributes costs its attribute tuple."""
 
     def __init__(self, domain: Sequence[int], attrs: Iterable[int]) -> None:
         sizes = _domain_arg(domain)
-        self._build(
-            sizes,
-            _attrs_arg(attrs, len(sizes)),
-            [Identity(n) for n in sizes],
-            [Total(n) for n in sizes],
-        )
+        self._build(sizes, _attrs_arg(attrs, len(sizes)))
 
-    def _build(
-        self,
-        sizes: tuple[int, ...],
-        attrs: tuple[int, ...],
-        identities: list[Identity],
-        totals: list[Total],
-    ) -> None:
-        """Set up from validated sizes and attrs; the 1-D blocks (immutable) may be shared."""
+    def _build(self, sizes: tuple[int, ...], attrs: tuple[int, ...]) -> None:
+        """Set up from validated sizes and attrs."""
         self.sizes, self.attrs = sizes, attrs
         d = len(sizes)
         self.key = sum(1 << (d - 1 - a) for a in attrs)
-        chosen = set(attrs)
-        self.factors = [identities[i] if i in chosen else totals[i] for i in range(d)]
+
+    @cached_property
+    def factors(self) -> list[Matrix]:  # type: ignore[override]
+        chosen = set(self.attrs)
+        return [Identity(n) if i in chosen else Total(n) for i, n in enumerate(self.sizes)]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return math.prod(self.sizes[a] for a in self.attrs), math.prod(self.sizes)
+
+    def attribute_sizes(self) -> tuple[int, ...]:
+        return self.sizes
 
     def __repr__(self) -> str:
         return f"Marginal({self.sizes}, {self.attrs})"
 
 
 class Marginals(VStack):
-    """All k-way marginals on ``domain``, in itertools.combinations order (at most
-    MAX_MARGINALS of them; they share one Identity and one Total block per attribute)."""
+    """Many marginals on one ``domain``, held as a table of attribute tuples: all ``k``-way
+    marginals (in itertools.combinations order), or the marginals on ``attributes`` (a
+    sequence of attribute tuples), each with its ``weights`` entry (default 1).
 
-    def __init__(self, domain: Sequence[int], k: int) -> None:
-        sizes = _domain_arg(domain)
-        self.k = nonnegative_integer("k", k)
-        if self.k > len(sizes):
-            raise ValueError(f"k must be <= the number of attributes {len(sizes)}, got {k!r}")
-        count = math.comb(len(sizes), self.k)
+    Nothing of size 2^d or Π nᵢ is made: the blocks (one :class:`Marginal`, or a
+    :class:`~dpopt.workload.core.Weighted` one, per row) are built only when a method needs
+    them (at most :data:`~dpopt.workload.core.MAX_MARGINALS`), while :func:`marginal_table`
+    (the residual strategies', :func:`marginal_weights`') reads the table itself. At most
+    :data:`MAX_MARGINAL_ROWS` marginals.
+    """
+
+    def __init__(
+        self,
+        domain: Sequence[int],
+        k: int | None = None,
+        *,
+        attributes: Sequence[Iterable[int]] | None = None,
+        weights: Any = None,
+    ) -> None:
+        self.sizes = _domain_arg(domain)
+        d = len(self.sizes)
+        if (k is None) == (attributes is None):
+            raise ValueError("give either k (all k-way marginals) or attributes (their tuples)")
+        if k is not None:
+            self.k: int | None = nonnegative_integer("k", k)
+            if self.k > d:
+                raise ValueError(f"k must be <= the number of attributes {d}, got {k!r}")
+            self.table = _combinations(d, self.k)
+        else:
+            self.k = None
+            self.table = _attribute_rows(_sequence("attributes", attributes, "tuples"), d)
+        count = self.table.shape[0]
+        self.weights = None if weights is None else positive_array("weights", weights, ndim=1)
+        if self.weights is not None and self.weights.shape != (count,):
+            raise ValueError(
+                f"weights must hold one weight per marginal ({count}), got {self.weights.shape}"
+            )
+
+    @cached_property
+    def blocks(self) -> list[Matrix]:  # type: ignore[override]
+        count = self.table.shape[0]
         if count > MAX_MARGINALS:
             raise ValueError(
-                f"k = {self.k} on {len(sizes)} attributes gives {count} marginals, over "
-                f"MAX_MARGINALS = {MAX_MARGINALS}"
+                f"{count} marginals are over MAX_MARGINALS = {MAX_MARGINALS} as separate blocks"
+                " (the residual strategies read them as a table: hdmm.optimize_product(W, "
+                "'gaussian', method='residual'))"
             )
-        identities, totals = [Identity(n) for n in sizes], [Total(n) for n in sizes]
-        blocks: list[Matrix] = []
-        for attrs in itertools.combinations(range(len(sizes)), self.k):
+        out: list[Matrix] = []
+        for j, row in enumerate(self.table.tolist()):
             block = Marginal.__new__(Marginal)
-            block._build(sizes, attrs, identities, totals)
-            blocks.append(block)
-        self.blocks = blocks  # all on the same cells: VStack's checks are not needed
+            block._build(self.sizes, tuple(a for a in row if a >= 0))
+            out.append(block if self.weights is None else Weighted(block, self.weights[j]))
+        return out
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        ext = np.append(np.asarray(self.sizes, dtype=np.float64), 1.0)
+        rows = np.prod(ext[self.table], axis=1)
+        total = float(rows.sum())
+        exact = int(total) if total < 2**53 else sum(int(r) for r in rows.tolist())
+        return exact, math.prod(self.sizes)
+
+    def attribute_sizes(self) -> tuple[int, ...]:
+        return self.sizes
+
+    def __repr__(self) -> str:
+        what = f"k={self.k}" if self.k is not None else f"{self.table.shape[0]} marginals"
+        return f"Marginals({self.sizes}, {what})"
 
 
-def _marginal_key_of(block: Matrix) -> int:
+MAX_MARGINAL_ROWS = 50_000_000
+"""Most marginals one :class:`Marginals` holds (a table of 8 bytes per attribute each)."""
+
+
+def _combinations(d: int, k: int) -> np.ndarray:
+    """Every k-subset of range(d) as a row, in itertools.combinations order (int64)."""
+    count = math.comb(d, k)
+    if count > MAX_MARGINAL_ROWS:
+        raise ValueError(
+            f"k = {k} on {d} attributes gives {count} marginals, over MAX_MARGINAL_ROWS = "
+            f"{MAX_MARGINAL_ROWS}"
+        )
+    flat = itertools.chain.from_iterable(itertools.combinations(range(d), k))
+    return np.fromiter(flat, dtype=np.int64, count=count * k).reshape(count, k)
+
+
+def _attribute_rows(rows: tuple, d: int) -> np.ndarray:
+    """The attribute tuples as sorted rows padded with −1 (validated)."""
+    if not rows:
+        raise ValueError("attributes must list at least one attribute tuple")
+    if len(rows) > MAX_MARGINAL_ROWS:
+        raise ValueError(f"{len(rows)} marginals are over MAX_MARGINAL_ROWS = {MAX_MARGINAL_ROWS}")
+    checked = [_attrs_arg(row, d) for row in rows]
+    width = max(1, max(len(row) for row in checked))
+    table = np.full((len(checked), width), -1, dtype=np.int64)
+    for j, row in enumerate(checked):
+        table[j, : len(row)] = row
+    return table
+
+
+@dataclass(frozen=True, eq=False)
+class MarginalTable:
+    """A marginal workload as a table: attribute ``sizes``, one row of attributes per marginal
+    (sorted, padded with −1) in the workload's row order, and each marginal's weight."""
+
+    sizes: tuple[int, ...]
+    table: np.ndarray
+    weights: np.ndarray
+
+    @property
+    def attributes(self) -> list[tuple[int, ...]]:
+        return [tuple(a for a in row if a >= 0) for row in self.table.tolist()]
+
+
+def marginal_table(matrix: Matrix) -> MarginalTable:
+    """The marginals of a workload built from :class:`Marginal`, :class:`Marginals`, Kron
+    products of Identity and Total factors, and Weighted and VStack of them, in its row order;
+    a ValueError names a block that is not a marginal."""
+    matrix = matrix_arg("matrix", matrix)
+    sizes = domain(matrix)
+    tables: list[np.ndarray] = []
+    weights: list[np.ndarray] = []
+
+    def visit(block: Matrix, weight: float) -> None:
+        if isinstance(block, Weighted):
+            visit(block.matrix, weight * block.weight)
+        elif isinstance(block, Marginals):
+            own = np.ones(block.table.shape[0]) if block.weights is None else block.weights
+            tables.append(block.table)
+            weights.append(weight * own)
+        elif isinstance(block, VStack):
+            for part in block.blocks:
+                visit(part, weight)
+        else:
+            attrs = _marginal_attrs(block)
+            tables.append(np.array([attrs or (-1,)], dtype=np.int64))
+            weights.append(np.array([weight]))
+
+    visit(matrix, 1.0)
+    width = max(table.shape[1] for table in tables)
+    table = np.full((sum(t.shape[0] for t in tables), width), -1, dtype=np.int64)
+    start = 0
+    for part in tables:
+        table[start : start + part.shape[0], : part.shape[1]] = part
+        start += part.shape[0]
+    return MarginalTable(sizes, table, np.concatenate(weights))
+
+
+def _marginal_attrs(block: Matrix) -> tuple[int, ...]:
+    """The attributes of a marginal block (a Marginal, or a Kron of Identity/Total factors)."""
+    if isinstance(block, Marginal):
+        return block.attrs
     factors = block.factors if isinstance(block, Kron) else [block]
     if not all(type(f) in (Identity, Total) for f in factors):
         raise ValueError(f"{block!r} is not a marginal (a Kron of Identity and Total factors)")
-    return sum(1 << (len(factors) - 1 - i) for i, f in enumerate(factors) if type(f) is Identity)
+    return tuple(i for i, f in enumerate(factors) if type(f) is Identity)
 
 
 def marginal_weights(matrix: Matrix) -> np.ndarray:
@@ -140,16 +270,7 @@ def marginal_weights(matrix: Matrix) -> np.ndarray:
         raise ValueError(
             f"matrix has {d} attributes, over MAX_ATTRIBUTES = {MAX_ATTRIBUTES} (2^d weights)"
         )
-    out = np.zeros(2**d)
-
-    def visit(block: Matrix, weight2: float) -> None:
-        if isinstance(block, Weighted):
-            visit(block.matrix, weight2 * squared_weight(block))
-        elif isinstance(block, VStack):
-            for b in block.blocks:
-                visit(b, weight2)
-        else:
-            out[_marginal_key_of(block)] += weight2
-
-    visit(matrix, 1.0)
-    return out
+    found = marginal_table(matrix)
+    bits = np.where(found.table >= 0, 1 << (d - 1 - found.table.clip(0)), 0)
+    keys = bits.sum(axis=1)
+    return np.bincount(keys, weights=found.weights**2, minlength=2**d).astype(np.float64)
