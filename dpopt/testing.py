@@ -132,9 +132,43 @@ def _answered_errors(release: Any) -> list[str]:
     if answers.ndim != 1 or answers.dtype.kind not in "iuf":
         return [f"answers must be a vector of numbers, got {answers.dtype} {answers.shape}"]
     bad = int(np.count_nonzero(~np.isfinite(answers)))
-    return ([f"{bad} answers are not finite"] if bad else []) + _measurement_errors(
-        release.measurement
-    )
+    measurement = release.measurement
+    check = _residual_errors if hasattr(measurement, "plan") else _measurement_errors
+    return ([f"{bad} answers are not finite"] if bad else []) + check(measurement)
+
+
+def _residual_errors(measurement: Any) -> list[str]:
+    """A residual measurement (``hdmm.measure`` of a residual strategy): integer noisy answers,
+    one per cell of every closure member; one record per sampler, of its blocks' cells, whose
+    loss covers their noise at Δ² = Σ Π nᵢ(nᵢ − 1) over its blocks (the centred marginals'
+    sensitivity, from the public closure; docs/families/hdmm.md, "Exact noise on residuals")."""
+    plan = measurement.plan
+    closure = plan.closure
+    errors = []
+    chunks = [np.asarray(chunk) for chunk in measurement.noisy]
+    if sum(chunk.size for chunk in chunks) != int(closure.member_cells.sum()):
+        errors.append(
+            f"{sum(c.size for c in chunks)} noisy answers for {int(closure.member_cells.sum())} "
+            "closure cells"
+        )
+    if any(chunk.dtype.kind not in "iu" for chunk in chunks):
+        errors.append("the noisy residual answers are not all integers")
+    records = tuple(measurement.measured)
+    groups = len(plan.samplers)
+    if len(records) != groups:
+        return [*errors, f"{len(records)} measured records for {groups} samplers"]
+    cells = np.bincount(plan.sampler_of, weights=closure.member_cells, minlength=groups)
+    squared = [0] * groups
+    for group, delta in zip(plan.sampler_of.tolist(), plan.squared_sensitivity, strict=True):
+        squared[group] += delta
+    for record, count in zip(records, cells.tolist(), strict=True):
+        if (record.noise, record.answers) != ("discrete-gaussian", int(count)):
+            errors.append(
+                f"measured {record.label!r}: {record.answers} answers, its blocks "
+                f"have {int(count)} discrete-gaussian ones"
+            )
+    sensitivities = [math.sqrt(value) for value in squared]
+    return errors + noise_errors(measurement.budget, records, sensitivities)
 
 
 def _measurement_errors(measurement: Any) -> list[str]:
@@ -310,6 +344,7 @@ FAMILY_CHECKS = {
     "dpopt.census.blocks.BlockRelease": _block_errors,
     "dpopt.hdmm.release.Answered": _answered_errors,
     "dpopt.hdmm.release.Measurement": _measurement_errors,
+    "dpopt.hdmm.residual.release.ResidualMeasurement": _residual_errors,
     "dpopt.dgm.learning.Learned": _dgm_errors,
     "dpopt.relational.links.LinkResult": _link_result_errors,
     "dpopt.relational.synthesizer.SyntheticDatabase": _database_errors,

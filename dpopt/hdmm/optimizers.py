@@ -12,6 +12,7 @@ import numpy as np
 from dpopt import workload as wl
 from dpopt.hdmm.formulas import gram_of, workload_cells
 from dpopt.hdmm.noise import check_release, release_error, strategy_columns, workload_squared_norm
+from dpopt.hdmm.residual.strategy import ResidualStrategy, marginal_workload, select
 from dpopt.hdmm.strategies import (
     PRODUCT_METHODS,
     TEMPLATE_OF,
@@ -23,6 +24,7 @@ from dpopt.models.matrix_mechanism import (
     ProductStrategySelection,
     StrategySelection,
 )
+from dpopt.models.residual import OBJECTIVES
 from dpopt.privacy import (
     Noise,
     noise_kind,
@@ -171,21 +173,40 @@ def optimize_product(
     seed: int = 0,
     epsilon: float | None = None,
     delta: float | None = None,
+    objective: str = "sum",
 ) -> ProductStrategy:
-    """OPT_⊗, OPT_+ and OPT_M on a union of Kronecker products; ``method="auto"`` keeps the
-    best of them and Identity (OPT_HDMM, spec §3.7), so the result is never worse than
-    Identity; a method of :data:`PRODUCT_METHODS` runs that one alone. ``restarts`` is per
-    OPT₀ call inside OPT_⊗/OPT_+ (OPT_M uses at least 5); ``seed`` seeds them and is public.
-    Each method runs through :func:`dpopt.solve`; ``statuses`` of the result holds every
-    solve's status (a solve without a feasible point raises :class:`~dpopt.SolverError`).
-    With ``epsilon`` (and ``delta`` for Gaussian noise) the result is the strategy to release
-    at that ε, as in :func:`optimize`.
+    """OPT_⊗, OPT_+ and OPT_M on a union of Kronecker products, and the residual strategies of
+    marginal workloads; a method of :data:`PRODUCT_METHODS` runs that one alone.
+
+    ``method="auto"``: for Gaussian noise on a marginal workload (:mod:`dpopt.workload`
+    Marginal, Marginals, and Weighted and VStack of them) the residual strategy, optimal over
+    every strategy for the sum of variances (docs/families/hdmm.md, "Marginals at scale");
+    otherwise the best of OPT_⊗, OPT_+, OPT_M and Identity (OPT_HDMM, spec §3.7), so never
+    worse than Identity. ``objective`` is the residual strategy's: ``"sum"`` (the total
+    squared error) or ``"max"`` (the largest variance of a weighted workload row); the other
+    methods minimise the total squared error only. ``restarts`` is per OPT₀ call inside
+    OPT_⊗/OPT_+ (OPT_M uses at least 5); ``seed`` seeds them and is public. Each method runs
+    through :func:`dpopt.solve`; ``statuses`` of the result holds every solve's status (a
+    solve without a feasible point raises :class:`~dpopt.SolverError`). With ``epsilon`` (and
+    ``delta`` for Gaussian noise) the result is the strategy to release at that ε, as in
+    :func:`optimize` (a residual strategy is released as it is).
     """
     noise = noise_kind(noise)
     restarts, seed = _randomised(restarts, seed)
     method = choice("method", method, PRODUCT_METHODS)
+    objective = choice("objective", objective, OBJECTIVES)
     if epsilon is not None:
         check_release(noise, epsilon, delta)
+    residual = method == "residual" or (
+        method == "auto" and noise == "gaussian" and marginal_workload(workload) is not None
+    )
+    if objective != "sum" and not residual:
+        raise ValueError(
+            f"objective {objective!r} is the residual strategies' (method='residual' on a "
+            "Gaussian marginal workload); the other methods minimise the total squared error"
+        )
+    if residual:
+        return select(workload, noise, objective)
     found = _opt_product(workload, noise, method, restarts, seed)
     if epsilon is None:
         return found
@@ -261,6 +282,9 @@ def release_strategy(
     and is then the strategy itself. ``details["release"]`` of the result holds ε, δ and
     both release errors; ``candidates`` holds Identity's formula error beside the strategy's.
     """
+    if isinstance(strategy, ResidualStrategy):
+        check_release(strategy.noise, epsilon, delta)
+        return strategy  # optimal over every strategy; Identity is not formed on its domain
     mine = release_error(strategy, epsilon=epsilon, delta=delta)  # refuses a bad ε, δ first
     identity = identity_for(workload, strategy)
     theirs = release_error(identity, epsilon=epsilon, delta=delta)

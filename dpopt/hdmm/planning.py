@@ -6,6 +6,7 @@ query's standard deviation (:func:`query_std`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,8 @@ from dpopt import workload as wl
 from dpopt.hdmm.formulas import workload_cells, workload_rows
 from dpopt.hdmm.noise import check_release, exact_stack, measured_theta, release_noise
 from dpopt.hdmm.optimizers import identity_for
+from dpopt.hdmm.residual.planning import plan_noise, release_error
+from dpopt.hdmm.residual.strategy import ResidualStrategy, marginal_workload
 from dpopt.hdmm.strategies import AnyStrategy, ProductStrategy, Strategy
 from dpopt.models.marginal_algebra import key_bits, pinv_coefficients
 from dpopt.models.matrix_mechanism import (
@@ -197,7 +200,49 @@ def plan_error(
     :func:`~dpopt.query_variance.forms_bytes`) is refused before it allocates.
     """
     check_release(_kind_of(strategy), epsilon, delta)
-    return _at(_candidates(workload, strategy, max_memory), epsilon, delta, workload_rows(workload))
+    return _evaluator(workload, strategy, max_memory)(epsilon, delta)
+
+
+Evaluator = Callable[[float, float | None], ErrorPlan]
+
+
+def _evaluator(workload: Any, strategy: AnyStrategy, max_memory: Any) -> Evaluator:
+    """The plan at (ε, δ) of a release of ``workload`` through ``strategy``, as a function
+    (its public parts computed once): a residual strategy's from its closure in closed form,
+    any other's from the better of it and Identity (:func:`_candidates`)."""
+    if isinstance(strategy, ResidualStrategy):
+        _same_marginals(workload, strategy)
+        queries = int(strategy.closure.rows)
+
+        def residual(epsilon: float, delta: float | None) -> ErrorPlan:
+            noise = plan_noise(strategy, epsilon=epsilon, delta=delta)
+            rmse, max_std = release_error(noise)
+            return ErrorPlan(epsilon, delta, "gaussian", rmse, max_std, queries, strategy)
+
+        return residual
+    candidates, m = _candidates(workload, strategy, max_memory), workload_rows(workload)
+    return lambda epsilon, delta: _at(candidates, epsilon, delta, m)
+
+
+def _same_marginals(workload: Any, strategy: ResidualStrategy) -> None:
+    """Refuse a workload other than the one ``strategy`` was selected for."""
+    table = marginal_workload(workload)
+    closure = strategy.closure
+    if table is None or len(table.sizes) != closure.sizes.size:
+        raise ValueError("the residual strategy was selected for another (marginal) workload")
+    mine = np.where(table.table < 0, len(table.sizes), table.table)
+    width = max(mine.shape[1], closure.table.shape[1])
+    padded = [
+        np.pad(t, ((0, 0), (0, width - t.shape[1])), constant_values=len(table.sizes))
+        for t in (np.sort(mine, axis=1), closure.table)
+    ]
+    if (
+        tuple(table.sizes) != tuple(closure.sizes.tolist())
+        or padded[0].shape != padded[1].shape
+        or not np.array_equal(padded[0], padded[1])
+        or not np.allclose(table.weights, closure.weights, rtol=1e-12, atol=0.0)
+    ):
+        raise ValueError("the residual strategy was selected for another (marginal) workload")
 
 
 def _kind_of(strategy: Any) -> Noise:
@@ -243,17 +288,17 @@ def plan_epsilon(
     if not targets:
         raise ValueError("give an rmse or a max_std target (or both)")
     check_release(_kind_of(strategy), 1.0, delta)
-    candidates, m = _candidates(workload, strategy, max_memory), workload_rows(workload)
+    evaluate = _evaluator(workload, strategy, max_memory)
 
     def meets(epsilon: float) -> ErrorPlan | None:
-        plan = _at(candidates, epsilon, delta, m)
+        plan = evaluate(epsilon, delta)
         values = {"rmse": plan.rmse, "max_std": plan.max_std}
         return plan if all(values[k] <= t for k, t in targets.items()) else None
 
     low, high = EPSILON_RANGE
     found = meets(high)
     if found is None:
-        reached = _at(candidates, high, delta, m)
+        reached = evaluate(high, delta)
         raise ValueError(
             f"no ε ≤ {high:g} meets {targets}: at ε = {high:g} the RMSE is {reached.rmse:.4g} "
             f"and the largest standard deviation {reached.max_std:.4g}"
@@ -285,6 +330,22 @@ def query_std(
     (of the strategy :func:`plan_error` says the release measures); ``max_memory`` as in
     :func:`plan_error`, the m answers counted."""
     check_release(_kind_of(strategy), epsilon, delta)
+    if isinstance(strategy, ResidualStrategy):
+        return _residual_std(workload, strategy, epsilon, delta, max_memory)
     candidates = _candidates(workload, strategy, max_memory, workload_rows(workload))
     chosen, variance = _chosen(candidates, epsilon, delta)
     return np.sqrt(variance * row_forms(_matrix(workload), chosen.covariance))
+
+
+def _residual_std(
+    workload: Any, strategy: ResidualStrategy, epsilon: float, delta: Any, max_memory: Any
+) -> np.ndarray:
+    """Every row's standard deviation of a residual release: its marginal's, repeated over
+    the marginal's cells (8 bytes per row, checked against ``max_memory``)."""
+    _same_marginals(workload, strategy)
+    closure = strategy.closure
+    check_memory(
+        int(8 * closure.rows), memory_budget(max_memory), f"{closure.rows:.4g} standard deviations"
+    )
+    rows = closure.variances(plan_noise(strategy, epsilon=epsilon, delta=delta).variances)
+    return np.repeat(np.sqrt(rows), closure.cells.astype(np.int64))

@@ -16,7 +16,11 @@ from dpopt import workload as wl
 from dpopt.hdmm.formulas import gram_of, strategy_matrix
 from dpopt.hdmm.noise import exact_stack, measured_theta, release_noise, strategy_columns
 from dpopt.hdmm.optimizers import OPT0_METHODS, optimize, optimize_product
-from dpopt.hdmm.planning import ErrorPlan, plan_measured
+from dpopt.hdmm.planning import ErrorPlan, plan_error, plan_measured
+from dpopt.hdmm.residual.mechanism import answer_residual, measure_residual
+from dpopt.hdmm.residual.release import MarginalAnswers, ResidualMeasurement
+from dpopt.hdmm.residual.release import reconstruct as reconstruct_residual
+from dpopt.hdmm.residual.strategy import ResidualStrategy, marginal_workload, select
 from dpopt.hdmm.strategies import PRODUCT_METHODS, AnyStrategy, ProductStrategy, Strategy
 from dpopt.models.matrix_mechanism import (
     strategy_error,
@@ -104,7 +108,19 @@ def measure(
     charge. ``noise`` is only needed for a bare matrix. There is no ``method``: measuring
     optimizes nothing; the strategy is measured as given (:func:`release_strategy`, or
     ``optimize(..., epsilon=...)``, picks the one to measure at ε; :func:`answer` does both).
+
+    A residual strategy (``optimize_product(W, "gaussian", method="residual")``) is measured
+    from records (``x``: an n × d array of attribute codes, a DataFrame of them, or a
+    histogram on a small domain) by its own exact mechanism, charged in zCDP
+    (:func:`~dpopt.hdmm.residual.mechanism.measure_residual`), and returns a
+    :class:`~dpopt.hdmm.residual.ResidualMeasurement`.
     """
+    if isinstance(strategy, ResidualStrategy):
+        if noise is not None and noise_kind(noise) != "gaussian":
+            raise ValueError(f"noise {noise!r} differs from the residual strategy's 'gaussian'")
+        return measure_residual(  # type: ignore[return-value]
+            strategy, x, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant
+        )
     stack, chosen, template, theta = exact_stack(strategy, noise)
     try:
         size = np.size(x)
@@ -143,6 +159,8 @@ def reconstruct(measurement: Measurement) -> np.ndarray | list[np.ndarray]:
     """
     from dpopt.solvers.hdmm_marginals import marginal_reconstruct
 
+    if isinstance(measurement, ResidualMeasurement):
+        return reconstruct_residual(measurement)  # type: ignore[return-value]
     if not isinstance(measurement, Measurement):
         raise TypeError(f"reconstruct takes an hdmm.Measurement, got {type(measurement).__name__}")
     if measurement.theta is not None:
@@ -170,9 +188,11 @@ class Answered:
 
     answers: np.ndarray
     strategy: AnyStrategy
-    measurement: Measurement
+    measurement: Measurement | ResidualMeasurement
     statuses: Mapping[str, Status]
     planned: ErrorPlan | None = None
+    marginals: MarginalAnswers | None = None
+    """A residual release's marginals as tables (``answers`` holds them flat, in row order)."""
 
     @property
     def budget(self) -> dict[str, Any]:
@@ -191,9 +211,14 @@ def _optimized(
     seed: int,
     epsilon: Any,
     delta: Any,
+    objective: str,
 ) -> AnyStrategy:
-    """:func:`answer`'s strategy: OPT₀ (:func:`optimize`) for ``auto`` and the
+    """:func:`answer`'s strategy: the residual strategy for ``residual`` and for ``auto`` on a
+    Gaussian marginal workload, OPT₀ (:func:`optimize`) for ``auto`` otherwise and the
     :data:`OPT0_METHODS`, :func:`optimize_product` for the product methods."""
+    gaussian_marginals = noise == "gaussian" and marginal_workload(workload) is not None
+    if method == "residual" or (method == "auto" and gaussian_marginals):
+        return select(workload, noise, objective)
     if method in OPT0_METHODS:
         return optimize(
             workload,
@@ -226,9 +251,18 @@ def answer(
     strategy: Strategy | ProductStrategy | np.ndarray | None = None,
     restarts: int = 25,
     seed: int = 0,
+    objective: str = "sum",
 ) -> Answered:
     """Optimise a strategy for this ε (data-independent, free), measure it, reconstruct, and
     answer W x̂ (spec §4).
+
+    A Gaussian marginal workload (``method="residual"``, or ``"auto"``) is answered by its
+    residual strategy (``objective`` ``"sum"`` or ``"max"``, :func:`optimize_product`) from
+    records: ``x`` an n × d array of attribute codes, a DataFrame of them, or a histogram on a
+    small domain; ``answers`` holds every workload marginal flat in the workload's row order
+    and ``marginals`` as tables, mutually consistent; the budget is charged in zCDP (a zCDP
+    ``accountant``, default ``Accountant.zcdp_for(ε, δ)``; docs/families/hdmm.md, "Marginals
+    at scale").
 
     ``method`` chooses the optimizer: ``"auto"`` and :data:`OPT0_METHODS` run OPT₀
     (:func:`optimize`), ``opt-kron`` (OPT_⊗), ``opt-marginals`` (OPT_M) and ``identity`` of
@@ -243,8 +277,10 @@ def answer(
     kind = noise_kind(noise)
     statuses: Mapping[str, Status] = {}
     if strategy is None:
-        strategy = _optimized(workload, kind, method, restarts, seed, epsilon, delta)
+        strategy = _optimized(workload, kind, method, restarts, seed, epsilon, delta, objective)
         statuses = strategy.statuses
+    if isinstance(strategy, ResidualStrategy):
+        return _answer_residual(workload, strategy, x, epsilon, delta, rng, accountant, statuses)
     if isinstance(strategy, ProductStrategy):
         if len(strategy.blocks) > 1 and strategy.theta is None:
             raise ValueError(
@@ -278,3 +314,29 @@ def answer(
             budget=measurement.budget,
         ) from error
     return Answered(answers, strategy, measurement, dict(statuses), planned)
+
+
+def _answer_residual(
+    workload: Any,
+    strategy: ResidualStrategy,
+    x: Any,
+    epsilon: Any,
+    delta: Any,
+    rng: Rng,
+    accountant: Accountant | None,
+    statuses: Mapping[str, Status],
+) -> Answered:
+    """:func:`answer` of a residual strategy: planned, measured, every marginal reconstructed."""
+    planned = plan_error(workload, strategy, epsilon=epsilon, delta=delta)
+    measurement = measure_residual(
+        strategy, x, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant
+    )
+    tables = answer_residual(measurement)
+    return Answered(
+        tables.rows(strategy.closure.weights),
+        strategy,
+        measurement,
+        dict(statuses),
+        planned,
+        tables,
+    )

@@ -98,9 +98,12 @@ TEMPLATE_OF = {
     "opt-kron": "kron",
     "opt-union": "union",
     "opt-marginals": "marginals",
+    "residual": "residual",
 }
-"""The template (:attr:`ProductStrategy.template`) each ProductStrategySelection method
-builds: OPT_⊗ (``opt-kron``), OPT_+ (``opt-union``), OPT_M (``opt-marginals``), Identity."""
+"""The template (:attr:`ProductStrategy.template`) each method of :func:`optimize_product`
+builds: OPT_⊗ (``opt-kron``), OPT_+ (``opt-union``), OPT_M (``opt-marginals``), Identity, and
+the residual strategy of a marginal workload (``residual``)."""
 PRODUCT_METHODS = ("auto", *TEMPLATE_OF)
-"""The ``method`` of :func:`optimize_product`: ``"auto"`` (OPT_HDMM: the best of every
-method that applies) or one registered method of :data:`TEMPLATE_OF`."""
+"""The ``method`` of :func:`optimize_product`: ``"auto"`` (the residual strategy for a
+Gaussian marginal workload, else OPT_HDMM: the best of every method that applies) or one
+method of :data:`TEMPLATE_OF`."""

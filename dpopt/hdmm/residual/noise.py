@@ -61,10 +61,11 @@ class NoisePlan:
 
     @property
     def variances(self) -> np.ndarray:
-        """v_A = σ_A²/Π_{i∈A} nᵢ²: each residual's noise variance (Var_M of the closure's
-        coefficients at v is a cell's variance in the release)."""
-        sigma2 = np.array([float(s.sigma2) for s in self.samplers])[self.sampler_of]
-        return sigma2 / self.closure.member_cells.astype(np.float64) ** 2
+        """v_A = Var(z_A)/Π_{i∈A} nᵢ²: each residual's noise variance, that of the discrete
+        Gaussian drawn (at most σ_A²; Var_M of the closure's coefficients at v is a cell's
+        variance in the release)."""
+        drawn = np.array([s.variance for s in self.samplers])[self.sampler_of]
+        return drawn / self.closure.member_cells.astype(np.float64) ** 2
 
 
 def _squared_sensitivities(closure: Closure) -> list[int]:

@@ -154,6 +154,13 @@ class MarginalAnswers:
     def __iter__(self) -> Iterator[np.ndarray]:
         return (self.table(j) for j in range(len(self)))
 
+    def rows(self, weights: np.ndarray) -> np.ndarray:
+        """W x̂: the tables flat, each scaled by its marginal's weight (``values`` itself
+        when every weight is 1)."""
+        if np.all(weights == 1.0):
+            return self.values
+        return self.values * np.repeat(weights, np.diff(self.offsets))
+
 
 def reconstruct(measurement: ResidualMeasurement) -> MarginalAnswers:
     """Every workload marginal t̂_M from the noisy residuals (module docstring); reads only

@@ -1,0 +1,58 @@
+"""A residual release end to end under the release contract (docs/design.md, "The release
+contract"; docs/families/hdmm.md, "Marginals at scale"): plan (the strategy's noise at (ε, δ),
+the records validated, the memory estimated, the accountant checked) → charge → draw every
+residual → reconstruct every workload marginal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dpopt.hdmm.residual.planning import (
+    LABEL,
+    accountant_for,
+    check_release_memory,
+    plan_noise,
+)
+from dpopt.hdmm.residual.records import records_of
+from dpopt.hdmm.residual.release import MarginalAnswers, ResidualMeasurement, measure, reconstruct
+from dpopt.hdmm.residual.strategy import ResidualStrategy
+from dpopt.release import ReleaseError, resolve_rng
+
+__all__ = ["answer_residual", "measure_residual"]
+
+
+def measure_residual(
+    strategy: ResidualStrategy,
+    data: Any,
+    *,
+    epsilon: Any,
+    delta: Any,
+    rng: Any = None,
+    accountant: Any = None,
+    max_memory: Any = None,
+) -> ResidualMeasurement:
+    """Measure every residual of ``strategy``'s closure from ``data`` (records of attribute
+    codes, a DataFrame of them, or a histogram on a small domain) at (ε, δ), charged as the
+    exact zCDP loss of the noise drawn (at most ρ = cdp_rho(ε, δ)) to ``accountant`` (a zCDP
+    one; default a fresh ``Accountant.zcdp_for(ε, δ)``). Everything is validated and planned
+    before the charge."""
+    plan = plan_noise(strategy, epsilon=epsilon, delta=delta)
+    records = records_of(data, strategy.closure.sizes)
+    check_release_memory(plan, int(records.codes.shape[0]), max_memory)
+    charged = accountant_for(accountant, epsilon, delta)
+    charged.check([(plan.loss, LABEL)])
+    return measure(records, plan, rng=resolve_rng(rng), accountant=charged)
+
+
+def answer_residual(measurement: ResidualMeasurement) -> MarginalAnswers:
+    """Every workload marginal from ``measurement``; a failure hands the paid-for measurement
+    back (:class:`~dpopt.release.ReleaseError`)."""
+    try:
+        return reconstruct(measurement)
+    except (ValueError, ArithmeticError, MemoryError) as error:
+        raise ReleaseError(
+            f"hdmm.answer: the residual reconstruction failed ({error})",
+            measurement=measurement,
+            budget=measurement.budget,
+        ) from error

@@ -1,0 +1,103 @@
+"""A residual release planned before any record is read (docs/families/hdmm.md, "Marginals at
+scale"): its zCDP budget, every block's exact noise, the variance of every workload marginal's
+cells in closed form, and the memory it will hold.
+
+Every cell of workload marginal M has the variance Var_M(v) of
+:class:`~dpopt.models.residual.Closure` at the residual variances v the plan draws
+(:attr:`~dpopt.hdmm.residual.noise.NoisePlan.variances`): the RMSE and the largest standard
+deviation of a weighted workload row follow from |W| numbers, never from the Π nᵢ cells.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpopt.hdmm.residual.noise import CHUNK_CELLS, NoisePlan, noise_plan
+from dpopt.hdmm.residual.strategy import ResidualStrategy
+from dpopt.planning import check_memory, memory_budget
+from dpopt.privacy import Accountant, cdp_rho
+from dpopt.validation import instance, positive_number
+
+__all__ = [
+    "LABEL",
+    "accountant_for",
+    "check_release_memory",
+    "memory_estimate",
+    "plan_noise",
+    "release_error",
+    "release_rho",
+]
+
+LABEL = "residual marginals"
+"""The label of a residual release's charge and records."""
+
+
+def release_rho(epsilon: Any, delta: Any) -> Fraction:
+    """The zCDP budget ρ = cdp_rho(ε, δ) of a release at (ε, δ) (the tight conversion)."""
+    epsilon = positive_number("epsilon", epsilon)
+    if delta is None:
+        raise ValueError(
+            "a residual release is Gaussian: give delta (its ρ-zCDP budget is the largest that "
+            "implies (ε, δ)-DP)"
+        )
+    return Fraction(cdp_rho(epsilon, delta))
+
+
+def accountant_for(accountant: Any, epsilon: Any, delta: Any) -> Accountant:
+    """``accountant`` (a zCDP one) or a fresh ``Accountant.zcdp_for(ε, δ)``: the residual
+    blocks compose by adding their ρ, which only a zCDP accountant records exactly."""
+    if accountant is None:
+        return Accountant.zcdp(release_rho(epsilon, delta))
+    instance("accountant", accountant, Accountant)
+    if accountant.kind != "zcdp":
+        raise ValueError(
+            f"a residual release composes its blocks in zCDP: give a zCDP accountant "
+            f"(Accountant.zcdp_for(ε, δ)), not a {accountant.kind} one"
+        )
+    return accountant
+
+
+def plan_noise(strategy: ResidualStrategy, *, epsilon: Any, delta: Any) -> NoisePlan:
+    """The noise a release of ``strategy`` at (ε, δ) draws (nothing read or drawn)."""
+    instance("strategy", strategy, ResidualStrategy)
+    rho = release_rho(epsilon, delta)
+    return noise_plan(strategy.closure, strategy.unit, rho, label=LABEL)
+
+
+def release_error(plan: NoisePlan) -> tuple[float, float]:
+    """(RMSE over the workload's rows, the largest standard deviation of a weighted row) of a
+    release drawing ``plan``'s noise."""
+    instance("plan", plan, NoisePlan)
+    closure = plan.closure
+    rows = closure.variances(plan.variances)
+    total = float(np.dot(rows, closure.cells))
+    return math.sqrt(total / closure.rows), math.sqrt(float(rows.max()))
+
+
+def memory_estimate(plan: NoisePlan, records: int) -> int:
+    """Bytes a serial release of ``plan`` from ``records`` records holds at once: the noisy
+    answers (8 per closure cell), the released marginals (8 per workload cell), the residuals
+    of members more than one marginal reads (8 per cell), a chunk's counts and noise (about
+    64 per cell of a chunk) and the records' codes."""
+    closure = plan.closure
+    shared = np.bincount(closure.subsets[closure.subsets >= 0], minlength=closure.size) > 1
+    cells = closure.member_cells.astype(np.float64)
+    held = 8.0 * (cells.sum() + closure.rows + cells[shared].sum())
+    chunk = 64.0 * min(CHUNK_CELLS, float(cells.max()) if cells.size else 0.0)
+    return int(held + chunk + records * closure.sizes.size * 8)
+
+
+def check_release_memory(plan: NoisePlan, records: int, max_memory: Any) -> None:
+    """Refuse, before the charge, a release whose :func:`memory_estimate` exceeds
+    ``max_memory`` (bytes; default :data:`~dpopt.planning.MEMORY_BUDGET`)."""
+    estimate = memory_estimate(plan, records)
+    check_memory(
+        estimate,
+        memory_budget(max_memory),
+        f"a residual release of {plan.closure.rows:.4g} marginal cells from {records} records "
+        "(give max_memory, or an executor and out_dir to write the marginals by chunk)",
+    )
