@@ -127,7 +127,14 @@ def _block_errors(release: Any) -> list[str]:
 
 
 def _answered_errors(release: Any) -> list[str]:
-    """HDMM's answers W x̂: one finite number per workload query; then its measurement."""
+    """HDMM's answers W x̂: one finite number per workload query (a residual release written
+    to a directory: every stored marginal finite); then its measurement."""
+    stored = getattr(release, "marginals", None)
+    if release.answers is None and stored is not None:
+        bad = sum(int(np.count_nonzero(~np.isfinite(table))) for _, _, table in stored)
+        return ([f"{bad} stored answers are not finite"] if bad else []) + _residual_errors(
+            release.measurement
+        )
     answers = np.asarray(release.answers)
     if answers.ndim != 1 or answers.dtype.kind not in "iuf":
         return [f"answers must be a vector of numbers, got {answers.dtype} {answers.shape}"]
@@ -145,7 +152,7 @@ def _residual_errors(measurement: Any) -> list[str]:
     plan = measurement.plan
     closure = plan.closure
     errors = []
-    chunks = [np.asarray(chunk) for chunk in measurement.noisy]
+    chunks = [np.asarray(measurement.chunk(c)) for c in range(len(measurement.layout.chunks))]
     if sum(chunk.size for chunk in chunks) != int(closure.member_cells.sum()):
         errors.append(
             f"{sum(c.size for c in chunks)} noisy answers for {int(closure.member_cells.sum())} "

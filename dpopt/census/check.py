@@ -77,7 +77,8 @@ from dpopt.census.keyed import COUNT_SENSITIVITY
 from dpopt.census.measurement import QUERIES, Measurement
 from dpopt.census.mechanism import Release
 from dpopt.census.release_file import SavedRelease, load_release
-from dpopt.census.store import load_pyarrow, partition_path
+from dpopt.census.store import partition_path
+from dpopt.extras import load_pyarrow
 from dpopt.hierarchy import Tree
 from dpopt.privacy.accounting import KINDS, add_all
 from dpopt.privacy.samplers import DiscreteLaplace

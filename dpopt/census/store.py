@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 
 from dpopt.census.geography import Geography, StateData
+from dpopt.extras import load_pyarrow
 from dpopt.validation import MAX_COUNT, choice, file_path, instance, integer, sequence
 
 __all__ = [
     "CODE_COLUMNS",
     "Partition",
-    "load_pyarrow",
     "partition_path",
     "read_partition",
     "write_partition",
@@ -41,18 +41,6 @@ __all__ = [
 CODE_COLUMNS = ("code_state", "code_county", "code_tract", "code_block_group", "code_block")
 KINDS = ("truth", "noisy")
 _META = b"dpopt"
-
-
-def load_pyarrow() -> Any:
-    """pyarrow with its Parquet module, or an ImportError naming the extra that installs it."""
-    try:
-        import pyarrow
-        import pyarrow.parquet
-    except ImportError as err:  # pragma: no cover - the extra is installed in tests
-        raise ImportError(
-            "census partitions are Parquet files: install the extra, pip install 'dpopt[dask]'"
-        ) from err
-    return pyarrow
 
 
 def partition_path(directory: str | os.PathLike, state: int) -> Path:

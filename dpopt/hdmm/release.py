@@ -20,6 +20,7 @@ from dpopt.hdmm.planning import ErrorPlan, plan_error, plan_measured
 from dpopt.hdmm.residual.mechanism import answer_residual, measure_residual
 from dpopt.hdmm.residual.release import MarginalAnswers, ResidualMeasurement
 from dpopt.hdmm.residual.release import reconstruct as reconstruct_residual
+from dpopt.hdmm.residual.store import StoredMarginals
 from dpopt.hdmm.residual.strategy import ResidualStrategy, marginal_workload, select
 from dpopt.hdmm.strategies import PRODUCT_METHODS, AnyStrategy, ProductStrategy, Strategy
 from dpopt.models.matrix_mechanism import (
@@ -191,8 +192,9 @@ class Answered:
     measurement: Measurement | ResidualMeasurement
     statuses: Mapping[str, Status]
     planned: ErrorPlan | None = None
-    marginals: MarginalAnswers | None = None
-    """A residual release's marginals as tables (``answers`` holds them flat, in row order)."""
+    marginals: MarginalAnswers | StoredMarginals | None = None
+    """A residual release's marginals as tables (``answers`` holds them flat, in row order;
+    None when they were written to a directory)."""
 
     @property
     def budget(self) -> dict[str, Any]:
@@ -252,6 +254,8 @@ def answer(
     restarts: int = 25,
     seed: int = 0,
     objective: str = "sum",
+    executor: Any = None,
+    out_dir: Any = None,
 ) -> Answered:
     """Optimise a strategy for this ε (data-independent, free), measure it, reconstruct, and
     answer W x̂ (spec §4).
@@ -262,7 +266,10 @@ def answer(
     small domain; ``answers`` holds every workload marginal flat in the workload's row order
     and ``marginals`` as tables, mutually consistent; the budget is charged in zCDP (a zCDP
     ``accountant``, default ``Accountant.zcdp_for(ε, δ)``; docs/families/hdmm.md, "Marginals
-    at scale").
+    at scale"). It runs chunk by chunk on ``executor`` (a ``concurrent.futures`` executor or a
+    Dask client); with ``out_dir`` the noisy answers and the marginals are written there as
+    Parquet by the tasks (``answers`` is then None and ``marginals`` reads them back), the
+    same bits as in memory for the same ``rng``.
 
     ``method`` chooses the optimizer: ``"auto"`` and :data:`OPT0_METHODS` run OPT₀
     (:func:`optimize`), ``opt-kron`` (OPT_⊗), ``opt-marginals`` (OPT_M) and ``identity`` of
@@ -280,7 +287,12 @@ def answer(
         strategy = _optimized(workload, kind, method, restarts, seed, epsilon, delta, objective)
         statuses = strategy.statuses
     if isinstance(strategy, ResidualStrategy):
-        return _answer_residual(workload, strategy, x, epsilon, delta, rng, accountant, statuses)
+        place = {"executor": executor, "out_dir": out_dir}
+        return _answer_residual(
+            workload, strategy, x, epsilon, delta, rng, accountant, statuses, place
+        )
+    if executor is not None or out_dir is not None:
+        raise ValueError("executor and out_dir are the residual release's (marginal workloads)")
     if isinstance(strategy, ProductStrategy):
         if len(strategy.blocks) > 1 and strategy.theta is None:
             raise ValueError(
@@ -325,15 +337,18 @@ def _answer_residual(
     rng: Rng,
     accountant: Accountant | None,
     statuses: Mapping[str, Status],
+    place: dict[str, Any],
 ) -> Answered:
-    """:func:`answer` of a residual strategy: planned, measured, every marginal reconstructed."""
+    """:func:`answer` of a residual strategy: planned, measured, every marginal reconstructed
+    (``place``: the executor and the output directory)."""
     planned = plan_error(workload, strategy, epsilon=epsilon, delta=delta)
     measurement = measure_residual(
-        strategy, x, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant
+        strategy, x, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant, **place
     )
-    tables = answer_residual(measurement)
+    tables = answer_residual(measurement, place["executor"])
+    rows = None if isinstance(tables, StoredMarginals) else tables.rows(strategy.closure.weights)
     return Answered(
-        tables.rows(strategy.closure.weights),
+        rows,  # type: ignore[arg-type]
         strategy,
         measurement,
         dict(statuses),

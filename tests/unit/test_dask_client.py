@@ -102,3 +102,27 @@ def test_the_embedded_cluster_sets_malloc_for_pwl_dp(monkeypatch: pytest.MonkeyP
     assert list(environment.values()) == [None]
     assert list(arenas.values()) == ["1"]
     assert list(threads.values()) == ["1"]  # the rest of the nanny's environment stays
+
+
+def test_a_residual_release_on_a_client_writes_the_serial_bits(
+    client: object, tmp_path: Path
+) -> None:
+    """A marginal workload released chunk by chunk on Dask, written as Parquet, is the serial
+    in-memory release bit for bit (the same rng: keyed noise per chunk)."""
+    import numpy as np
+
+    sizes = [3, 2, 4, 5, 3, 6]
+    workload = wl.VStack([wl.Marginals(sizes, k) for k in range(4)])
+    rng = np.random.default_rng(0)
+    records = np.stack([rng.integers(0, n, 1000) for n in sizes], axis=1)
+    options = {"epsilon": 1.0, "delta": 1e-6, "noise": "gaussian", "rng": 9}
+    serial = hdmm.answer(workload, records, **options)
+    remote = hdmm.answer(workload, records, executor=client, out_dir=tmp_path, **options)
+    assert remote.answers is None and remote.budget == serial.budget
+    assert serial.marginals is not None and remote.marginals is not None
+    found = 0
+    for j, attributes, table in remote.marginals:
+        assert attributes == serial.marginals.attributes[j]
+        np.testing.assert_array_equal(table, serial.marginals.table(j))
+        found += 1
+    assert found == len(serial.marginals)

@@ -178,7 +178,7 @@ def test_bad_input_charges_nothing() -> None:
 def test_a_failed_reconstruction_hands_back_the_measurement(monkeypatch) -> None:
     from dpopt.hdmm.residual import mechanism
 
-    def broken(measurement):
+    def broken(measurement, executor=None, out_dir=None):
         raise ValueError("planted")
 
     monkeypatch.setattr(mechanism, "reconstruct", broken)
@@ -233,3 +233,39 @@ def test_a_tampered_record_fails_the_oracle() -> None:
     )
     with pytest.raises(AssertionError, match="implies ρ"):
         assert_release_valid(tampered)
+
+
+def test_the_release_is_the_same_in_memory_on_disk_and_on_a_pool(tmp_path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    workload, records = _workload(), _records()
+    options = {"epsilon": 1.0, "delta": 1e-6, "noise": "gaussian", "rng": 4}
+    memory = hdmm.answer(workload, records, **options)
+    assert memory.marginals is not None
+    with ThreadPoolExecutor(2) as pool:
+        pooled = hdmm.answer(workload, records, executor=pool, **options)
+    np.testing.assert_array_equal(pooled.answers, memory.answers)
+    stored = hdmm.answer(workload, records, out_dir=tmp_path / "release", **options)
+    assert stored.answers is None and not (tmp_path / "release" / "INCOMPLETE").exists()
+    assert stored.marginals is not None
+    for j, _, table in stored.marginals:
+        np.testing.assert_array_equal(table, memory.marginals.table(j))
+    np.testing.assert_array_equal(stored.marginals.marginal(3), memory.marginals.table(3))
+    assert_release_valid(stored)
+
+
+def test_an_output_directory_that_is_a_file_is_refused_before_the_charge(tmp_path) -> None:
+    accountant = Accountant.zcdp_for(1.0, 1e-6)
+    path = tmp_path / "file"
+    path.write_text("x")
+    with pytest.raises(ValueError, match="is a file"):
+        hdmm.answer(
+            _workload(),
+            _records(),
+            epsilon=1.0,
+            delta=1e-6,
+            noise="gaussian",
+            accountant=accountant,
+            out_dir=path,
+        )
+    assert accountant.ledger == ()

@@ -25,6 +25,7 @@ LAYERS = {
     "runner": 0,
     "hierarchy": 0,
     "planning": 0,
+    "extras": 0,
     "models": 1,
     "solvers": 2,
     "hdmm": 3,

@@ -11,11 +11,13 @@ from typing import Any
 from dpopt.hdmm.residual.planning import (
     LABEL,
     accountant_for,
+    check_magnitudes,
     check_release_memory,
     plan_noise,
 )
 from dpopt.hdmm.residual.records import records_of
 from dpopt.hdmm.residual.release import MarginalAnswers, ResidualMeasurement, measure, reconstruct
+from dpopt.hdmm.residual.store import StoredMarginals
 from dpopt.hdmm.residual.strategy import ResidualStrategy
 from dpopt.release import ReleaseError, resolve_rng
 
@@ -31,25 +33,39 @@ def measure_residual(
     rng: Any = None,
     accountant: Any = None,
     max_memory: Any = None,
+    executor: Any = None,
+    out_dir: Any = None,
 ) -> ResidualMeasurement:
     """Measure every residual of ``strategy``'s closure from ``data`` (records of attribute
     codes, a DataFrame of them, or a histogram on a small domain) at (ε, δ), charged as the
     exact zCDP loss of the noise drawn (at most ρ = cdp_rho(ε, δ)) to ``accountant`` (a zCDP
-    one; default a fresh ``Accountant.zcdp_for(ε, δ)``). Everything is validated and planned
-    before the charge."""
+    one; default a fresh ``Accountant.zcdp_for(ε, δ)``), chunk by chunk on ``executor`` (a
+    ``concurrent.futures`` executor or a Dask client; inline by default). Everything is
+    validated and planned before the charge."""
     plan = plan_noise(strategy, epsilon=epsilon, delta=delta)
     records = records_of(data, strategy.closure.sizes)
-    check_release_memory(plan, int(records.codes.shape[0]), max_memory)
+    check_release_memory(plan, int(records.codes.shape[0]), max_memory, out_dir is not None)
+    check_magnitudes(plan, records.count)
     charged = accountant_for(accountant, epsilon, delta)
     charged.check([(plan.loss, LABEL)])
-    return measure(records, plan, rng=resolve_rng(rng), accountant=charged)
+    return measure(
+        records,
+        plan,
+        rng=resolve_rng(rng),
+        accountant=charged,
+        executor=executor,
+        out_dir=out_dir,
+    )
 
 
-def answer_residual(measurement: ResidualMeasurement) -> MarginalAnswers:
-    """Every workload marginal from ``measurement``; a failure hands the paid-for measurement
-    back (:class:`~dpopt.release.ReleaseError`)."""
+def answer_residual(
+    measurement: ResidualMeasurement, executor: Any = None, out_dir: Any = None
+) -> MarginalAnswers | StoredMarginals:
+    """Every workload marginal from ``measurement`` (on ``executor``, written to ``out_dir``
+    when given); a failure hands the paid-for measurement back
+    (:class:`~dpopt.release.ReleaseError`)."""
     try:
-        return reconstruct(measurement)
+        return reconstruct(measurement, executor=executor, out_dir=out_dir)
     except (ValueError, ArithmeticError, MemoryError) as error:
         raise ReleaseError(
             f"hdmm.answer: the residual reconstruction failed ({error})",

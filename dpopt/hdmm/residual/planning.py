@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.hdmm.residual.noise import CHUNK_CELLS, NoisePlan, noise_plan
+from dpopt.hdmm.residual.release import SAFE, Layout
 from dpopt.hdmm.residual.strategy import ResidualStrategy
 from dpopt.planning import check_memory, memory_budget
 from dpopt.privacy import Accountant, cdp_rho
@@ -25,6 +26,7 @@ from dpopt.validation import instance, positive_number
 __all__ = [
     "LABEL",
     "accountant_for",
+    "check_magnitudes",
     "check_release_memory",
     "memory_estimate",
     "plan_noise",
@@ -78,26 +80,45 @@ def release_error(plan: NoisePlan) -> tuple[float, float]:
     return math.sqrt(total / closure.rows), math.sqrt(float(rows.max()))
 
 
-def memory_estimate(plan: NoisePlan, records: int) -> int:
+def memory_estimate(plan: NoisePlan, records: int, on_disk: bool = False) -> int:
     """Bytes a serial release of ``plan`` from ``records`` records holds at once: the noisy
-    answers (8 per closure cell), the released marginals (8 per workload cell), the residuals
-    of members more than one marginal reads (8 per cell), a chunk's counts and noise (about
-    64 per cell of a chunk) and the records' codes."""
+    answers (8 per closure cell), the released marginals (8 per workload cell), the cached
+    residuals (8 per cell, :class:`~dpopt.hdmm.residual.release.Layout`), a chunk's counts and
+    noise (about 64 per cell of a chunk) and the records' codes; ``on_disk``: the answers and
+    the marginals are written to a directory by the tasks, not held."""
     closure = plan.closure
-    shared = np.bincount(closure.subsets[closure.subsets >= 0], minlength=closure.size) > 1
     cells = closure.member_cells.astype(np.float64)
-    held = 8.0 * (cells.sum() + closure.rows + cells[shared].sum())
+    held = 8.0 * cells[Layout.of(closure).cached].sum()
+    if not on_disk:
+        held += 8.0 * (cells.sum() + closure.rows)
     chunk = 64.0 * min(CHUNK_CELLS, float(cells.max()) if cells.size else 0.0)
     return int(held + chunk + records * closure.sizes.size * 8)
 
 
-def check_release_memory(plan: NoisePlan, records: int, max_memory: Any) -> None:
+def check_release_memory(
+    plan: NoisePlan, records: int, max_memory: Any, on_disk: bool = False
+) -> None:
     """Refuse, before the charge, a release whose :func:`memory_estimate` exceeds
     ``max_memory`` (bytes; default :data:`~dpopt.planning.MEMORY_BUDGET`)."""
-    estimate = memory_estimate(plan, records)
+    estimate = memory_estimate(plan, records, on_disk)
     check_memory(
         estimate,
         memory_budget(max_memory),
         f"a residual release of {plan.closure.rows:.4g} marginal cells from {records} records "
         "(give max_memory, or an executor and out_dir to write the marginals by chunk)",
     )
+
+
+def check_magnitudes(plan: NoisePlan, records: int) -> None:
+    """Refuse, before the charge, a release whose noisy answers could leave int64: a centred
+    count of member A is at most 2^|A| Π_{i∈A} nᵢ times the number of ``records``, and its
+    noise is below 64 σ but with probability below 2^-2900."""
+    closure = plan.closure
+    lengths = (closure.members < closure.sizes.size).sum(axis=1)
+    counts = np.ldexp(closure.member_cells.astype(np.float64), lengths).max() * max(records, 1)
+    sigma = max(sampler.sigma for sampler in plan.samplers)
+    if counts + 64 * sigma >= SAFE:
+        raise ValueError(
+            f"{records} records and noise of σ = {sigma:.4g} could take a noisy answer beyond "
+            "2^61: split the records or raise epsilon"
+        )

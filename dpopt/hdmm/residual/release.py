@@ -11,26 +11,46 @@ post-processing of ω alone: r̂_A = ⊗Pᵢ ω_A / Π nᵢ, and every workload 
 so the released marginals are mutually consistent (summing t̂_M over an attribute j of M gives
 t̂_{M∖{j}}, as 1ᵀPⱼ = 0) and each cell of M has the variance Var_M of
 :class:`~dpopt.models.residual.Closure` at the plan's residual variances.
+
+Both run chunk by chunk (:class:`Layout`, fixed by the closure alone) on a
+:class:`~dpopt.runner.Runner`: inline, on a ``concurrent.futures`` executor or on Dask. Measuring
+chunk c also returns the residuals that other marginals than their own will read (the
+*cached* ones, the lower-order members of a workload of many marginals); reconstructing chunk c
+answers the workload marginals whose own member lies in chunk c from its noisy answers and
+that cache. Every float operation is the same on any executor, so releases are bit-identical.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from dpopt.hdmm.residual.noise import NoisePlan, chunk_generator, chunks, secret_key
 from dpopt.hdmm.residual.records import Records, counts_of
+from dpopt.hdmm.residual.store import (
+    INCOMPLETE,
+    MANIFEST,
+    StoredMarginals,
+    prepare_directory,
+    read_noisy,
+    write_marginals,
+    write_noisy,
+)
 from dpopt.models.residual import Closure
 from dpopt.privacy import Accountant
 from dpopt.problem import Status
-from dpopt.release import Measured, ReleaseError
+from dpopt.release import Measured, ReleaseError, measured_record
+from dpopt.runner import Runner
 from dpopt.validation import instance
 
-__all__ = ["MarginalAnswers", "ResidualMeasurement", "measure", "reconstruct"]
+__all__ = ["Layout", "MarginalAnswers", "ResidualMeasurement", "measure", "reconstruct"]
 
 SAFE = 1 << 61
 """Largest magnitude of a noisy residual answer held in int64 (room for one addition)."""
@@ -53,44 +73,99 @@ def residual_of(noisy: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
+class Layout:
+    """Where a release's work lies, from its closure alone: ``chunks`` ([start, stop) runs of
+    closure members, :func:`~dpopt.hdmm.residual.noise.chunks`), ``own[j]`` the closure member
+    of workload marginal j itself (its attributes of size > 1), ``owner[j]`` the chunk holding
+    it, and ``cached[A]`` whether member A's residual is read by a marginal that does not own
+    it (so it is kept in memory across chunks)."""
+
+    chunks: tuple[tuple[int, int], ...]
+    own: np.ndarray
+    owner: np.ndarray
+    cached: np.ndarray
+
+    @classmethod
+    def of(cls, closure: Closure) -> Layout:
+        runs = tuple(chunks(closure))
+        d, table = closure.sizes.size, closure.table
+        ext = np.append(closure.sizes, 1)
+        full = (table < d) & (ext[table] > 1)
+        mask = (full * (1 << np.arange(table.shape[1]))).sum(axis=1)
+        own = closure.subsets[np.arange(table.shape[0]), mask]
+        starts = np.array([start for start, _ in runs])
+        owner = np.searchsorted(starts, own, side="right") - 1
+        others = closure.subsets.copy()
+        others[np.arange(table.shape[0]), mask] = -1
+        cached = np.zeros(closure.size, dtype=bool)
+        cached[others[others >= 0]] = True
+        return cls(runs, own, owner, cached)
+
+
+@dataclass(frozen=True, eq=False)
 class ResidualMeasurement:
     """The noisy residual answers ω of every closure member (``noisy``: one flat integer array
     per chunk of the plan's closure, members in order) and the public facts reconstruction
     needs (``plan``); a :class:`~dpopt.release.ReleaseResult` (``budget``, ``measured``,
-    ``statuses`` empty: measuring optimizes nothing)."""
+    ``statuses`` empty: measuring optimizes nothing). ``cache`` holds the residuals of the
+    cached members (:class:`Layout`), computed from ω while measuring."""
 
     plan: NoisePlan
     noisy: tuple[np.ndarray, ...]
     budget: dict[str, Any]
     measured: tuple[Measured, ...]
     statuses: Mapping[str, Status] = field(default_factory=dict)
+    cache: Mapping[int, np.ndarray] = field(default_factory=dict, repr=False)
+    directory: str | None = None
+    """The release directory holding ``noisy`` when it was written to disk (``noisy`` is then
+    empty; :mod:`dpopt.hdmm.residual.store`)."""
 
     @property
     def closure(self) -> Closure:
         return self.plan.closure
 
+    @cached_property
+    def layout(self) -> Layout:
+        return Layout.of(self.closure)
+
     def table(self, member: int) -> np.ndarray:
         """ω of closure member ``member`` as its marginal table (integers)."""
-        closure = self.closure
-        ranges = chunks(closure)
-        chunk = int(np.searchsorted([stop for _, stop in ranges], member, side="right"))
-        start = ranges[chunk][0]
-        before = int(closure.member_cells[start:member].sum())
-        size = int(closure.member_cells[member])
-        return self.noisy[chunk][before : before + size].reshape(_shape(closure, member))
+        layout = self.layout
+        starts = [start for start, _ in layout.chunks]
+        chunk = int(np.searchsorted(starts, member, side="right")) - 1
+        return _member_table(self.closure, self.chunk(chunk), starts[chunk], member)
+
+    def chunk(self, index: int) -> np.ndarray:
+        """Chunk ``index``'s noisy answers, flat (read from the directory when on disk)."""
+        if self.directory is None:
+            return self.noisy[index]
+        return read_noisy(self.directory, index)[1]
 
 
-def _shape(closure: Closure, member: int) -> tuple[int, ...]:
+def _member_table(closure: Closure, flat: np.ndarray, start: int, member: int) -> np.ndarray:
+    """Member ``member``'s table in the flat noisy answers of the chunk starting at ``start``."""
+    before = int(closure.member_cells[start:member].sum())
+    size = int(closure.member_cells[member])
     d = closure.sizes.size
-    return tuple(int(closure.sizes[a]) for a in closure.members[member] if a < d)
+    shape = tuple(int(closure.sizes[a]) for a in closure.members[member] if a < d)
+    return flat[before : before + size].reshape(shape)
 
 
 def measure_chunk(
-    records: Records, plan: NoisePlan, chunk: int, start: int, stop: int, key: int
-) -> np.ndarray:
-    """ω of members [start, stop) (chunk ``chunk`` of the plan), flat: their counts centred,
+    records: Records,
+    plan: NoisePlan,
+    cached: np.ndarray,
+    chunk: int,
+    run: tuple[int, int],
+    key: int,
+    out: str | None = None,
+) -> tuple[np.ndarray | None, dict[int, np.ndarray]]:
+    """ω of the members ``run`` = [start, stop) (chunk ``chunk``), flat — their counts centred
     plus the chunk's keyed noise (:mod:`dpopt.hdmm.residual.noise`): one draw per sampler, in
-    sampler order, dealt to the chunk's members in their order."""
+    sampler order, dealt to the chunk's members in their order — and the residuals of its
+    ``cached`` members. With ``out`` (a release directory) ω is written there instead of
+    returned."""
+    start, stop = run
     closure = plan.closure
     tables = counts_of(records, closure.sizes, closure.members[start:stop])
     flat = np.concatenate([centred(table).ravel() for table in tables])
@@ -102,41 +177,65 @@ def measure_chunk(
         if np.abs(flat[where]).max() >= SAFE or np.abs(noise).max() >= SAFE:
             raise OverflowError(f"chunk {chunk}: a noisy answer beyond 2^61")
         flat[where] += noise
+    kept = {
+        member: residual_of(_member_table(closure, flat, start, member))
+        for member in (np.flatnonzero(cached[start:stop]) + start).tolist()
+    }
     small = np.abs(flat).max() < 1 << 31
-    return flat.astype(np.int32) if small else flat
+    flat = flat.astype(np.int32) if small else flat
+    if out is None:
+        return flat, kept
+    ends = np.cumsum(closure.member_cells[start:stop])
+    write_noisy(out, chunk, np.arange(start, stop), np.split(flat, ends[:-1]))
+    return None, kept
 
 
 def measure(
-    records: Records, plan: NoisePlan, *, rng: np.random.Generator, accountant: Accountant
+    records: Records,
+    plan: NoisePlan,
+    *,
+    rng: np.random.Generator,
+    accountant: Accountant,
+    executor: Any = None,
+    out_dir: Any = None,
 ) -> ResidualMeasurement:
-    """Charge ``accountant`` the plan's loss, then draw every chunk (module docstring). A
-    failure after the charge raises :class:`~dpopt.release.ReleaseError` holding the chunks
-    drawn so far."""
+    """Charge ``accountant`` the plan's loss, then draw every chunk on ``executor`` (module
+    docstring), written to ``out_dir`` (:mod:`dpopt.hdmm.residual.store`, prepared before the
+    charge) when given. A failure after the charge raises
+    :class:`~dpopt.release.ReleaseError`."""
     instance("records", records, Records)
     instance("plan", plan, NoisePlan)
     instance("rng", rng, np.random.Generator)
     instance("accountant", accountant, Accountant)
-    label = "residual marginals"
-    accountant.spend_all([(plan.loss, label)])
+    runner = Runner(executor)
+    layout = Layout.of(plan.closure)
+    out = None if out_dir is None else str(prepare_directory(out_dir))
+    accountant.spend_all([(plan.loss, "residual marginals")])
     key = secret_key(rng)
-    drawn: list[np.ndarray] = []
+    shared = (runner.put(records), runner.put(plan), runner.put(layout.cached))
+    tasks = [
+        (f"measure chunk {c}", (*shared, c, run, key, out)) for c, run in enumerate(layout.chunks)
+    ]
     try:
-        for chunk, (start, stop) in enumerate(chunks(plan.closure)):
-            drawn.append(measure_chunk(records, plan, chunk, start, stop, key))
+        drawn = runner.run("measure", measure_chunk, tasks)
     except (OverflowError, MemoryError, ValueError) as error:
         raise ReleaseError(
-            f"the residual measurement failed at chunk {len(drawn)} ({error})",
-            measurement=tuple(drawn),
+            f"the residual measurement failed ({error})",
+            measurement=None,
             budget=accountant.report(),
         ) from error
-    return ResidualMeasurement(plan, tuple(drawn), accountant.report(), plan.measured)
+    cache = {member: table for _, kept in drawn for member, table in kept.items()}
+    noisy = tuple(flat for flat, _ in drawn if flat is not None)
+    return ResidualMeasurement(
+        plan, noisy, accountant.report(), plan.measured, cache=cache, directory=out
+    )
 
 
 @dataclass(frozen=True, eq=False)
 class MarginalAnswers:
     """Every workload marginal's released table, in the workload's order: ``values`` holds
-    them flat (the rows of W x̂), marginal j at ``values[offsets[j]:offsets[j + 1]]`` with the
-    shape of its attributes ``attributes[j]``."""
+    them flat, marginal j at ``values[offsets[j]:offsets[j + 1]]`` with the shape of its
+    attributes ``attributes[j]``."""
 
     sizes: tuple[int, ...]
     attributes: tuple[tuple[int, ...], ...]
@@ -162,40 +261,99 @@ class MarginalAnswers:
         return self.values * np.repeat(weights, np.diff(self.offsets))
 
 
-def reconstruct(measurement: ResidualMeasurement) -> MarginalAnswers:
-    """Every workload marginal t̂_M from the noisy residuals (module docstring); reads only
-    the measurement."""
-    instance("measurement", measurement, ResidualMeasurement)
-    closure = measurement.closure
-    d = closure.sizes.size
+def marginal_answers(
+    closure: Closure,
+    noisy: np.ndarray | str,
+    chunk: tuple[int, int],
+    marginals: np.ndarray,
+    own: np.ndarray,
+    cache: Mapping[int, np.ndarray],
+    out: str | None = None,
+) -> list[np.ndarray]:
+    """t̂_M of the workload ``marginals`` (module docstring) whose own members lie in
+    ``chunk`` = (index, first member), its noisy answers ``noisy`` (flat, or the release
+    directory holding them); other subsets from ``cache``. With ``out`` the tables are written
+    there (:func:`~dpopt.hdmm.residual.store.write_marginals`) instead of returned."""
+    index, start = chunk
+    flat = read_noisy(noisy, index)[1] if isinstance(noisy, str) else noisy
+    d, width = closure.sizes.size, closure.table.shape[1]
     sizes = closure.sizes.tolist()
-    shared = np.bincount(closure.subsets[closure.subsets >= 0], minlength=closure.size) > 1
-    cache: dict[int, np.ndarray] = {}
-
-    def residual(member: int) -> np.ndarray:
-        """r̂ of ``member``, kept only when another marginal will read it again."""
-        found = cache.get(member)
-        if found is None:
-            found = residual_of(measurement.table(member))
-            if shared[member]:
-                cache[member] = found
-        return found
-
-    attributes = tuple(tuple(int(a) for a in row if a < d) for row in closure.table)
-    counts = closure.cells.astype(np.int64)
-    offsets = np.concatenate(([0], np.cumsum(counts)))
-    values = np.empty(int(offsets[-1]), dtype=np.float64)
-    width = closure.table.shape[1]
-    for j, attrs in enumerate(attributes):
-        shape = tuple(sizes[a] for a in attrs)
-        out = values[offsets[j] : offsets[j + 1]].reshape(shape)
-        out[...] = 0.0
+    tables = []
+    for j, mine in zip(marginals.tolist(), own.tolist(), strict=True):
+        attrs = [a for a in closure.table[j].tolist() if a < d]
+        table = np.zeros(tuple(sizes[a] for a in attrs))
         for subset, member in enumerate(closure.subsets[j].tolist()):
             if member < 0:
                 continue
+            if member == mine and member not in cache:
+                residual = residual_of(_member_table(closure, flat, start, member))
+            else:
+                residual = cache[member]
             chosen = [(subset >> k) & 1 for k in range(width)][: len(attrs)]
             view = [sizes[a] if c else 1 for a, c in zip(attrs, chosen, strict=True)]
             spread = math.prod(sizes[a] for a, c in zip(attrs, chosen, strict=True) if not c)
-            out += residual(member).reshape(view) / spread
+            table += residual.reshape(view) / spread
+        tables.append(table.ravel())
+    if out is None:
+        return tables
+    attributes = [[a for a in closure.table[j].tolist() if a < d] for j in marginals.tolist()]
+    write_marginals(out, index, marginals, attributes, tables)
+    return []
+
+
+def reconstruct(
+    measurement: ResidualMeasurement, *, executor: Any = None, out_dir: Any = None
+) -> MarginalAnswers | StoredMarginals:
+    """Every workload marginal t̂_M from the noisy residuals (module docstring), chunk by
+    chunk on ``executor``; reads only the measurement. With ``out_dir`` (or a measurement
+    written to disk) the tables are written as Parquet (:mod:`dpopt.hdmm.residual.store`) and
+    read back lazily: :class:`~dpopt.hdmm.residual.store.StoredMarginals`."""
+    instance("measurement", measurement, ResidualMeasurement)
+    closure = measurement.closure
+    layout = measurement.layout
+    target = measurement.directory if out_dir is None else str(prepare_directory(out_dir))
+    runner = Runner(executor)
+    cache = runner.put(dict(measurement.cache))
+    shared = runner.put(closure)
+    tasks = []
+    for c, (start, _) in enumerate(layout.chunks):
+        marginals = np.flatnonzero(layout.owner == c)
+        noisy = measurement.directory or measurement.noisy[c]
+        args = (shared, noisy, (c, start), marginals, layout.own[marginals], cache, target)
+        tasks.append((f"reconstruct chunk {c}", args))
+    tables = runner.run("reconstruct", marginal_answers, tasks)
+    if target is not None:
+        write_manifest(target, measurement, layout)
+        return StoredMarginals(target)
+    d = closure.sizes.size
+    attributes = tuple(tuple(int(a) for a in row if a < d) for row in closure.table)
+    offsets = np.concatenate(([0], np.cumsum(closure.cells.astype(np.int64))))
+    values = np.empty(int(offsets[-1]), dtype=np.float64)
+    for c, found in enumerate(tables):
+        for j, table in zip(np.flatnonzero(layout.owner == c).tolist(), found, strict=True):
+            values[offsets[j] : offsets[j + 1]] = table
     values.setflags(write=False)
-    return MarginalAnswers(tuple(sizes), attributes, offsets, values)
+    return MarginalAnswers(tuple(closure.sizes.tolist()), attributes, offsets, values)
+
+
+def write_manifest(out: str, measurement: ResidualMeasurement, layout: Layout) -> None:
+    """The release directory's manifest (its public facts, budget and records), written last;
+    the INCOMPLETE marker is removed after it."""
+    closure = measurement.closure
+    record = {
+        "format": "dpopt residual release 1",
+        "sizes": closure.sizes.tolist(),
+        "chunks": len(layout.chunks),
+        "owner": layout.owner.tolist(),
+        "attributes": [
+            [a for a in row if a < closure.sizes.size] for row in closure.table.tolist()
+        ],
+        "weights": closure.weights.tolist(),
+        "budget": measurement.budget,
+        "measured": [measured_record(m) for m in measurement.measured],
+    }
+    path = Path(out)
+    partial = path / (MANIFEST + ".partial")
+    partial.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    partial.replace(path / MANIFEST)
+    (path / INCOMPLETE).unlink(missing_ok=True)
