@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 import time
@@ -21,7 +22,13 @@ from dpopt.cli_types import (
     positive_int,
     write_json,
 )
-from dpopt.planning import MAX_CURVE_EPSILONS, MEMORY_BUDGET, MIN_MEMORY, check_memory
+from dpopt.planning import (
+    MAX_CURVE_EPSILONS,
+    MEMORY_BUDGET,
+    MIN_MEMORY,
+    check_memory,
+    memory_budget,
+)
 from dpopt.validation import instance
 
 __all__ = [
@@ -35,13 +42,24 @@ PLAN_EPILOG = """workloads (--workload):
   allrange:N  prefix:N  suffix:N  identity:N  total:N  identity-total:N  widthranges:N:K
   a Kronecker product joins factors with 'x':   allrange:64xprefix:32
   a union of products joins terms with '+':     allrange:64xtotal:32+total:64xprefix:32
-  marginals:SIZES:K  every K-way marginal of attributes of these sizes: marginals:4,4,4,4:2
+  marginals:sizes=SIZES,k=K        every K-way marginal of attributes of these sizes
+  'marginals:sizes=SIZES,k<=K'     every marginal of at most K attributes, the total too
+                                   (quoted: the shell reads '<')
+  marginals-file:PATH:sizes=SIZES  the marginals listed in the file PATH (below)
+  marginals:SIZES:K                the older spelling of marginals:sizes=SIZES,k=K
+  SIZES: sizes joined by ',', NxR for R attributes of size N: 10x100  3,2,4,5  10x50,2x50
+  a marginals file lists one marginal a line: its attributes (0-based) separated by spaces
+  or commas, then optionally ';' and its weight (default 1): '0 1 2', '0,3;1.5', ';' alone
+  is the total; '#' starts a comment, blank lines are skipped
+  Gaussian noise on a marginal workload plans the residual strategy (--objective sum: the
+  total variance, max: the largest query variance), Laplace noise OPT_M (15 attributes at most)
 
 examples:
   dpopt plan hdmm --workload allrange:1024 --rmse 10            smallest ε for RMSE 10
   dpopt plan hdmm --workload allrange:256 --epsilon 0.1,1,10    the error at each ε
   dpopt plan hdmm --workload allrange:64xallrange:64 --max-std 20 --json -
   dpopt plan eigen --workload prefix:256 --rmse 5 --delta 1e-9  Gaussian noise, (ε, δ)
+  dpopt plan hdmm --workload 'marginals:sizes=10x100,k<=3' --noise gaussian --delta 1e-6 --rmse 1000
 
 columns: ε (with δ for Gaussian noise), the strategy a release at that ε measures (the
 optimised one, or Identity where its integer noise is smaller), the RMSE over the m queries
@@ -92,10 +110,18 @@ def add_parser(commands: Any) -> None:
             cmd.add_argument("--noise", choices=("laplace", "gaussian"), default="laplace")
             cmd.add_argument(
                 "--method",
-                choices=("auto", "opt-kron", "opt-marginals", "identity"),
+                choices=("auto", "opt-kron", "opt-marginals", "residual", "identity"),
                 default="auto",
-                help="the strategy optimizer of a product workload (default auto: OPT_⊗; "
-                "a 1-D workload always runs OPT₀ or the L2 optimum)",
+                help="the strategy optimizer of a product workload (default auto: on a "
+                "marginal workload the residual strategy for Gaussian noise, OPT_M for "
+                "Laplace; OPT_⊗ on any other; a 1-D workload always runs OPT₀ or the L2 "
+                "optimum)",
+            )
+            cmd.add_argument(
+                "--objective",
+                choices=("sum", "max"),
+                help="what the residual strategy minimises: sum (default) the total "
+                "variance, max the largest variance of one query",
             )
             cmd.add_argument(
                 "--restarts",
@@ -319,22 +345,149 @@ def _plan_census(args: argparse.Namespace) -> int:
     return 0
 
 
-def parse_workload(text: str) -> Any:
-    """A :mod:`dpopt.workload` matrix from the grammar of :data:`PLAN_EPILOG`."""
+def parse_workload(text: str, max_memory: int | None = None) -> Any:
+    """A :mod:`dpopt.workload` matrix from the grammar of :data:`PLAN_EPILOG`; the table of
+    all k-way marginals is refused before it is made when it would take more than
+    ``max_memory`` bytes (default :data:`~dpopt.planning.MEMORY_BUDGET`)."""
     from dpopt import workload as wl
 
     instance("text", text, str)
+    budget = memory_budget(max_memory)
+    if text.startswith("marginals-file:"):
+        return _marginals_file(text.removeprefix("marginals-file:"))
     if text.startswith("marginals:"):
-        parts = text.split(":")
-        if len(parts) != 3:
-            raise ValueError(f"marginals are marginals:SIZES:K, got {text!r}")
-        sizes = [int(size) for size in parts[1].split(",")]
-        return wl.Marginals(sizes, int(parts[2]))
+        return _marginals(text, budget)
     terms = []
     for term in text.split("+"):
         factors = [_factor(factor) for factor in re.split(r"(?<=\d)x(?=[a-z])", term.strip())]
         terms.append(factors[0] if len(factors) == 1 else wl.Kron(factors))
     return terms[0] if len(terms) == 1 else wl.VStack(terms)
+
+
+MAX_LISTED_ATTRIBUTES = 10**6
+"""Most attributes a ``SIZES`` list of the workload grammar names (checked before it is made)."""
+
+MARGINALS_FORM = "marginals:sizes=SIZES,k=K or k<=K (e.g. marginals:sizes=10x100,k<=3)"
+
+
+def _parse_sizes(text: str) -> list[int]:
+    """``SIZES`` of the workload grammar: sizes joined by ',', ``NxR`` for R attributes of
+    size N (``10x50,2x50``); a ValueError names the item that is neither."""
+    sizes: list[int] = []
+    for item in text.split(","):
+        number, times, repeat = item.strip().partition("x")
+        try:
+            size, count = positive_int(number), positive_int(repeat) if times else 1
+        except ValueError as error:
+            raise ValueError(f"sizes {text!r}: {item!r} is not N or NxR ({error})") from None
+        if len(sizes) + count > MAX_LISTED_ATTRIBUTES:
+            raise ValueError(f"sizes {text!r} list over {MAX_LISTED_ATTRIBUTES:,} attributes")
+        sizes += [size] * count
+    return sizes
+
+
+def _marginals(text: str, budget: int) -> Any:
+    """``marginals:sizes=SIZES,k=K`` (the K-way marginals), ``k<=K`` (those of at most K
+    attributes: one :class:`~dpopt.workload.Marginals` table per arity) or the older
+    ``marginals:SIZES:K``."""
+    from dpopt import workload as wl
+
+    spec = text.removeprefix("marginals:")
+    keyed = re.fullmatch(r"sizes=(?P<sizes>.+),k(?P<upto><?)=(?P<k>[^,=]+)", spec)
+    keyed = keyed or re.fullmatch(r"k(?P<upto><?)=(?P<k>[^,=]+),sizes=(?P<sizes>.+)", spec)
+    found = keyed or re.fullmatch(r"(?P<sizes>[^=:]+):(?P<k>[^=:]+)", spec)
+    if found is None:
+        raise ValueError(f"marginals are {MARGINALS_FORM}, got {text!r}")
+    sizes = _parse_sizes(found["sizes"])
+    try:
+        k = nonnegative_int(found["k"])
+    except ValueError as error:
+        raise ValueError(f"k in {text!r}: {error}") from None
+    if k > len(sizes):
+        raise ValueError(f"k must be <= the number of attributes {len(sizes)}, got {k}")
+    arities = range(k + 1) if keyed and keyed["upto"] else range(k, k + 1)
+    _check_table(len(sizes), arities, budget, text)
+    tables = [wl.Marginals(sizes, j) for j in arities]
+    return tables[0] if len(tables) == 1 else wl.VStack(tables)
+
+
+def _check_table(d: int, arities: range, budget: int, text: str) -> None:
+    """Refuse, before it is made, a table of the marginals of these arities over
+    :data:`~dpopt.workload.MAX_MARGINAL_ROWS` rows or ``budget`` bytes (16 per entry: the
+    table and the copy :func:`~dpopt.workload.marginal_table` makes)."""
+    from dpopt import workload as wl
+
+    count = 0
+    for j in arities:  # C(d, j) grows fast: the sum passes the cap after a few terms
+        count += math.comb(d, j)
+        if count > wl.MAX_MARGINAL_ROWS:
+            raise ValueError(
+                f"{text!r} has more than MAX_MARGINAL_ROWS = {wl.MAX_MARGINAL_ROWS:,} marginals"
+            )
+    what = f"--workload {text}: a table of {count:,} marginals"
+    check_memory(16 * count * max(arities[-1], 1), budget, what)
+
+
+def _marginals_file(spec: str) -> Any:
+    """``marginals-file:PATH:sizes=SIZES``: the marginals PATH lists (:func:`_read_marginals`)."""
+    from dpopt import workload as wl
+
+    path, found, sizes_text = spec.rpartition(":sizes=")
+    if not found or not path:
+        raise ValueError(f"a marginals file is marginals-file:PATH:sizes=SIZES, got {spec!r}")
+    sizes = _parse_sizes(sizes_text)
+    attributes, weights = _read_marginals(path, len(sizes))
+    return wl.Marginals(sizes, attributes=attributes, weights=weights)
+
+
+def _read_marginals(path: str, d: int) -> tuple[list[tuple[int, ...]], list[float]]:
+    """The marginals (attribute tuples) and weights a marginals file lists for ``d``
+    attributes (format: :data:`PLAN_EPILOG`); a ValueError names the file, the line and the
+    problem."""
+    attributes: list[tuple[int, ...]] = []
+    weights: list[float] = []
+    try:
+        with open(path, encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                try:
+                    found = _marginal_line(line, d)
+                except ValueError as error:
+                    raise ValueError(f"{path} line {number}: {error}") from None
+                if found is not None:
+                    attributes.append(found[0])
+                    weights.append(found[1])
+    except OSError as error:
+        raise ValueError(f"cannot read the marginals file {path}: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    if not attributes:
+        raise ValueError(f"{path} lists no marginal: one a line, such as '0 1 2' or '0,3;1.5'")
+    return attributes, weights
+
+
+def _marginal_line(line: str, d: int) -> tuple[tuple[int, ...], float] | None:
+    """One line of a marginals file: (attributes, weight), or None for a blank or comment."""
+    content = line.split("#", 1)[0].strip()
+    if not content:
+        return None
+    listed, weighted, weight = content.partition(";")
+    attrs: list[int] = []
+    for token in listed.replace(",", " ").split():
+        try:
+            attr = nonnegative_int(token)
+        except ValueError:
+            raise ValueError(f"{token!r} is not an attribute index (an integer >= 0)") from None
+        if attr >= d:
+            raise ValueError(f"attribute {attr} is out of range: the sizes give {d}, 0 to {d - 1}")
+        if attr in attrs:
+            raise ValueError(f"attribute {attr} repeats")
+        attrs.append(attr)
+    if not attrs and not weighted:
+        raise ValueError(f"{content!r} lists no attribute (';' alone is the total)")
+    try:
+        return tuple(attrs), positive_float(weight.strip()) if weighted else 1.0
+    except ValueError as error:
+        raise ValueError(f"the weight {error}") from None
 
 
 def _factor(text: str) -> Any:
@@ -363,30 +516,88 @@ def _factor(text: str) -> Any:
     )
 
 
-def _strategy(args: argparse.Namespace, workload: Any) -> Any:
-    from dpopt import eigen, hdmm
+def _method(args: argparse.Namespace, workload: Any) -> str:
+    """The optimizer a plan runs: ``eigen`` (Eigen-Design), or ``--method`` when given; else
+    OPT₀ (``opt0``) on a 1-D workload, on a marginal workload the residual strategy for
+    Gaussian noise and OPT_M for Laplace, and OPT_⊗ on any other product."""
     from dpopt import workload as wl
+    from dpopt.hdmm.residual.strategy import marginal_workload
 
     if args.family == "eigen":
+        return "eigen"
+    marginal = marginal_workload(workload) is not None
+    method = args.method
+    if method == "auto" and len(wl.domain(workload)) == 1 and not isinstance(workload, wl.VStack):
+        method = "opt0"
+    elif method == "auto":
+        gaussian = args.noise == "gaussian"
+        method = "opt-kron" if not marginal else "residual" if gaussian else "opt-marginals"
+    if method == "residual" and not (marginal and args.noise == "gaussian"):
+        raise ValueError(
+            "the residual strategy plans Gaussian noise (--noise gaussian --delta D) on a "
+            "marginal workload (marginals:…, marginals-file:…, products of identity and total)"
+        )
+    if args.objective is not None and method != "residual":
+        raise ValueError(
+            f"--objective is the residual strategy's (--noise gaussian on a marginal workload, "
+            f"or --method residual); this plan runs {method}"
+        )
+    return _opt_marginals(workload) if method == "opt-marginals" and marginal else method
+
+
+def _opt_marginals(workload: Any) -> str:
+    """OPT_M on a marginal workload, refused past its attribute cap."""
+    from dpopt import workload as wl
+    from dpopt.solvers.hdmm import OPT_M_MAX_ATTRIBUTES
+
+    d = len(wl.domain(workload))
+    if d > OPT_M_MAX_ATTRIBUTES:
+        raise ValueError(
+            f"OPT_M (opt-marginals, the Laplace strategy of marginal workloads) takes at most "
+            f"{OPT_M_MAX_ATTRIBUTES} attributes; this workload has {d}: plan Gaussian noise "
+            "(--noise gaussian --delta D, the residual strategy) or give --method opt-kron"
+        )
+    return "opt-marginals"
+
+
+def _strategy(args: argparse.Namespace, workload: Any, method: str) -> Any:
+    from dpopt import eigen, hdmm
+
+    if method == "eigen":
         return eigen.design(workload)
-    one_dimensional = len(wl.domain(workload)) == 1 and not isinstance(workload, wl.VStack)
-    if one_dimensional and args.method == "auto":
-        return hdmm.optimize(workload, args.noise, restarts=args.restarts, seed=args.seed)
-    method = "opt-kron" if args.method == "auto" else args.method
+    options = {"restarts": args.restarts, "seed": args.seed}
+    if method == "opt0":
+        return hdmm.optimize(workload, args.noise, **options)
+    objective = args.objective or "sum"
     return hdmm.optimize_product(
-        workload, args.noise, method=method, restarts=args.restarts, seed=args.seed
+        workload, args.noise, method=method, objective=objective, **options
     )
 
 
-def _check_memory(args: argparse.Namespace, workload: Any) -> None:
-    """Refuse a plan that will not fit ``--max-memory`` before the optimizer runs: the plan's
-    covariance lives on the workload's domain (one factor per attribute; 2^d terms for
-    OPT_M), :func:`~dpopt.query_variance.forms_bytes`."""
+RESIDUAL_PAIR_BYTES = 128
+"""Bytes a residual plan takes per (marginal, subset) pair of its workload: the selection and
+:func:`~dpopt.hdmm.plan_error` measured with tracemalloc took 83–148 B per pair from 20,000 to
+1.3 million pairs, beside :data:`RESIDUAL_BASE_BYTES`."""
+RESIDUAL_BASE_BYTES = 8 * 2**20
+"""The residual plan's fixed bytes (1.4 MB measured on 844 pairs), rounded up."""
+
+
+def _check_memory(args: argparse.Namespace, workload: Any, method: str) -> None:
+    """Refuse a plan that will not fit ``--max-memory`` before the optimizer runs: a residual
+    plan holds O(1) numbers per (marginal, subset) pair of its workload (the closure, never a
+    cell); any other plan's covariance lives on the workload's domain (one factor per
+    attribute; 2^d terms for OPT_M), :func:`~dpopt.query_variance.forms_bytes`."""
     from dpopt import workload as wl
     from dpopt.query_variance import forms_bytes
 
+    if method == "residual":
+        count, width = wl.marginal_table(workload).table.shape
+        estimate = RESIDUAL_PAIR_BYTES * (count << width) + RESIDUAL_BASE_BYTES
+        what = f"--workload {args.workload}: a residual plan of {count:,} marginals"
+        check_memory(estimate, args.max_memory, f"{what} of up to {width} attributes")
+        return
     sizes = tuple(wl.domain(workload))
-    terms = 2 ** len(sizes) if getattr(args, "method", "") == "opt-marginals" else 1
+    terms = 2 ** len(sizes) if method == "opt-marginals" else 1
     what = f"--workload {args.workload}: planning on a domain of sizes {sizes}"
     check_memory(forms_bytes(sizes, terms), args.max_memory, what)
 
@@ -401,11 +612,16 @@ def _epsilons(text: str | None) -> list[float]:
 
 
 def _row(plan: Any) -> dict[str, Any]:
+    """One row of the table and JSON; ``objective`` is the residual strategy's (else None)."""
+    from dpopt.hdmm.residual.strategy import ResidualStrategy
+
+    residual = isinstance(plan.strategy, ResidualStrategy)
     return {
         "epsilon": plan.epsilon,
         "delta": plan.delta,
         "noise": plan.noise,
         "strategy": plan.strategy.template,
+        "objective": plan.strategy.objective_name if residual else None,
         "rmse": plan.rmse,
         "max_std": plan.max_std,
         "queries": plan.queries,
@@ -438,11 +654,12 @@ def run(args: argparse.Namespace) -> int:
     if not epsilons and args.rmse is None and args.max_std is None:
         return _fail("give --epsilon, --rmse or --max-std")
     try:
-        workload = parse_workload(args.workload)
+        workload = parse_workload(args.workload, args.max_memory)
         for epsilon in epsilons or [1.0]:  # (ε, δ) refused before the optimizer runs
             hdmm.noise_variance(noise, epsilon, args.delta)
-        _check_memory(args, workload)
-        strategy = _strategy(args, workload)
+        method = _method(args, workload)
+        _check_memory(args, workload, method)
+        strategy = _strategy(args, workload, method)
         budget = {"delta": args.delta, "max_memory": args.max_memory}
         plans = [hdmm.plan_error(workload, strategy, epsilon=e, **budget) for e in epsilons]
         if args.rmse is not None or args.max_std is not None:
@@ -467,8 +684,9 @@ def _print_table(workload: str, rows: list[dict[str, Any]]) -> None:
     print(f"{'epsilon':>12} {'delta':>9} {'strategy':<28} {'rmse':>12} {'max std':>12}")
     for row in rows:
         delta = "-" if row["delta"] is None else f"{row['delta']:.3g}"
+        strategy = row["strategy"] + (f" ({row['objective']})" if row["objective"] else "")
         print(
-            f"{row['epsilon']:>12.6g} {delta:>9} {row['strategy'][:28]:<28} "
+            f"{row['epsilon']:>12.6g} {delta:>9} {strategy[:28]:<28} "
             f"{row['rmse']:>12.5g} {row['max_std']:>12.5g}"
         )
 

@@ -37,15 +37,238 @@ def test_workload_grammar(text: str, expected: wl.Matrix) -> None:
     assert repr(parse_workload(text)) == repr(expected)
 
 
-def test_marginals_grammar() -> None:
-    parsed = parse_workload("marginals:2,3,2:2")
-    assert parsed.shape == wl.Marginals([2, 3, 2], 2).shape
+def _marginals(workload: wl.Matrix) -> tuple:
+    """A marginal workload as plain data: sizes, attribute rows, weights (row order)."""
+    found = wl.marginal_table(workload)
+    return found.sizes, found.attributes, found.weights.tolist()
 
 
-@pytest.mark.parametrize("text", ["foo:3", "allrange", "allrange:x", "marginals:2,2", "prefix:0"])
+def _upto(sizes: list[int], k: int) -> wl.Matrix:
+    return wl.VStack([wl.Marginals(sizes, j) for j in range(k + 1)])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("marginals:sizes=10x3,k=2", wl.Marginals([10, 10, 10], 2)),
+        ("marginals:sizes=3,2,4,k<=2", _upto([3, 2, 4], 2)),
+        ("marginals:sizes=2x2,3,k=1", wl.Marginals([2, 2, 3], 1)),
+        ("marginals:sizes=4x2,2x1,3x2,k=0", wl.Marginals([4, 4, 2, 3, 3], 0)),
+        ("marginals:k<=1,sizes=4x2", _upto([4, 4], 1)),
+        ("marginals:sizes=5,k<=0", wl.Marginals([5], 0)),
+        ("marginals:2,3,2:2", wl.Marginals([2, 3, 2], 2)),  # the older spelling
+        ("marginals:10x3:1", wl.Marginals([10, 10, 10], 1)),
+    ],
+)
+def test_marginals_grammar(text: str, expected: wl.Matrix) -> None:
+    parsed = parse_workload(text)
+    assert _marginals(parsed) == _marginals(expected)
+    assert parsed.shape == expected.shape
+
+
+def test_marginals_at_a_hundred_attributes_are_four_tables() -> None:
+    """All ≤3-way marginals of 10^100: one Marginals table per arity, never a block each."""
+    parsed = parse_workload("marginals:sizes=10x100,k<=3")
+    assert [type(block) for block in parsed.blocks] == [wl.Marginals] * 4
+    assert [block.table.shape for block in parsed.blocks] == [
+        (1, 0), (100, 1), (4950, 2), (161700, 3)
+    ]  # fmt: skip
+    assert parsed.shape[0] == 162_196_001
+
+
+@pytest.mark.parametrize(
+    "text", ["foo:3", "allrange", "allrange:x", "marginals:2,2", "prefix:0", "marginals-file:x"]
+)
 def test_bad_workloads_are_refused(text: str, capsys) -> None:
     assert main(["plan", "hdmm", "--workload", text, "--rmse", "1"]) == 2
     assert "dpopt plan: error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("marginals:sizes=10x100", "marginals are marginals:sizes=SIZES,k=K or k<=K"),
+        ("marginals:sizes=10x4,k=2,k=3", "'k=2' is not N or NxR"),
+        ("marginals:size=10,k=1", "marginals are marginals:sizes=SIZES"),
+        ("marginals:sizes=10x,k=2", "sizes '10x': '10x' is not N or NxR ('' is not an integer)"),
+        ("marginals:sizes=4,0,k=1", "'0' is not N or NxR (must be an integer >= 1, got 0)"),
+        ("marginals:sizes=4,ax2,k=1", "'ax2' is not N or NxR ('a' is not an integer)"),
+        ("marginals:sizes=10x2000000,k=1", "list over 1,000,000 attributes"),
+        ("marginals:sizes=10x5,k=6", "k must be <= the number of attributes 5, got 6"),
+        ("marginals:sizes=10x5,k<=a", "k in 'marginals:sizes=10x5,k<=a': 'a' is not an integer"),
+        ("marginals:sizes=2x28,k<=14", "more than MAX_MARGINAL_ROWS = 50,000,000 marginals"),
+        ("marginals-file:m.txt", "a marginals file is marginals-file:PATH:sizes=SIZES"),
+    ],
+)
+def test_bad_marginal_workloads_name_the_problem(text: str, message: str, capsys) -> None:
+    assert main(["plan", "hdmm", "--workload", text, "--rmse", "1"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_marginal_table_over_the_memory_budget_is_refused_before_it_is_made() -> None:
+    with pytest.raises(ValueError, match=r"a table of 20,058,300 marginals needs about 3\.89 GiB"):
+        parse_workload("marginals:sizes=2x27,k=13", max_memory=2**30)
+
+
+MARGINALS_FILE = """# attributes, then ';' and a weight (default 1)
+0 1 2
+0,3 ; 1.5
+
+;2
+4   # the last attribute
+"""
+
+
+def test_marginals_file(tmp_path) -> None:
+    path = tmp_path / "marginals.txt"
+    path.write_text(MARGINALS_FILE, encoding="utf-8")
+    parsed = parse_workload(f"marginals-file:{path}:sizes=3,2x2,5,2")
+    expected = wl.Marginals(
+        [3, 2, 2, 5, 2], attributes=[(0, 1, 2), (0, 3), (), (4,)], weights=[1, 1.5, 2, 1]
+    )
+    assert _marginals(parsed) == _marginals(expected)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("0 1\n0 7\n", "line 2: attribute 7 is out of range: the sizes give 5, 0 to 4"),
+        ("0 1\n\n2 3 2\n", "line 3: attribute 2 repeats"),
+        ("0 1;x\n", "line 1: the weight 'x' is not a number"),
+        ("0\n0 1;-1\n", "line 2: the weight must be a finite number > 0, got -1"),
+        ("0 1;inf\n", "line 1: the weight must be a finite number > 0, got inf"),
+        ("0 1;2;3\n", "line 1: the weight '2;3' is not a number"),
+        ("# a\n0 a\n", "line 2: 'a' is not an attribute index (an integer >= 0)"),
+        ("0 -1\n", "line 1: '-1' is not an attribute index"),
+        (",\n", "line 1: ',' lists no attribute (';' alone is the total)"),
+        ("# only a comment\n\n", "lists no marginal: one a line, such as '0 1 2'"),
+        ("", "lists no marginal"),
+    ],
+)
+def test_bad_marginals_file_names_the_line(content: str, message: str, tmp_path, capsys) -> None:
+    path = tmp_path / "m.txt"
+    path.write_text(content, encoding="utf-8")
+    code = main(["plan", "hdmm", "--workload", f"marginals-file:{path}:sizes=2x5", "--rmse", "1"])
+    assert code == 2
+    assert f"dpopt plan: error: {path}" in (err := capsys.readouterr().err)
+    assert message in err
+
+
+def test_unreadable_marginals_file_is_refused(tmp_path) -> None:
+    with pytest.raises(ValueError, match=r"cannot read the marginals file .*: No such file"):
+        parse_workload(f"marginals-file:{tmp_path / 'missing.txt'}:sizes=2x5")
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(b"0 1 # caf\xe9\n")
+    with pytest.raises(ValueError, match=r"latin1\.txt: not UTF-8 text"):
+        parse_workload(f"marginals-file:{path}:sizes=2x5")
+
+
+GAUSSIAN = ("--noise", "gaussian", "--delta", "1e-6")
+
+
+def _json_rows(arguments: list[str], capsys) -> list[dict]:
+    assert main(["plan", "hdmm", *arguments, "--json", "-"]) == 0
+    return json.loads(capsys.readouterr().out)["rows"]
+
+
+def test_residual_plan_at_sixty_attributes(capsys, monkeypatch) -> None:
+    """Gaussian noise on all ≤3-way marginals of 10^60 plans the residual strategy: the rows
+    are the API's, the memory pre-check passes (the closure, not the 10^60 cells), and no
+    other optimizer runs."""
+    monkeypatch.setattr(hdmm.optimizers, "_opt_product", _not_computed)
+    rows = _json_rows(
+        ["--workload", "marginals:sizes=10x60,k<=3", *GAUSSIAN, "--epsilon", "0.5,2"], capsys
+    )
+    workload = _upto([10] * 60, 3)
+    strategy = hdmm.optimize_product(workload, "gaussian")
+    expected = [hdmm.plan_error(workload, strategy, epsilon=e, delta=1e-6) for e in (0.5, 2.0)]
+    assert [row["strategy"] for row in rows] == ["residual", "residual"]
+    assert [row["objective"] for row in rows] == ["sum", "sum"]
+    assert [row["queries"] for row in rows] == [workload.shape[0]] * 2
+    assert [row["rmse"] for row in rows] == [plan.rmse for plan in expected]
+    assert [row["max_std"] for row in rows] == [plan.max_std for plan in expected]
+
+
+@pytest.mark.parametrize("method", ["auto", "residual"])
+def test_objective_max(method: str, capsys) -> None:
+    """--objective max lowers the largest query deviation (and not the RMSE) at every ε; the
+    target row is plan_epsilon's, the table names the objective."""
+    workload_text = "marginals:sizes=3,2,4,2,k<=2"
+    common = ["--workload", workload_text, *GAUSSIAN, "--method", method, "--epsilon", "1"]
+    best_sum = _json_rows(common, capsys)[0]
+    rows = _json_rows([*common, "--objective", "max", "--max-std", "2"], capsys)
+    workload = _upto([3, 2, 4, 2], 2)
+    strategy = hdmm.optimize_product(workload, "gaussian", method="residual", objective="max")
+    target = hdmm.plan_epsilon(workload, strategy, max_std=2.0, delta=1e-6)
+    assert rows[0]["max_std"] < best_sum["max_std"]
+    assert rows[0]["rmse"] > best_sum["rmse"]
+    assert rows[1]["epsilon"] == target.epsilon
+    assert rows[1]["max_std"] == target.max_std <= 2.0
+    assert main(["plan", "hdmm", *common, "--objective", "max"]) == 0
+    assert "residual (max)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            ["--workload", "marginals:sizes=3x4,k=2", "--objective", "max"],
+            "--objective is the residual strategy's (--noise gaussian on a marginal workload, "
+            "or --method residual); this plan runs opt-marginals",
+        ),
+        (
+            ["--workload", "allrange:4xtotal:3", *GAUSSIAN, "--objective", "sum"],
+            "this plan runs opt-kron",
+        ),
+        (
+            ["--workload", "marginals:sizes=3x4,k=2", "--method", "residual"],
+            "the residual strategy plans Gaussian noise (--noise gaussian --delta D) on a "
+            "marginal workload",
+        ),
+        (
+            ["--workload", "allrange:4xtotal:3", *GAUSSIAN, "--method", "residual"],
+            "the residual strategy plans Gaussian noise",
+        ),
+        (
+            ["--workload", "marginals:sizes=10x100,k<=3"],
+            "OPT_M (opt-marginals, the Laplace strategy of marginal workloads) takes at most 15 "
+            "attributes; this workload has 100: plan Gaussian noise (--noise gaussian --delta D, "
+            "the residual strategy) or give --method opt-kron",
+        ),
+        (
+            ["--workload", "marginals:sizes=10x100,k<=3", *GAUSSIAN, "--max-memory", "0.1"],
+            "a residual plan of 166,751 marginals of up to 3 attributes needs about 0.167 GiB",
+        ),
+    ],
+)
+def test_marginal_plans_refused_before_the_optimizer_runs(
+    arguments: list[str], message: str, capsys, nothing_computed
+) -> None:
+    assert main(["plan", "hdmm", *arguments, "--rmse", "1"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_laplace_marginals_plan_opt_m(capsys) -> None:
+    rows = _json_rows(["--workload", "marginals:sizes=3x4,k=2", "--epsilon", "1"], capsys)
+    workload = wl.Marginals([3] * 4, 2)
+    strategy = hdmm.optimize_product(workload, "laplace", method="opt-marginals", restarts=5)
+    plan = hdmm.plan_error(workload, strategy, epsilon=1.0)
+    assert rows[0]["strategy"] == plan.strategy.template == "marginals"
+    assert (rows[0]["rmse"], rows[0]["objective"]) == (plan.rmse, None)
+
+
+def test_help_lists_the_marginal_grammar(capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["plan", "hdmm", "--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    for form in (
+        "marginals:sizes=SIZES,k=K",
+        "k<=K",
+        "marginals-file:PATH:sizes=SIZES",
+        "10x50,2x50",
+    ):
+        assert form in out
 
 
 def test_json_rows_are_the_api_plans(capsys) -> None:
@@ -129,6 +352,7 @@ def nothing_computed(monkeypatch) -> None:
     from dpopt.relational import planning as relational_planning
 
     monkeypatch.setattr(hdmm, "optimize", _not_computed)
+    monkeypatch.setattr(hdmm, "optimize_product", _not_computed)
     monkeypatch.setattr(eigen, "design", _not_computed)
     monkeypatch.setattr(census_planning, "plan_epsilon", _not_computed)
     monkeypatch.setattr(dgm_module.Network, "sample", _not_computed)
