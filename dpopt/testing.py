@@ -166,7 +166,8 @@ def _residual_errors(measurement: Any) -> list[str]:
         return [*errors, f"{len(records)} measured records for {groups} samplers"]
     cells = np.bincount(plan.sampler_of, weights=closure.member_cells, minlength=groups)
     squared = [0] * groups
-    for group, delta in zip(plan.sampler_of.tolist(), plan.squared_sensitivity, strict=True):
+    deltas = closure.squared_sensitivities.tolist()
+    for group, delta in zip(plan.sampler_of.tolist(), deltas, strict=True):
         squared[group] += delta
     for record, count in zip(records, cells.tolist(), strict=True):
         if (record.noise, record.answers) != ("discrete-gaussian", int(count)):

@@ -192,6 +192,19 @@ class Closure:
         ext = np.append(self.sizes, 1)
         return np.prod(ext[self.members], axis=1, dtype=np.int64)
 
+    @cached_property
+    def squared_sensitivities(self) -> np.ndarray:
+        """Δ_A² = Π_{i∈A} nᵢ(nᵢ − 1) of every member (the squared L2 norm of the change one
+        record makes to its centred marginal; docs/families/hdmm.md, "Exact noise on
+        residuals"): int64, or exact Python ints (an object array) past 2^62."""
+        ext = np.append(self.sizes, 1)
+        sizes = ext[self.members]
+        factors = sizes * (sizes - 1)
+        factors[self.members == self.sizes.size] = 1
+        if float(np.max(np.sum(np.log2(np.maximum(factors, 1)), axis=1), initial=0.0)) < 62:
+            return np.prod(factors, axis=1, dtype=np.int64)
+        return np.array([math.prod(row) for row in factors.tolist()], dtype=object)
+
     @property
     def rows(self) -> float:
         """m: the workload's number of rows, Σ_M cells_M (a float: it may exceed 2^63)."""

@@ -48,14 +48,14 @@ sampler (module docstring)."""
 @dataclass(frozen=True, eq=False)
 class NoisePlan:
     """Every block's noise, fixed before any record is read: ``sampler_of[A]`` indexes
-    ``samplers``; ``squared_sensitivity[A]`` is Δ_A²; ``loss`` the exact total (zCDP) and
-    ``measured`` one record per sampler (its blocks' cells and their exact ρ)."""
+    ``samplers``; ``loss`` the exact total (zCDP) Σ Δ_A²/(2σ_A²) (Δ_A² is the closure's
+    ``squared_sensitivities``) and ``measured`` one record per sampler (its blocks' cells and
+    their exact ρ)."""
 
     closure: Closure
     unit: np.ndarray
     sampler_of: np.ndarray
     samplers: tuple[DiscreteGaussian, ...]
-    squared_sensitivity: tuple[int, ...]
     loss: Loss
     measured: tuple[Measured, ...]
 
@@ -68,13 +68,17 @@ class NoisePlan:
         return drawn / self.closure.member_cells.astype(np.float64) ** 2
 
 
-def _squared_sensitivities(closure: Closure) -> list[int]:
-    """Δ_A² = Π_{i∈A} nᵢ(nᵢ − 1), exactly (Python ints)."""
-    d, sizes = closure.sizes.size, closure.sizes.tolist()
-    return [
-        math.prod(sizes[a] * (sizes[a] - 1) for a in member if a < d)
-        for member in closure.members.tolist()
-    ]
+def _group_sums(values: np.ndarray, groups: np.ndarray, count: int) -> list[int]:
+    """Σ of the integers ``values`` over each of ``count`` groups, exactly (int64 while the
+    total stays below 2^62, else Python ints)."""
+    if values.dtype != object and float(np.sum(values, dtype=np.float64)) < 2.0**62:
+        sums = np.zeros(count, dtype=np.int64)
+        np.add.at(sums, groups, values)
+        return [int(value) for value in sums]
+    exact = [0] * count
+    for group, value in zip(groups.tolist(), values.tolist(), strict=True):
+        exact[group] += int(value)
+    return exact
 
 
 def noise_plan(closure: Closure, unit: Any, rho: Any, *, label: str) -> NoisePlan:
@@ -88,24 +92,23 @@ def noise_plan(closure: Closure, unit: Any, rho: Any, *, label: str) -> NoisePla
     budget = exact_fraction("rho", rho)
     if budget <= 0:
         raise ValueError(f"rho must be > 0, got {rho!r}")
-    deltas = _squared_sensitivities(closure)
+    deltas = closure.squared_sensitivities
     cells = closure.member_cells.astype(np.float64)
     # σ² per block, a hair above the target so that float rounding never overspends
     target = cells**2 * unit / (2 * float(budget)) * (1 + 1e-12)
     steps = np.ceil(np.log2(target) * RATIO_STEPS).astype(np.int64)
     levels, sampler_of = np.unique(steps, return_inverse=True)
     samplers = tuple(DiscreteGaussian.from_variance(_power_of_two(int(level))) for level in levels)
-    spent = [Fraction(0)] * len(samplers)
-    for group, delta in zip(sampler_of.tolist(), deltas, strict=True):
-        spent[group] += delta
-    losses = [spent[g] / (2 * samplers[g].sigma2) for g in range(len(samplers))]
+    spent = _group_sums(deltas, sampler_of, len(samplers))
+    losses = [Fraction(spent[g]) / (2 * samplers[g].sigma2) for g in range(len(samplers))]
     total = sum(losses, Fraction(0))
     if total > budget:  # float targets beyond their slack: cannot happen by 1e-12 margins
         raise ArithmeticError(f"the planned noise costs ρ = {float(total)!r} > {float(budget)!r}")
     counts = np.bincount(sampler_of, weights=cells, minlength=len(samplers)).astype(np.int64)
+    blocks = np.bincount(sampler_of, minlength=len(samplers))
     measured = tuple(
         Measured(
-            f"{label}: {int(np.count_nonzero(sampler_of == g))} residual blocks",
+            f"{label}: {int(blocks[g])} residual blocks",
             "discrete-gaussian",
             samplers[g].sigma,
             int(counts[g]),
@@ -114,9 +117,7 @@ def noise_plan(closure: Closure, unit: Any, rho: Any, *, label: str) -> NoisePla
         for g in range(len(samplers))
     )
     sampler_of.setflags(write=False)
-    return NoisePlan(
-        closure, unit, sampler_of, samplers, tuple(deltas), Loss.gaussian(total), measured
-    )
+    return NoisePlan(closure, unit, sampler_of, samplers, Loss.gaussian(total), measured)
 
 
 def _power_of_two(level: int) -> Fraction:

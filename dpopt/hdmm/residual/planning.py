@@ -21,14 +21,11 @@ from dpopt.hdmm.residual.release import SAFE, Layout
 from dpopt.hdmm.residual.strategy import ResidualStrategy
 from dpopt.planning import check_memory, memory_budget
 from dpopt.privacy import Accountant, cdp_rho
-from dpopt.validation import instance, positive_number
+from dpopt.validation import instance, integer, positive_number
 
 __all__ = [
     "LABEL",
     "accountant_for",
-    "check_magnitudes",
-    "check_release_memory",
-    "memory_estimate",
     "plan_noise",
     "release_error",
     "release_rho",
@@ -86,6 +83,8 @@ def memory_estimate(plan: NoisePlan, records: int, on_disk: bool = False) -> int
     residuals (8 per cell, :class:`~dpopt.hdmm.residual.release.Layout`), a chunk's counts and
     noise (about 64 per cell of a chunk) and the records' codes; ``on_disk``: the answers and
     the marginals are written to a directory by the tasks, not held."""
+    instance("plan", plan, NoisePlan)
+    records = integer("records", records, minimum=0)
     closure = plan.closure
     cells = closure.member_cells.astype(np.float64)
     held = 8.0 * cells[Layout.of(closure).cached].sum()
@@ -113,6 +112,8 @@ def check_magnitudes(plan: NoisePlan, records: int) -> None:
     """Refuse, before the charge, a release whose noisy answers could leave int64: a centred
     count of member A is at most 2^|A| Π_{i∈A} nᵢ times the number of ``records``, and its
     noise is below 64 σ but with probability below 2^-2900."""
+    instance("plan", plan, NoisePlan)
+    records = integer("records", records, minimum=0)
     closure = plan.closure
     lengths = (closure.members < closure.sizes.size).sum(axis=1)
     counts = np.ldexp(closure.member_cells.astype(np.float64), lengths).max() * max(records, 1)

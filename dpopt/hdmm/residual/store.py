@@ -22,15 +22,7 @@ import numpy as np
 from dpopt.extras import load_pyarrow
 from dpopt.validation import file_path, instance, integer
 
-__all__ = [
-    "INCOMPLETE",
-    "MANIFEST",
-    "StoredMarginals",
-    "prepare_directory",
-    "read_noisy",
-    "write_marginals",
-    "write_noisy",
-]
+__all__ = ["INCOMPLETE", "MANIFEST", "StoredMarginals", "prepare_directory"]
 
 INCOMPLETE = "INCOMPLETE"
 MANIFEST = "manifest.json"
