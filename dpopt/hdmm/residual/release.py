@@ -101,6 +101,51 @@ class Layout:
         cached[others[others >= 0]] = True
         return cls(runs, own, owner, cached)
 
+    def chunk(self, closure: Closure, index: int) -> Chunk:
+        """Chunk ``index``'s share of the closure: all its tasks read."""
+        start, stop = self.chunks[index]
+        cells = closure.member_cells[start:stop]
+        marginals = np.flatnonzero(self.owner == index)
+        return Chunk(
+            index,
+            start,
+            closure.sizes,
+            closure.members[start:stop],
+            np.concatenate(([0], np.cumsum(cells))),
+            self.cached[start:stop],
+            marginals,
+            closure.table[marginals],
+            closure.subsets[marginals],
+            self.own[marginals],
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Chunk:
+    """What the tasks of chunk ``index`` read: the attribute ``sizes``, its closure ``members``
+    (from ``start`` on) with their cells' ``offsets`` in the chunk's flat answers and whether
+    each is ``cached``; the workload ``marginals`` it answers, their attribute rows
+    (``table``), their subsets' closure indices (``subsets``) and their own members
+    (``own``)."""
+
+    index: int
+    start: int
+    sizes: np.ndarray
+    members: np.ndarray
+    offsets: np.ndarray
+    cached: np.ndarray
+    marginals: np.ndarray
+    table: np.ndarray
+    subsets: np.ndarray
+    own: np.ndarray
+
+    def member_table(self, flat: np.ndarray, member: int) -> np.ndarray:
+        """Member ``member``'s (closure index) table in the chunk's flat answers."""
+        local = member - self.start
+        d = self.sizes.size
+        shape = tuple(int(self.sizes[a]) for a in self.members[local] if a < d)
+        return flat[self.offsets[local] : self.offsets[local + 1]].reshape(shape)
+
 
 @dataclass(frozen=True, eq=False)
 class ResidualMeasurement:
@@ -133,7 +178,7 @@ class ResidualMeasurement:
         layout = self.layout
         starts = [start for start, _ in layout.chunks]
         chunk = int(np.searchsorted(starts, member, side="right")) - 1
-        return _member_table(self.closure, self.chunk(chunk), starts[chunk], member)
+        return layout.chunk(self.closure, chunk).member_table(self.chunk(chunk), member)
 
     def chunk(self, index: int) -> np.ndarray:
         """Chunk ``index``'s noisy answers, flat (read from the directory when on disk)."""
@@ -142,51 +187,38 @@ class ResidualMeasurement:
         return read_noisy(self.directory, index)[1]
 
 
-def _member_table(closure: Closure, flat: np.ndarray, start: int, member: int) -> np.ndarray:
-    """Member ``member``'s table in the flat noisy answers of the chunk starting at ``start``."""
-    before = int(closure.member_cells[start:member].sum())
-    size = int(closure.member_cells[member])
-    d = closure.sizes.size
-    shape = tuple(int(closure.sizes[a]) for a in closure.members[member] if a < d)
-    return flat[before : before + size].reshape(shape)
-
-
 def measure_chunk(
     records: Records,
-    plan: NoisePlan,
-    cached: np.ndarray,
-    chunk: int,
-    run: tuple[int, int],
+    chunk: Chunk,
+    sampler_of: np.ndarray,
+    samplers: tuple[Any, ...],
     key: int,
     out: str | None = None,
 ) -> tuple[np.ndarray | None, dict[int, np.ndarray]]:
-    """ω of the members ``run`` = [start, stop) (chunk ``chunk``), flat — their counts centred
-    plus the chunk's keyed noise (:mod:`dpopt.hdmm.residual.noise`): one draw per sampler, in
-    sampler order, dealt to the chunk's members in their order — and the residuals of its
-    ``cached`` members. With ``out`` (a release directory) ω is written there instead of
-    returned."""
-    start, stop = run
-    closure = plan.closure
-    tables = counts_of(records, closure.sizes, closure.members[start:stop])
+    """ω of ``chunk``'s members, flat — their counts centred plus the chunk's keyed noise
+    (:mod:`dpopt.hdmm.residual.noise`): one draw per sampler (``sampler_of`` its members'),
+    in sampler order, dealt to the members in their order — and the residuals of its cached
+    members. With ``out`` (a release directory) ω is written there instead of returned."""
+    tables = counts_of(records, chunk.sizes, chunk.members)
     flat = np.concatenate([centred(table).ravel() for table in tables])
-    owners = np.repeat(plan.sampler_of[start:stop], closure.member_cells[start:stop])
-    generator = chunk_generator(key, chunk)
+    owners = np.repeat(sampler_of, np.diff(chunk.offsets))
+    generator = chunk_generator(key, chunk.index)
     for group in np.unique(owners).tolist():
         where = np.flatnonzero(owners == group)
-        noise = plan.samplers[group].sample(where.size, generator)
+        noise = samplers[group].sample(where.size, generator)
         if np.abs(flat[where]).max() >= SAFE or np.abs(noise).max() >= SAFE:
-            raise OverflowError(f"chunk {chunk}: a noisy answer beyond 2^61")
+            raise OverflowError(f"chunk {chunk.index}: a noisy answer beyond 2^61")
         flat[where] += noise
     kept = {
-        member: residual_of(_member_table(closure, flat, start, member))
-        for member in (np.flatnonzero(cached[start:stop]) + start).tolist()
+        member: residual_of(chunk.member_table(flat, member))
+        for member in (np.flatnonzero(chunk.cached) + chunk.start).tolist()
     }
     small = np.abs(flat).max() < 1 << 31
     flat = flat.astype(np.int32) if small else flat
     if out is None:
         return flat, kept
-    ends = np.cumsum(closure.member_cells[start:stop])
-    write_noisy(out, chunk, np.arange(start, stop), np.split(flat, ends[:-1]))
+    members = np.arange(chunk.start, chunk.start + chunk.members.shape[0])
+    write_noisy(out, chunk.index, members, np.split(flat, chunk.offsets[1:-1]))
     return None, kept
 
 
@@ -212,10 +244,13 @@ def measure(
     out = None if out_dir is None else str(prepare_directory(out_dir))
     accountant.spend_all([(plan.loss, "residual marginals")])
     key = secret_key(rng)
-    shared = (runner.put(records), runner.put(plan), runner.put(layout.cached))
-    tasks = [
-        (f"measure chunk {c}", (*shared, c, run, key, out)) for c, run in enumerate(layout.chunks)
-    ]
+    shared = (runner.put(records),)
+    closure = plan.closure
+    tasks = []
+    for c, (start, stop) in enumerate(layout.chunks):
+        chunk = layout.chunk(closure, c)
+        args = (*shared, chunk, plan.sampler_of[start:stop], plan.samplers, key, out)
+        tasks.append((f"measure chunk {c}", args))
     try:
         drawn = runner.run("measure", measure_chunk, tasks)
     except (OverflowError, MemoryError, ValueError) as error:
@@ -262,31 +297,28 @@ class MarginalAnswers:
 
 
 def marginal_answers(
-    closure: Closure,
+    chunk: Chunk,
     noisy: np.ndarray | str,
-    chunk: tuple[int, int],
-    marginals: np.ndarray,
-    own: np.ndarray,
     cache: Mapping[int, np.ndarray],
     out: str | None = None,
 ) -> list[np.ndarray]:
-    """t̂_M of the workload ``marginals`` (module docstring) whose own members lie in
-    ``chunk`` = (index, first member), its noisy answers ``noisy`` (flat, or the release
-    directory holding them); other subsets from ``cache``. With ``out`` the tables are written
-    there (:func:`~dpopt.hdmm.residual.store.write_marginals`) instead of returned."""
-    index, start = chunk
-    flat = read_noisy(noisy, index)[1] if isinstance(noisy, str) else noisy
-    d, width = closure.sizes.size, closure.table.shape[1]
-    sizes = closure.sizes.tolist()
+    """t̂_M of ``chunk``'s workload marginals (module docstring) from the chunk's noisy
+    answers ``noisy`` (flat, or the release directory holding them) and, for subsets the
+    chunk does not own, ``cache``. With ``out`` the tables are written there
+    (:func:`~dpopt.hdmm.residual.store.write_marginals`) instead of returned."""
+    flat = read_noisy(noisy, chunk.index)[1] if isinstance(noisy, str) else noisy
+    d, width = chunk.sizes.size, chunk.table.shape[1]
+    sizes = chunk.sizes.tolist()
     tables = []
-    for j, mine in zip(marginals.tolist(), own.tolist(), strict=True):
-        attrs = [a for a in closure.table[j].tolist() if a < d]
+    rows = zip(chunk.table.tolist(), chunk.subsets.tolist(), chunk.own.tolist(), strict=True)
+    for row, subsets, mine in rows:
+        attrs = [a for a in row if a < d]
         table = np.zeros(tuple(sizes[a] for a in attrs))
-        for subset, member in enumerate(closure.subsets[j].tolist()):
+        for subset, member in enumerate(subsets):
             if member < 0:
                 continue
             if member == mine and member not in cache:
-                residual = residual_of(_member_table(closure, flat, start, member))
+                residual = residual_of(chunk.member_table(flat, member))
             else:
                 residual = cache[member]
             chosen = [(subset >> k) & 1 for k in range(width)][: len(attrs)]
@@ -296,8 +328,8 @@ def marginal_answers(
         tables.append(table.ravel())
     if out is None:
         return tables
-    attributes = [[a for a in closure.table[j].tolist() if a < d] for j in marginals.tolist()]
-    write_marginals(out, index, marginals, attributes, tables)
+    attributes = [[a for a in row if a < d] for row in chunk.table.tolist()]
+    write_marginals(out, chunk.index, chunk.marginals, attributes, tables)
     return []
 
 
@@ -314,12 +346,10 @@ def reconstruct(
     target = measurement.directory if out_dir is None else str(prepare_directory(out_dir))
     runner = Runner(executor)
     cache = runner.put(dict(measurement.cache))
-    shared = runner.put(closure)
     tasks = []
-    for c, (start, _) in enumerate(layout.chunks):
-        marginals = np.flatnonzero(layout.owner == c)
+    for c in range(len(layout.chunks)):
         noisy = measurement.directory or measurement.noisy[c]
-        args = (shared, noisy, (c, start), marginals, layout.own[marginals], cache, target)
+        args = (layout.chunk(closure, c), noisy, cache, target)
         tasks.append((f"reconstruct chunk {c}", args))
     tables = runner.run("reconstruct", marginal_answers, tasks)
     if target is not None:
