@@ -25,13 +25,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dpopt.validation import instance, integer, sequence
-
-if TYPE_CHECKING:
-    from tqdm import tqdm
-
 
 __all__ = [
     "Interrupted",
@@ -211,28 +207,48 @@ class Runner:
         return value
 
     def run(
-        self, phase: str, function: Callable[..., Any], tasks: Sequence[tuple[str, tuple]]
+        self,
+        phase: str,
+        function: Callable[..., Any],
+        tasks: Sequence[tuple[str, tuple]],
+        sink: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
-        """``function(*args)`` for each ``(label, args)``; results in the order given."""
+        """``function(*args)`` for each ``(label, args)``; results in the order given. With
+        ``sink``, each result is handed to ``sink(index, result)`` as its task ends (in any
+        order) and not kept: the list returned is then empty, so no more than the results in
+        flight are held at once."""
         from tqdm import tqdm
 
+        if sink is not None and not callable(sink):
+            raise TypeError(f"sink must be callable, got {sink!r:.60}")
         bar = tqdm(total=len(tasks), desc=phase, unit="task", disable=not self.progress)
+        results: list[Any] = []
+
+        def done(index: int, outcome: tuple[Any, TaskStats]) -> None:
+            result, stats = outcome
+            self.stats.append(stats)
+            if sink is None:
+                results.append((index, result))
+            else:
+                sink(index, result)
+            bar.update()
+
         try:
             if self.executor is None:
-                outcomes = []
-                for label, args in tasks:
-                    outcomes.append(timed_call(label, function, *args))
-                    bar.update()
+                for index, (label, args) in enumerate(tasks):
+                    done(index, timed_call(label, function, *args))
             else:
-                outcomes = self._remote(function, tasks, bar)
+                self._remote(function, tasks, done)
         finally:
             bar.close()
-        self.stats.extend(stats for _, stats in outcomes)
-        return [result for result, _ in outcomes]
+        return [result for _, result in sorted(results, key=lambda pair: pair[0])]
 
     def _remote(
-        self, function: Callable[..., Any], tasks: Sequence[tuple[str, tuple]], bar: tqdm
-    ) -> list[tuple[Any, TaskStats]]:
+        self,
+        function: Callable[..., Any],
+        tasks: Sequence[tuple[str, tuple]],
+        done: Callable[[int, tuple[Any, TaskStats]], None],
+    ) -> None:
         if self.dask:
             from distributed import as_completed as dask_completed
 
@@ -240,16 +256,17 @@ class Runner:
                 self.executor.submit(timed_call, label, function, *args, pure=False)
                 for label, args in tasks
             ]
-            for _ in dask_completed(futures):
-                bar.update()
-            gathered: list[tuple[Any, TaskStats]] = self.executor.gather(futures)
-            return gathered
-        pending = [
-            self.executor.submit(timed_call, label, function, *args) for label, args in tasks
-        ]
-        for _ in as_completed(pending):
-            bar.update()
-        return [future.result() for future in pending]
+            index = {future.key: i for i, future in enumerate(futures)}
+            for future in dask_completed(futures):
+                done(index[future.key], future.result())
+                future.release()
+            return
+        pending = {
+            self.executor.submit(timed_call, label, function, *args): i
+            for i, (label, args) in enumerate(tasks)
+        }
+        for future in as_completed(pending):
+            done(pending.pop(future), future.result())
 
 
 COUNTED = ("cpu_seconds", "minor_faults", "waits", "other_cpu_seconds")

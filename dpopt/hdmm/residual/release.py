@@ -351,17 +351,20 @@ def reconstruct(
         noisy = measurement.directory or measurement.noisy[c]
         args = (layout.chunk(closure, c), noisy, cache, target)
         tasks.append((f"reconstruct chunk {c}", args))
-    tables = runner.run("reconstruct", marginal_answers, tasks)
     if target is not None:
+        runner.run("reconstruct", marginal_answers, tasks)
         write_manifest(target, measurement, layout)
         return StoredMarginals(target)
     d = closure.sizes.size
     attributes = tuple(tuple(int(a) for a in row if a < d) for row in closure.table)
     offsets = np.concatenate(([0], np.cumsum(closure.cells.astype(np.int64))))
     values = np.empty(int(offsets[-1]), dtype=np.float64)
-    for c, found in enumerate(tables):
-        for j, table in zip(np.flatnonzero(layout.owner == c).tolist(), found, strict=True):
+
+    def place(chunk: int, tables: list[np.ndarray]) -> None:
+        for j, table in zip(np.flatnonzero(layout.owner == chunk).tolist(), tables, strict=True):
             values[offsets[j] : offsets[j + 1]] = table
+
+    runner.run("reconstruct", marginal_answers, tasks, sink=place)
     values.setflags(write=False)
     return MarginalAnswers(tuple(closure.sizes.tolist()), attributes, offsets, values)
 
