@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 from dpopt import cli, compare, hdmm
+from dpopt import workload as wl
+from dpopt.compare import hdmm as hdmm_suites
 from dpopt.compare import residual_experiments as experiments
-from dpopt.compare import runner
+from dpopt.compare import runner, strategy_utility
 from dpopt.compare.residual import CHECK_BOUND, PAPER_RMSE, paper_tolerance
 from dpopt.models.residual import ResidualSelection
 from dpopt.problem import methods, solve
@@ -177,3 +179,26 @@ def test_random_instances_have_weights_and_sizes_in_range() -> None:
         assert all(1 <= n <= 5 for n in problem.sizes)
         weights = np.asarray(problem.weights)
         assert np.all((weights >= 0.5) & (weights <= 3.0))
+
+
+def test_the_hdmm_utility_experiment_releases_residual_strategies() -> None:
+    """The default for a Gaussian marginal workload is now its residual strategy: the utility
+    experiment releases it, predicts its error from the release's planned noise (the error
+    plan_error gives) and simulates it against that prediction."""
+    workload = wl.Marginals((3, 2, 3), 2)
+    case = strategy_utility.Case("2-way-3x2x3", workload, ("gaussian",))
+    rows = strategy_utility.run(
+        [case],
+        hdmm_suites.default_strategy,
+        "hdmm",
+        (1.0,),
+        30,
+        release=hdmm_suites.released_strategy,
+    )
+    mine = next(r for r in rows if r["strategy"] == "hdmm")
+    assert mine["template"] == "residual" and mine["measured_error"] == mine["unscaled_error"]
+    strategy = hdmm.optimize_product(workload, "gaussian")
+    planned = hdmm.plan_error(workload, strategy, epsilon=1.0, delta=strategy_utility.DELTA)
+    assert mine["predicted_rmse"] == pytest.approx(planned.rmse, rel=1e-9)
+    assert all(abs(r["t"]) <= 6 for r in rows)
+    assert "residual" in strategy_utility.format_report(rows, "hdmm")
