@@ -22,7 +22,7 @@ import numpy as np
 from dpopt import workload as wl
 from dpopt.compare.instance import Instance
 from dpopt.models.residual import OBJECTIVES, ResidualSelection
-from dpopt.validation import integer
+from dpopt.validation import instance, integer, positive_number, sequence
 
 __all__ = [
     "CHECK_BOUND",
@@ -52,12 +52,15 @@ bounds), beyond the method's claimed 1e-6; at 1e-10 it lands within 4e-8."""
 
 
 def paper_tolerance(rmse: float) -> float:
-    """The relative tolerance on S² = m·RMSE² that the paper's rounding to 3 decimals leaves."""
-    return (1 + 0.0005 / rmse) ** 2 - 1
+    """The relative tolerance on S² = m·RMSE² that the paper's rounding to 3 decimals leaves:
+    (1 + h)² − 1 with h = 0.0005/RMSE."""
+    half = 0.0005 / positive_number("rmse", rmse)
+    return half * (2 + half)
 
 
 def up_to(sizes: Sequence[int], k: int) -> wl.Matrix:
     """All ≤k-way marginals (the empty one, the total, included) on attributes of ``sizes``."""
+    sizes = sequence("sizes", sizes, "attribute sizes")
     k = integer("k", k, minimum=0, maximum=len(sizes))
     return wl.VStack([wl.Marginals(sizes, j) for j in range(k + 1)])
 
@@ -105,6 +108,7 @@ def _random(rng: np.random.Generator, shapes: Sequence[tuple[int, int, int]]) ->
 
 def smoke(rng: np.random.Generator) -> list[Instance]:
     """The check workload and random ones on 2, 3 and 4 attributes (module docstring)."""
+    instance("rng", rng, np.random.Generator)
     check = wl.MarginalTable(
         CHECK_SIZES,
         np.array([list(m) + [-1] * (3 - len(m)) for m in CHECK_MARGINALS], dtype=np.int64),
@@ -117,6 +121,7 @@ def smoke(rng: np.random.Generator) -> list[Instance]:
 
 def small(rng: np.random.Generator) -> list[Instance]:
     """Random workloads on 5, 6 and 7 attributes, marginals of up to 4 attributes."""
+    instance("rng", rng, np.random.Generator)
     return _random(rng, ((5, 3, 10), (6, 4, 16), (7, 4, 24)))
 
 
@@ -138,6 +143,7 @@ def _mixed(rng: np.random.Generator, attributes: int, triples: int) -> wl.Matrix
 
 def large(rng: np.random.Generator) -> list[Instance]:
     """The ``marginals`` suite (module docstring): the fast paths alone."""
+    instance("rng", rng, np.random.Generator)
     out = []
     for d in LARGE_DIMENSIONS:
         table = wl.marginal_table(up_to((10,) * d, 3))
