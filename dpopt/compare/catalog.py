@@ -89,6 +89,16 @@ SUITE_INSTANCES: dict[tuple[str, str], tuple[str, ...]] = {
         "8r-k3-CumulativePostProcess",
         "8r-k3-ChainPostProcess",
     ),
+    ("hdmm", "marginals"): (
+        "upto3-10^30-sum",
+        "upto3-10^30-max",
+        "upto3-10^60-sum",
+        "upto3-10^60-max",
+        "upto3-10^100-sum",
+        "upto3-10^100-max",
+        "mixed-d100-5000-triples-sum",
+        "mixed-d100-5000-triples-max",
+    ),
     ("hdmm", "opt0-timing"): (
         "allrange-1024-one-restart",
         "allrange-2048-one-restart",
@@ -128,12 +138,26 @@ SUITE_INSTANCES: dict[tuple[str, str], tuple[str, ...]] = {
         "table5-prefix-64",
         "table5-width32-64",
         "table5-permuted-64",
+        "residual-random-d5-sum",
+        "residual-random-d5-max",
+        "residual-random-d6-sum",
+        "residual-random-d6-max",
+        "residual-random-d7-sum",
+        "residual-random-d7-max",
     ),
     ("hdmm", "smoke"): (
         "prefix-16-laplace",
         "prefix-16-gaussian",
         "all-range-16-laplace",
         "all-range-16-gaussian",
+        "residual-check-3x2x4-sum",
+        "residual-check-3x2x4-max",
+        "residual-random-d2-sum",
+        "residual-random-d2-max",
+        "residual-random-d3-sum",
+        "residual-random-d3-max",
+        "residual-random-d4-sum",
+        "residual-random-d4-max",
     ),
     ("hdmm", "tables"): (
         "table4-all-range-64",
@@ -257,6 +281,9 @@ EXPERIMENTS: dict[str, tuple[str, ...]] = {
         "utility-smoke",
     ),
     "hdmm": (
+        "marginals-utility",
+        "marginals-utility-smoke",
+        "residualplanner",
         "utility",
         "utility-smoke",
     ),
@@ -312,10 +339,15 @@ SUITE_TIMES: dict[tuple[str, str], str] = {
     # measured 2026-11-26 beside other engineers' jobs (load average 3-8 on 2 cores)
     ("census", "utility"): "~1.5 min",
     ("census", "utility-smoke"): "~2 s",
-    ("hdmm", "utility"): "~4 min",
     ("hdmm", "utility-smoke"): "~6 s",
     ("eigen", "utility"): "~3.7 min",
     ("eigen", "utility-smoke"): "~4 s",
+    # measured 2026-11-28 beside other engineers' jobs (load average about 5 on 2 cores)
+    ("hdmm", "marginals"): "~5 s",
+    ("hdmm", "marginals-utility"): "~1.5 min",
+    ("hdmm", "marginals-utility-smoke"): "~2 s",
+    ("hdmm", "residualplanner"): "~16 s",
+    ("hdmm", "utility"): "~7.5 min",  # 7 min 9 s of CPU: OPT_⊗'s restarts and the residual row
 }
 """(family, suite) → rough wall time of ``dpopt compare --family F --suite S --no-progress``
 (whole command, start-up included), measured once on a 2-core machine (see the comment

@@ -1,5 +1,7 @@
 """The HDMM compare suites (hdmm spec §5): smoke, the 1-D tables, the multi-dimensional tables,
-and the ``utility`` experiment: the default strategy, as released at each ε, against Identity."""
+and the ``utility`` experiment: the default strategy, as released at each ε, against Identity.
+The residual strategies' instances (:mod:`dpopt.compare.residual`) join ``smoke`` and
+``small`` and make up ``marginals``."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import numpy as np
 
 from dpopt import hdmm
 from dpopt import workload as wl
+from dpopt.compare import residual, residual_experiments
 from dpopt.compare.instance import Experiment, Instance
 from dpopt.compare.strategy_utility import AnyStrategy, Case, delta_for, experiment
 from dpopt.hdmm import gram_of
@@ -133,13 +136,22 @@ def _scale(rng: np.random.Generator) -> list[Instance]:
     return out
 
 
-SUITES: dict[str, Callable[[np.random.Generator], list[Instance]]] = {
-    "smoke": _smoke,
-    "small": _table_instances((64,)),
+Builder = Callable[[np.random.Generator], list[Instance]]
+
+
+def _joined(*builders: Builder) -> Builder:
+    """One suite of the builders' instances, in order (each drawing from the one generator)."""
+    return lambda rng: [instance for build in builders for instance in build(rng)]
+
+
+SUITES: dict[str, Builder] = {
+    "smoke": _joined(_smoke, residual.smoke),
+    "small": _joined(_table_instances((64,)), residual.small),
     "tables": _table_instances((64, 256, 1024)),
     "tables-md": _paper_md_instances,
     "opt0-timing": _opt0_timing,
     "scale": _scale,
+    "marginals": residual.large,
 }
 
 
@@ -183,6 +195,8 @@ EXPERIMENTS: dict[str, Experiment] = {
     "utility-smoke": experiment(
         SMOKE_CASES, default_strategy, "hdmm", UTILITY_EPSILONS, 100, released_strategy
     ),
+    **residual_experiments.EXPERIMENTS,
 }
 """End-to-end experiments (:mod:`dpopt.compare.strategy_utility`): ``utility`` is the docs'
-"What it gets you" table."""
+"What it gets you" table; the residual strategies' (:mod:`dpopt.compare.residual_experiments`)
+are its "Marginals at scale" tables."""

@@ -18,7 +18,10 @@ noisy cells), in two ways:
   the discrete noise on the measurement's public grid, not the continuous c of the formula;
   E′ is the error of the strategy as measured, its factors rounded to the grid 2⁻²⁰
   (:func:`measured_trace`; E itself for union and marginal strategies). E′ differs from E
-  where the strategy has singular values near the grid's spacing.
+  where the strategy has singular values near the grid's spacing. A residual release
+  (docs/families/hdmm.md, "Marginals at scale") draws a different variance per block: its c′
+  is the release's exact expected total squared error over E (so c′·E is that error), and
+  its squared error is that of the released marginals against W x.
 
 The histogram is fixed (counts uniform on 0 … 999): least squares is unbiased and its error
 does not depend on x. ``t`` is the one-sample t statistic of the per-release squared errors
@@ -42,6 +45,9 @@ from tqdm.auto import tqdm
 from dpopt import hdmm
 from dpopt import workload as wl
 from dpopt.compare.instance import Experiment, ratio
+from dpopt.hdmm.residual import ResidualMeasurement
+from dpopt.hdmm.residual import reconstruct as reconstruct_residual
+from dpopt.hdmm.residual.planning import release_error as residual_release_error
 from dpopt.privacy import NOISES, Noise
 from dpopt.runner import keep_finished
 from dpopt.validation import (
@@ -130,15 +136,21 @@ def squared_error(
 
 
 def measured_trace(
-    measurement: hdmm.Measurement, terms: Sequence[tuple[float, Sequence[np.ndarray]]]
+    measurement: hdmm.Measurement | ResidualMeasurement,
+    terms: Sequence[tuple[float, Sequence[np.ndarray]]],
 ) -> float | None:
     """tr[(AᵀA)⁺WᵀW] of the strategy A exactly as it was measured, its factors rounded to the
-    public grid (hdmm spec §4), when A is one Kronecker block; None for a union (OPT_+) or a
-    marginal strategy. The release's expected total squared error is ``measurement.variance``
-    times this (least squares by A⁺, as :func:`dpopt.hdmm.reconstruct` does)."""
-    instance("measurement", measurement, hdmm.Measurement)
+    public grid (hdmm spec §4), when A is one Kronecker block; None for a union (OPT_+), a
+    marginal or a residual strategy. The release's expected total squared error is
+    ``measurement.variance`` times this (least squares by A⁺, as :func:`dpopt.hdmm.reconstruct`
+    does)."""
+    instance("measurement", measurement, (hdmm.Measurement, ResidualMeasurement))
     terms = _terms(terms)
-    if len(measurement.blocks) != 1 or measurement.theta is not None:
+    if (
+        isinstance(measurement, ResidualMeasurement)
+        or len(measurement.blocks) != 1
+        or measurement.theta is not None
+    ):
         return None
     factors = measurement.blocks[0]
     inverses = [np.linalg.pinv(factor) for factor in factors]
@@ -165,9 +177,31 @@ def _terms(value: Any) -> tuple[tuple[float, Sequence[np.ndarray]], ...]:
     return terms
 
 
+def _drawn(strategy: AnyStrategy, measured: hdmm.Measurement | ResidualMeasurement) -> float:
+    """c′ of a release (module docstring)."""
+    if isinstance(measured, ResidualMeasurement):
+        rmse, _ = residual_release_error(measured.plan)
+        return rmse**2 * measured.closure.rows / strategy.error
+    return measured.variance
+
+
+def _squared(
+    workload: wl.Matrix,
+    terms: Sequence[tuple[float, Sequence[np.ndarray]]],
+    measured: hdmm.Measurement | ResidualMeasurement,
+    x: np.ndarray,
+) -> float:
+    """‖W x̂ − W x‖² of a release: from the Gram's terms, or for a residual release from its
+    released marginals (W x̂ in row order)."""
+    if isinstance(measured, ResidualMeasurement):
+        answers = reconstruct_residual(measured).rows(measured.closure.weights)
+        return float(np.sum((answers - workload @ x) ** 2))
+    return squared_error(terms, hdmm.reconstruct(measured), x)
+
+
 def _releases(
     strategy: AnyStrategy,
-    terms: Sequence[tuple[float, Sequence[np.ndarray]]],
+    workload: wl.Matrix,
     x: np.ndarray,
     epsilon: float,
     count: int,
@@ -176,13 +210,14 @@ def _releases(
     """The variance each release drew, the unscaled error of the strategy as measured (E′,
     or E where :func:`measured_trace` does not apply) and the squared workload errors of
     ``count`` releases."""
+    terms = wl.union_of_kron_terms(workload)
     variances, errors = set(), []
     for _ in range(count):
         measured = hdmm.measure(
             strategy, x, epsilon=epsilon, delta=delta_for(strategy.noise), rng=rng
         )
-        variances.add(measured.variance)
-        errors.append(squared_error(terms, hdmm.reconstruct(measured), x))
+        variances.add(_drawn(strategy, measured))
+        errors.append(_squared(workload, terms, measured, x))
     (variance,) = variances  # public: fixed by the strategy and ε
     trace = measured_trace(measured, terms)
     return variance, strategy.error if trace is None else trace, np.array(errors)
@@ -226,7 +261,6 @@ def run(
         for index, (case, noise) in enumerate(tqdm(plan, disable=not progress, desc=label)):
             workload = case.workload
             queries, cells = workload.shape
-            terms = wl.union_of_kron_terms(workload)
             x = np.random.default_rng([seed, index]).integers(0, 1000, cells)
             designed = designer(workload, noise)
             baseline = identity_strategy(workload, noise)
@@ -235,7 +269,8 @@ def run(
                 released = designed if release is None else release(workload, designed, epsilon)
                 for name, strategy in {label: released, "identity": baseline}.items():
                     rng = np.random.default_rng([seed, index, len(rows)])
-                    drawn, measured, errors = _releases(strategy, terms, x, epsilon, releases, rng)
+                    found = _releases(strategy, workload, x, epsilon, releases, rng)
+                    drawn, measured, errors = found
                     rows.append(
                         {
                             "workload": case.name,

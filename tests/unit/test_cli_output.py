@@ -128,6 +128,7 @@ LOOP_MODULES = (
     "dpopt.compare.strategy_utility",
     "dpopt.compare.census_utility",
     "dpopt.compare.census_blocks",
+    "dpopt.compare.residual_experiments",
 )
 """The modules whose loops make the experiments' rows (each iterates over tqdm)."""
 

@@ -32,6 +32,7 @@ EXAMPLES: dict[str, tuple[tuple[str, ...], str]] = {
     "hdmm_adult": ((), r"^measured RMSE of the private answers: \d"),
     "hdmm_busy": ((), r"^L2 optimum AllRange\(256\) \(l2-dual\) +\d"),
     "import_time": ((), r"^dpopt\.hdmm +\d+\.\d\d +\d+\.\d\d  none$"),
+    "marginals_at_scale": ((), r"^release of \d+ records on \d+ attributes .*: empirical RMSE \d"),
     "hdmm_scaling": (("--no-plot", "--out", OUT), r"^growth exponent in d: "),
     "plan_accuracy": (("--no-plot",), r"^OPT₀ Laplace AllRange\(32\) +528 "),
     "privacy_audit": ((), r"^census measure \(counts\) +1\.000 "),

@@ -25,6 +25,7 @@ from dpopt.census import blocks
 from dpopt.census import geography as geo
 from dpopt.models.matrix_mechanism import ProductStrategySelection
 from dpopt.models.pgsr import PartitionedPostProcess, PostProcess
+from dpopt.models.residual import ResidualSelection
 from dpopt.privacy import Accountant, Loss
 from dpopt.problem import solve
 from dpopt.relational import LinkSettings, generate, tables
@@ -178,6 +179,16 @@ def test_generated_product_instances_have_feasible_strategies(seed: int) -> None
         assert problem.objective(point) <= identity.objective * (1 + 1e-9)
         with pytest.raises(RuntimeError, match="cannot certify an optimum"):
             assert_optimal(problem, point)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_generated_residual_instances_are_certified_against_the_cvxpy_model(seed: int) -> None:
+    """The residual selections of the hdmm smoke suite, both objectives: the fast path's point
+    (closed form or dual ascent) is optimal against the optimum Clarabel certifies."""
+    found = instances(ResidualSelection, seed)
+    assert {problem.objective_name for problem in found} == {"sum", "max"}
+    for problem in found:
+        assert_optimal(problem, solve(problem, "auto").x, rtol=1e-6, method="cvxpy:clarabel")
 
 
 def _understated(result: Any, factor: Fraction) -> tuple[dict[str, Any], tuple[Measured, ...]]:

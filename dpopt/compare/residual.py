@@ -1,0 +1,162 @@
+"""The residual-strategy instances of the HDMM compare suites (docs/families/hdmm.md,
+"Marginals at scale"): :class:`~dpopt.models.residual.ResidualSelection` under both objectives.
+
+- ``smoke`` and ``small`` add random marginal workloads (a few attributes of sizes 1–5, random
+  marginal sets and weights) small enough for the cvxpy models, so that ``--check`` holds
+  ``closed-form`` (sum) and ``dual-ascent`` (max) to ``cvxpy:clarabel`` and ``cvxpy:scs``;
+  smoke also carries the check value of sizes (3, 2, 4), every ≤2-way marginal plus (0, 1, 2)
+  at weight 1.5 (S² = 174.213508972564).
+- ``marginals`` holds workloads far past the cvxpy models' size limit, for the fast paths
+  alone: all ≤3-way marginals of 30, 60 and 100 attributes of size 10 (the d = 100 sum with
+  ResidualPlanner's published RMSE as its reference) and a heterogeneous workload on 100
+  attributes of sizes 2–20 (every ≤2-way marginal and 5,000 weighted 3-way ones).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+
+from dpopt import workload as wl
+from dpopt.compare.instance import Instance
+from dpopt.models.residual import OBJECTIVES, ResidualSelection
+from dpopt.validation import instance, integer, positive_number, sequence
+
+__all__ = [
+    "CHECK_BOUND",
+    "PAPER_RMSE",
+    "large",
+    "paper_tolerance",
+    "small",
+    "smoke",
+    "up_to",
+]
+
+CHECK_SIZES = (3, 2, 4)
+CHECK_MARGINALS = ((), (0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2))
+CHECK_WEIGHTS = (1, 1, 1, 1, 1, 1, 1, 1.5)
+CHECK_BOUND = 174.213508972564
+"""S² (the optimal total variance at unit noise) of the check workload above."""
+
+PAPER_RMSE = {100: 303.216, 200: 855.330}
+"""ResidualPlanner's published RMSE at unit noise of all ≤3-way marginals of d attributes of
+size 10 (Xiao et al. 2023, its scalability table), printed to 3 decimals."""
+
+
+CLARABEL_MAX_OPTIONS = {"cvxpy:clarabel": {"tol": 1e-10}}
+"""The max model at Clarabel's default gaps (1e-8) lands up to 6e-6 above the certified
+optimum on the ``small`` workloads (its point u = |C|·p/z reads the shares, not the cone's
+bounds), beyond the method's claimed 1e-6; at 1e-10 it lands within 4e-8."""
+
+
+def paper_tolerance(rmse: float) -> float:
+    """The relative tolerance on S² = m·RMSE² that the paper's rounding to 3 decimals leaves:
+    (1 + h)² − 1 with h = 0.0005/RMSE."""
+    half = 0.0005 / positive_number("rmse", rmse)
+    return half * (2 + half)
+
+
+def up_to(sizes: Sequence[int], k: int) -> wl.Matrix:
+    """All ≤k-way marginals (the empty one, the total, included) on attributes of ``sizes``."""
+    sizes = sequence("sizes", sizes, "attribute sizes")
+    k = integer("k", k, minimum=0, maximum=len(sizes))
+    return wl.VStack([wl.Marginals(sizes, j) for j in range(k + 1)])
+
+
+def _both(
+    name: str, table: wl.MarginalTable, reference: float | None = None, tol: float | None = None
+) -> list[Instance]:
+    """The sum and max selections of one marginal workload; the sum's optimum is
+    ``reference`` (to relative ``tol``) when given."""
+    return [
+        Instance(
+            f"{name}-{objective}",
+            ResidualSelection(table.sizes, table.table, table.weights, objective),
+            *((reference, tol) if objective == "sum" else (None, None)),
+            options={} if objective == "sum" else CLARABEL_MAX_OPTIONS,
+        )
+        for objective in OBJECTIVES
+    ]
+
+
+def _random_table(
+    rng: np.random.Generator, attributes: int, arity: int, count: int
+) -> wl.MarginalTable:
+    """``count`` distinct random marginals of at most ``arity`` attributes (or every one, when
+    fewer exist) on ``attributes`` attributes of sizes 1–5, weights 0.5–3."""
+    sizes = tuple(int(n) for n in rng.integers(1, 6, attributes))
+    every = [c for k in range(arity + 1) for c in itertools.combinations(range(attributes), k)]
+    picked = sorted(rng.choice(len(every), size=min(count, len(every)), replace=False))
+    table = np.full((len(picked), max(1, arity)), -1, dtype=np.int64)
+    for row, index in enumerate(picked):
+        table[row, : len(every[index])] = every[index]
+    return wl.MarginalTable(sizes, table, rng.uniform(0.5, 3.0, len(picked)))
+
+
+def _random(rng: np.random.Generator, shapes: Sequence[tuple[int, int, int]]) -> list[Instance]:
+    """One random workload per (attributes, arity, marginals), both objectives."""
+    return [
+        instance
+        for attributes, arity, count in shapes
+        for instance in _both(
+            f"residual-random-d{attributes}", _random_table(rng, attributes, arity, count)
+        )
+    ]
+
+
+def smoke(rng: np.random.Generator) -> list[Instance]:
+    """The check workload and random ones on 2, 3 and 4 attributes (module docstring)."""
+    instance("rng", rng, np.random.Generator)
+    check = wl.MarginalTable(
+        CHECK_SIZES,
+        np.array([list(m) + [-1] * (3 - len(m)) for m in CHECK_MARGINALS], dtype=np.int64),
+        np.array(CHECK_WEIGHTS, dtype=np.float64),
+    )
+    return _both("residual-check-3x2x4", check, CHECK_BOUND, 1e-10) + _random(
+        rng, ((2, 2, 3), (3, 3, 5), (4, 3, 8))
+    )
+
+
+def small(rng: np.random.Generator) -> list[Instance]:
+    """Random workloads on 5, 6 and 7 attributes, marginals of up to 4 attributes."""
+    instance("rng", rng, np.random.Generator)
+    return _random(rng, ((5, 3, 10), (6, 4, 16), (7, 4, 24)))
+
+
+LARGE_DIMENSIONS = (30, 60, 100)
+MIXED_TRIPLES = 5_000
+
+
+def _mixed(rng: np.random.Generator, attributes: int, triples: int) -> wl.Matrix:
+    """Every ≤2-way marginal of ``attributes`` attributes of sizes 2–20, and ``triples``
+    distinct random 3-way marginals with weights 0.5–3."""
+    sizes = tuple(int(n) for n in rng.integers(2, 21, attributes))
+    drawn: set[tuple[int, ...]] = set()
+    while len(drawn) < triples:
+        drawn.add(tuple(sorted(int(a) for a in rng.choice(attributes, 3, replace=False))))
+    chosen = sorted(drawn)
+    weights = rng.uniform(0.5, 3.0, len(chosen))
+    return wl.VStack([up_to(sizes, 2), wl.Marginals(sizes, attributes=chosen, weights=weights)])
+
+
+def large(rng: np.random.Generator) -> list[Instance]:
+    """The ``marginals`` suite (module docstring): the fast paths alone."""
+    instance("rng", rng, np.random.Generator)
+    out = []
+    for d in LARGE_DIMENSIONS:
+        table = wl.marginal_table(up_to((10,) * d, 3))
+        paper = PAPER_RMSE.get(d)
+        if paper is None:
+            out += _both(f"upto3-10^{d}", table)
+        else:
+            out += _both(f"upto3-10^{d}", table, paper**2 * _rows(table), paper_tolerance(paper))
+    mixed = wl.marginal_table(_mixed(rng, 100, MIXED_TRIPLES))
+    return out + _both(f"mixed-d100-{MIXED_TRIPLES}-triples", mixed)
+
+
+def _rows(table: wl.MarginalTable) -> float:
+    """m: the workload's number of rows, Σ over its marginals of Π nᵢ."""
+    ext = np.append(np.asarray(table.sizes, dtype=np.float64), 1.0)
+    return float(np.prod(ext[table.table], axis=1).sum())
