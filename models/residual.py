@@ -389,7 +389,8 @@ def cvxpy_model(problem: ResidualSelection) -> tuple[cp.Problem, Callable[[], np
     near 1 at every size) and y_A ≥ 1/z_A as the cone ‖(2, y_A − z_A)‖ ≤ y_A + z_A (the
     explicit cone keeps SCS accurate where ``inv_pos`` does not, as in the DGM budget model).
     Objective Σ_A c_A p_A y_A (sum) or min t subject to B·diag(p)·y ≤ t (max), the coefficients
-    scaled by their largest entry; the point is u = |C|·p/z."""
+    scaled by their largest entry; the point is u = |C|·p·y, whose objective is the model's
+    (reading u from the shares instead put it up to 6e-6 above the optimum)."""
     import cvxpy as cp
 
     instance("problem", problem, ResidualSelection)
@@ -409,7 +410,8 @@ def cvxpy_model(problem: ResidualSelection) -> tuple[cp.Problem, Callable[[], np
         model = cp.Problem(cp.Minimize(top), [*constraints, scaled @ bound <= top])
 
     def point() -> np.ndarray:
-        shares = np.asarray(share.value, dtype=np.float64)
-        return count * closure.cost / np.maximum(shares, np.finfo(float).tiny)
+        # u = |C|·p·y: the bounds the objective reads (y ≥ 1/z keeps Σ p/u ≤ Σ z/|C| = 1)
+        bounds = np.asarray(bound.value, dtype=np.float64)
+        return count * closure.cost * np.maximum(bounds, np.finfo(float).tiny)
 
     return model, point

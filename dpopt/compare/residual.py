@@ -45,12 +45,6 @@ PAPER_RMSE = {100: 303.216, 200: 855.330}
 size 10 (Xiao et al. 2023, its scalability table), printed to 3 decimals."""
 
 
-CLARABEL_MAX_OPTIONS = {"cvxpy:clarabel": {"tol": 1e-10}}
-"""The max model at Clarabel's default gaps (1e-8) lands up to 6e-6 above the certified
-optimum on the ``small`` workloads (its point u = |C|·p/z reads the shares, not the cone's
-bounds), beyond the method's claimed 1e-6; at 1e-10 it lands within 4e-8."""
-
-
 def paper_tolerance(rmse: float) -> float:
     """The relative tolerance on S² = m·RMSE² that the paper's rounding to 3 decimals leaves:
     (1 + h)² − 1 with h = 0.0005/RMSE."""
@@ -75,7 +69,6 @@ def _both(
             f"{name}-{objective}",
             ResidualSelection(table.sizes, table.table, table.weights, objective),
             *((reference, tol) if objective == "sum" else (None, None)),
-            options={} if objective == "sum" else CLARABEL_MAX_OPTIONS,
         )
         for objective in OBJECTIVES
     ]

@@ -45,7 +45,7 @@ from tqdm.auto import tqdm
 from dpopt import hdmm
 from dpopt import workload as wl
 from dpopt.compare.instance import Experiment, ratio
-from dpopt.hdmm.residual import ResidualMeasurement
+from dpopt.hdmm.residual import MarginalAnswers, ResidualMeasurement
 from dpopt.hdmm.residual import reconstruct as reconstruct_residual
 from dpopt.hdmm.residual.planning import release_error as residual_release_error
 from dpopt.privacy import NOISES, Noise
@@ -194,7 +194,9 @@ def _squared(
     """‖W x̂ − W x‖² of a release: from the Gram's terms, or for a residual release from its
     released marginals (W x̂ in row order)."""
     if isinstance(measured, ResidualMeasurement):
-        answers = reconstruct_residual(measured).rows(measured.closure.weights)
+        tables = reconstruct_residual(measured)
+        assert isinstance(tables, MarginalAnswers)  # in memory: the measurement is not on disk
+        answers = tables.rows(measured.closure.weights)
         return float(np.sum((answers - workload @ x) ** 2))
     return squared_error(terms, hdmm.reconstruct(measured), x)
 
