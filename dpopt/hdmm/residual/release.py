@@ -148,6 +148,37 @@ class Chunk:
 
 
 @dataclass(frozen=True, eq=False)
+class Residuals:
+    """Residuals r̂ of some closure members, flat, in one array: ``members`` (sorted),
+    member i's values at ``values[offsets[i]:offsets[i + 1]]``. One object, so that an
+    executor ships it whole (a Dask scatter of a dict would make one future per member)."""
+
+    members: np.ndarray
+    offsets: np.ndarray
+    values: np.ndarray
+
+    @classmethod
+    def of(cls, found: Mapping[int, np.ndarray]) -> Residuals:
+        members = np.array(sorted(found), dtype=np.int64)
+        sizes = [found[m].size for m in members.tolist()]
+        offsets = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
+        parts = [np.ravel(found[m]) for m in members.tolist()]
+        values = np.concatenate(parts) if parts else np.zeros(0)
+        return cls(members, offsets, values)
+
+    def __contains__(self, member: int) -> bool:
+        at = int(np.searchsorted(self.members, member))
+        return at < self.members.size and int(self.members[at]) == member
+
+    def __getitem__(self, member: int) -> np.ndarray:
+        """Member ``member``'s residual, flat (a KeyError when it is not held)."""
+        at = int(np.searchsorted(self.members, member))
+        if at >= self.members.size or int(self.members[at]) != member:
+            raise KeyError(member)
+        return self.values[self.offsets[at] : self.offsets[at + 1]]
+
+
+@dataclass(frozen=True, eq=False)
 class ResidualMeasurement:
     """The noisy residual answers ω of every closure member (``noisy``: one flat integer array
     per chunk of the plan's closure, members in order) and the public facts reconstruction
@@ -160,7 +191,7 @@ class ResidualMeasurement:
     budget: dict[str, Any]
     measured: tuple[Measured, ...]
     statuses: Mapping[str, Status] = field(default_factory=dict)
-    cache: Mapping[int, np.ndarray] = field(default_factory=dict, repr=False)
+    cache: Residuals = field(default_factory=lambda: Residuals.of({}), repr=False)
     directory: str | None = None
     """The release directory holding ``noisy`` when it was written to disk (``noisy`` is then
     empty; :mod:`dpopt.hdmm.residual.store`)."""
@@ -259,7 +290,7 @@ def measure(
             measurement=None,
             budget=accountant.report(),
         ) from error
-    cache = {member: table for _, kept in drawn for member, table in kept.items()}
+    cache = Residuals.of({member: table for _, kept in drawn for member, table in kept.items()})
     noisy = tuple(flat for flat, _ in drawn if flat is not None)
     return ResidualMeasurement(
         plan, noisy, accountant.report(), plan.measured, cache=cache, directory=out
@@ -299,7 +330,7 @@ class MarginalAnswers:
 def marginal_answers(
     chunk: Chunk,
     noisy: np.ndarray | str,
-    cache: Mapping[int, np.ndarray],
+    cache: Residuals,
     out: str | None = None,
 ) -> list[np.ndarray]:
     """t̂_M of ``chunk``'s workload marginals (module docstring) from the chunk's noisy
@@ -345,7 +376,7 @@ def reconstruct(
     layout = measurement.layout
     target = measurement.directory if out_dir is None else str(prepare_directory(out_dir))
     runner = Runner(executor)
-    cache = runner.put(dict(measurement.cache))
+    cache = runner.put(measurement.cache)
     tasks = []
     for c in range(len(layout.chunks)):
         noisy = measurement.directory or measurement.noisy[c]
