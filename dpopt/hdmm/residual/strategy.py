@@ -35,9 +35,9 @@ class ResidualStrategy(ProductStrategy):
     Its blocks (1/√u_A, ⊗(Uᵢ if i ∈ A else 1ᵀ)) are built on request, on closures of at most
     :data:`DENSE_BLOCKS` members."""
 
-    closure: Closure = field(default=None, repr=False)  # type: ignore[arg-type]
-    unit: np.ndarray = field(default=None, repr=False)  # type: ignore[arg-type]
-    objective_name: str = "sum"
+    closure: Closure = field(repr=False, kw_only=True)
+    unit: np.ndarray = field(repr=False, kw_only=True)
+    objective_name: str = field(default="sum", kw_only=True)
 
     def _dense_point(self) -> ProductPoint:
         if self.closure.size > DENSE_BLOCKS:
@@ -117,7 +117,7 @@ def select(workload: Any, noise: Noise, objective: str = "sum") -> ResidualStrat
         None,  # type: ignore[arg-type]  # the blocks are built on request
         details,
         {solution.method: solution.status},
-        closure,
-        unit,
-        objective,
+        closure=closure,
+        unit=unit,
+        objective_name=objective,
     )
