@@ -26,6 +26,7 @@ LAYERS = {
     "hierarchy": 0,
     "planning": 0,
     "extras": 0,
+    "deprecation": 0,
     "models": 1,
     "solvers": 2,
     "hdmm": 3,
