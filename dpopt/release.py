@@ -33,7 +33,7 @@ import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -264,7 +264,7 @@ def budget_errors(budget: Any) -> list[str]:
     for index, part in enumerate(parts):
         amounts = [a if len(parts) == 1 else _part(a, index) for a in charges]
         if amounts and all(isinstance(a, float | int) for a in amounts):
-            charged = math.fsum(amounts)  # type: ignore[arg-type]
+            charged = math.fsum(cast(list[float], amounts))
             if not math.isclose(charged, float(part), rel_tol=1e-9, abs_tol=1e-12):
                 errors.append(f"budget spent {float(part)!r} is not its charges' sum {charged!r}")
     return errors
@@ -356,7 +356,7 @@ def implied_loss(noise: str, scale: float, sensitivity: float) -> Implied:
     raise ValueError(f"noise must be one of {NOISES}, got {noise!r}")
 
 
-def _below(claimed: Fraction, figure: float) -> bool:
+def _below(claimed: Fraction | float, figure: float) -> bool:
     """Whether the exact ``claimed`` loss is an understatement of the recomputed ``figure``."""
     return float(claimed) < figure * (1 - NOISE_RTOL)
 
@@ -431,9 +431,10 @@ def spent_errors(budget: Any, implied: Sequence[Implied]) -> list[str]:
     ]
 
 
-def _part_of(amount: Any) -> Fraction:
+def _part_of(amount: Any) -> Fraction | float:
     """The ε of an (ε, δ) amount; a plain amount as it is."""
-    return amount[0] if isinstance(amount, tuple) else amount
+    part: Fraction | float = amount[0] if isinstance(amount, tuple) else amount
+    return part
 
 
 def _sensitivities(value: Any, count: int) -> list[float | None]:

@@ -111,3 +111,18 @@ def product_bounds(terms: Sequence[Term], noise: str) -> ProductBounds:
 def bounds() -> Callable[[Sequence[Term], str], ProductBounds]:
     """:func:`product_bounds`, for the tests of OPT_⊗ and OPT_+ in several modules."""
     return product_bounds
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Naming test files runs every tier of them: the fast-tier default of pyproject's addopts
+    (``-m 'not slow and not paper'``) is for whole-suite runs, and would otherwise select
+    nothing from a paper or slow file. Directories keep the fast tier; an explicit ``-m`` on
+    the command line still wins."""
+    from pathlib import Path
+
+    named = config.args_source == pytest.Config.ArgsSource.ARGS and all(
+        "::" in a or Path(a).is_file() for a in config.args
+    )
+    explicit_marks = any(a.startswith("-m") for a in config.invocation_params.args)
+    if named and not explicit_marks:
+        config.option.markexpr = ""

@@ -164,13 +164,13 @@ def laplace_llr(outputs: Any, mean_first: Any, mean_second: Any, scale: Any) -> 
     ``outputs`` is (runs × coordinates); means and scales broadcast against one row.
     """
     y, first, second, b = _llr_arguments(outputs, mean_first, mean_second, ("scale", scale))
-    return np.sum((np.abs(y - second) - np.abs(y - first)) / b, axis=-1)
+    return np.asarray(np.sum((np.abs(y - second) - np.abs(y - first)) / b, axis=-1))
 
 
 def gaussian_llr(outputs: Any, mean_first: Any, mean_second: Any, sigma: Any) -> np.ndarray:
     """ln p(y | D)/p(y | D') per run for independent Gaussian noise."""
     y, first, second, s = _llr_arguments(outputs, mean_first, mean_second, ("sigma", sigma))
-    return np.sum(((y - second) ** 2 - (y - first) ** 2) / (2 * s**2), axis=-1)
+    return np.asarray(np.sum(((y - second) ** 2 - (y - first) ** 2) / (2 * s**2), axis=-1))
 
 
 def _llr_arguments(

@@ -71,15 +71,15 @@ class _Hash:
         self.value, self.multiplier = start, multiplier
 
     def __call__(self, word: np.ndarray) -> np.ndarray:
-        mixed: Any = word ^ _U32(self.value)
+        mixed: np.ndarray = word ^ _U32(self.value)
         self.value = (self.value * self.multiplier) & _MASK32
         mixed = mixed * _U32(self.value)
-        return mixed ^ (mixed >> _U32(16))
+        return np.asarray(mixed ^ (mixed >> _U32(16)))
 
 
 def _mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    result: Any = _U32(_MIX_L) * x - _U32(_MIX_R) * y
-    return result ^ (result >> _U32(16))
+    result: np.ndarray = _U32(_MIX_L) * x - _U32(_MIX_R) * y
+    return np.asarray(result ^ (result >> _U32(16)))
 
 
 def stream_seeds(entropy: int, spawn: Any) -> np.ndarray:

@@ -76,7 +76,8 @@ def noise_kind(noise: Any) -> Noise:
     """``noise`` if it is one of :data:`NOISES`; else a ValueError naming the field."""
     if not isinstance(noise, str) or noise not in NOISES:
         raise ValueError(f"noise must be one of {NOISES}, got {noise!r}")
-    return noise  # type: ignore[return-value]
+    kind: Noise = noise
+    return kind
 
 
 GRID_SLACK_BITS = {"laplace": 20, "gaussian": 12}
@@ -527,7 +528,7 @@ def exponential_mechanism_probabilities(
         / (2 * float(exact_fraction("sensitivity", sensitivity)))
     )
     weights = np.exp(logits - logits.max())
-    return weights / weights.sum()
+    return np.asarray(weights / weights.sum())
 
 
 def exponential_mechanism(

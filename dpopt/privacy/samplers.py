@@ -115,7 +115,7 @@ def _bernoulli_exp_minus_one(rng: np.random.Generator, n: int) -> np.ndarray:
     """``n`` independent Bernoulli(e⁻¹) draws: "#{k ≥ 2 : U < 1/k!} is odd"."""
     w = _words(rng, n)
     # Two comparisons settle the words above T_4, all but 1/24 of them.
-    out = (w < _FACTORIAL_T[0]) ^ (w < _FACTORIAL_T[1])
+    out: np.ndarray = (w < _FACTORIAL_T[0]) ^ (w < _FACTORIAL_T[1])
     deep = np.flatnonzero(w <= _FACTORIAL_T[2])
     above = np.searchsorted(_FACTORIAL_T_ASCENDING, w[deep], "right")
     out[deep] = (_FACTORIAL_T.size - above) % 2 == 1

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,12 +31,42 @@ def installed_layout(root: Path) -> Path:
     return package
 
 
+LAYOUT_ONLY = {"files", "mypy_path", "explicit_package_bases"}  # the source-tree layout's options
+
+
+def _ini_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    return ", ".join(value) if isinstance(value, list) else str(value)
+
+
+def layout_config() -> str:
+    """pyproject's [tool.mypy] options and per-module overrides as a mypy.ini for the installed
+    layout (the same strictness, without the options that describe the source tree's folders)."""
+    options = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    lines = ["[mypy]"]
+    lines += [
+        f"{k} = {_ini_value(v)}" for k, v in options.items() if k not in LAYOUT_ONLY | {"overrides"}
+    ]
+    for override in options.get("overrides", []):
+        modules = override["module"]
+        lines.append(f"[mypy-{','.join(modules) if isinstance(modules, list) else modules}]")
+        lines += [f"{k} = {_ini_value(v)}" for k, v in override.items() if k != "module"]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_layout_config_keeps_pyprojects_strictness() -> None:
+    config = layout_config()
+    assert "[mypy-dpopt.privacy.*," in config and "disallow_untyped_defs = True" in config
+    assert "files" not in config and "ignore_missing_imports = True" in config
+
+
 @pytest.mark.slow
 def test_mypy_reports_no_errors(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
     installed_layout(tmp_path)
-    config = tmp_path / "mypy.ini"  # pyproject's [tool.mypy] options, on this layout
-    config.write_text("[mypy]\npython_version = 3.11\nignore_missing_imports = True\n")
+    config = tmp_path / "mypy.ini"
+    config.write_text(layout_config())
     result = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", str(config), "-p", "dpopt"],
         cwd=tmp_path,
