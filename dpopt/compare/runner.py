@@ -33,6 +33,7 @@ from dpopt.compare.catalog import WHY_WIDTH
 from dpopt.compare.catalog import format_listing as format_listing  # re-exported
 from dpopt.compare.catalog import list_suites as list_suites  # re-exported
 from dpopt.compare.instance import Experiment, Instance
+from dpopt.extras import require
 from dpopt.paper.dgm_tables import text_table
 from dpopt.problem import CLAIMS_FEASIBLE, method_info, methods, solve
 from dpopt.runner import Interrupted as Interrupted  # re-exported
@@ -635,17 +636,14 @@ def format_growth(records: Sequence[Record]) -> str:
 
 def plot_formats() -> list[str]:
     """The file suffixes :func:`write_plot` can write (matplotlib's formats; no suffix: PNG)."""
-    from matplotlib.backend_bases import FigureCanvasBase
-
-    return sorted(FigureCanvasBase.get_supported_filetypes())
+    backend = require("matplotlib.backend_bases", "a plot of the timings")
+    return sorted(backend.FigureCanvasBase.get_supported_filetypes())
 
 
 def write_plot(records: Sequence[Record], path: str) -> None:
     """Log-log seconds against instance size, one line per method, one panel per problem."""
     records, path = _records(records), _path(path)
-    import matplotlib
-
-    matplotlib.use("Agg")
+    require("matplotlib", "a plot of the timings").use("Agg")
     import matplotlib.pyplot as plt
 
     problems = sorted({(r.family, r.problem) for r in records})

@@ -5,7 +5,7 @@ A private network is scored against a reference — the non-private MLE on the s
 
 - its parameters: per CPD, L1 = Σ|Θ − Θ̃| and KL = Σ Θ̃·ln(Θ̃/Θ) over all entries (KL of the
   noisy from the reference, the paper's direction), averaged over nodes;
-- inference queries P[X] and P[X | Y], answered exactly by pgmpy's variable elimination:
+- inference queries P[X] and P[X | Y], answered exactly by variable elimination:
   L1 = Σ_{x,y} |P[x|y] − P̃[x|y]| and KL over the (x, y) with P(y) > 0, averaged over queries;
 - MAP queries argmax_x P[X = x | Y = y]: the share answered as the reference answers them
   (ties broken by the first assignment in the states' order);
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.dgm.networks import Network, quiet_pgmpy
+from dpopt.dgm.networks import Network
 from dpopt.validation import instance
 
 __all__ = [
@@ -167,29 +167,30 @@ def random_queries(
 
 
 class Inference:
-    """Exact joint distributions of a network by pgmpy's variable elimination; build it once
-    and pass it instead of the network to answer many queries on one model."""
+    """Exact joint distributions of a network by variable elimination: the CPDs of the queried
+    nodes' ancestors (the others sum out to 1) contracted along a greedy order (opt_einsum).
+    Agrees with pgmpy's ``VariableElimination`` within 1e-13 on every bundled network
+    (tests/unit/test_dgm_inference.py) without importing it. Build it once and pass it instead
+    of the network to answer many queries on one model."""
 
     def __init__(self, network: Network):
         instance("network", network, Network)
-        with quiet_pgmpy():
-            from pgmpy.inference import VariableElimination
-
         self.network = network
-        self.engine = VariableElimination(network.to_pgmpy())
+        self.cpds = network.require_cpds()
 
     def joint(self, nodes: Sequence[int]) -> np.ndarray:
         """P[nodes] as an array with axes in the order of ``nodes``."""
-        names = [self.network.nodes[v] for v in nodes]
-        factor = self.engine.query(names, joint=True, show_progress=False)
-        axes = [list(factor.variables).index(name) for name in names]
-        values = np.transpose(np.asarray(factor.values, dtype=np.float64), axes)
-        for axis, v in enumerate(nodes):  # pgmpy orders states as the CPDs gave them
-            states = factor.state_names[self.network.nodes[v]]
-            if list(states) != list(self.network.states[v]):
-                raise ValueError(f"pgmpy returned states {states} for {self.network.nodes[v]}")
-            assert values.shape[axis] == len(states)
-        return values
+        import opt_einsum
+
+        net = self.network
+        wanted = [int(v) for v in nodes]
+        if len(set(wanted)) != len(wanted) or not all(0 <= v < len(net.nodes) for v in wanted):
+            raise ValueError(f"nodes must be distinct node indices, got {list(nodes)}")
+        kept = set(wanted).union(*(net.ancestors[v] for v in wanted))
+        operands: list[Any] = []
+        for i in sorted(kept):
+            operands += [self.cpds[i], [*net.parents[i], i]]
+        return np.asarray(opt_einsum.contract(*operands, wanted, optimize="auto"))
 
     def conditional(self, query: Query) -> tuple[np.ndarray, np.ndarray]:
         """(P[X | Y] with axes (X..., Y...), P[Y]) of a query; rows with P(y) = 0 are 0."""

@@ -282,7 +282,8 @@ class Learned:
 
     @cached_property
     def model(self) -> Any:
-        """The private network as a pgmpy ``DiscreteBayesianNetwork``."""
+        """The private network as a pgmpy ``DiscreteBayesianNetwork`` (needs the ``pgmpy``
+        extra; :attr:`network` holds the same CPDs without it)."""
         return self.network.to_pgmpy()
 
 

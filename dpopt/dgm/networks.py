@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpopt.dgm import bif
+from dpopt.extras import require
 from dpopt.validation import finite_array
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Network", "load", "quiet_pgmpy"]
+__all__ = ["Network", "load", "min_fill_width", "quiet_pgmpy"]
 
 ROW_SUM_TOL = 1e-3
 """How far a CPD row may sum from 1 before it is rejected (bnlearn rows are rounded, e.g. 0.999);
@@ -37,10 +38,31 @@ rows within it are renormalized."""
 @contextmanager
 def quiet_pgmpy() -> Iterator[None]:
     """Import pgmpy without its own deprecation notices (pgmpy 1.1 warns, FutureWarning, about
-    its modules while importing them)."""
+    its modules while importing them), or an ImportError naming the extra that installs it."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=FutureWarning, module="pgmpy")
+        require("pgmpy", "a pgmpy model")
         yield
+
+
+def min_fill_width(graph: dict[int, set[int]]) -> int:
+    """The width (largest neighbourhood at elimination) of the order that always eliminates a
+    vertex adding the fewest fill-in edges, ties to the smallest vertex; ``graph`` is consumed.
+    Every elimination order's width bounds the treewidth from above."""
+    width = 0
+    while graph:
+
+        def fill_in(v: int) -> int:
+            near = sorted(graph[v])
+            return sum(b not in graph[a] for k, a in enumerate(near) for b in near[k + 1 :])
+
+        chosen = min(graph, key=lambda v: (fill_in(v), v))
+        near = graph.pop(chosen)
+        width = max(width, len(near))
+        for a in near:
+            graph[a].discard(chosen)
+            graph[a].update(b for b in near if b != a)
+    return width
 
 
 def _topological(names: Sequence[str], parents: Mapping[str, Sequence[str]]) -> list[str]:
@@ -334,7 +356,7 @@ class Network:
         order; a 0-d 1 for a root): the CPDs of Γ(X_i) contracted, left open on Pa_i."""
         from opt_einsum import contract
 
-        cpds = self._require_cpds()
+        cpds = self.require_cpds()
         marginals = []
         for i, given in enumerate(self.parents):
             operands: list[Any] = []
@@ -354,17 +376,14 @@ class Network:
         return int(max(len(p) + o for p, o in zip(self.parents, self.out_degrees, strict=True))) + 1
 
     def treewidth(self) -> int:
-        """κ: an upper bound on the treewidth of the moral graph (networkx min-fill-in
-        elimination; exact on the small networks; spec §7 item 8)."""
-        import networkx as nx
-        from networkx.algorithms.approximation import treewidth_min_fill_in
-
-        moral = nx.Graph()
-        moral.add_nodes_from(range(len(self.nodes)))
+        """κ: an upper bound on the treewidth of the moral graph, the width of the greedy
+        min-fill-in elimination order (exact on the small networks; spec §7 item 8)."""
+        moral: dict[int, set[int]] = {v: set() for v in range(len(self.nodes))}
         for i, given in enumerate(self.parents):
             family = (*given, i)
-            moral.add_edges_from((a, b) for a in family for b in family if a < b)
-        return int(treewidth_min_fill_in(moral)[0])
+            for a in family:
+                moral[a].update(b for b in family if b != a)
+        return min_fill_width(moral)
 
     @property
     def free_parameters(self) -> int:
@@ -376,7 +395,8 @@ class Network:
             )
         )
 
-    def _require_cpds(self) -> tuple[np.ndarray, ...]:
+    def require_cpds(self) -> tuple[np.ndarray, ...]:
+        """The CPDs, or a ValueError naming the network when it is a structure only."""
         if self.cpds is None:
             raise ValueError(f"network {self.name!r} has no CPDs")
         return self.cpds
@@ -398,7 +418,7 @@ class Network:
 
         Synthetic data for experiments, not a release: float draws are fine here.
         """
-        cpds = self._require_cpds()
+        cpds = self.require_cpds()
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
         codes = np.zeros((records, len(self.nodes)), dtype=np.int16, order="F")
@@ -514,7 +534,7 @@ class Network:
         with quiet_pgmpy():
             from pgmpy.factors.discrete import TabularCPD
 
-        cpds = self._require_cpds()
+        cpds = self.require_cpds()
         model = self.pgmpy_graph()
         for i, node in enumerate(self.nodes):
             evidence = [self.nodes[p] for p in self.parents[i]]
