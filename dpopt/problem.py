@@ -47,6 +47,32 @@ from typing import Any, ClassVar, Literal
 
 from dpopt.validation import boolean, function, instance, positive_number, subclass
 
+__all__ = [
+    "CLAIMS_FEASIBLE",
+    "KINDS",
+    "STATUSES",
+    "Kind",
+    "Limit",
+    "MethodFunction",
+    "MethodInfo",
+    "Outcome",
+    "Problem",
+    "RegisteredMethod",
+    "Solution",
+    "SolverError",
+    "Status",
+    "add_method",
+    "allowed_violation",
+    "load_methods",
+    "method_info",
+    "methods",
+    "refusal",
+    "register",
+    "register_family",
+    "restore_sigint",
+    "solve",
+]
+
 STATUSES = ("optimal", "feasible", "violated", "infeasible", "time_limit", "error")
 KINDS = ("exact", "relaxation", "heuristic")
 Status = Literal["optimal", "feasible", "violated", "infeasible", "time_limit", "error"]

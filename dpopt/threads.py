@@ -24,6 +24,15 @@ from threadpoolctl import ThreadpoolController
 
 from dpopt.validation import integer
 
+__all__ = [
+    "MULTITHREAD_MIN_N",
+    "blas_limit",
+    "blas_pools",
+    "blas_threads",
+    "idle_cores",
+    "one_thread",
+]
+
 _controller: tuple[int, ThreadpoolController] | None = None
 
 

@@ -20,6 +20,31 @@ from typing import Any
 
 import numpy as np
 
+__all__ = [
+    "EXACT_FLOAT_INTEGER",
+    "MAX_COUNT",
+    "boolean",
+    "broadcast",
+    "choice",
+    "file_path",
+    "finite_array",
+    "finite_number",
+    "float_array",
+    "function",
+    "generator",
+    "instance",
+    "integer",
+    "integer_array",
+    "nonnegative_integer",
+    "nonnegative_number",
+    "positive_array",
+    "positive_number",
+    "real_array",
+    "records",
+    "sequence",
+    "subclass",
+]
+
 MAX_COUNT = 2**62
 """Largest supported magnitude of an integer input (a count, a total, a domain bound) and of
 every sum of counts the library forms (a parent's total of its children, the public total n).

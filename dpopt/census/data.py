@@ -18,6 +18,18 @@ import numpy as np
 from dpopt.hierarchy import Tree
 from dpopt.validation import MAX_COUNT, integer, integer_array
 
+__all__ = [
+    "HOUSEHOLD_SHARES",
+    "MAX_CELLS",
+    "MAX_HOUSEHOLD_SIZE",
+    "MAX_SIZES",
+    "CensusData",
+    "exact_sum",
+    "household_distribution",
+    "synthetic",
+    "valid_sizes",
+]
+
 # US household sizes 1..7 (2010 Census SF1 shares, %); the tail beyond 7 continues
 # geometrically with the ratio of sizes 7 and 6, as in the paper's augmentation (spec §5).
 HOUSEHOLD_SHARES = (26.7, 33.6, 15.7, 13.4, 6.2, 2.5, 1.9)
@@ -64,7 +76,7 @@ class CensusData:
     def __post_init__(self) -> None:
         parents = integer_array("parents", self.parents, ndim=1)
         counts = integer_array("counts", self.counts, ndim=2)
-        sizes = _size_set(self.sizes)
+        sizes = valid_sizes(self.sizes)
         if counts.shape != (parents.size, sizes.size):
             raise ValueError(
                 f"counts must have one row per region in parents and one column per size in "
@@ -85,7 +97,7 @@ class CensusData:
         tree = self.tree
         if not tree.uniform_depth:
             raise ValueError("parents: every leaf region must be at the same depth")
-        total = _exact_sum(counts[tree.root])
+        total = exact_sum(counts[tree.root])
         if total > MAX_COUNT:
             raise ValueError(
                 f"counts: the root's total {total} is over the largest supported count 2**62"
@@ -116,7 +128,7 @@ class CensusData:
 # --- validation helpers ------------------------------------------------------------------------
 
 
-def _exact_sum(values: np.ndarray) -> int:
+def exact_sum(values: np.ndarray) -> int:
     """Σ of non-negative int64 values as an exact int (Python ints when int64 could wrap)."""
     if float(values.astype(np.float64).sum()) < 2.0**61:
         return int(values.sum())
@@ -151,7 +163,9 @@ def _names(names: Any, regions: int) -> tuple[str, ...]:
     return tuple(str(name) for name in out)
 
 
-def _size_set(sizes: Any) -> np.ndarray:
+def valid_sizes(sizes: Any) -> np.ndarray:
+    """``sizes`` as an int64 array if it is the contiguous public size set, else a
+    ValueError naming the rule."""
     sized = isinstance(sizes, range | list | tuple) or (
         isinstance(sizes, np.ndarray) and sizes.ndim > 0
     )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpopt.census.data import CensusData, _exact_sum, _size_set
+from dpopt.census.data import CensusData, exact_sum, valid_sizes
 from dpopt.hierarchy import Tree
 from dpopt.validation import MAX_COUNT, boolean, integer
 
@@ -303,7 +303,7 @@ def from_frame(
     _require_columns(frame, [*levels, size, count], "frame")
     if len(frame) == 0:
         raise ValueError("frame has no rows")
-    size_set = _size_set(sizes)
+    size_set = valid_sizes(sizes)
     raw_size = _integer_column(frame, size)
     group_count = _integer_column(frame, count)
     group_size = np.minimum(raw_size, size_set[-1]) if top_code else raw_size
@@ -348,7 +348,7 @@ def from_frame(
     _refuse_duplicates(frame, region, raw_size, names, size)
     column = group_size - size_set[0]
     leaf_rows = np.flatnonzero(is_leaf)
-    total = _exact_sum(group_count[leaf_rows])
+    total = exact_sum(group_count[leaf_rows])
     if total > MAX_COUNT:
         raise ValueError(
             f"{count}: the leaf rows hold {total} groups, over the largest supported total 2**62"
@@ -457,7 +457,7 @@ def from_records(
     )
     if len(records) == 0:
         raise ValueError("records has no rows")
-    size_set = _size_set(sizes)
+    size_set = valid_sizes(sizes)
     if (quantity is None) != (quantity_bound is None):
         raise ValueError(
             "quantity_bound (a public bound on one person's quantity) is required with "
@@ -485,7 +485,7 @@ def from_records(
                 )
     if quantity is not None:
         q = np.minimum(_integer_column(records, quantity), bound)  # public clipping to [0, Q]
-        total = _exact_sum(q)
+        total = exact_sum(q)
         if total > MAX_COUNT:
             raise ValueError(
                 f"{quantity}: the quantities sum to {total}, over the largest supported size 2**62"

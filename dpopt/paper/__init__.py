@@ -8,3 +8,5 @@ functions that recompute each column (installed, so ``dpopt compare --suite tabl
 - :mod:`~dpopt.paper.eigen_ratios` — Eigen-Design's experiments (Li & Miklau, Sec. 5) as
   error ratios to the SVD bound, beside OPT₀, the exact SDP and the baselines.
 """
+
+__all__: list[str] = []  # a namespace of modules; nothing to import from it directly

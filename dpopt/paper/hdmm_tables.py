@@ -19,6 +19,18 @@ from dpopt.paper.hdmm_columns import table_variance
 from dpopt.privacy import NOISES, Noise
 from dpopt.validation import finite_number, integer
 
+__all__ = [
+    "CPS_DOMAIN",
+    "PAPER_CPS",
+    "PAPER_OPT0",
+    "TABLE_TOL",
+    "GramOnly",
+    "cps_workload",
+    "marginal_table_workloads",
+    "one_d_workload",
+    "paper_reference",
+]
+
 # Table 4 (Laplace) and Table 5 (Gaussian) OPT₀ RMSE at ε = 1 (δ = 1e-6), spec §5.1.
 PAPER_OPT0: dict[tuple[Noise, str], dict[int, float]] = {
     ("laplace", "all-range"): {64: 5.55, 256: 8.07, 1024: 11.08},

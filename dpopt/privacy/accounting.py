@@ -33,7 +33,15 @@ from numpy.typing import ArrayLike
 from dpopt.privacy.calibration import cdp_rho
 from dpopt.privacy.samplers import exact_fraction
 
-__all__ = ["KINDS", "Accountant", "BudgetExceededError", "Charge", "Loss", "exact_shares"]
+__all__ = [
+    "KINDS",
+    "Accountant",
+    "BudgetExceededError",
+    "Charge",
+    "Loss",
+    "exact_shares",
+    "pure_epsilon",
+]
 
 Kind = Literal["pure", "zcdp", "approx"]
 KINDS: tuple[Kind, ...] = ("pure", "zcdp", "approx")
@@ -82,7 +90,7 @@ def _exact_pair(value: Any, owner: str, *, positive: bool = False) -> tuple[Frac
     return (epsilon, delta)
 
 
-def _pure_epsilon(epsilon: Any) -> Fraction:
+def pure_epsilon(epsilon: Any) -> Fraction:
     """ε of a pure loss: :func:`exact_fraction`, and at most 2^500 so that its zCDP form
     (ε²/2 or ε²/8) stays an amount an accountant can hold."""
     eps = exact_fraction("epsilon", epsilon)
@@ -107,7 +115,7 @@ class Loss:
     @classmethod
     def pure(cls, epsilon: Any) -> Loss:
         """ε-DP, hence (ε²/2)-zCDP (Bun & Steinke 2016, Prop. 1.4) and (ε, 0)-DP."""
-        eps = _pure_epsilon(epsilon)
+        eps = pure_epsilon(epsilon)
         return cls(eps, eps * eps / 2, (eps, Fraction(0)), f"{float(eps):.6g}-DP")
 
     @classmethod

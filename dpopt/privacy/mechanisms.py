@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from dpopt.privacy.accounting import Accountant, Loss, _pure_epsilon
+from dpopt.privacy.accounting import Accountant, Loss, pure_epsilon
 from dpopt.privacy.calibration import cdp_rho
 from dpopt.privacy.samplers import (
     DiscreteGaussian,
@@ -551,7 +551,7 @@ def exponential_mechanism(
     down to a multiple of 2^−40.
     """
     values = _scores(scores)
-    eps = _pure_epsilon(epsilon)
+    eps = pure_epsilon(epsilon)
     delta = exact_fraction("sensitivity", sensitivity)
     bits = _slack_bits(delta, 1, "laplace")
     grid = snap(values, bits, name="scores")

@@ -33,7 +33,7 @@ from dpopt.validation import choice, integer, integer_array
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["RELATIONSHIPS", "SIDES", "RelationalData", "Workload"]
+__all__ = ["RELATIONSHIPS", "SIDES", "RelationalData", "Workload", "synthetic_links"]
 
 SIDES = ("left", "right")
 RELATIONSHIPS = ("many-to-many", "one-to-many")
@@ -411,7 +411,7 @@ class RelationalData:
         """
         left = self.encode("left", left_codes)
         right = self.encode("right", right_codes)
-        pairs = _synthetic_links(links, left.shape[0], right.shape[0])
+        pairs = synthetic_links(links, left.shape[0], right.shape[0])
         return self._marginal(w, left, right, pairs)
 
     def cell_codes(
@@ -520,7 +520,7 @@ def _check_links(links: np.ndarray, n_left: int, n_right: int, d_max: int, name:
             )
 
 
-def _synthetic_links(links: Any, n_left: int, n_right: int) -> np.ndarray:
+def synthetic_links(links: Any, n_left: int, n_right: int) -> np.ndarray:
     """Validated (m, 2) (left row, right row) pairs of a synthetic database (R1)."""
     pairs = integer_array("links", links, ndim=2)
     if pairs.shape[1] != 2:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.relational.data import SIDES, RelationalData, _synthetic_links
+from dpopt.relational.data import SIDES, RelationalData, synthetic_links
 from dpopt.validation import choice, instance, integer
 
 __all__ = ["cross_errors", "evaluate", "table_errors"]
@@ -56,7 +56,7 @@ def cross_errors(
     k = integer("k", k, minimum=2)
     left_codes = instance("data", data, RelationalData).encode("left", left)
     right_codes = data.encode("right", right)
-    pairs = _synthetic_links(links, left_codes.shape[0], right_codes.shape[0])
+    pairs = synthetic_links(links, left_codes.shape[0], right_codes.shape[0])
     workloads = data.cross_workloads(k)
     if not workloads:
         raise ValueError(f"k = {k}: the database has no cross-table {k}-way workload")
