@@ -7,7 +7,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from dpopt.hierarchy import Tree
-from dpopt.models.pgsr import leaf_weights
+from dpopt.models.census.problems import leaf_weights
 
 
 @st.composite

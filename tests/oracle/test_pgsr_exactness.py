@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pgsr_weights import region_weights
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from pgsr_weights import region_weights
 
 import dpopt
 from dpopt.hierarchy import Tree
-from dpopt.models.pgsr import (
+from dpopt.models.census.problems import (
     ChainPostProcess,
     CumulativePostProcess,
     PostProcess,
@@ -24,8 +24,8 @@ from dpopt.models.pgsr import (
     cumulative,
     decumulate,
 )
-from dpopt.solvers.cost_tables import merge_bruteforce, merge_convex
-from dpopt.solvers.pgsr_tree_dp import Infeasible, SubtreeData, subtree_root_table
+from dpopt.solvers.census.cost_tables import merge_bruteforce, merge_convex
+from dpopt.solvers.census.tree_dp import Infeasible, SubtreeData, subtree_root_table
 
 EXACT_1 = ("pwl-dp", "dp-table", "cpsat")
 EXACT_3 = ("chain-dp", "cpsat")

@@ -1,9 +1,9 @@
 """The level-wise tree DP kernel against the generic region-by-region DP (census-pgsr §3.4, §7).
 
-:mod:`dpopt.solvers.pgsr_levels` must return exactly what the generic path returns with the
+:mod:`dpopt.solvers.census.levels` must return exactly what the generic path returns with the
 convex merge (Algorithm 1): the same root table entry for entry, the same counts (ties broken
 by spec G5), and ``Infeasible`` at the same region. The generic path is
-:func:`~dpopt.solvers.pgsr_tree_dp._bottom_up` with :func:`merge_convex`, reached here through
+:func:`~dpopt.solvers.census.tree_dp._bottom_up` with :func:`merge_convex`, reached here through
 a wrapper of ``merge_convex`` (``subtree_root_table``/``subtree_solution`` send only
 ``merge_convex`` itself to the kernel). The min-plus tables of :func:`merge_bruteforce` check
 the kernel's tables independently, and whole problems are checked against CP-SAT.
@@ -17,15 +17,15 @@ from unittest import mock
 
 import numpy as np
 import pytest
+from pgsr_weights import region_weights
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from pgsr_weights import region_weights
 
 import dpopt
 from dpopt.hierarchy import Tree
-from dpopt.models.pgsr import CumulativePostProcess, PostProcess, cumulative, reachable
-from dpopt.solvers import pgsr_levels
-from dpopt.solvers.cost_tables import (
+from dpopt.models.census.problems import CumulativePostProcess, PostProcess, cumulative, reachable
+from dpopt.solvers.census import levels
+from dpopt.solvers.census.cost_tables import (
     Infeasible,
     Splitter,
     Table,
@@ -33,9 +33,9 @@ from dpopt.solvers.cost_tables import (
     merge_convex,
     squared_table,
 )
-from dpopt.solvers.pgsr_heuristics import pava_instance
-from dpopt.solvers.pgsr_levels import column_values, root_table
-from dpopt.solvers.pgsr_tree_dp import (
+from dpopt.solvers.census.heuristics import pava_instance
+from dpopt.solvers.census.levels import column_values, root_table
+from dpopt.solvers.census.tree_dp import (
     SubtreeData,
     solve_tree_dp,
     subtree_root_table,
@@ -47,7 +47,7 @@ PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 # How the kernel bins each parent's slopes: as it chooses, always dense, always sorted (by one
 # key, or by the lexsort it keeps for key ranges int64 cannot hold).
 ROUTES: dict[str, dict[str, int]] = {
-    "auto": {"HISTOGRAM_SPAN_RATIO": pgsr_levels.HISTOGRAM_SPAN_RATIO},
+    "auto": {"HISTOGRAM_SPAN_RATIO": levels.HISTOGRAM_SPAN_RATIO},
     "dense": {"HISTOGRAM_SPAN_RATIO": 10**9, "HISTOGRAM_SPAN_SLACK": 10**9},
     "sorted": {"HISTOGRAM_SPAN_RATIO": 0, "HISTOGRAM_SPAN_SLACK": -1},
     "lexsort": {"HISTOGRAM_SPAN_RATIO": 0, "HISTOGRAM_SPAN_SLACK": -1, "SORT_KEY_LIMIT": 0},
@@ -61,7 +61,7 @@ def generic_convex(tables: Sequence[Table]) -> tuple[Table, Splitter]:
 
 def routed(route: str) -> Any:
     """A context in which the kernel bins slopes by ``route``."""
-    return mock.patch.multiple(pgsr_levels, **ROUTES[route])
+    return mock.patch.multiple(levels, **ROUTES[route])
 
 
 # --- strategies -------------------------------------------------------------------------------
@@ -300,7 +300,7 @@ def test_bad_columns_are_refused() -> None:
 def test_weighted_leaf_slope_counts(a: int, width: int, weight: int, cut: int) -> None:
     """The closed form of the top-down pass for a leaf of weight w, against its slopes."""
     slopes = weight * (2 * np.arange(a, a + width) + 1)
-    under, equal = pgsr_levels._leaf_slopes_at(
+    under, equal = levels._leaf_slopes_at(
         np.array([a]), np.array([width]), np.array([weight]), np.array([cut])
     )
     assert under[0] == np.sum(slopes < cut) and equal[0] == np.sum(slopes == cut)

@@ -14,7 +14,7 @@ import pytest
 
 import dpopt
 from dpopt.hierarchy import Tree
-from dpopt.models.pgsr import (
+from dpopt.models.census.problems import (
     ChainPostProcess,
     CumulativePostProcess,
     PostProcess,
@@ -23,9 +23,9 @@ from dpopt.models.pgsr import (
     cumulative,
     decumulate,
 )
-from dpopt.solvers.cost_tables import Table, merge_bruteforce, merge_convex, squared_table
-from dpopt.solvers.pgsr_heuristics import pava_instance
-from dpopt.solvers.pgsr_tree_dp import SubtreeData, subtree_root_table
+from dpopt.solvers.census.cost_tables import Table, merge_bruteforce, merge_convex, squared_table
+from dpopt.solvers.census.heuristics import pava_instance
+from dpopt.solvers.census.tree_dp import SubtreeData, subtree_root_table
 
 PARENTS = [-1, 0, 0]  # 0 = US, 1 = GA, 2 = NY
 US, GA, NY = 0, 1, 2
