@@ -180,7 +180,7 @@ def _subpackages(folder: str) -> set[str]:
 def test_models_and_solvers_are_grouped_by_family_under_one_name() -> None:
     """models/ and solvers/ hold one subpackage per family, named as its mechanism in dpopt/
     (solvers/ also ``backends``), and no loose module; no module inside repeats a family name
-    as a prefix."""
+    as a prefix, and no library or test module keeps the census family's former name."""
     families = {family.split(".")[1] for family in FAMILIES}
     assert _subpackages("models") == families
     assert _subpackages("solvers") == families | {"backends"}
@@ -192,6 +192,8 @@ def test_models_and_solvers_are_grouped_by_family_under_one_name() -> None:
             if p.stem.split("_")[0] in families | {"pgsr"}
         ]
         assert prefixed == []
+    pgsr = [p.name for d in (*FOLDERS, "tests") for p in (REPO_ROOT / d).rglob("*pgsr*.py")]
+    assert pgsr == []
 
 
 HEAVY = (

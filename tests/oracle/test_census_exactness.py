@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pgsr_weights import region_weights
+from census_weights import region_weights
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
