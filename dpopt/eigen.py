@@ -2,7 +2,7 @@
 
 :func:`design` eigen-decomposes WᵀW, weights the eigen-queries by Program 1 (a certified
 interior point, ``ipm``, or any exact method of
-:class:`~dpopt.models.eigen_design.EigenWeighting`) and completes the strategy (Program 2,
+:class:`~dpopt.models.eigen.weighting.EigenWeighting`) and completes the strategy (Program 2,
 steps 4–5). It returns an :class:`dpopt.hdmm.Strategy` (a dense matrix) or, for a Kronecker
 workload, an :class:`dpopt.hdmm.ProductStrategy` built factor by factor, never forming the
 product domain's Gram; :func:`dpopt.hdmm.measure`, :func:`~dpopt.hdmm.reconstruct` and
@@ -28,9 +28,9 @@ import numpy as np
 
 from dpopt import hdmm
 from dpopt import workload as wl
-from dpopt.models.matrix_mechanism import ProductStrategySelection, StrategySelection
+from dpopt.models.hdmm.matrix_mechanism import ProductStrategySelection, StrategySelection
 from dpopt.problem import CLAIMS_FEASIBLE, Solution, SolverError, solve
-from dpopt.solvers.eigen_design import DENSE_MAX_N, spectrum_bounds
+from dpopt.solvers.eigen.design import DENSE_MAX_N, spectrum_bounds
 from dpopt.validation import finite_array
 
 __all__ = ["DENSE_MAX_N", "bounds", "design", "plan_epsilon", "plan_error", "query_std"]
@@ -73,7 +73,7 @@ def design(
     zero_tol : float
         Eigenvalues ≤ ``zero_tol``·σ₁ are dropped (Sec. 4.1; spec §8 item 5).
     method : str
-        The :class:`~dpopt.models.eigen_design.EigenWeighting` method of Program 1 (``ipm``,
+        The :class:`~dpopt.models.eigen.weighting.EigenWeighting` method of Program 1 (``ipm``,
         or an exact cvxpy method such as ``cvxpy:clarabel`` for up to 512 eigen-queries); the
         ``weighting`` option of the ``eigen-design`` solve.
 

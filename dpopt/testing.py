@@ -394,7 +394,7 @@ def _product_selections(seed: int) -> list[Problem]:
     """OPT_⊗/OPT_+'s Problem: a union of one or two Kronecker products of Identity, Total,
     Prefix and AllRange over two attributes of 2–5 values, Laplace and Gaussian."""
     from dpopt import workload as wl
-    from dpopt.models.matrix_mechanism import ProductStrategySelection
+    from dpopt.models.hdmm.matrix_mechanism import ProductStrategySelection
 
     rng = np.random.default_rng(seed)
     blocks = (wl.Identity, wl.Total, wl.Prefix, wl.AllRange)
@@ -414,8 +414,8 @@ def _product_selections(seed: int) -> list[Problem]:
 def _partitioned_post_processes(seed: int) -> list[Problem]:
     """Model 1 split at the root (the block release's Problem) on the census suites' Model 1
     instances, partitions in memory, both objectives."""
-    from dpopt.models.pgsr import PartitionedPostProcess, PostProcess
-    from dpopt.solvers.pgsr_partitioned import split_at_root
+    from dpopt.models.census.problems import PartitionedPostProcess, PostProcess
+    from dpopt.solvers.census.partitioned import split_at_root
 
     out: list[Problem] = []
     for problem in instances(PostProcess, seed):

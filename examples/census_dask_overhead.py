@@ -40,7 +40,7 @@ from dpopt import census, runner
 from dpopt.census.blocks import StateSource
 from dpopt.census.geography import Geography, scaled, us_blocks
 from dpopt.runner import TaskStats, as_executor, close_client, dask_client, timed_call
-from dpopt.solvers.pgsr_partitioned import partition_root
+from dpopt.solvers.census.partitioned import partition_root
 
 SEED = 2**40 + 17
 """The noise key (a benchmark: the same noisy partition in every run)."""

@@ -59,7 +59,7 @@ def loss_times(n: int) -> dict[str, float]:
     import numpy as np
 
     from dpopt import workload as wl
-    from dpopt.solvers.hdmm_opt0 import default_p, pidentity_loss
+    from dpopt.solvers.hdmm.opt0 import default_p, pidentity_loss
     from dpopt.threads import one_thread
 
     theta = np.random.default_rng(0).random((default_p(n), n))

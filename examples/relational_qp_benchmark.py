@@ -2,7 +2,7 @@
 
     python examples/relational_qp_benchmark.py [--quick] [--repeats 3] [--seed 0]
 
-(a) :func:`~dpopt.solvers.relational_qp.project` for N = 10⁴ … 10⁷ on two inputs — Gaussian
+(a) :func:`~dpopt.solvers.relational.qp.project` for N = 10⁴ … 10⁷ on two inputs — Gaussian
     entries with m = N/3, and a PGD-like vector (m/N = 0.5 %, most entries near 0) with a
     warm-started root — median of ``--repeats``; the fitted exponent of time ∝ N^p over the
     sizes ≥ 10⁵ (p ≤ 1 means O(N), the worst-case bound is O(N log N)), and the time in units
@@ -30,7 +30,7 @@ from benchmarking import text_table
 
 import dpopt
 from dpopt.compare.relational import random_slice
-from dpopt.solvers.relational_qp import largest_singular_value, project_with_root
+from dpopt.solvers.relational.qp import largest_singular_value, project_with_root
 
 
 def median_seconds(function, repeats: int) -> float:  # type: ignore[no-untyped-def]

@@ -41,8 +41,8 @@ def factor_static_cost(gram: np.ndarray, noise: str) -> float:
     OPT₀ returns the best of these and its optimised template, so it never does worse.
     """
     # imported here: every test module loads this file, only the HDMM product tests need these
-    from dpopt.models.matrix_mechanism import strategy_error
-    from dpopt.solvers.hdmm_opt0 import idtotal_candidate, static_candidates, svd_candidate
+    from dpopt.models.hdmm.matrix_mechanism import strategy_error
+    from dpopt.solvers.hdmm.opt0 import idtotal_candidate, static_candidates, svd_candidate
 
     candidates = [
         *static_candidates(gram),

@@ -5,8 +5,8 @@
    ``[tool.setuptools.package-dir]`` in ``pyproject.toml``. Griffe finds packages by walking
    folders, so on its own it never sees them under ``dpopt``. When the module that a mapped
    package belongs to has been visited, :class:`PackageDir` visits the mapped folder's modules
-   with that module as their parent, so ``::: dpopt.models.pgsr`` resolves and every object
-   has its installed path.
+   with that module as their parent, so ``::: dpopt.models.census.problems`` resolves and every
+   object has its installed path.
 
 2. **Sphinx roles.** dpopt's docstrings cross-reference with reST roles (``:func:`solve```,
    ``:class:`~dpopt.privacy.Loss```), which Markdown would show literally. Each role becomes

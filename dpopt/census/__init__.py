@@ -45,7 +45,7 @@ from dpopt.census.postprocess import (
     post_process,
 )
 from dpopt.census.release_file import SavedRelease, load_release, save_release
-from dpopt.models.pgsr import OBJECTIVES
+from dpopt.models.census.problems import OBJECTIVES
 
 __all__ = [
     "INTERVAL_METHODS",

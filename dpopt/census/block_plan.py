@@ -39,10 +39,10 @@ from dpopt.census.resources import (
     memory_limit_of,
 )
 from dpopt.census.store import read_partition
-from dpopt.models.pgsr import OBJECTIVES
+from dpopt.models.census.problems import OBJECTIVES
 from dpopt.privacy import Accountant
 from dpopt.runner import Runner
-from dpopt.solvers.pgsr_partitioned import WIDENING, Widening
+from dpopt.solvers.census.partitioned import WIDENING, Widening
 from dpopt.validation import choice, positive_number
 
 __all__ = [

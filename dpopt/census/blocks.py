@@ -10,7 +10,7 @@
    state's total and root counts, which the driver needs for the nation row and n.
 2. **bottom-up** and 3. **top-down**, one task per (state, size): the solve
    ``dpopt.solve(PartitionedPostProcess(...), "pwl-dp:partitioned")``
-   (:mod:`dpopt.solvers.pgsr_partitioned`) with the objective of :func:`dpopt.census.release`
+   (:mod:`dpopt.solvers.census.partitioned`) with the objective of :func:`dpopt.census.release`
    (``"leaf-weighted"`` by default: the same Model 1 as the in-memory release); each top-down
    task writes its counts to ``release/state=<i>/size_<s>.parquet``.
 
@@ -39,12 +39,12 @@ from dpopt.census.keyed import LevelNoise, draw_entropy, keyed_noise, noisy_coun
 from dpopt.census.measurement import Measurement
 from dpopt.census.postprocess import PARTITIONED
 from dpopt.census.store import Partition, read_partition, write_partition
-from dpopt.models.pgsr import PartitionedPostProcess
+from dpopt.models.census.problems import PartitionedPostProcess
 from dpopt.privacy import Accountant
 from dpopt.problem import Solution, Status, solve
 from dpopt.release import Measured, ReleaseError, Rng, measured_record, resolve_rng
 from dpopt.runner import Runner
-from dpopt.solvers.pgsr_partitioned import (
+from dpopt.solvers.census.partitioned import (
     Column,
     PartitionedSolution,
     Widening,
@@ -213,7 +213,7 @@ class BlockRelease:
     """A national release on disk: the nation's counts, the solve, and the manifest.
 
     ``solution`` is the :func:`dpopt.solve` of ``pwl-dp:partitioned``, its ``x`` the
-    :class:`~dpopt.solvers.pgsr_partitioned.PartitionedSolution` (the nation's counts, each
+    :class:`~dpopt.solvers.census.partitioned.PartitionedSolution` (the nation's counts, each
     state's checksums; the states' counts are on disk, :func:`read_release`). The release
     contract (:class:`dpopt.release.ReleaseResult`): ``budget`` is the charged accountant's
     :meth:`~dpopt.privacy.Accountant.report`, ``statuses`` the status of the solve,
@@ -340,7 +340,7 @@ def release_blocks(
     (:mod:`dpopt.census.keyed`): whoever knows them (or the seed they came from) recovers the
     private counts from the noisy partitions, so they are never written anywhere, and a seed
     is never published or reused. ``objective``: a key of
-    :data:`~dpopt.models.pgsr.OBJECTIVES`, as in :func:`dpopt.census.release`.
+    :data:`~dpopt.models.census.problems.OBJECTIVES`, as in :func:`dpopt.census.release`.
     ``interval_level`` (in (0, 1)) writes each count's confidence interval beside it
     (Parquet columns ``lower`` and ``upper``; :func:`dpopt.census.confidence.bounds` on the
     state's noisy partition, by ``interval_method``, with ``interval_seed`` the intervals' own

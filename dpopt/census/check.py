@@ -19,7 +19,7 @@ Both check (docs/testing-your-code.md, "What dpopt check certifies"):
 - **the counts**: non-negative integers, every parent the sum of its children, the root's
   groups adding up to n (:func:`count_errors`; a directory: the states' roots adding up to the
   manifest's nation counts and those to n) and the checksum the release recorded (a directory:
-  the nation's counts, then every (state, size) column, :mod:`dpopt.solvers.pgsr_partitioned`);
+  the nation's counts, then every (state, size) column, :mod:`dpopt.solvers.census.partitioned`);
 - **the intervals**, when the release has them (:func:`interval_errors`): recomputed from the
   noisy answers at their level, method and randomisation (:mod:`dpopt.census.confidence`), they
   must be the saved ones. An interval covers the true count with its level's probability, not
@@ -94,7 +94,7 @@ from dpopt.release import (
     spent_errors,
     understated,
 )
-from dpopt.solvers.pgsr_partitioned import checksum
+from dpopt.solvers.census.partitioned import checksum
 from dpopt.validation import (
     boolean,
     choice,
@@ -145,7 +145,7 @@ def count_errors(counts: Any, parents: Any, total: int) -> list[str]:
     """The PGSR conditions (2–4) ``counts[r, j]`` breaks on the hierarchy ``parents`` with n =
     ``total``: negative, non-integer or above-n cells, parents that are not the sum of their
     children, a root whose groups do not add up to n; empty when they all hold."""
-    from dpopt.models.pgsr import PostProcess
+    from dpopt.models.census.problems import PostProcess
 
     raw = np.asarray(counts)
     if raw.dtype.kind not in "iuf":
@@ -618,7 +618,7 @@ def _recheck_certificate(
     from dpopt.census.blocks import StateSource
     from dpopt.census.keyed import LevelNoise
     from dpopt.census.postprocess import PARTITIONED
-    from dpopt.models.pgsr import PartitionedPostProcess
+    from dpopt.models.census.problems import PartitionedPostProcess
     from dpopt.problem import solve
     from dpopt.runner import Runner
 

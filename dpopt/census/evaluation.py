@@ -8,7 +8,7 @@ import numpy as np
 
 from dpopt.census.data import CensusData
 from dpopt.census.measurement import check_data
-from dpopt.models.pgsr import PostProcess
+from dpopt.models.census.problems import PostProcess
 from dpopt.validation import integer_array
 
 __all__ = ["level_errors"]

@@ -16,7 +16,7 @@ import numpy as np
 
 from dpopt.census.data import CensusData
 from dpopt.hierarchy import Tree
-from dpopt.models.pgsr import cumulative
+from dpopt.models.census.problems import cumulative
 from dpopt.privacy import Accountant, Prepared, draw, exact_shares, prepare_laplace
 from dpopt.release import Measured, resolve_rng
 from dpopt.validation import choice, finite_array, positive_number

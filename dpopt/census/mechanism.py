@@ -36,7 +36,7 @@ from dpopt.census.resources import (
     memory_limit_of,
     postprocess_estimates,
 )
-from dpopt.models.pgsr import PostProcess
+from dpopt.models.census.problems import PostProcess
 from dpopt.privacy import Accountant
 from dpopt.problem import Solution, Status
 from dpopt.release import Measured, ReleaseError, Rng, resolve_rng
@@ -49,7 +49,7 @@ __all__ = ["Release", "release"]
 class Release:
     """A released hierarchy: ``counts[r, j]`` groups of size ``sizes[j]`` in region r.
 
-    ``method`` and ``objective`` (:data:`~dpopt.models.pgsr.OBJECTIVES`) say how it was
+    ``method`` and ``objective`` (:data:`~dpopt.models.census.problems.OBJECTIVES`) say how it was
     post-processed; ``solution`` is the final post-processing solve and ``measurement`` the
     noisy answers and public facts it post-processed (the hierarchy ``measurement.parents``;
     what :func:`~dpopt.census.save_release` keeps beside the counts). The release contract
@@ -102,8 +102,8 @@ def release(
     Charges exactly ``epsilon`` to ``accountant`` (a fresh ``Accountant.pure(epsilon)`` when
     None), after every input is validated; ``rng``: a Generator, an int or None
     (:func:`dpopt.release.resolve_rng`). ``objective`` (a key of
-    :data:`~dpopt.models.pgsr.OBJECTIVES`): ``"leaf-weighted"``, the default of the Model 1
-    methods, weighs every region's fit by the number of leaf regions it aggregates and
+    :data:`~dpopt.models.census.problems.OBJECTIVES`): ``"leaf-weighted"``, the default of the
+    Model 1 methods, weighs every region's fit by the number of leaf regions it aggregates and
     releases the certified optimum of that Model 1 on 0 … n; ``"paper"`` is the paper's
     objective (every cell alike, domains widened until feasible), the only one of the
     cumulative methods. ``level_weights`` splits the budget over the levels (spec G11), which

@@ -32,7 +32,7 @@ import numpy as np
 from dpopt.census.blocks import read_release, release_blocks
 from dpopt.census.geography import LEVELS, Geography, state_data
 from dpopt.census.store import read_partition
-from dpopt.models.pgsr import OBJECTIVES
+from dpopt.models.census.problems import OBJECTIVES
 from dpopt.planning import check_memory, memory_budget, tolerance
 from dpopt.runner import as_executor
 from dpopt.validation import choice, instance, integer, positive_number

@@ -2,17 +2,17 @@
 §5–9), reading nothing but the measurement's noisy values and public facts.
 
 :data:`METHODS` names the PGSR post-processing methods (the paper's mechanisms M_DP, M_H, …):
-each noises one query (:mod:`dpopt.census.measurement`) and solves one post-processing Problem
-of :mod:`dpopt.models.pgsr` with one :func:`dpopt.solve` method. :func:`build_problem` builds
-that Problem with per-cell domains [c̃ − δ, c̃ + δ] ∩ [0, n], δ = ⌈m·sd⌉ (spec G4; m doubled
+each noises one query (:mod:`dpopt.census.measurement`) and solves one post-processing Problem of
+:mod:`dpopt.models.census.problems` with one :func:`dpopt.solve` method. :func:`build_problem`
+builds that Problem with per-cell domains [c̃ − δ, c̃ + δ] ∩ [0, n], δ = ⌈m·sd⌉ (spec G4; m doubled
 until feasible, and for the default objective until certified optimal on [0, n]), and
 :func:`post_process` solves it.
 
 The default objective of the Model 1 methods is ``"leaf-weighted"``
-(:data:`~dpopt.models.pgsr.OBJECTIVES`): every region's squared errors weighted by the number
-of leaf regions it aggregates, and the domains doubled until the node potentials certify the
-optimum of Model 1 on [0, n]. The paper's Model 1 weighs every cell alike, which lets the
-leaves' non-negativity bias the aggregates (docs/families/census.md, "What it gets you");
+(:data:`~dpopt.models.census.problems.OBJECTIVES`): every region's squared errors weighted by the
+number of leaf regions it aggregates, and the domains doubled until the node potentials certify the
+optimum of Model 1 on [0, n]. The paper's Model 1 weighs every cell alike, which lets the leaves'
+non-negativity bias the aggregates (docs/families/census.md, "What it gets you");
 ``objective="paper"`` keeps it, and is the only objective of Models 2 and 3.
 
 The chain DP (M_DP^CC) follows spec §4 option (a): the level-wise chain counts are a
@@ -30,7 +30,7 @@ import numpy as np
 
 from dpopt.census.measurement import Measurement, Query
 from dpopt.hierarchy import Tree
-from dpopt.models.pgsr import (
+from dpopt.models.census.problems import (
     OBJECTIVES,
     ChainPostProcess,
     CumulativePostProcess,
@@ -44,7 +44,7 @@ from dpopt.models.pgsr import (
 )
 from dpopt.problem import Problem, Solution, Status, method_info, refusal, solve
 from dpopt.runner import Runner, as_executor, is_dask_client
-from dpopt.solvers.pgsr_partitioned import domain, split_at_root, widenings
+from dpopt.solvers.census.partitioned import domain, split_at_root, widenings
 from dpopt.validation import choice, positive_number
 
 __all__ = ["METHODS", "Mechanism", "PostProcessed", "build_problem", "post_process"]
@@ -315,7 +315,7 @@ def post_process(
     point), under the status ``fallback to the domain probe (…)`` beside the failed one.
     ``executor`` is a ``concurrent.futures.Executor`` or a ``dask.distributed.Client``; on a
     client ``pwl-dp`` runs as ``pwl-dp:partitioned`` (the two-pass DP by partitions,
-    :mod:`dpopt.solvers.pgsr_partitioned`), whose counts equal the serial ones bit for bit.
+    :mod:`dpopt.solvers.census.partitioned`), whose counts equal the serial ones bit for bit.
     """
     check_time_limit(method, time_limit)
     chosen = objective_of(objective, method)

@@ -25,7 +25,7 @@ from dpopt.census.measurement import Measurement
 from dpopt.census.mechanism import Release
 from dpopt.problem import Status
 from dpopt.release import Measured, measured_from_record, measured_record
-from dpopt.solvers.pgsr_partitioned import checksum
+from dpopt.solvers.census.partitioned import checksum
 from dpopt.validation import file_path, instance
 
 __all__ = ["FORMAT", "SavedRelease", "load_release", "save_release"]

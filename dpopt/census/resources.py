@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.census.postprocess import PROBE, mechanism, starting_delta
-from dpopt.solvers.cost_tables import MAX_COST
+from dpopt.solvers.census.cost_tables import MAX_COST
 from dpopt.validation import integer
 
 __all__ = [

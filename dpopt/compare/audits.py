@@ -22,7 +22,7 @@ from dpopt import census, hdmm
 from dpopt import workload as wl
 from dpopt.census.data import CensusData
 from dpopt.census.measurement import Query
-from dpopt.models.pgsr import cumulative
+from dpopt.models.census.problems import cumulative
 from dpopt.privacy.audit import (
     AuditResult,
     epsilon_lower_bound,

@@ -12,7 +12,7 @@ from dpopt.census.data import CensusData, synthetic
 from dpopt.compare.census_blocks import EXPERIMENTS as BLOCK_EXPERIMENTS
 from dpopt.compare.census_utility import Shape, Variant, experiment
 from dpopt.compare.instance import Experiment, Instance
-from dpopt.models.pgsr import ChainPostProcess, CumulativePostProcess, PostProcess
+from dpopt.models.census.problems import ChainPostProcess, CumulativePostProcess, PostProcess
 
 RUNNING_EXAMPLE = (-1, 0, 0)  # US → {GA, NY}, spec §1.3; sizes {1, 2, 3}, n = 6
 

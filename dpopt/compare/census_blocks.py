@@ -1,12 +1,12 @@
 """Block-level census experiments: the pwl-dp kernel per cell, and what domain widening costs.
 
 ``dpopt compare --family census --suite blocks-kernel`` times both passes of the level-wise DP
-(:mod:`dpopt.solvers.pgsr_levels`) on every size column of the Texas-shaped state of
+(:mod:`dpopt.solvers.census.levels`) on every size column of the Texas-shaped state of
 :func:`~dpopt.census.geography.us_blocks` at ε = 1, at the fixed domain half-widths the serial
 widening visits (3, 6 and 12 noise sds, spec G4), and reports microseconds per region × size
 cell. ``blocks-widening`` solves the same noisy national data (a scaled geography) with each
-widening rule of :mod:`dpopt.solvers.pgsr_partitioned` and each objective
-(:data:`~dpopt.models.pgsr.OBJECTIVES`), and reports the L1 error per level against the
+widening rule of :mod:`dpopt.solvers.census.partitioned` and each objective
+(:data:`~dpopt.models.census.problems.OBJECTIVES`), and reports the L1 error per level against the
 truth (and the raw noisy counts'), the optimal cost, the domains reached, the optimality
 certificates and the time. Everything runs in this process; nothing is written to disk.
 """
@@ -24,11 +24,11 @@ from dpopt.census.geography import LEVELS, Geography, StateData, scaled, state_d
 from dpopt.census.keyed import LevelNoise, draw_entropy, keyed_noise, noisy_counts
 from dpopt.compare.instance import Experiment
 from dpopt.hierarchy import Tree
-from dpopt.models.pgsr import OBJECTIVES
+from dpopt.models.census.problems import OBJECTIVES
 from dpopt.runner import keep_finished
-from dpopt.solvers.cost_tables import Infeasible
-from dpopt.solvers.pgsr_levels import column_values, root_table
-from dpopt.solvers.pgsr_partitioned import WIDENING, MemorySource, domain, solve_partitioned
+from dpopt.solvers.census.cost_tables import Infeasible
+from dpopt.solvers.census.levels import column_values, root_table
+from dpopt.solvers.census.partitioned import WIDENING, MemorySource, domain, solve_partitioned
 
 __all__ = ["kernel_experiment", "widening_experiment"]
 

@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 from dpopt import census
 from dpopt.census.geography import LEVELS
 from dpopt.compare.instance import Experiment, ratio
-from dpopt.models.pgsr import PostProcess, decumulate
+from dpopt.models.census.problems import PostProcess, decumulate
 from dpopt.runner import keep_finished
 from dpopt.validation import boolean, instance, integer, positive_number, records, sequence
 

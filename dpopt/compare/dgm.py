@@ -11,7 +11,7 @@ import numpy as np
 
 from dpopt import dgm
 from dpopt.compare.instance import Experiment, Instance
-from dpopt.models.dgm_budget import BudgetAllocation
+from dpopt.models.dgm.budget import BudgetAllocation
 from dpopt.paper import dgm_tables
 from dpopt.validation import instance, integer, nonnegative_number, records
 

@@ -2,14 +2,14 @@
 
 Instances of three problem types run side by side:
 
-- :class:`~dpopt.models.eigen_design.EigenWeighting` — Program 1 on the eigen-queries of a
+- :class:`~dpopt.models.eigen.weighting.EigenWeighting` — Program 1 on the eigen-queries of a
   workload Gram WᵀW = Qᵀdiag(σ)Q: costs cᵢ = σᵢ, squares Sᵢⱼ = Qᵢⱼ² (Program 2, step 2).
   Eigenvalues σᵢ ≤ 1e-10·σ₁ are dropped with their eigen-queries (Sec. 4.1; spec §8 item 5),
   so a rank-deficient workload (width-32 ranges) gives fewer queries than cells. Its methods:
   ``ipm`` and the cvxpy encodings (literal 2×2 SDP, ``inv_pos``; up to 512 queries).
-- :class:`~dpopt.models.eigen_design.DesignWeighting` — the general weighting of an
+- :class:`~dpopt.models.eigen.weighting.DesignWeighting` — the general weighting of an
   overcomplete design set (spec §2, the prefix(4) example with the all-range design).
-- Gaussian :class:`~dpopt.models.matrix_mechanism.StrategySelection` — the whole mechanism, so
+- Gaussian :class:`~dpopt.models.hdmm.matrix_mechanism.StrategySelection` — the whole mechanism, so
   ``eigen-design`` (Program 2, a heuristic within Theorem 3's factor of OPT) runs beside
   ``opt0-gaussian``, the exact SDP (``cvxpy:clarabel`` to n = 32, ``cvxpy:scs`` to 64) and
   the fixed baselines (Identity, H2, Privelet, HB). ``dpopt compare`` labels rows by the suite's
@@ -38,8 +38,8 @@ from dpopt import workload as wl
 from dpopt.compare.instance import Experiment, Instance
 from dpopt.compare.strategy_utility import Case, experiment
 from dpopt.hdmm import gram_of
-from dpopt.models.eigen_design import DesignWeighting, EigenWeighting
-from dpopt.models.matrix_mechanism import StrategySelection
+from dpopt.models.eigen.weighting import DesignWeighting, EigenWeighting
+from dpopt.models.hdmm.matrix_mechanism import StrategySelection
 from dpopt.paper import hdmm_tables
 from dpopt.paper.eigen_ratios import range_marginals
 from dpopt.privacy import Noise

@@ -15,10 +15,10 @@ from dpopt.compare import residual, residual_experiments
 from dpopt.compare.instance import Experiment, Instance
 from dpopt.compare.strategy_utility import AnyStrategy, Case, delta_for, experiment
 from dpopt.hdmm import gram_of
-from dpopt.models.matrix_mechanism import ProductStrategySelection, StrategySelection
+from dpopt.models.hdmm.matrix_mechanism import ProductStrategySelection, StrategySelection
 from dpopt.paper import hdmm_tables as tables
 from dpopt.privacy import NOISES, Noise
-from dpopt.solvers.eigen_design import DENSE_MAX_N as EIGEN_DENSE_MAX_N
+from dpopt.solvers.eigen.design import DENSE_MAX_N as EIGEN_DENSE_MAX_N
 from dpopt.validation import instance
 
 

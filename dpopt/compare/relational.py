@@ -1,7 +1,7 @@
 """The relational link-table QP compare suites (relational-synth spec §2.1, §3.5, §7 T4/T5).
 
-Instances are relaxed QPs :class:`~dpopt.models.relational_qp.RelaxedLinkQP` (many-to-many)
-and :class:`~dpopt.models.relational_qp.OneToManyLinkQP` built like one slice of Algorithm 4:
+Instances are relaxed QPs :class:`~dpopt.models.relational.qp.RelaxedLinkQP` (many-to-many)
+and :class:`~dpopt.models.relational.qp.OneToManyLinkQP` built like one slice of Algorithm 4:
 an n1 × n2 block of synthetic records with random categorical codes, K workloads whose query
 matrix has one 1 per column (cell (r, s) counts in cell c1[r]·|c2| + c2[s] of its workload,
 Lemma 1, row-major vec), and noisy answers â = (marginals of a random 0/1 link table with m
@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from dpopt.compare.instance import Experiment, Instance
-from dpopt.models.link_queries import LinkQueries
-from dpopt.models.relational_qp import OneToManyLinkQP, RelaxedLinkQP
+from dpopt.models.relational.link_queries import LinkQueries
+from dpopt.models.relational.qp import OneToManyLinkQP, RelaxedLinkQP
 from dpopt.paper import relational_figure
 from dpopt.validation import boolean, instance, integer, nonnegative_number, sequence
 
@@ -28,7 +28,7 @@ def workload_queries(
     rng: np.random.Generator, n1: int, n2: int, workloads: int, cells: tuple[int, int]
 ) -> LinkQueries:
     """The stacked queries of ``workloads`` random cross-table workloads over the row-major
-    n1 × n2 cells, factored (:class:`~dpopt.models.link_queries.LinkQueries`): each draws
+    n1 × n2 cells, factored (:class:`~dpopt.models.relational.link_queries.LinkQueries`): each draws
     |c1|, |c2| uniformly in ``cells`` (inclusive) and one code per row and per column; one 1
     per column per workload (spec §1.2). ``.sparse()`` is the same matrix formed."""
     instance("rng", rng, np.random.Generator)

@@ -1,5 +1,5 @@
 """The residual-strategy instances of the HDMM compare suites (docs/families/hdmm.md,
-"Marginals at scale"): :class:`~dpopt.models.residual.ResidualSelection` under both objectives.
+"Marginals at scale"): :class:`~dpopt.models.hdmm.residual.ResidualSelection` under both objectives.
 
 - ``smoke`` and ``small`` add random marginal workloads (a few attributes of sizes 1–5, random
   marginal sets and weights) small enough for the cvxpy models, so that ``--check`` holds
@@ -21,7 +21,7 @@ import numpy as np
 
 from dpopt import workload as wl
 from dpopt.compare.instance import Instance
-from dpopt.models.residual import OBJECTIVES, ResidualSelection
+from dpopt.models.hdmm.residual import OBJECTIVES, ResidualSelection
 from dpopt.validation import instance, integer, positive_number, sequence
 
 __all__ = [

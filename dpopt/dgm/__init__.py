@@ -4,7 +4,7 @@
 The family's public API:
 
 - :func:`learn` (:mod:`~dpopt.dgm.learning`) — the release: CPDs learned under ε-DP, the
-  budget split by :class:`~dpopt.models.dgm_budget.BudgetAllocation`; returns
+  budget split by :class:`~dpopt.models.dgm.budget.BudgetAllocation`; returns
   :class:`Learned` (a :class:`~dpopt.release.ReleaseResult`);
 - :class:`Network` and :func:`load` (:mod:`~dpopt.dgm.networks`) — the public structure and
   domains, CPDs, records and count tables; :mod:`~dpopt.dgm.bif` reads BIF files and the

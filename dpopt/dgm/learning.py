@@ -24,7 +24,7 @@ split over the tables:
 Both solve :class:`BudgetAllocation` (Eq. 5, min Σ a_i/ε_i s.t. Σ ε_i = E) through
 :func:`dpopt.solve` — the closed form ε ∝ √a by default — as exact rationals adding up to E.
 **Stage II**: every measured count table of the full data gets discrete Laplace noise at its
-ε_i, then Algorithm 1's post-processing (:mod:`dpopt.solvers.dgm_tables`): normalize, make
+ε_i, then Algorithm 1's post-processing (:mod:`dpopt.dgm.postprocess`): normalize, make
 consistent (Eqs. 17–18), clip and renormalize into CPDs. ``baseline=True`` is the paper's
 D-Ind: ε^B/n on every table, no Stage I.
 
@@ -47,18 +47,18 @@ from typing import Any
 import numpy as np
 
 from dpopt.dgm.networks import Network, load
-from dpopt.models.dgm_budget import BudgetAllocation
-from dpopt.privacy import Accountant, Loss, draw, exact_shares, prepare_laplace
-from dpopt.privacy.samplers import MAX_LAPLACE_SCALE, exact_fraction
-from dpopt.problem import CLAIMS_FEASIBLE, SolverError, Status, solve
-from dpopt.release import Measured, ReleaseError, Rng, measured_answers, resolve_rng
-from dpopt.solvers.dgm_tables import (
+from dpopt.dgm.postprocess import (
     CONSISTENCY_WEIGHTS,
     conditionals,
     estimated_errors,
     make_consistent,
     to_marginals,
 )
+from dpopt.models.dgm.budget import BudgetAllocation
+from dpopt.privacy import Accountant, Loss, draw, exact_shares, prepare_laplace
+from dpopt.privacy.samplers import MAX_LAPLACE_SCALE, exact_fraction
+from dpopt.problem import CLAIMS_FEASIBLE, SolverError, Status, solve
+from dpopt.release import Measured, ReleaseError, Rng, measured_answers, resolve_rng
 from dpopt.validation import boolean, choice, positive_number
 
 __all__ = [
@@ -388,7 +388,7 @@ def learn(
         The randomness of the sampling and the noise (:func:`dpopt.release.resolve_rng`);
         ``None`` draws fresh OS entropy. A secret: never publish or reuse it.
     method : str
-        The :class:`~dpopt.models.dgm_budget.BudgetAllocation` method that splits the budget
+        The :class:`~dpopt.models.dgm.budget.BudgetAllocation` method that splits the budget
         (default the closed form ε ∝ √a; ``"uniform"`` needs ``strict=False``).
     accountant : Accountant, optional
         A pure-ε accountant to charge (one is made for ε^B if omitted).

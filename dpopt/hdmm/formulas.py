@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from dpopt import workload as wl
-from dpopt.models.marginal_algebra import svd_bound_marginals
-from dpopt.models.matrix_mechanism import (
+from dpopt.models.hdmm.marginal_algebra import svd_bound_marginals
+from dpopt.models.hdmm.matrix_mechanism import (
     strategy_error,
 )
 from dpopt.privacy import (

@@ -20,11 +20,11 @@ from dpopt.hdmm.strategies import (
     ProductStrategy,
     Strategy,
 )
-from dpopt.models.matrix_mechanism import (
+from dpopt.models.hdmm.matrix_mechanism import (
     ProductStrategySelection,
     StrategySelection,
 )
-from dpopt.models.residual import OBJECTIVES
+from dpopt.models.hdmm.residual import OBJECTIVES
 from dpopt.privacy import (
     Noise,
     noise_kind,
@@ -43,7 +43,7 @@ __all__ = [
 
 def _randomised(restarts: Any, seed: Any) -> tuple[int, int]:
     """Validated ``restarts`` (1 … MAX_RESTARTS) and ``seed`` (≥ 0) of a seeded optimizer."""
-    from dpopt.solvers.hdmm import MAX_RESTARTS
+    from dpopt.solvers.hdmm.methods import MAX_RESTARTS
 
     return (
         integer("restarts", restarts, minimum=1, maximum=MAX_RESTARTS),
@@ -74,7 +74,7 @@ def _solved(problem: Any, method: str, **options: Any) -> Solution:
 OPT0_METHODS = ("auto", "opt0-laplace", "opt0-gaussian", "l2-dual")
 """The ``method`` of :func:`optimize`: ``"auto"`` is ``opt0-laplace`` for Laplace noise and
 ``l2-dual`` for Gaussian; the others are the registered
-:class:`~dpopt.models.matrix_mechanism.StrategySelection` methods of that name."""
+:class:`~dpopt.models.hdmm.matrix_mechanism.StrategySelection` methods of that name."""
 
 
 def optimize(
@@ -128,7 +128,7 @@ def _opt0(
     executor: Any,
 ) -> Strategy:
     """:func:`optimize` without ε: the best candidate by the formula."""
-    from dpopt.solvers.hdmm import L2_DUAL_MAX_N
+    from dpopt.solvers.hdmm.methods import L2_DUAL_MAX_N
 
     if method == "auto":
         method = "opt0-laplace" if noise == "laplace" else "l2-dual"
@@ -217,7 +217,7 @@ def _opt_product(
     workload: Any, noise: Noise, method: str, restarts: int, seed: int
 ) -> ProductStrategy:
     """:func:`optimize_product` without ε: the best method by the formula."""
-    from dpopt.solvers.hdmm import OPT_M_MAX_ATTRIBUTES
+    from dpopt.solvers.hdmm.methods import OPT_M_MAX_ATTRIBUTES
 
     problem = ProductStrategySelection(wl.union_of_kron_terms(workload), noise)
     options: dict[str, dict[str, Any]] = {"identity": {}}

@@ -19,8 +19,8 @@ from dpopt.hdmm.optimizers import identity_for
 from dpopt.hdmm.residual.planning import plan_noise, release_error
 from dpopt.hdmm.residual.strategy import ResidualStrategy, marginal_workload
 from dpopt.hdmm.strategies import AnyStrategy, ProductStrategy, Strategy
-from dpopt.models.marginal_algebra import key_bits, pinv_coefficients
-from dpopt.models.matrix_mechanism import (
+from dpopt.models.hdmm.marginal_algebra import key_bits, pinv_coefficients
+from dpopt.models.hdmm.matrix_mechanism import (
     normal_inverse,
 )
 from dpopt.planning import MEMORY_BUDGET, check_memory, memory_budget, tolerance

@@ -23,7 +23,7 @@ from dpopt.hdmm.residual.release import reconstruct as reconstruct_residual
 from dpopt.hdmm.residual.store import StoredMarginals
 from dpopt.hdmm.residual.strategy import ResidualStrategy, marginal_workload, select
 from dpopt.hdmm.strategies import PRODUCT_METHODS, AnyStrategy, ProductStrategy, Strategy
-from dpopt.models.matrix_mechanism import (
+from dpopt.models.hdmm.matrix_mechanism import (
     strategy_error,
 )
 from dpopt.privacy import (
@@ -158,7 +158,7 @@ def reconstruct(measurement: Measurement) -> np.ndarray | list[np.ndarray]:
     the global x̂ = 𝔾⁺(θ²)𝕄ᵀ(θ)y (spec §4). Several blocks (OPT_+): one local estimate
     per block, x̂ⱼ = (⊗Aᵢ⁽ʲ⁾)⁺yⱼ, returned as a list.
     """
-    from dpopt.solvers.hdmm_marginals import marginal_reconstruct
+    from dpopt.solvers.hdmm.marginals import marginal_reconstruct
 
     if isinstance(measurement, ResidualMeasurement):
         return reconstruct_residual(measurement)  # type: ignore[return-value]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.models.matrix_mechanism import (
+from dpopt.models.hdmm.matrix_mechanism import (
     ProductPoint,
     sensitivity,
 )
@@ -52,7 +52,7 @@ class Strategy:
 @dataclass(frozen=True)
 class ProductStrategy:
     """An optimised strategy on a multi-dimensional domain (spec §3.3–3.7): the model's
-    :class:`~dpopt.models.matrix_mechanism.ProductPoint`, the template that won, its unscaled
+    :class:`~dpopt.models.hdmm.matrix_mechanism.ProductPoint`, the template that won, its unscaled
     error and every template's error.
 
     One block is an OPT_⊗ (or Identity) strategy answered by global least squares; several

@@ -62,9 +62,9 @@ import numpy as np
 
 from dpopt import eigen, hdmm
 from dpopt import workload as wl
-from dpopt.models.matrix_mechanism import StrategySelection
+from dpopt.models.hdmm.matrix_mechanism import StrategySelection
 from dpopt.problem import solve
-from dpopt.solvers import hdmm_baselines
+from dpopt.solvers.hdmm import baselines as hdmm_baselines
 from dpopt.validation import boolean, float_array, instance, integer, records, sequence
 
 __all__ = [

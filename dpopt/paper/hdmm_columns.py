@@ -15,7 +15,7 @@ import numpy as np
 from dpopt import workload as wl
 from dpopt.hdmm import noise_variance
 from dpopt.privacy import noise_kind
-from dpopt.solvers.hdmm_kron import identity_error
+from dpopt.solvers.hdmm.kron import identity_error
 
 
 def _terms_of(workload: wl.Matrix) -> list[tuple[float, list[np.ndarray]]]:

@@ -22,12 +22,12 @@ from typing import Any
 
 from dpopt import workload as wl
 from dpopt.hdmm import TEMPLATE_OF, svd_bound
-from dpopt.models.marginal_algebra import domain_sizes
-from dpopt.models.matrix_mechanism import ProductStrategySelection
+from dpopt.models.hdmm.marginal_algebra import domain_sizes
+from dpopt.models.hdmm.matrix_mechanism import ProductStrategySelection
 from dpopt.paper.hdmm_columns import table_rmse, union_sensitivity
 from dpopt.privacy import noise_kind
 from dpopt.problem import solve
-from dpopt.solvers.hdmm_kron import identity_error
+from dpopt.solvers.hdmm.kron import identity_error
 from dpopt.validation import choice, integer
 
 ADULT_DOMAIN = (100, 100, 100, 99, 85, 42, 16, 15, 9, 7, 6, 5, 2, 2)

@@ -4,16 +4,16 @@ stopping and shrinkage (docs/families/relational.md, "The default fit").
 
 Each round of :func:`dpopt.relational.learn_links` with ``method="shrinkage"``:
 
-1. **The path.** The relaxed QP of eqs. (5)–(6) over *all* the workloads measured so far and
-   the whole link matrix, solved on its blocks (:class:`~dpopt.models.link_queries.LinkBlocks`:
-   rows that every measured workload groups alike form a type; the QP over B has the same
-   optimum as the QP over one value per row type × column type block) by ``pgd`` from the
-   uniform point β₀ (every cell m/N: the answers of uniformly random links between the two
-   synthetic tables, the independence of their marginals). Its iterate after t steps, β_t,
-   is a regularised fit (early stopping damps the directions the answers determine least,
-   as a ridge penalty toward β₀ would): t = 0 is the prior, t → ∞ the QP optimum, which fits
-   the noise. No slicing and no top-k choice of workloads (spec §2.2's experiment rules,
-   which measured worse even without noise).
+1. **The path.** The relaxed QP of eqs. (5)–(6) over *all* the workloads measured so far and the
+   whole link matrix, solved on its blocks
+   (:class:`~dpopt.models.relational.link_queries.LinkBlocks`: rows that every measured workload
+   groups alike form a type; the QP over B has the same optimum as the QP over one value per row
+   type × column type block) by ``pgd`` from the uniform point β₀ (every cell m/N: the answers of
+   uniformly random links between the two synthetic tables, the independence of their marginals).
+   Its iterate after t steps, β_t, is a regularised fit (early stopping damps the directions the
+   answers determine least, as a ridge penalty toward β₀ would): t = 0 is the prior, t → ∞ the QP
+   optimum, which fits the noise. No slicing and no top-k choice of workloads (spec §2.2's
+   experiment rules, which measured worse even without noise).
 2. **The choice of t and λ.** The links are drawn from β = β₀ + λ(β_t − β₀), a point of Ω
    whose answers are prior + λ(ŷ_t − prior). Each workload joins one of K folds when it is
    measured; fold f's path is fitted on every workload but fold f's, so the noise of a
@@ -32,7 +32,7 @@ Each round of :func:`dpopt.relational.learn_links` with ``method="shrinkage"``:
 3. **Round.** Block by block: each block's link count is its expectation under β rounded
    down or up by UBS (exactly m in all, or each child type's children), its links uniform over
    the block's cells, so every cell is linked with probability exactly its value
-   (:mod:`dpopt.solvers.relational_rounding`).
+   (:mod:`dpopt.relational.rounding`).
 
 All of it is post-processing: it reads the noisy answers, their public noise variance and
 the synthetic tables.
@@ -48,13 +48,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpopt.models.relational_qp import OneToManyLinkQP, RelaxedLinkQP
+from dpopt.models.relational.qp import OneToManyLinkQP, RelaxedLinkQP
 from dpopt.problem import Solution, Status, solve
-from dpopt.solvers.relational_qp import problem_sigma, uniform_point
-from dpopt.solvers.relational_rounding import block_counts, links_in_blocks, parents_in_blocks
+from dpopt.relational.rounding import block_counts, links_in_blocks, parents_in_blocks
+from dpopt.solvers.relational.qp import problem_sigma, uniform_point
 
 if TYPE_CHECKING:
-    from dpopt.models.link_queries import LinkBlocks, LinkQueries
+    from dpopt.models.relational.link_queries import LinkBlocks, LinkQueries
 
 __all__ = ["CHECKPOINTS", "FOLDS", "BlockFit", "ShrunkFit", "Z", "path"]
 

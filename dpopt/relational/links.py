@@ -11,7 +11,7 @@ Given the real database (two tables and their links,
    sensitivity √2·d_max in counts, √2·d_max/m once divided by m);
 3. fits the links to the noisy answers (post-processing, ``method=``, :data:`METHODS`): by
    default (:mod:`dpopt.relational.fit`) the relaxed QP
-   (:class:`~dpopt.models.relational_qp.RelaxedLinkQP`) over every measured workload and the
+   (:class:`~dpopt.models.relational.qp.RelaxedLinkQP`) over every measured workload and the
    whole link matrix, solved on its blocks, shrunk toward the independence prior by a
    cross-validated weight and rounded block by block; or, as the paper, the QP on random
    slices over the measured workloads with the largest current error (Algorithm 2 as
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpopt.models.relational_qp import OneToManyLinkQP, RelaxedLinkQP
+from dpopt.models.relational.qp import OneToManyLinkQP, RelaxedLinkQP
 from dpopt.privacy import (
     Accountant,
     Loss,
@@ -53,12 +53,12 @@ from dpopt.problem import Status, solve
 from dpopt.relational import fit as shrinkage
 from dpopt.relational.budget import SQRT2_UP, relational_rho, selection_record, zcdp_ledger
 from dpopt.relational.data import RelationalData, Workload
+from dpopt.relational.rounding import sample_rows, unbiased_sample
 from dpopt.release import Measured, ReleaseError, measured_answers, resolve_rng, worst_status
-from dpopt.solvers.relational_qp import projected_gradient
-from dpopt.solvers.relational_rounding import sample_rows, unbiased_sample
+from dpopt.solvers.relational.qp import projected_gradient
 
 if TYPE_CHECKING:
-    from dpopt.models.link_queries import LinkQueries
+    from dpopt.models.relational.link_queries import LinkQueries
 from dpopt.validation import choice, instance, integer, positive_number
 
 __all__ = [
@@ -240,7 +240,7 @@ class LinkResult:
 class _Cells:
     """One workload's code of every synthetic row (spec §1.2 [DERIVED]): link (r, s) falls in
     cell left[r]·right_size + right[s]; its query block over a slice is the Kronecker product
-    of the two groupings (:class:`~dpopt.models.link_queries.LinkQueries`)."""
+    of the two groupings (:class:`~dpopt.models.relational.link_queries.LinkQueries`)."""
 
     def __init__(self, data: RelationalData, left: np.ndarray, right: np.ndarray, w: Workload):
         self.left, self.right, self.left_size, self.right_size = data.cell_codes(w, left, right)
@@ -257,7 +257,7 @@ def _slice_queries(
 ) -> LinkQueries:
     """The chosen workloads' queries over the slice left × right (many-to-many: rows are left
     rows; one-to-many: rows are the children, right rows, and the cells' order transposed)."""
-    from dpopt.models.link_queries import LinkQueries
+    from dpopt.models.relational.link_queries import LinkQueries
 
     lefts = [c.left[left] for c in blocks]
     rights = [c.right[right] for c in blocks]

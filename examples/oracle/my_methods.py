@@ -17,7 +17,7 @@ from typing import Any
 from my_postprocess import top_down, top_down_rounded
 
 import dpopt
-from dpopt.models.pgsr import PostProcess
+from dpopt.models.census.problems import PostProcess
 from dpopt.problem import Outcome
 
 

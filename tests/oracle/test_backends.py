@@ -13,8 +13,8 @@ from ortools.sat.python import cp_model
 
 import dpopt
 from dpopt.problem import Problem
-from dpopt.solvers.cpsat_backend import CpsatModel, cpsat_method, integer_coefficients, solve_cpsat
-from dpopt.solvers.cvxpy_backend import register_cvxpy, solve_cvxpy
+from dpopt.solvers.backends.cpsat import CpsatModel, cpsat_method, integer_coefficients, solve_cpsat
+from dpopt.solvers.backends.cvxpy import register_cvxpy, solve_cvxpy
 
 
 def _least_squares(n: int = 60, seed: int = 0) -> cp.Problem:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import dpopt
 from dpopt.compare.dgm import SPEC_CHAIN_A, SPEC_SQUARES_A
 from dpopt.dgm import allocate_budget
-from dpopt.models.dgm_budget import BudgetAllocation
+from dpopt.models.dgm.budget import BudgetAllocation
 from dpopt.privacy import Loss
 
 EXACT = ("closed-form", "cvxpy:clarabel", "cvxpy:scs")

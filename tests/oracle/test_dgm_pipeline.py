@@ -35,14 +35,14 @@ from dpopt.dgm import (
     maximum_likelihood,
     subsample_epsilon,
 )
-from dpopt.privacy import Loss, NoisyAnswers
-from dpopt.solvers.dgm_tables import (
+from dpopt.dgm.postprocess import (
     conditionals,
     estimated_errors,
     intersection_family,
     make_consistent,
     to_marginals,
 )
+from dpopt.privacy import Loss, NoisyAnswers
 
 WEIGHTS = ("epsilon", "inverse-variance")
 OBJECTIVES = dgm.OBJECTIVES

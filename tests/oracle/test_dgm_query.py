@@ -31,8 +31,8 @@ from dpopt.dgm import (
     query_coverage,
     query_weights,
 )
-from dpopt.models.dgm_budget import BudgetAllocation
-from dpopt.solvers.dgm_tables import make_consistent, to_marginals
+from dpopt.dgm.postprocess import make_consistent, to_marginals
+from dpopt.models.dgm.budget import BudgetAllocation
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

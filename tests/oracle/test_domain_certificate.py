@@ -1,4 +1,4 @@
-"""The optimality certificate of Model 1 by node potentials (models/pgsr_optimality.py),
+"""The optimality certificate of Model 1 by node potentials (models/census/optimality.py),
 checked against CP-SAT in both directions: the DP's restricted optimum is certified for its
 domains every time, and certified for the unrestricted Model 1 exactly when CP-SAT on [0, n]
 finds no better objective; a feasible point is certified exactly when it is optimal. Each
@@ -12,8 +12,8 @@ import pytest
 
 import dpopt
 from dpopt.hierarchy import Tree
-from dpopt.models.pgsr import PostProcess, domain_certificate, leaf_weights
-from dpopt.models.pgsr_optimality import certified
+from dpopt.models.census.optimality import certified
+from dpopt.models.census.problems import PostProcess, domain_certificate, leaf_weights
 
 
 def random_instance(seed: int) -> tuple[np.ndarray, np.ndarray, int, int, np.ndarray]:
@@ -114,7 +114,7 @@ def test_pwl_dp_says_optimal_only_with_the_potentials(monkeypatch: pytest.Monkey
     parents, noisy, total, _, _ = random_instance(1)
     problem = PostProcess(parents, noisy, total, full(noisy, total))
     assert dpopt.solve(problem, "pwl-dp").status == "optimal"
-    monkeypatch.setattr("dpopt.models.pgsr.certified", lambda *args: False)
+    monkeypatch.setattr("dpopt.models.census.problems.certified", lambda *args: False)
     rejected = dpopt.solve(problem, "pwl-dp")
     assert rejected.status == "feasible"
     assert not rejected.info["domain_certificate"]["restricted_optimal"]

@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 import dpopt
 from dpopt import eigen
 from dpopt import workload as wl
-from dpopt.models.eigen_design import (
+from dpopt.models.eigen.weighting import (
     DesignWeighting,
     EigenWeighting,
     weighting_problem,
 )
-from dpopt.models.matrix_mechanism import StrategySelection, strategy_error
+from dpopt.models.hdmm.matrix_mechanism import StrategySelection, strategy_error
 
 AGREE = 1e-6  # issue 11: ipm agrees with Clarabel to 1e-6 relative
 EXACT = ("ipm", "cvxpy:clarabel", "cvxpy-sdp:clarabel")

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 import dpopt
 from dpopt import hdmm, privacy
 from dpopt import workload as wl
-from dpopt.models.matrix_mechanism import StrategySelection, strategy_error
+from dpopt.models.hdmm.matrix_mechanism import StrategySelection, strategy_error
 from dpopt.paper import hdmm_sf1, hdmm_tables
-from dpopt.solvers import hdmm_baselines as baselines
-from dpopt.solvers.hdmm_opt0 import opt0_laplace, pidentity_loss, pidentity_strategy
+from dpopt.solvers.hdmm import baselines
+from dpopt.solvers.hdmm.opt0 import opt0_laplace, pidentity_loss, pidentity_strategy
 
 REL = 1e-6  # spec §6: closed forms to 1e-6 relative
 

@@ -1,4 +1,4 @@
-"""The Gaussian Def. 12 optimum by its concave dual (solvers/hdmm_l2.py, hdmm spec §3.2).
+"""The Gaussian Def. 12 optimum by its concave dual (solvers/hdmm/l2.py, hdmm spec §3.2).
 
 Oracles: the exact SDP (cvxpy + Clarabel) on small Grams, the existing Gaussian OPT₀ on the
 spec's workloads, closed forms, and the certificate itself (every run's ``lower`` must stay
@@ -15,10 +15,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dpopt import workload as wl
-from dpopt.models.matrix_mechanism import StrategySelection, supported_trace
+from dpopt.models.hdmm.matrix_mechanism import StrategySelection, supported_trace
 from dpopt.problem import solve
-from dpopt.solvers.deadline import Deadline
-from dpopt.solvers.hdmm_l2 import DualRun, l2_optimum
+from dpopt.solvers.backends.deadline import Deadline
+from dpopt.solvers.hdmm.l2 import DualRun, l2_optimum
 
 TOL = 1e-6  # l2_optimum's default relative gap
 # Clarabel's optimum of Def. 12 (its point's error, recomputed from chol(X)ᵀ) is accurate to
@@ -135,7 +135,7 @@ def test_l2_dual_method_and_optimize_path() -> None:
     """The registered method is certified optimal and agrees with opt0-gaussian; optimize
     takes it for Gaussian noise and Eigen-Design past its size limit."""
     from dpopt import hdmm
-    from dpopt.solvers.hdmm import L2_DUAL_MAX_N
+    from dpopt.solvers.hdmm.methods import L2_DUAL_MAX_N
 
     gram = wl.AllRange(48).gram().dense()
     dual = solve(StrategySelection(gram, "gaussian"), "l2-dual")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dpopt import workload as wl
-from dpopt.models.marginal_algebra import (
+from dpopt.models.hdmm.marginal_algebra import (
     kron_apply,
     marginal_error,
     multiplicity,
@@ -23,7 +23,7 @@ from dpopt.models.marginal_algebra import (
     y_factors,
     y_inv_factors,
 )
-from dpopt.solvers.hdmm_marginals import (
+from dpopt.solvers.hdmm.marginals import (
     closed_form_theta,
     marginal_reconstruct,
     marginal_strategy_dense,

@@ -16,11 +16,15 @@ import pytest
 import dpopt
 from dpopt import hdmm, privacy
 from dpopt import workload as wl
-from dpopt.models.marginal_algebra import marginal_error, surrogate_weights, svd_bound_marginals
-from dpopt.models.matrix_mechanism import ProductPoint, ProductStrategySelection
+from dpopt.models.hdmm.marginal_algebra import (
+    marginal_error,
+    surrogate_weights,
+    svd_bound_marginals,
+)
+from dpopt.models.hdmm.matrix_mechanism import ProductPoint, ProductStrategySelection
 from dpopt.paper import hdmm_tables
-from dpopt.solvers.hdmm_kron import identity_error, opt_kron, opt_union, union_shares
-from dpopt.solvers.hdmm_marginals import closed_form_theta
+from dpopt.solvers.hdmm.kron import identity_error, opt_kron, opt_union, union_shares
+from dpopt.solvers.hdmm.marginals import closed_form_theta
 
 SIGMA = privacy.analytic_gaussian_sigma(1.0, 1e-6)  # hdmm spec §1: 4.2246789
 LAPLACE_MARGIN = 1.10
@@ -61,7 +65,7 @@ def test_one_product_is_one_opt0_per_distinct_factor(monkeypatch: pytest.MonkeyP
     """Def. 17: on one product term OPT_⊗ separates. Equal factor Grams (AllRange(8) twice)
     are optimised once with both factors' restarts and share the strategy; a distinct one
     (Prefix(8)) gets its own OPT₀; the error is the model's objective, in one sweep."""
-    from dpopt.solvers import hdmm_kron
+    from dpopt.solvers.hdmm import kron as hdmm_kron
 
     calls: list[tuple[int, int]] = []
     real = hdmm_kron._opt0

@@ -3,7 +3,7 @@ and the exact projection against the cvxpy models.
 
 Tolerances (stated once): objectives agree to AGREE = 1e-6 relative, with an absolute floor of
 1e-12 where the optimum is ~0 (a consistent â), which is ``pgd``'s certificate
-(:data:`~dpopt.solvers.relational_qp.CERTIFY`); projections agree with a cvxpy projection QP
+(:data:`~dpopt.solvers.relational.qp.CERTIFY`); projections agree with a cvxpy projection QP
 to 1e-6 (Clarabel at 1e-10). Everything is seeded; no timing is asserted.
 """
 
@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dpopt
-from dpopt.models.relational_qp import LinkQueries, OneToManyLinkQP, RelaxedLinkQP
-from dpopt.solvers.relational_qp import (
+from dpopt.models.relational.qp import LinkQueries, OneToManyLinkQP, RelaxedLinkQP
+from dpopt.solvers.relational.qp import (
     CERTIFY,
     largest_singular_value,
     problem_sigma,
@@ -317,7 +317,7 @@ def test_problem_validation_and_model_values() -> None:
 def test_largest_singular_value_lanczos_path_is_exact() -> None:
     """Beyond DENSE_GRAM_ROWS queries σ_max comes from Lanczos: equal to the dense value."""
     from dpopt.compare.relational import workload_queries
-    from dpopt.solvers.relational_qp import DENSE_GRAM_ROWS
+    from dpopt.solvers.relational.qp import DENSE_GRAM_ROWS
 
     factored = workload_queries(np.random.default_rng(7), 60, 70, 30, (4, 9))
     q = sp.csc_array(factored.sparse())

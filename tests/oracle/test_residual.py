@@ -1,9 +1,10 @@
-"""Residual strategies for marginal workloads (models/residual.py, solvers/residual.py).
+"""Residual strategies for marginal workloads (models/hdmm/residual.py,
+solvers/hdmm/residual.py).
 
 Oracles: dense algebra on small domains (the stacked strategy's column norms, its least-squares
 variances against the closed-form Var_M), the cvxpy model of the selection (closed form and
 dual ascent agree with it), the global Gaussian optimum over *all* strategies (the L2 dual of
-solvers/hdmm_l2.py for the sum, an SDP for the max), and the check value of the residual
+solvers/hdmm/l2.py for the sum, an SDP for the max), and the check value of the residual
 digest (sizes (3, 2, 4), every ≤2-way marginal plus (0, 1, 2) at weight 1.5: S² =
 174.213508972564).
 """
@@ -18,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpopt.models.residual import Closure, ResidualSelection, residual_blocks
+from dpopt.models.hdmm.residual import Closure, ResidualSelection, residual_blocks
 from dpopt.problem import method_info, solve
 
 CHECK_SIZES = (3, 2, 4)
@@ -110,7 +111,7 @@ def test_fast_paths_agree_with_the_cvxpy_model(case: tuple, objective: str) -> N
 def test_the_sum_is_the_global_l2_optimum(case: tuple) -> None:
     """No strategy at all has a smaller total variance (the L2 optimum over every A with
     column norms ≤ 1, hdmm spec Def. 12)."""
-    from dpopt.solvers.hdmm_l2 import l2_optimum
+    from dpopt.solvers.hdmm.l2 import l2_optimum
 
     sizes, marginals, weights = case
     problem = ResidualSelection(sizes, marginals, weights)

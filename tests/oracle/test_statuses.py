@@ -20,12 +20,12 @@ import dpopt
 from dpopt import hdmm
 from dpopt import workload as wl
 from dpopt.compare.dgm import random_weights
-from dpopt.models.dgm_budget import BudgetAllocation
-from dpopt.models.matrix_mechanism import ProductStrategySelection, StrategySelection
-from dpopt.models.pgsr import ChainPostProcess, CumulativePostProcess, PostProcess
-from dpopt.solvers import hdmm as hdmm_methods
-from dpopt.solvers import hdmm_opt0
-from dpopt.solvers.cvxpy_backend import register_cvxpy
+from dpopt.models.census.problems import ChainPostProcess, CumulativePostProcess, PostProcess
+from dpopt.models.dgm.budget import BudgetAllocation
+from dpopt.models.hdmm.matrix_mechanism import ProductStrategySelection, StrategySelection
+from dpopt.solvers.backends.cvxpy import register_cvxpy
+from dpopt.solvers.hdmm import methods as hdmm_methods
+from dpopt.solvers.hdmm import opt0 as hdmm_opt0
 
 # --- relaxations -------------------------------------------------------------------------------
 

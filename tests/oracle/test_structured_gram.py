@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpopt import workload as wl
-from dpopt.models.matrix_mechanism import (
+from dpopt.models.hdmm.matrix_mechanism import (
     Gram,
     StrategySelection,
     WoodburyParts,
@@ -21,7 +21,7 @@ from dpopt.models.matrix_mechanism import (
     woodbury_parts,
 )
 from dpopt.problem import solve
-from dpopt.solvers.hdmm_opt0 import (
+from dpopt.solvers.hdmm.opt0 import (
     pidentity_error,
     pidentity_loss,
     pidentity_strategy,

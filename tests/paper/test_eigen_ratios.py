@@ -13,9 +13,9 @@ import pytest
 import dpopt
 from dpopt import hdmm
 from dpopt import workload as wl
-from dpopt.models.matrix_mechanism import StrategySelection, strategy_error
+from dpopt.models.hdmm.matrix_mechanism import StrategySelection, strategy_error
 from dpopt.paper import eigen_ratios as er
-from dpopt.solvers import hdmm_baselines
+from dpopt.solvers.hdmm import baselines
 
 pytestmark = pytest.mark.paper
 
@@ -97,8 +97,8 @@ def test_all_range_64_reproduces_the_spec_ratios() -> None:
     ("method", "build"),
     [
         ("identity", np.eye),
-        ("wavelet", lambda n: hdmm_baselines.wavelet(n).dense()),
-        ("h2", lambda n: hdmm_baselines.hierarchical(n).dense()),
+        ("wavelet", lambda n: baselines.wavelet(n).dense()),
+        ("h2", lambda n: baselines.hierarchical(n).dense()),
     ],
 )
 def test_kron_error_matches_the_library(method: str, build: Any) -> None:

@@ -16,8 +16,8 @@ import pytest
 import dpopt
 from dpopt import eigen
 from dpopt import workload as wl
-from dpopt.models.matrix_mechanism import StrategySelection, strategy_error
-from dpopt.solvers import hdmm_baselines as baselines
+from dpopt.models.hdmm.matrix_mechanism import StrategySelection, strategy_error
+from dpopt.solvers.hdmm import baselines
 
 pytestmark = pytest.mark.paper
 

@@ -14,10 +14,10 @@ import pytest
 import dpopt
 from dpopt import hdmm
 from dpopt import workload as wl
-from dpopt.models.matrix_mechanism import StrategySelection
+from dpopt.models.hdmm.matrix_mechanism import StrategySelection
 from dpopt.paper import hdmm_tables
 from dpopt.paper.hdmm_columns import table_variance
-from dpopt.solvers import hdmm_baselines as baselines
+from dpopt.solvers.hdmm import baselines
 
 COLUMNS = ("identity", "h2", "wavelet", "hb", "svdb")
 # (noise, workload, n): Identity, H2, Wavelet, HB, SVDB — Tables 4 (Laplace) and 5 (Gaussian)

@@ -41,16 +41,20 @@ from threadpoolctl import threadpool_limits
 
 from dpopt import hdmm
 from dpopt import workload as wl
-from dpopt.models.marginal_algebra import marginal_error, surrogate_from_terms, svd_bound_marginals
-from dpopt.models.matrix_mechanism import (
+from dpopt.models.hdmm.marginal_algebra import (
+    marginal_error,
+    surrogate_from_terms,
+    svd_bound_marginals,
+)
+from dpopt.models.hdmm.matrix_mechanism import (
     ProductPoint,
     ProductStrategySelection,
     strategy_error,
 )
 from dpopt.paper import hdmm_marginal_tables as tables
 from dpopt.paper.hdmm_columns import table_rmse
-from dpopt.solvers.hdmm_kron import UnionResult, opt_kron, opt_union, union_shares
-from dpopt.solvers.hdmm_marginals import closed_form_theta, opt_marginals
+from dpopt.solvers.hdmm.kron import UnionResult, opt_kron, opt_union, union_shares
+from dpopt.solvers.hdmm.marginals import closed_form_theta, opt_marginals
 
 ROWS = list(tables.PAPER)
 

@@ -35,12 +35,16 @@ from threadpoolctl import threadpool_limits
 
 from dpopt import hdmm
 from dpopt import workload as wl
-from dpopt.models.marginal_algebra import marginal_error, surrogate_from_terms, svd_bound_marginals
-from dpopt.models.matrix_mechanism import ProductPoint, ProductStrategySelection
+from dpopt.models.hdmm.marginal_algebra import (
+    marginal_error,
+    surrogate_from_terms,
+    svd_bound_marginals,
+)
+from dpopt.models.hdmm.matrix_mechanism import ProductPoint, ProductStrategySelection
 from dpopt.paper import hdmm_columns, hdmm_sf1
-from dpopt.solvers import hdmm_kron
-from dpopt.solvers.hdmm_marginals import closed_form_theta
-from dpopt.solvers.hdmm_opt0 import (
+from dpopt.solvers.hdmm import kron as hdmm_kron
+from dpopt.solvers.hdmm.marginals import closed_form_theta
+from dpopt.solvers.hdmm.opt0 import (
     best,
     idtotal_candidate,
     opt0_laplace,

@@ -26,20 +26,20 @@ import pytest
 from scipy import stats
 
 import dpopt
-from dpopt.models.relational_qp import RelaxedLinkQP
-from dpopt.solvers.relational_qp import (
-    largest_singular_value,
-    project,
-    project_rows,
-    project_with_root,
-    projected_gradient,
-)
-from dpopt.solvers.relational_rounding import (
+from dpopt.models.relational.qp import RelaxedLinkQP
+from dpopt.relational.rounding import (
     _draw_within,
     _repaired,
     _ubs,
     sample_rows,
     unbiased_sample,
+)
+from dpopt.solvers.relational.qp import (
+    largest_singular_value,
+    project,
+    project_rows,
+    project_with_root,
+    projected_gradient,
 )
 
 pytestmark = pytest.mark.paper
@@ -208,7 +208,7 @@ def test_t7_exact_distributions(x: tuple, m: int, expected: dict) -> None:
 def test_t7_fig1_groups_and_t4_output() -> None:
     """Fig. 1's groups {1,2,3},{4},{5},{6}; T4's output (1,.5,.5,0) rounds to
     [[1,1],[0,0]] or [[1,0],[1,0]], each with probability ½, cell 4 never."""
-    from dpopt.solvers.relational_rounding import _groups
+    from dpopt.relational.rounding import _groups
 
     assert list(_groups(np.cumsum(FIG1))) == [0, 3, 4, 5]
     tables = {s: p for s, p in exact_distribution((1.0, 0.5, 0.5, 0.0), 2).items() if p > 0}

@@ -13,7 +13,7 @@ import pytest
 import dpopt
 from dpopt import census
 from dpopt.hierarchy import Tree
-from dpopt.models.pgsr import (
+from dpopt.models.census.problems import (
     PartitionedPostProcess,
     PostProcess,
     chain_from_counts,
@@ -21,7 +21,7 @@ from dpopt.models.pgsr import (
     leaf_weights,
 )
 from dpopt.release import ReleaseResult
-from dpopt.solvers.pgsr_partitioned import domain, split_at_root
+from dpopt.solvers.census.partitioned import domain, split_at_root
 
 LEVELS = ["state", "county"]
 

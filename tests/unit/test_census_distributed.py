@@ -18,7 +18,7 @@ from dpopt.census import geography as census_geography  # noqa: E402
 from dpopt.census.keyed import LevelNoise, draw_entropy, keyed_noise  # noqa: E402
 from dpopt.census.store import Partition, partition_path, read_partition  # noqa: E402
 from dpopt.census.store import write_partition as store  # noqa: E402
-from dpopt.models.pgsr import PostProcess  # noqa: E402
+from dpopt.models.census.problems import PostProcess  # noqa: E402
 from dpopt.privacy import Accountant  # noqa: E402
 from dpopt.release import ReleaseResult  # noqa: E402
 from dpopt.runner import (  # noqa: E402

@@ -11,9 +11,9 @@ import pytest
 
 from dpopt import census, solve
 from dpopt.census.data import CensusData
-from dpopt.models.pgsr import CumulativePostProcess, PostProcess
+from dpopt.models.census.problems import CumulativePostProcess, PostProcess
 from dpopt.problem import CLAIMS_FEASIBLE
-from dpopt.solvers import cvxpy_backend
+from dpopt.solvers.backends import cvxpy as cvxpy_backend
 
 
 @pytest.fixture(scope="module")

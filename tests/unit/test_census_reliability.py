@@ -23,8 +23,8 @@ from dpopt.census.store import Partition, read_partition, write_partition
 from dpopt.compare import census_utility
 from dpopt.privacy import Accountant
 from dpopt.release import ReleaseError
-from dpopt.solvers import pgsr_partitioned
-from dpopt.solvers.pgsr_partitioned import MemorySource, domain, solve_partitioned
+from dpopt.solvers.census import partitioned
+from dpopt.solvers.census.partitioned import MemorySource, domain, solve_partitioned
 
 GEOGRAPHY = geo.small(states=2, counties=1, tracts=1, block_groups=1, blocks=3, sizes=3)
 
@@ -243,7 +243,7 @@ def test_widening_is_bounded_and_overflow_safe() -> None:
         solve_partitioned(_source(), np.array([3, 1]), 2.0, 5, domain_sd=1e300).root_counts.sum()
         == 5
     )
-    steps = pgsr_partitioned.widenings("a test")
+    steps = partitioned.widenings("a test")
     with pytest.raises(RuntimeError, match="did not settle"):
         for _ in steps:
             pass

@@ -27,7 +27,7 @@ CHATTY = '''
 and waits for Ctrl-C."""
 import ctypes, os, sys, time
 import dpopt
-from dpopt.models.dgm_budget import BudgetAllocation
+from dpopt.models.dgm.budget import BudgetAllocation
 from dpopt.problem import Outcome
 
 CALLS = []

@@ -94,7 +94,7 @@ def test_a_solver_interrupt_stops_the_run_with_valid_json(
 ) -> None:
     """SCS catches Ctrl-C and reports "interrupted": a stop (exit 130, the finished rows as
     valid JSON), not an error row after which the run goes on."""
-    from dpopt.solvers import cvxpy_backend
+    from dpopt.solvers.backends import cvxpy as cvxpy_backend
 
     real = cvxpy_backend._interrupted
     solves: list[bool] = []

@@ -15,7 +15,7 @@ from dpopt.compare import hdmm as hdmm_suites
 from dpopt.compare import residual_experiments as experiments
 from dpopt.compare import runner, strategy_utility
 from dpopt.compare.residual import CHECK_BOUND, PAPER_RMSE, paper_tolerance
-from dpopt.models.residual import ResidualSelection
+from dpopt.models.hdmm.residual import ResidualSelection
 from dpopt.problem import methods, solve
 
 FAST_PATHS = ("closed-form", "dual-ascent")

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 import dpopt
 from dpopt import eigen, hdmm
 from dpopt import workload as wl
-from dpopt.models.eigen_design import EigenWeighting
-from dpopt.models.matrix_mechanism import StrategySelection
+from dpopt.models.eigen.weighting import EigenWeighting
+from dpopt.models.hdmm.matrix_mechanism import StrategySelection
 
 
 def test_dense_and_kronecker_results_feed_hdmm() -> None:

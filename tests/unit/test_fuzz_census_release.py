@@ -20,7 +20,7 @@ from dpopt import census
 from dpopt.census import geography as geo
 from dpopt.census.keyed import LevelNoise, keyed_noise
 from dpopt.privacy import Accountant
-from dpopt.solvers.pgsr_partitioned import MemorySource, solve_partitioned
+from dpopt.solvers.census.partitioned import MemorySource, solve_partitioned
 
 GEOGRAPHY = geo.small(states=2, counties=1, tracts=1, block_groups=1, blocks=2, sizes=2)
 DATA = census.synthetic(np.random.default_rng(3), states=2, counties=3, sizes=3, groups=30)

@@ -18,7 +18,7 @@ from test_fuzz_values import FUZZ, FUZZ_SLOW, hostile, outcome
 
 import dpopt
 from dpopt import privacy
-from dpopt.models.dgm_budget import BudgetAllocation
+from dpopt.models.dgm.budget import BudgetAllocation
 from dpopt.privacy import Accountant, BudgetExceededError, Loss
 from dpopt.problem import STATUSES
 

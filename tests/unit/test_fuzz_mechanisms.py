@@ -20,7 +20,7 @@ from test_fuzz_values import FUZZ_SLOW, hostile, outcome
 import dpopt
 from dpopt import census, dgm, hdmm
 from dpopt import workload as wl
-from dpopt.models.dgm_budget import BudgetAllocation
+from dpopt.models.dgm.budget import BudgetAllocation
 
 HUGE = st.sampled_from([2**64, 10**9, 2**53 + 1, 1e20, float("inf"), -1, 2.5, 0])
 """Valid-looking numbers that must be refused (or bounded) rather than run for ever."""

@@ -13,11 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_fuzz_values import FUZZ, hostile, one_hostile, outcome
 
-from dpopt.models import marginal_algebra as ma
-from dpopt.models.dgm_budget import BudgetAllocation
-from dpopt.models.matrix_mechanism import ProductStrategySelection, StrategySelection
-from dpopt.models.pgsr import ChainPostProcess, CumulativePostProcess, PostProcess
-from dpopt.solvers.hdmm_marginals import closed_form_theta
+from dpopt.models.census.problems import ChainPostProcess, CumulativePostProcess, PostProcess
+from dpopt.models.dgm.budget import BudgetAllocation
+from dpopt.models.hdmm import marginal_algebra as ma
+from dpopt.models.hdmm.matrix_mechanism import ProductStrategySelection, StrategySelection
+from dpopt.solvers.hdmm.marginals import closed_form_theta
 from dpopt.validation import MAX_COUNT
 
 POSITIVE = st.floats(min_value=1e-6, max_value=1e6)

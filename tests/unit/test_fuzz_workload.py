@@ -14,7 +14,7 @@ from scipy import sparse
 from test_fuzz_values import FUZZ, hostile, one_hostile, outcome
 
 from dpopt import workload as wl
-from dpopt.solvers import hdmm_baselines as baselines
+from dpopt.solvers.hdmm import baselines
 
 BLOCKS = [wl.Identity, wl.Total, wl.IdentityTotal, wl.Prefix, wl.Suffix, wl.AllRange]
 SIZES = st.integers(min_value=1, max_value=5)

@@ -73,7 +73,7 @@ def test_the_dense_strategy_has_the_reported_error_and_never_loses_to_opt_m() ->
     optimum over every strategy)."""
     from functools import reduce
 
-    from dpopt.models.matrix_mechanism import strategy_error
+    from dpopt.models.hdmm.matrix_mechanism import strategy_error
 
     workload = _workload()
     strategy = hdmm.optimize_product(workload, "gaussian", method="residual")

@@ -20,16 +20,10 @@ import pytest
 from hostile import HOSTILE, refusals, unclear
 
 from dpopt.dgm import Network
+from dpopt.dgm.postprocess import make_consistent
 from dpopt.hierarchy import Tree
-from dpopt.models.dgm_budget import BudgetAllocation
-from dpopt.models.eigen_design import DesignWeighting, EigenWeighting
-from dpopt.models.link_queries import LinkQueries
-from dpopt.models.matrix_mechanism import (
-    ProductStrategySelection,
-    StrategySelection,
-    strategy_error,
-)
-from dpopt.models.pgsr import (
+from dpopt.models.census.optimality import certified
+from dpopt.models.census.problems import (
     ChainPostProcess,
     CumulativePostProcess,
     PartitionedPostProcess,
@@ -38,15 +32,21 @@ from dpopt.models.pgsr import (
     cumulative,
     reachable,
 )
-from dpopt.models.pgsr_optimality import certified
-from dpopt.models.relational_qp import OneToManyLinkQP, RelaxedLinkQP
-from dpopt.models.residual import ResidualSelection
+from dpopt.models.dgm.budget import BudgetAllocation
+from dpopt.models.eigen.weighting import DesignWeighting, EigenWeighting
+from dpopt.models.hdmm.matrix_mechanism import (
+    ProductStrategySelection,
+    StrategySelection,
+    strategy_error,
+)
+from dpopt.models.hdmm.residual import ResidualSelection
+from dpopt.models.relational.link_queries import LinkQueries
+from dpopt.models.relational.qp import OneToManyLinkQP, RelaxedLinkQP
 from dpopt.relational.links import workload_budget
-from dpopt.solvers.deadline import Deadline
-from dpopt.solvers.dgm_tables import make_consistent
-from dpopt.solvers.pgsr_partitioned import domain, split_at_root
-from dpopt.solvers.relational_qp import project_counted_rows, project_with_root
-from dpopt.solvers.relational_rounding import links_in_blocks, unbiased_sample
+from dpopt.relational.rounding import links_in_blocks, unbiased_sample
+from dpopt.solvers.backends.deadline import Deadline
+from dpopt.solvers.census.partitioned import domain, split_at_root
+from dpopt.solvers.relational.qp import project_counted_rows, project_with_root
 
 PARENTS = [-1, 0, 0]
 NOISY = [[3, 2, 2], [1, 1, 0], [1, 0, 1]]

@@ -6,6 +6,7 @@ pandas: issue 25), and the registry loads a Problem type's methods on its first 
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import subprocess
 import sys
@@ -157,8 +158,8 @@ def test_mechanisms_and_methods_load_no_solver_backend() -> None:
     code = (
         "import sys, numpy as np, dpopt\n"
         "from dpopt import census, dgm, eigen, hdmm\n"
-        "from dpopt.models.matrix_mechanism import StrategySelection\n"
-        "from dpopt.models.pgsr import PostProcess\n"
+        "from dpopt.models.hdmm.matrix_mechanism import StrategySelection\n"
+        "from dpopt.models.census.problems import PostProcess\n"
         "names = [m.name for m in dpopt.methods(StrategySelection(np.eye(3), 'gaussian'))]\n"
         "eigen.design(np.eye(3))\n"
         "print([m for m in ('cvxpy', 'ortools') if m in sys.modules], 'cvxpy:clarabel' in names)\n"
@@ -170,6 +171,31 @@ def test_mechanisms_and_methods_load_no_solver_backend() -> None:
 
 
 FAMILIES = ("dpopt.hdmm", "dpopt.eigen", "dpopt.census", "dpopt.dgm", "dpopt.relational")
+
+
+def _subpackages(folder: str) -> set[str]:
+    return {p.name for p in (REPO_ROOT / folder).iterdir() if (p / "__init__.py").is_file()}
+
+
+def test_models_and_solvers_are_grouped_by_family_under_one_name() -> None:
+    """models/ and solvers/ hold one subpackage per family, named as its mechanism in dpopt/
+    (solvers/ also ``backends``), and no loose module; no module inside repeats a family name
+    as a prefix, and no library or test module keeps the census family's former name."""
+    families = {family.split(".")[1] for family in FAMILIES}
+    assert _subpackages("models") == families
+    assert _subpackages("solvers") == families | {"backends"}
+    for folder in ("models", "solvers"):
+        assert [p.name for p in (REPO_ROOT / folder).glob("*.py")] == ["__init__.py"]
+        prefixed = [
+            p.relative_to(REPO_ROOT).as_posix()
+            for p in (REPO_ROOT / folder).rglob("*.py")
+            if p.stem.split("_")[0] in families | {"pgsr"}
+        ]
+        assert prefixed == []
+    pgsr = [p.name for d in (*FOLDERS, "tests") for p in (REPO_ROOT / d).rglob("*pgsr*.py")]
+    assert pgsr == []
+
+
 HEAVY = (
     "scipy.optimize",
     "scipy.sparse",
@@ -217,7 +243,7 @@ def _every_method() -> dict[str, list[str]]:
     code = (
         "import importlib, json, pkgutil, dpopt.solvers\n"
         "from dpopt.problem import _REGISTRY, _registered\n"
-        "for info in pkgutil.iter_modules(dpopt.solvers.__path__, 'dpopt.solvers.'):\n"
+        "for info in pkgutil.walk_packages(dpopt.solvers.__path__, 'dpopt.solvers.'):\n"
         "    importlib.import_module(info.name)\n"
         "print(json.dumps({f'{t.__module__}.{t.__qualname__}': [m.info.name for m in "
         "_registered(t)] for t in _REGISTRY}))"
@@ -229,7 +255,7 @@ def test_first_lookup_of_a_type_registers_all_its_methods() -> None:
     """``dpopt.solvers.METHOD_MODULES`` names every module that registers methods for a type:
     a lookup in a fresh process lists what importing every solver module registers."""
     every = _every_method()
-    assert "dpopt.models.matrix_mechanism.StrategySelection" in every
+    assert set(importlib.import_module("dpopt.solvers").METHOD_MODULES) <= set(every)
     for problem_type, names in every.items():
         assert _fresh_lookup([problem_type]) == {problem_type: names}
 
@@ -238,10 +264,10 @@ def test_method_order_does_not_depend_on_import_order() -> None:
     """Two solver modules register StrategySelection methods; "eigen-design" leads the list
     whichever a program imports first."""
     types = [
-        "dpopt.models.matrix_mechanism.StrategySelection",
-        "dpopt.models.matrix_mechanism.ProductStrategySelection",
+        "dpopt.models.hdmm.matrix_mechanism.StrategySelection",
+        "dpopt.models.hdmm.matrix_mechanism.ProductStrategySelection",
     ]
     listed = _fresh_lookup(types)
     assert all(names[0] == "eigen-design" for names in listed.values())
-    assert _fresh_lookup(types, "import dpopt.solvers.hdmm") == listed
+    assert _fresh_lookup(types, "import dpopt.solvers.hdmm.methods") == listed
     assert _fresh_lookup(types, "import dpopt.hdmm") == listed

@@ -1,5 +1,5 @@
 """The relational mechanism's default fit (dpopt.relational.fit) and the block rounding it uses
-(dpopt.solvers.relational_rounding): exact counts, unbiased cells, the shrinkage weight's
+(dpopt.relational.rounding): exact counts, unbiased cells, the shrinkage weight's
 limits, and the fitted point against the exact model.
 
 Monte Carlo checks use a 6-sigma bound on each mean (false alarm below 1e-8 per check).
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import dpopt
-from dpopt.models.relational_qp import LinkQueries, OneToManyLinkQP, RelaxedLinkQP
+from dpopt.models.relational.qp import LinkQueries, OneToManyLinkQP, RelaxedLinkQP
 from dpopt.relational.fit import CHECKPOINTS, ShrunkFit
-from dpopt.solvers.relational_qp import uniform_point
-from dpopt.solvers.relational_rounding import block_counts, links_in_blocks, parents_in_blocks
+from dpopt.relational.rounding import block_counts, links_in_blocks, parents_in_blocks
+from dpopt.solvers.relational.qp import uniform_point
 
 
 def test_block_counts_round_each_expectation_down_or_up_and_keep_the_totals() -> None:

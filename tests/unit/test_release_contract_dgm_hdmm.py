@@ -14,10 +14,10 @@ import pytest
 import dpopt
 from dpopt import dgm, eigen, hdmm
 from dpopt import workload as wl
-from dpopt.models.matrix_mechanism import StrategySelection
+from dpopt.models.hdmm.matrix_mechanism import StrategySelection
 from dpopt.privacy import Accountant
 from dpopt.release import ReleaseResult
-from dpopt.solvers import eigen_design
+from dpopt.solvers.eigen import design as eigen_design
 
 NETWORK = dgm.load("asia")
 DATA = NETWORK.sample(400, np.random.default_rng(3))

@@ -23,9 +23,9 @@ from dpopt import census, dgm, hdmm, relational
 from dpopt import workload as wl
 from dpopt.census import blocks
 from dpopt.census import geography as geo
-from dpopt.models.matrix_mechanism import ProductStrategySelection
-from dpopt.models.pgsr import PartitionedPostProcess, PostProcess
-from dpopt.models.residual import ResidualSelection
+from dpopt.models.census.problems import PartitionedPostProcess, PostProcess
+from dpopt.models.hdmm.matrix_mechanism import ProductStrategySelection
+from dpopt.models.hdmm.residual import ResidualSelection
 from dpopt.privacy import Accountant, Loss
 from dpopt.problem import solve
 from dpopt.relational import LinkSettings, generate, tables

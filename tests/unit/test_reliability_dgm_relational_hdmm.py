@@ -13,7 +13,7 @@ import pytest
 import dpopt
 from dpopt import dgm, hdmm, relational
 from dpopt.dgm import bif
-from dpopt.models.relational_qp import RelaxedLinkQP
+from dpopt.models.relational.qp import RelaxedLinkQP
 from dpopt.privacy import Accountant, BudgetExceededError
 from dpopt.relational import LinkSettings, generate, tables
 from dpopt.release import ReleaseError

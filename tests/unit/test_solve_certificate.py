@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dpopt
-from dpopt.models.dgm_budget import BudgetAllocation
+from dpopt.models.dgm.budget import BudgetAllocation
 from dpopt.problem import restore_sigint
 
 
@@ -67,7 +67,7 @@ def _interrupt_soon() -> None:
 def test_cpsat_leaves_sigint_to_python() -> None:
     """After a CP-SAT solve, Ctrl-C still raises KeyboardInterrupt (OR-Tools used to leave
     SIGINT at its default action, which killed `dpopt compare` with no output)."""
-    from dpopt.models.pgsr import PostProcess
+    from dpopt.models.census.problems import PostProcess
 
     problem = PostProcess(
         parents=np.array([-1, 0, 0]), noisy=np.array([[3, 2, 2], [1, 1, 0], [1, 0, 1]]), total=6
@@ -88,7 +88,7 @@ def test_restore_sigint_undoes_a_native_default_action() -> None:
 
 def test_an_scs_interrupt_is_a_stop_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """SCS catches SIGINT and returns status "interrupted": solve re-raises it."""
-    from dpopt.solvers import cvxpy_backend
+    from dpopt.solvers.backends import cvxpy as cvxpy_backend
 
     monkeypatch.setattr(cvxpy_backend, "_interrupted", lambda raw: raw is not None)
     with pytest.raises(KeyboardInterrupt):
@@ -96,8 +96,8 @@ def test_an_scs_interrupt_is_a_stop_not_an_error(monkeypatch: pytest.MonkeyPatch
 
 
 def test_backend_entry_points_refuse_bad_time_limits_and_options() -> None:
-    from dpopt.models.dgm_budget import cvxpy_model
-    from dpopt.solvers.cvxpy_backend import solve_cvxpy
+    from dpopt.models.dgm.budget import cvxpy_model
+    from dpopt.solvers.backends.cvxpy import solve_cvxpy
 
     model, _ = cvxpy_model(_allocation())
     for bad in (-1, 0.0, float("nan"), float("inf")):

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 import dpopt
 from dpopt import census
-from dpopt.models.dgm_budget import BudgetAllocation
-from dpopt.models.pgsr import PostProcess
+from dpopt.models.census.problems import PostProcess
+from dpopt.models.dgm.budget import BudgetAllocation
 from dpopt.testing import (
     assert_feasible,
     assert_optimal,

@@ -63,7 +63,7 @@ def test_one_thread_also_limits_the_blas_scipy_loads_later() -> None:
 def test_the_opt0_loss_runs_single_threaded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every p-Identity loss evaluation inside OPT₀ sees one BLAS thread."""
     from dpopt import workload as wl
-    from dpopt.solvers import hdmm_opt0
+    from dpopt.solvers.hdmm import opt0 as hdmm_opt0
 
     seen: list[int] = []
     loss = hdmm_opt0.pidentity_loss

@@ -12,7 +12,7 @@ from scipy import sparse
 
 from dpopt import privacy
 from dpopt import workload as wl
-from dpopt.solvers import hdmm_baselines as baselines
+from dpopt.solvers.hdmm import baselines
 from dpopt.workload import (
     AllRange,
     Explicit,

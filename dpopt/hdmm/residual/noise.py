@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.models.residual import Closure
+from dpopt.models.hdmm.residual import Closure
 from dpopt.privacy import Loss
 from dpopt.privacy.samplers import DiscreteGaussian, exact_fraction
 from dpopt.release import Measured

@@ -3,7 +3,7 @@ scale"): its zCDP budget, every block's exact noise, the variance of every workl
 cells in closed form, and the memory it will hold.
 
 Every cell of workload marginal M has the variance Var_M(v) of
-:class:`~dpopt.models.residual.Closure` at the residual variances v the plan draws
+:class:`~dpopt.models.hdmm.residual.Closure` at the residual variances v the plan draws
 (:attr:`~dpopt.hdmm.residual.noise.NoisePlan.variances`): the RMSE and the largest standard
 deviation of a weighted workload row follow from |W| numbers, never from the Π nᵢ cells.
 """

@@ -10,7 +10,7 @@ post-processing of ω alone: r̂_A = ⊗Pᵢ ω_A / Π nᵢ, and every workload 
 
 so the released marginals are mutually consistent (summing t̂_M over an attribute j of M gives
 t̂_{M∖{j}}, as 1ᵀPⱼ = 0) and each cell of M has the variance Var_M of
-:class:`~dpopt.models.residual.Closure` at the plan's residual variances.
+:class:`~dpopt.models.hdmm.residual.Closure` at the plan's residual variances.
 
 Both run chunk by chunk (:class:`Layout`, fixed by the closure alone) on a
 :class:`~dpopt.runner.Runner`: inline, on a ``concurrent.futures`` executor or on Dask. Measuring
@@ -43,7 +43,7 @@ from dpopt.hdmm.residual.store import (
     write_marginals,
     write_noisy,
 )
-from dpopt.models.residual import Closure
+from dpopt.models.hdmm.residual import Closure
 from dpopt.privacy import Accountant
 from dpopt.problem import Status
 from dpopt.release import Measured, ReleaseError, measured_record

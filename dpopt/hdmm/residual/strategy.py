@@ -1,6 +1,6 @@
 """The residual strategy of a marginal workload (docs/families/hdmm.md, "Marginals at scale";
 Xiao, Kifer et al. 2023): the variance of every residual of the workload's downward closure,
-chosen by :class:`~dpopt.models.residual.ResidualSelection` for the sum of the workload rows'
+chosen by :class:`~dpopt.models.hdmm.residual.ResidualSelection` for the sum of the workload rows'
 variances (the SVD bound: optimal over every strategy) or for the largest one.
 """
 
@@ -14,8 +14,8 @@ import numpy as np
 
 from dpopt import workload as wl
 from dpopt.hdmm.strategies import ProductStrategy
-from dpopt.models.matrix_mechanism import ProductPoint
-from dpopt.models.residual import OBJECTIVES, Closure, ResidualSelection, residual_blocks
+from dpopt.models.hdmm.matrix_mechanism import ProductPoint
+from dpopt.models.hdmm.residual import OBJECTIVES, Closure, ResidualSelection, residual_blocks
 from dpopt.privacy import Noise
 from dpopt.problem import CLAIMS_FEASIBLE, SolverError, solve
 from dpopt.validation import choice

@@ -1,0 +1,3 @@
+"""Census group-size post-processing (census-pgsr spec §3): the Problem types and their exact
+models (:mod:`~dpopt.models.census.problems`), and Model 1's optimality certificate
+(:mod:`~dpopt.models.census.optimality`)."""

@@ -1,0 +1,3 @@
+"""Methods for the census post-processing problems (census-pgsr spec §3, §6–9): their
+registration (:mod:`~dpopt.solvers.census.methods`, :mod:`~dpopt.solvers.census.partitioned`),
+the dynamic programs, their cost tables and the heuristics."""

@@ -1,0 +1,2 @@
+"""Methods for the DGM budget allocation (dgm-budget spec §3.5):
+:mod:`~dpopt.solvers.dgm.budget`."""
