@@ -14,6 +14,8 @@ family's package, which answers the former module's names likewise.
 
 from dpopt.deprecation import moved_modules
 
+__all__ = ["HDMM_MODULES", "METHOD_MODULES", "MOVED"]
+
 # solvers.hdmm.methods imports solvers.eigen.design first, so "eigen-design" leads the list
 # whichever of the two a program imports first.
 HDMM_MODULES = ("dpopt.solvers.eigen.design", "dpopt.solvers.hdmm.methods")

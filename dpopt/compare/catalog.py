@@ -13,6 +13,16 @@ from typing import Any
 
 from dpopt.validation import sequence
 
+__all__ = [
+    "EXPERIMENTS",
+    "FAMILIES",
+    "SUITE_INSTANCES",
+    "SUITE_TIMES",
+    "WHY_WIDTH",
+    "format_listing",
+    "list_suites",
+]
+
 FAMILIES = ("dgm", "census", "hdmm", "eigen", "relational")
 """The families of ``dpopt compare``, in the order a run takes them."""
 

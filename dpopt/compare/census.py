@@ -14,6 +14,8 @@ from dpopt.compare.census_utility import Shape, Variant, experiment
 from dpopt.compare.instance import Experiment, Instance
 from dpopt.models.census.problems import ChainPostProcess, CumulativePostProcess, PostProcess
 
+__all__ = ["EXPERIMENTS", "RUNNING_EXAMPLE", "SUITES", "UTILITY_VARIANTS"]
+
 RUNNING_EXAMPLE = (-1, 0, 0)  # US → {GA, NY}, spec §1.3; sizes {1, 2, 3}, n = 6
 
 

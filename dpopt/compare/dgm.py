@@ -15,6 +15,21 @@ from dpopt.models.dgm.budget import BudgetAllocation
 from dpopt.paper import dgm_tables
 from dpopt.validation import instance, integer, nonnegative_number, records
 
+__all__ = [
+    "EXPERIMENTS",
+    "REFERENCE",
+    "SPEC_CHAIN_A",
+    "SPEC_SQUARES_A",
+    "SUITES",
+    "UTILITY_EPSILONS",
+    "UTILITY_METHODS",
+    "UTILITY_METRICS",
+    "UTILITY_NETWORKS",
+    "format_utility",
+    "random_weights",
+    "utility_summary",
+]
+
 SPEC_CHAIN_A = (0.01009451, 0.01187904, 0.00232367)  # dgm-budget spec, test T1
 SPEC_SQUARES_A = (0.001, 0.004, 0.009)  # dgm-budget spec, test T2
 

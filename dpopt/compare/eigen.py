@@ -45,6 +45,23 @@ from dpopt.paper.eigen_ratios import range_marginals
 from dpopt.privacy import Noise
 from dpopt.validation import instance, integer, nonnegative_number
 
+__all__ = [
+    "EXPERIMENTS",
+    "SMOKE_CASES",
+    "SPEC_PREFIX4_ALLRANGE_DESIGN",
+    "SPEC_PROGRAM1",
+    "SPEC_TOL",
+    "SUITES",
+    "UTILITY_CASES",
+    "UTILITY_EPSILONS",
+    "WIDTH",
+    "ZERO_TOL",
+    "eigen_strategy",
+    "one_d_workload",
+    "program1",
+    "random_program1",
+]
+
 ZERO_TOL = 1e-10
 """Eigenvalues at most this times σ₁ are zeros of a rank-deficient Gram (spec §8 item 5)."""
 

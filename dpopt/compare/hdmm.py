@@ -21,6 +21,19 @@ from dpopt.privacy import NOISES, Noise
 from dpopt.solvers.eigen.design import DENSE_MAX_N as EIGEN_DENSE_MAX_N
 from dpopt.validation import instance
 
+__all__ = [
+    "EXPERIMENTS",
+    "SCALE_SIZES",
+    "SCALE_WORKLOADS",
+    "SMOKE_CASES",
+    "SUITES",
+    "UTILITY_CASES",
+    "UTILITY_EPSILONS",
+    "Builder",
+    "default_strategy",
+    "released_strategy",
+]
+
 
 def _table_instances(sizes: tuple[int, ...]) -> Callable[[np.random.Generator], list[Instance]]:
     def instances(rng: np.random.Generator) -> list[Instance]:

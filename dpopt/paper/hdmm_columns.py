@@ -17,6 +17,15 @@ from dpopt.hdmm import noise_variance
 from dpopt.privacy import noise_kind
 from dpopt.solvers.hdmm.kron import identity_error
 
+__all__ = [
+    "TABLE_DELTA",
+    "identity_rmse",
+    "table_rmse",
+    "table_variance",
+    "union_sensitivity",
+    "workload_rmse",
+]
+
 
 def _terms_of(workload: wl.Matrix) -> list[tuple[float, list[np.ndarray]]]:
     if not isinstance(workload, wl.Matrix):

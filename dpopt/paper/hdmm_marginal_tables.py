@@ -30,6 +30,22 @@ from dpopt.problem import solve
 from dpopt.solvers.hdmm.kron import identity_error
 from dpopt.validation import choice, integer
 
+__all__ = [
+    "ADULT_DOMAIN",
+    "COLUMNS",
+    "LOANS_DOMAIN",
+    "LOANS_SMALL_CELLS",
+    "OPTIMIZERS",
+    "PAPER",
+    "PAPER_ROWS",
+    "adult_workload",
+    "loans_workload",
+    "optimizer_error",
+    "product_query",
+    "reproduce",
+    "table_workload",
+]
+
 ADULT_DOMAIN = (100, 100, 100, 99, 85, 42, 16, 15, 9, 7, 6, 5, 2, 2)
 LOANS_DOMAIN = (101, 101, 101, 101, 3, 8, 36, 6, 51, 4, 5, 15)
 """loan_amt, int_rate, annual_inc, installment (the 101-attributes), term, grade, sub_grade,

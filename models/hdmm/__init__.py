@@ -2,3 +2,5 @@
 (:mod:`~dpopt.models.hdmm.matrix_mechanism`), the algebra of marginal strategies
 (:mod:`~dpopt.models.hdmm.marginal_algebra`) and marginal workloads on the residual basis
 (:mod:`~dpopt.models.hdmm.residual`)."""
+
+__all__: list[str] = []  # a namespace of modules; import from them

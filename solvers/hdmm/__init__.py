@@ -11,6 +11,8 @@ from typing import Any
 
 from dpopt.deprecation import warn_renamed
 
+__all__ = ["FORMER_NAMES"]
+
 FORMER_NAMES = (
     "CVXPY_MAX_N",
     "GAUSSIAN_OPT0_MAX_N",

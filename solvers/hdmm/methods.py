@@ -43,6 +43,18 @@ from dpopt.solvers.hdmm.marginals import opt_marginals
 from dpopt.solvers.hdmm.opt0 import best, gaussian_run, opt0_laplace
 from dpopt.validation import integer
 
+__all__ = [
+    "CVXPY_MAX_N",
+    "GAUSSIAN_OPT0_MAX_N",
+    "GAUSSIAN_TOL",
+    "L2_DUAL_MAX_N",
+    "L2_DUAL_TOL",
+    "MAX_RESTARTS",
+    "OPT0_IMPLICIT_MAX_N",
+    "OPT0_MAX_N",
+    "OPT_M_MAX_ATTRIBUTES",
+]
+
 CVXPY_MAX_N = 64
 OPT0_MAX_N = 8192
 # The Laplace OPT₀ on an implicit Gram forms no n × n array but returns the dense
