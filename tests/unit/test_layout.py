@@ -5,7 +5,6 @@ pandas: issue 25), and the registry loads a Problem type's methods on its first 
 
 from __future__ import annotations
 
-import ast
 import importlib
 import json
 import subprocess
@@ -15,6 +14,9 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO_ROOT / "tools"))
+from check_architecture import FOLDERS, cycles, import_graph, library_modules  # noqa: E402
+
 LAYERS = {
     "problem": 0,
     "privacy": 0,
@@ -42,41 +44,11 @@ LAYERS = {
     "plan_cli": 4,
     "testing": 4,
 }
-FOLDERS = {"dpopt": "dpopt", "models": "dpopt.models", "solvers": "dpopt.solvers"}
 
 
 def layer(module: str) -> int | None:
     parts = module.split(".")
     return LAYERS.get(parts[1]) if parts[0] == "dpopt" and len(parts) > 1 else None
-
-
-def library_modules() -> dict[str, Path]:
-    modules = {}
-    for folder, package in FOLDERS.items():
-        for path in (REPO_ROOT / folder).rglob("*.py"):
-            parts = path.relative_to(REPO_ROOT / folder).with_suffix("").parts
-            modules[".".join((package, *parts)).removesuffix(".__init__")] = path
-    return modules
-
-
-def imported(path: Path, modules: dict[str, Path]) -> set[str]:
-    """The library modules a file imports, at any depth of its code (function-level imports
-    count: a lazy import does not remove a cycle). ``from package import name`` imports the
-    submodule ``package.name`` when there is one, else the package."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dpopt"):
-            for alias in node.names:
-                submodule = f"{node.module}.{alias.name}"
-                found.add(submodule if submodule in modules else node.module)
-        elif isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names if alias.name.startswith("dpopt")}
-    return {name for name in found if name in modules}
-
-
-def import_graph() -> dict[str, set[str]]:
-    modules = library_modules()
-    return {m: imported(path, modules) - {m} for m, path in modules.items()}
 
 
 def test_imports_go_one_way() -> None:
@@ -88,39 +60,6 @@ def test_imports_go_one_way() -> None:
         if layer(target) is not None and layer(target) > layer(module)  # type: ignore[operator]
     ]
     assert upward == [], f"imports against the layering: {upward}"
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found = []
-    for root in graph:
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is None:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
-                if low[node] == index[node]:
-                    component = stack[stack.index(node) :]
-                    del stack[stack.index(node) :]
-                    if len(component) > 1:
-                        found.append(sorted(component))
-            elif child not in index:
-                index[child] = low[child] = len(index)
-                stack.append(child)
-                work.append((child, iter(sorted(graph[child]))))
-            elif child in stack:
-                low[node] = min(low[node], index[child])
-    return found
 
 
 def test_no_import_cycles() -> None:
