@@ -326,11 +326,14 @@ def _lookup(problem: Problem | type[Problem], name: str) -> RegisteredMethod:
     raise ValueError(f"unknown method {name!r} for {kind.__name__}; available: {available}")
 
 
-def methods(problem: Problem, *, include_refused: bool = False) -> list[MethodInfo]:
-    """The methods registered for ``problem``'s type that accept this instance.
+def methods(problem: Problem | type[Problem], *, include_refused: bool = False) -> list[MethodInfo]:
+    """The methods registered for ``problem``'s type that accept this instance; given a Problem
+    type, every method registered for it (the table of docs/methods.md).
 
     With ``include_refused=True`` methods whose size limit refuses the instance are listed too.
     """
+    if isinstance(problem, type) and issubclass(problem, Problem):
+        return [m.info for m in _registered(problem)]
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a dpopt Problem, got {type(problem).__name__}")
     include_refused = boolean("include_refused", include_refused)
