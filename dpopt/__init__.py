@@ -12,6 +12,7 @@ first attribute access, and the solver back-ends (cvxpy, OR-Tools) on first use.
 import importlib
 from typing import Any
 
+from dpopt.deprecation import moved_modules
 from dpopt.privacy.accounting import Accountant, BudgetExceededError
 from dpopt.problem import (
     MethodInfo,
@@ -60,6 +61,9 @@ __all__ = [
     "solve",
     *_SUBMODULES,
 ]
+
+moved_modules({"dpopt.cli_types": "dpopt.cli.options", "dpopt.plan_cli": "dpopt.cli.plan"})
+"""The ``dpopt`` command's former modules (CHANGELOG, "Renamed or moved")."""
 
 
 def __getattr__(name: str) -> Any:

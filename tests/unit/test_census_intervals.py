@@ -229,8 +229,8 @@ def test_cli_release_writes_intervals(tmp_path) -> None:
 
     arguments = ["census", "release", "--geography", "small", "--sizes", "4", "--epsilon", "1"]
     out = tmp_path / "rel"
-    seed = str(2**70 + 5)  # a simulation's key, above the small-seed warning
-    options = ["--out", str(out), "--workers", "0", "--seed", seed, "--intervals", "0.9"]
+    key = str(2**70 + 5)  # a simulation's key, above the small-key warning
+    options = ["--out", str(out), "--workers", "0", "--noise-key", key, "--intervals", "0.9"]
     assert main([*arguments, *options]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["intervals"]["level"] == 0.9

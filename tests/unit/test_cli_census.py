@@ -1,5 +1,5 @@
 """``dpopt census``: every subcommand and every documented census command line runs on a tiny
-geography; Ctrl-C stops with one line and exit 130; the seed is treated as a secret key."""
+geography; Ctrl-C stops with one line and exit 130; the noise key is treated as a secret."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def _documented() -> list[str]:
     texts = [
         (ROOT / "README.md").read_text(encoding="utf-8"),
         (ROOT / "docs" / "families" / "census.md").read_text(encoding="utf-8"),
-        cli.CENSUS_EPILOG,
+        cli.census.EPILOG,
     ]
     found: list[str] = []
     for text in texts:
@@ -122,16 +122,16 @@ def test_interrupt_marks_the_output_incomplete(
     assert (out / blocks.INCOMPLETE).is_file() and not (out / "manifest.json").exists()
 
 
-def test_a_small_seed_warns_and_a_negative_one_is_refused(
+def test_a_small_noise_key_warns_and_a_negative_one_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     base = ["census", "release", *TINY, "--epsilon", "1", "--out", str(tmp_path / "o")]
-    status, _, err = run([*base, "--seed", "1"], capsys)
-    assert status == 0 and "warning: --seed 1 is a small integer" in err
-    status, _, err = run([*base, "--seed", str(2**100)], capsys)
+    status, _, err = run([*base, "--noise-key", "1"], capsys)
+    assert status == 0 and "warning: --noise-key 1 is a small integer" in err
+    status, _, err = run([*base, "--noise-key", str(2**100)], capsys)
     assert status == 0 and "warning" not in err
-    status, _, err = run([*base, "--seed", "-1"], capsys)
-    assert status == 2 and "--seed: must be an integer >= 0" in err
+    status, _, err = run([*base, "--noise-key", "-1"], capsys)
+    assert status == 2 and "--noise-key: must be an integer >= 0" in err
 
 
 @pytest.mark.parametrize(
@@ -190,7 +190,7 @@ def test_dry_run_prints_the_plan_and_charges_draws_and_writes_nothing(
 
 
 def test_interval_methods_of_the_cli_are_the_library_s() -> None:
-    from dpopt import plan_cli
     from dpopt.census.confidence import INTERVAL_METHODS
+    from dpopt.cli import census as census_command
 
-    assert plan_cli.INTERVAL_METHODS == INTERVAL_METHODS
+    assert census_command.INTERVAL_METHODS == INTERVAL_METHODS

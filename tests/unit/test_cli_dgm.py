@@ -19,7 +19,7 @@ from dpopt.compare.dgm import UTILITY_METRICS, format_utility, utility_summary
 def test_dgm_learns_and_reports_exactly_what_it_spent(
     flag: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["dgm", "--network", "asia", flag, "0.1", "--records", "500", "--seed", "3"]
+    argv = ["dgm", "--network", "asia", flag, "0.1", "--records", "500", "--noise-key", "3"]
     assert main([*argv, "--json", "-"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["budget"]["exact"]["spent"] == "1/10"  # the budget is read exactly
@@ -31,14 +31,14 @@ def test_dgm_learns_and_reports_exactly_what_it_spent(
     assert allocation["asia"] == allocation["smoke"] == 0  # read off tub's, lung's and bronc's
     errors = report["parameter_errors_vs_mle"]
     assert np.isfinite(errors["l1"]) and errors["l1"] > 0
-    assert main([*argv, "--json", "-"]) == 0  # the same seed, the same report
+    assert main([*argv, "--json", "-"]) == 0  # the same key, the same report
     assert json.loads(capsys.readouterr().out) == report
 
 
 def test_dgm_paper_objective_spends_a_tenth_on_stage_one(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    argv = ["dgm", "--network", "asia", "--eps", "1", "--records", "500", "--seed", "3"]
+    argv = ["dgm", "--network", "asia", "--eps", "1", "--records", "500", "--noise-key", "3"]
     assert main([*argv, "--objective", "paper", "--json", "-"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["mechanism"] == "paper objective"

@@ -18,7 +18,7 @@ import pytest
 from test_fuzz_values import HANG_SECONDS
 
 from dpopt import cli, compare
-from dpopt.cli_types import check_output_path, stdout_to_stderr
+from dpopt.cli.options import check_output_path, stdout_to_stderr
 from dpopt.compare import runner
 from dpopt.runner import Interrupted, keep_finished
 
@@ -245,7 +245,7 @@ def test_compare_refuses_every_bad_output_path_before_any_work(
 ) -> None:
     ran: list[Any] = []
     monkeypatch.setattr(runner, "_solve_record", lambda *a: ran.append(a))
-    monkeypatch.setattr(cli, "_import_methods", lambda *a: ran.append(a))
+    monkeypatch.setattr(cli.compare, "_import_methods", lambda *a: ran.append(a))
     path, why = _bad_paths(tmp_path)[case]
     for argv in (
         ["--suite", "smoke", "--import", "nothing"],  # before the user's modules are imported

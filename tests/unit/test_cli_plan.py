@@ -12,8 +12,8 @@ from dpopt import dgm as dgm_module
 from dpopt import eigen, hdmm
 from dpopt import workload as wl
 from dpopt.cli import main
-from dpopt.cli_types import output_path
-from dpopt.plan_cli import parse_workload
+from dpopt.cli.options import output_path
+from dpopt.cli.workloads import parse_workload
 
 
 @pytest.mark.parametrize(

@@ -54,9 +54,9 @@ def test_progress_goes_to_stderr_line_by_line_when_redirected(
         ("dgm --network asia --epsilon 1/0", "--epsilon"),
         ("dgm --network asia --eps abc", "--epsilon"),
         ("dgm --network asia --epsilon -1", "--epsilon"),
-        ("dgm --network asia --epsilon 1 --seed -1", "--seed"),
+        ("dgm --network asia --epsilon 1 --noise-key -1", "--noise-key"),
         ("census release --out x --epsilon 0", "--epsilon"),
-        ("census release --out x --epsilon 1 --seed -3", "--seed"),
+        ("census release --out x --epsilon 1 --noise-key -3", "--noise-key"),
         ("census release --out x --epsilon 1 --domain-sd nan", "--domain-sd"),
         ("census generate --out x --scale inf", "--scale"),
         ("census generate --out x --sizes 0", "--sizes"),
@@ -212,7 +212,7 @@ def test_no_page_quotes_solve_counts_that_no_test_keeps_true() -> None:
     root = Path(__file__).resolve().parents[2]
     pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
     texts = {str(p): p.read_text(encoding="utf-8") for p in pages}
-    texts["--help"] = cli.EPILOG
+    texts["--help"] = cli.compare.EPILOG
     for where, text in texts.items():
         assert not re.search(r"\b\d+ solves[:,]? ", text), where
         assert "about 5 s" not in text, where

@@ -60,7 +60,7 @@ def test_cli_runs_compare_and_the_census_release_on_a_scheduler(
         "small",
         "--epsilon",
         "1",
-        "--seed",
+        "--noise-key",
         "5",
         "--out",
         str(out),

@@ -7,7 +7,9 @@ import ast
 import importlib
 import inspect
 import pickle
+import re
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -122,3 +124,12 @@ def test_a_problem_pickled_under_a_former_module_name_loads_and_solves() -> None
         loaded = pickle.loads(old)
     assert type(loaded) is PostProcess
     assert dpopt.solve(loaded, "auto").status == "optimal"
+
+
+def test_no_test_runs_a_module_again() -> None:
+    """A reload executes a module a second time: its classes get second copies, which the
+    isinstance checks of modules imported before refuse ("must be a Closure, got Closure")."""
+    again = re.compile(r"\b" + "re" + r"load\(")
+    tests = Path(__file__).resolve().parents[1]
+    found = [p.name for p in tests.rglob("*.py") if again.search(p.read_text(encoding="utf-8"))]
+    assert found == []

@@ -20,7 +20,7 @@ HOSTILE = st.sampled_from(
 COMMANDS = {
     "dgm": (
         ["dgm", "--network", "asia", "--records", "60"],
-        ["--epsilon", "--records", "--seed", "--data-seed", "--objective"],
+        ["--epsilon", "--records", "--noise-key", "--data-seed", "--objective"],
     ),
     "census generate": (
         ["census", "generate", "--geography", "small", "--sizes", "2", "--workers", "0"],
@@ -28,7 +28,7 @@ COMMANDS = {
     ),
     "census release": (
         ["census", "release", "--geography", "small", "--sizes", "2", "--workers", "0"],
-        ["--epsilon", "--scale", "--seed", "--domain-sd", "--widening", "--objective"],
+        ["--epsilon", "--scale", "--noise-key", "--domain-sd", "--widening", "--objective"],
     ),
     "compare": (
         ["compare", "--family", "dgm", "--suite", "smoke", "--no-progress"],

@@ -34,7 +34,8 @@ from test_hostile_problems import CASES
 
 from dpopt import compare, planning, query_variance, runner, threads
 from dpopt.census import check, store
-from dpopt.cli_types import memory_gib, positive_int, write_json
+from dpopt.cli.options import memory_gib, positive_int, write_json
+from dpopt.cli.workloads import parse_workload
 from dpopt.compare import census_utility, relational, strategy_utility
 from dpopt.compare.instance import ratio
 from dpopt.models.census.problems import PartitionCheck
@@ -47,7 +48,6 @@ from dpopt.paper import (
     hdmm_tables,
     relational_figure,
 )
-from dpopt.plan_cli import parse_workload
 from dpopt.privacy import snap
 from dpopt.privacy.audit import epsilon_lower_bound, gaussian_llr, laplace_llr
 from dpopt.privacy.samplers import uniform_below

@@ -40,8 +40,6 @@ LAYERS = {
     "compare": 4,
     "paper": 4,
     "cli": 4,
-    "cli_types": 4,
-    "plan_cli": 4,
     "testing": 4,
 }
 

@@ -1,18 +1,15 @@
 """``dpopt plan``: the error of a release before its budget is spent, or the ε for a target
-(issue 26). Public inputs only: a workload's description, never data."""
+(docs/choosing-epsilon.md). Public inputs only: a workload's description, never data; the
+``--workload`` grammar is :mod:`dpopt.cli.workloads`. Formerly ``dpopt.plan_cli``."""
 
 from __future__ import annotations
 
 import argparse
-import math
-import re
 import sys
 import time
-from collections.abc import Callable
-from fractions import Fraction
 from typing import Any
 
-from dpopt.cli_types import (
+from dpopt.cli.options import (
     add_geography_arguments,
     geography_of,
     memory_gib,
@@ -22,13 +19,8 @@ from dpopt.cli_types import (
     positive_int,
     write_json,
 )
-from dpopt.planning import (
-    MAX_CURVE_EPSILONS,
-    MEMORY_BUDGET,
-    MIN_MEMORY,
-    check_memory,
-    memory_budget,
-)
+from dpopt.cli.workloads import parse_workload
+from dpopt.planning import MAX_CURVE_EPSILONS, MEMORY_BUDGET, MIN_MEMORY, check_memory
 from dpopt.validation import instance
 
 __all__ = [
@@ -81,8 +73,6 @@ nation. The standard error is one release's, across states; whether real counts 
 generator's is the larger uncertainty. No data is read and no budget is spent.
 exit status: 0 ok, 2 bad input or a target not met"""
 
-BLOCK_NAMES = ("allrange", "prefix", "suffix", "identity", "total", "identity-total")
-
 
 def add_parser(commands: Any) -> None:
     """The ``plan`` subcommand: ``hdmm``, ``eigen``, ``census``, ``dgm`` and ``relational``
@@ -107,7 +97,13 @@ def add_parser(commands: Any) -> None:
         )
         cmd.add_argument("--workload", required=True, help="the workload (see below)")
         if family == "hdmm":
-            cmd.add_argument("--noise", choices=("laplace", "gaussian"), default="laplace")
+            cmd.add_argument(
+                "--noise",
+                choices=("laplace", "gaussian"),
+                default="laplace",
+                help="the noise of the release: laplace (default; pure ε) or gaussian (needs "
+                "--delta)",
+            )
             cmd.add_argument(
                 "--method",
                 choices=("auto", "opt-kron", "opt-marginals", "residual", "identity"),
@@ -130,7 +126,10 @@ def add_parser(commands: Any) -> None:
                 help="optimizer restarts (default 5; the paper's tables use 25)",
             )
             cmd.add_argument(
-                "--seed", type=nonnegative_int, default=0, help="optimizer seed (public)"
+                "--seed",
+                type=nonnegative_int,
+                default=0,
+                help="seed of the optimizer's restarts (public, not a noise key; default 0)",
             )
         cmd.add_argument("--delta", type=positive_float, help="δ of Gaussian noise")
         cmd.add_argument("--epsilon", "--eps", help="comma-separated ε values: the error at each")
@@ -155,7 +154,7 @@ conditional queries, relational's the cross 3-way error. No data is read, no bud
 
 
 def add_output_arguments(cmd: argparse.ArgumentParser, what: str) -> None:
-    """``--json PATH``, checked before any work (:func:`~dpopt.cli_types.output_path`), and
+    """``--json PATH``, checked before any work (:func:`~dpopt.cli.options.output_path`), and
     ``--max-memory GIB``, the planner's memory budget."""
     instance("cmd", cmd, argparse.ArgumentParser)
     instance("what", what, str)
@@ -284,6 +283,7 @@ def _census_parser(families: Any) -> None:
         "--level",
         choices=("nation", "state", "county", "tract", "block group", "block"),
         default="county",
+        help="the level whose cells the target is about (default: county)",
     )
     cmd.add_argument("--states", type=nonnegative_int, default=12, help="states simulated (0: all)")
     cmd.add_argument(
@@ -345,177 +345,6 @@ def _plan_census(args: argparse.Namespace) -> int:
     return 0
 
 
-def parse_workload(text: str, max_memory: int | None = None) -> Any:
-    """A :mod:`dpopt.workload` matrix from the grammar of :data:`PLAN_EPILOG`; the table of
-    all k-way marginals is refused before it is made when it would take more than
-    ``max_memory`` bytes (default :data:`~dpopt.planning.MEMORY_BUDGET`)."""
-    from dpopt import workload as wl
-
-    instance("text", text, str)
-    budget = memory_budget(max_memory)
-    if text.startswith("marginals-file:"):
-        return _marginals_file(text.removeprefix("marginals-file:"))
-    if text.startswith("marginals:"):
-        return _marginals(text, budget)
-    terms = []
-    for term in text.split("+"):
-        factors = [_factor(factor) for factor in re.split(r"(?<=\d)x(?=[a-z])", term.strip())]
-        terms.append(factors[0] if len(factors) == 1 else wl.Kron(factors))
-    return terms[0] if len(terms) == 1 else wl.VStack(terms)
-
-
-MAX_LISTED_ATTRIBUTES = 10**6
-"""Most attributes a ``SIZES`` list of the workload grammar names (checked before it is made)."""
-
-MARGINALS_FORM = "marginals:sizes=SIZES,k=K or k<=K (e.g. marginals:sizes=10x100,k<=3)"
-
-
-def _parse_sizes(text: str) -> list[int]:
-    """``SIZES`` of the workload grammar: sizes joined by ',', ``NxR`` for R attributes of
-    size N (``10x50,2x50``); a ValueError names the item that is neither."""
-    sizes: list[int] = []
-    for item in text.split(","):
-        number, times, repeat = item.strip().partition("x")
-        try:
-            size, count = positive_int(number), positive_int(repeat) if times else 1
-        except ValueError as error:
-            raise ValueError(f"sizes {text!r}: {item!r} is not N or NxR ({error})") from None
-        if len(sizes) + count > MAX_LISTED_ATTRIBUTES:
-            raise ValueError(f"sizes {text!r} list over {MAX_LISTED_ATTRIBUTES:,} attributes")
-        sizes += [size] * count
-    return sizes
-
-
-def _marginals(text: str, budget: int) -> Any:
-    """``marginals:sizes=SIZES,k=K`` (the K-way marginals), ``k<=K`` (those of at most K
-    attributes: one :class:`~dpopt.workload.Marginals` table per arity) or the older
-    ``marginals:SIZES:K``."""
-    from dpopt import workload as wl
-
-    spec = text.removeprefix("marginals:")
-    keyed = re.fullmatch(r"sizes=(?P<sizes>.+),k(?P<upto><?)=(?P<k>[^,=]+)", spec)
-    keyed = keyed or re.fullmatch(r"k(?P<upto><?)=(?P<k>[^,=]+),sizes=(?P<sizes>.+)", spec)
-    found = keyed or re.fullmatch(r"(?P<sizes>[^=:]+):(?P<k>[^=:]+)", spec)
-    if found is None:
-        raise ValueError(f"marginals are {MARGINALS_FORM}, got {text!r}")
-    sizes = _parse_sizes(found["sizes"])
-    try:
-        k = nonnegative_int(found["k"])
-    except ValueError as error:
-        raise ValueError(f"k in {text!r}: {error}") from None
-    if k > len(sizes):
-        raise ValueError(f"k must be <= the number of attributes {len(sizes)}, got {k}")
-    arities = range(k + 1) if keyed and keyed["upto"] else range(k, k + 1)
-    _check_table(len(sizes), arities, budget, text)
-    tables = [wl.Marginals(sizes, j) for j in arities]
-    return tables[0] if len(tables) == 1 else wl.VStack(tables)
-
-
-def _check_table(d: int, arities: range, budget: int, text: str) -> None:
-    """Refuse, before it is made, a table of the marginals of these arities over
-    :data:`~dpopt.workload.MAX_MARGINAL_ROWS` rows or ``budget`` bytes (16 per entry: the
-    table and the copy :func:`~dpopt.workload.marginal_table` makes)."""
-    from dpopt import workload as wl
-
-    count = 0
-    for j in arities:  # C(d, j) grows fast: the sum passes the cap after a few terms
-        count += math.comb(d, j)
-        if count > wl.MAX_MARGINAL_ROWS:
-            raise ValueError(
-                f"{text!r} has more than MAX_MARGINAL_ROWS = {wl.MAX_MARGINAL_ROWS:,} marginals"
-            )
-    what = f"--workload {text}: a table of {count:,} marginals"
-    check_memory(16 * count * max(arities[-1], 1), budget, what)
-
-
-def _marginals_file(spec: str) -> Any:
-    """``marginals-file:PATH:sizes=SIZES``: the marginals PATH lists (:func:`_read_marginals`)."""
-    from dpopt import workload as wl
-
-    path, found, sizes_text = spec.rpartition(":sizes=")
-    if not found or not path:
-        raise ValueError(f"a marginals file is marginals-file:PATH:sizes=SIZES, got {spec!r}")
-    sizes = _parse_sizes(sizes_text)
-    attributes, weights = _read_marginals(path, len(sizes))
-    return wl.Marginals(sizes, attributes=attributes, weights=weights)
-
-
-def _read_marginals(path: str, d: int) -> tuple[list[tuple[int, ...]], list[float]]:
-    """The marginals (attribute tuples) and weights a marginals file lists for ``d``
-    attributes (format: :data:`PLAN_EPILOG`); a ValueError names the file, the line and the
-    problem."""
-    attributes: list[tuple[int, ...]] = []
-    weights: list[float] = []
-    try:
-        with open(path, encoding="utf-8") as lines:
-            for number, line in enumerate(lines, 1):
-                try:
-                    found = _marginal_line(line, d)
-                except ValueError as error:
-                    raise ValueError(f"{path} line {number}: {error}") from None
-                if found is not None:
-                    attributes.append(found[0])
-                    weights.append(found[1])
-    except OSError as error:
-        raise ValueError(f"cannot read the marginals file {path}: {error.strerror}") from None
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{path}: not UTF-8 text (byte {error.start})") from None
-    if not attributes:
-        raise ValueError(f"{path} lists no marginal: one a line, such as '0 1 2' or '0,3;1.5'")
-    return attributes, weights
-
-
-def _marginal_line(line: str, d: int) -> tuple[tuple[int, ...], float] | None:
-    """One line of a marginals file: (attributes, weight), or None for a blank or comment."""
-    content = line.split("#", 1)[0].strip()
-    if not content:
-        return None
-    listed, weighted, weight = content.partition(";")
-    attrs: list[int] = []
-    for token in listed.replace(",", " ").split():
-        try:
-            attr = nonnegative_int(token)
-        except ValueError:
-            raise ValueError(f"{token!r} is not an attribute index (an integer >= 0)") from None
-        if attr >= d:
-            raise ValueError(f"attribute {attr} is out of range: the sizes give {d}, 0 to {d - 1}")
-        if attr in attrs:
-            raise ValueError(f"attribute {attr} repeats")
-        attrs.append(attr)
-    if not attrs and not weighted:
-        raise ValueError(f"{content!r} lists no attribute (';' alone is the total)")
-    try:
-        return tuple(attrs), positive_float(weight.strip()) if weighted else 1.0
-    except ValueError as error:
-        raise ValueError(f"the weight {error}") from None
-
-
-def _factor(text: str) -> Any:
-    from dpopt import workload as wl
-
-    name, *numbers = text.strip().split(":")
-    classes: dict[str, Callable[[int], wl.Matrix]] = {
-        "allrange": wl.AllRange,
-        "prefix": wl.Prefix,
-        "suffix": wl.Suffix,
-        "identity": wl.Identity,
-        "total": wl.Total,
-        "identity-total": wl.IdentityTotal,
-    }
-    try:
-        values = [int(number) for number in numbers]
-    except ValueError:
-        raise ValueError(f"sizes in {text!r} must be integers") from None
-    if name == "widthranges" and len(values) == 2:
-        return wl.WidthRanges(*values)
-    if name in classes and len(values) == 1:
-        return classes[name](values[0])
-    raise ValueError(
-        f"unknown workload factor {text!r}: use {', '.join(f'{b}:N' for b in BLOCK_NAMES)} "
-        "or widthranges:N:K"
-    )
-
-
 def _method(args: argparse.Namespace, workload: Any) -> str:
     """The optimizer a plan runs: ``eigen`` (Eigen-Design), or ``--method`` when given; else
     OPT₀ (``opt0``) on a 1-D workload, on a marginal workload the residual strategy for
@@ -548,7 +377,7 @@ def _method(args: argparse.Namespace, workload: Any) -> str:
 def _opt_marginals(workload: Any) -> str:
     """OPT_M on a marginal workload, refused past its attribute cap."""
     from dpopt import workload as wl
-    from dpopt.solvers.hdmm import OPT_M_MAX_ATTRIBUTES
+    from dpopt.solvers.hdmm.methods import OPT_M_MAX_ATTRIBUTES
 
     d = len(wl.domain(workload))
     if d > OPT_M_MAX_ATTRIBUTES:
@@ -689,85 +518,3 @@ def _print_table(workload: str, rows: list[dict[str, Any]]) -> None:
             f"{row['epsilon']:>12.6g} {delta:>9} {strategy[:28]:<28} "
             f"{row['rmse']:>12.5g} {row['max_std']:>12.5g}"
         )
-
-
-INTERVAL_METHODS = ("exact-pivot", "conservative-pivot", "raw")
-"""``census release --interval-method``: :data:`dpopt.census.confidence.INTERVAL_METHODS`,
-named here so that ``dpopt`` starts without importing the census family."""
-
-DRY_RUN_HELP = (
-    "validate everything and print the plan (the budget, each measurement's noise scale, "
-    "the estimates) without charging, drawing or writing anything (--json: the plan)"
-)
-
-
-def census_release_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The options ``dpopt census release`` passes to its plan and its release (not the
-    noise seed)."""
-    limit = None if args.memory_limit is None else round(args.memory_limit * 2**30)
-    return {
-        "data_dir": args.data,
-        "domain_sd": args.domain_sd,
-        "widening": args.widening,
-        "objective": args.objective,
-        "interval_level": args.intervals,
-        "interval_method": args.interval_method,
-        "memory_limit": limit,
-    }
-
-
-def dry_run(report: dict[str, Any], json_path: str | None, show: Callable[[dict], None]) -> int:
-    """A release command's ``--dry-run``: its plan (``report``, plain JSON data) to ``--json``
-    and, unless that is stdout, printed by ``show``; nothing charged, drawn or written."""
-    if json_path:
-        write_json(json_path, report)
-    if json_path != "-":
-        show(report)
-    return 0
-
-
-def show_census_plan(report: dict[str, Any]) -> None:
-    """``dpopt census release --dry-run``: the budget, each level's noise, the estimates."""
-    charges = report["charges"]
-    print(f"dry run: nothing charged, drawn or written; would charge ε = {report['epsilon']} pure")
-    print(f"  {len(charges)} charges of ε = {charges[0]['epsilon']}, one per level")
-    print(f"{'level':<12} {'regions':>10} {'scale':>10} {'noise sd':>10}")
-    for row in report["noise"]:
-        print(f"{row['level']:<12} {row['regions']:>10,} {row['scale']:>10.4g} {row['sd']:>10.4g}")
-    print(
-        f"{report['regions']:,} regions x {report['sizes']} sizes; objective "
-        f"{report['objective']}, widening {report['widening']}, domain_sd {report['domain_sd']:g}"
-    )
-    if report["intervals"] is not None:
-        found = report["intervals"]
-        print(f"intervals: level {found['level']:g}, method {found['method']}")
-    _show_estimates(report)
-    print(f"would write: {', '.join(report['writes'])}")
-
-
-def _show_estimates(report: dict[str, Any]) -> None:
-    from dpopt.census.resources import human
-
-    limit = human(report["memory_limit"])
-    for estimate in report["estimates"]:
-        seconds = estimate.get("seconds")
-        work = f", ~{seconds:,.0f} s of work" if seconds is not None else ""
-        print(f"estimate: ~{human(estimate['bytes'])} for {estimate['what']}{work} (limit {limit})")
-
-
-def show_dgm_plan(report: dict[str, Any]) -> None:
-    """``dpopt dgm --dry-run``: the budget and each table's ε and noise scale."""
-    print(f"dry run: nothing charged or drawn; would charge ε = {report['epsilon']} pure")
-    print(f"network {report['network']}: {report['nodes']} nodes, objective {report['objective']}")
-    if "tables" in report:
-        print(f"{'node':<24} {'epsilon':>12} {'scale':>10}")
-        for row in report["tables"]:
-            scale = "not measured" if row["scale"] is None else f"{row['scale']:.4g}"
-            print(f"{row['node']:<24} {float(Fraction(row['epsilon'])):>12.4g} {scale:>10}")
-        return
-    first = report["stage_one"]
-    print(
-        f"Stage I: ε^I = {first['epsilon_I']} on a β = {first['sampling_rate']} subsample, "
-        f"every table at scale {first['scale']:.4g}"
-    )
-    print(f"Stage II: {report['stage_two']}")

@@ -1,6 +1,7 @@
 """Pieces shared by the ``dpopt`` commands: argparse types (numbers read and checked, with
-clean usage errors), the check of an output path before any work, the ``--json PATH`` writer
-and the guard that keeps solvers' own output off stdout."""
+clean usage errors), the check of an output path before any work, the ``--json PATH`` writer,
+the guard that keeps solvers' own output off stdout, and the option groups several commands
+take (a census geography, where the tasks run). Formerly ``dpopt.cli_types``."""
 
 from __future__ import annotations
 
@@ -17,7 +18,23 @@ from pathlib import Path
 from typing import Any
 
 from dpopt.planning import GIB, MIN_MEMORY
-from dpopt.validation import MAX_COUNT, file_path, instance
+from dpopt.validation import MAX_COUNT, file_path, instance, integer
+
+__all__ = [
+    "OptionError",
+    "add_cluster_arguments",
+    "add_geography_arguments",
+    "check_output_path",
+    "geography_of",
+    "memory_gib",
+    "nonnegative_int",
+    "output_path",
+    "positive_float",
+    "positive_fraction",
+    "positive_int",
+    "stdout_to_stderr",
+    "write_json",
+]
 
 
 class OptionError(argparse.ArgumentTypeError, ValueError):
@@ -196,7 +213,10 @@ def add_geography_arguments(cmd: argparse.ArgumentParser, *, scale_help: str) ->
     cmd.add_argument("--puerto-rico", action="store_true", help="add Puerto Rico")
     cmd.add_argument("--sizes", type=positive_int, default=30, help="household sizes (default 30)")
     cmd.add_argument(
-        "--geo-seed", type=nonnegative_int, default=0, help="seed of the synthetic data (default 0)"
+        "--geo-seed",
+        type=nonnegative_int,
+        default=0,
+        help="seed of the synthetic data (public, not a noise key; default 0)",
     )
 
 
@@ -212,4 +232,22 @@ def geography_of(args: argparse.Namespace, default_scale: float) -> Any:
         sizes=args.sizes,
         seed=args.geo_seed,
         puerto_rico=args.puerto_rico,
+    )
+
+
+def add_cluster_arguments(cmd: argparse.ArgumentParser, *, default_workers: int) -> None:
+    """``--workers`` and ``--scheduler``: where the tasks run (:func:`dpopt.runner.dask_client`)."""
+    instance("cmd", cmd, argparse.ArgumentParser)
+    integer("default_workers", default_workers, minimum=0)
+    cmd.add_argument(
+        "--workers",
+        type=nonnegative_int,
+        default=default_workers,
+        help="workers of an embedded Dask LocalCluster, one thread each; 0 runs every task "
+        f"in this process without Dask (default: {default_workers})",
+    )
+    cmd.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="an existing Dask scheduler, e.g. tcp://host:8786 (instead of --workers)",
     )

@@ -1,0 +1,381 @@
+"""``dpopt census``: the block-level census release and its synthetic truth partitions
+(docs/families/census.md, "The block-level release"), on this machine or a Dask cluster, with
+the noise's secret ``--noise-key`` (:mod:`dpopt.cli.release_options`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from dpopt.cli.options import (
+    add_cluster_arguments,
+    add_geography_arguments,
+    check_output_path,
+    geography_of,
+    positive_float,
+    positive_fraction,
+    write_json,
+)
+from dpopt.cli.release_options import add_release_arguments, dry_run, warn_if_small_noise_key
+from dpopt.runner import close_client, dask_client
+from dpopt.validation import instance
+
+__all__ = ["EPILOG", "INTERVAL_METHODS", "add_parser", "release_options", "run", "show_plan"]
+
+EPILOG = """examples:
+  dpopt census release --epsilon 1 --scale 0.01 --workers 2 --out run1   1 % of the nation
+  dpopt census release --epsilon 1 --workers 2 --out nation     the nation, 8.46 M regions
+  dpopt census release --epsilon 1 --scheduler tcp://host:8786 --out /shared/nation   on a cluster
+  dpopt census generate --scale 0.01 --out data                 write truth partitions
+  dpopt census release --epsilon 1 --scale 0.01 --data data --out run2   release them
+
+A cluster: run `dask scheduler` on one machine and `dask worker tcp://host:8786 --nthreads 1`
+on each worker machine (dpopt installed with the [dask] extra everywhere); every worker must
+see --out (and --data) at the same path, e.g. on a shared file system. Unset Dask's
+MALLOC_TRIM_THRESHOLD_ and set MALLOC_ARENA_MAX=1 for those workers (docs/families/census.md
+shows the config file): with the first, numpy runs ~1.5x slower there.
+
+The release writes under --out: noisy/state=<i>.parquet (the noisy partitions), release/
+state=<i>/size_<s>.parquet (the released counts) and manifest.json (budget, checksum, objective,
+optimal cost, domains, certificate), the manifest last: until the release is done --out holds
+an INCOMPLETE file, which an interrupted or failed release leaves behind. The output is
+bit-identical on any number of workers. --noise-key is the noise's secret key: leave it out
+for a real release (fresh OS entropy); whoever knows it recovers the private counts. --geo-seed
+seeds the synthetic data (public).
+exit status: 0 ok, 1 failed after the budget was charged (the noisy partitions are kept under
+--out), 2 bad input or unreachable scheduler (nothing is charged), 130 interrupted"""
+
+
+INTERVAL_METHODS = ("exact-pivot", "conservative-pivot", "raw")
+"""``census release --interval-method``: :data:`dpopt.census.confidence.INTERVAL_METHODS`,
+named here so that ``dpopt`` starts without importing the census family."""
+
+
+def add_parser(commands: Any) -> None:
+    """The ``census`` subcommand and its actions ``release`` and ``generate`` (``commands``:
+    what ``ArgumentParser.add_subparsers`` returned)."""
+    instance("commands", commands, argparse._SubParsersAction)
+    census = commands.add_parser(
+        "census",
+        help="block-level census release (PGSR, M_DP) on one machine or a Dask cluster",
+        description="Census group-size release at block level, one task per state and size.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = census.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for action, text in (
+        ("release", "noise every region's counts and post-process them with pwl-dp"),
+        ("generate", "write the synthetic geography's private counts as truth partitions"),
+    ):
+        cmd = actions.add_parser(
+            action,
+            help=text,
+            description=text,
+            epilog=EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        add_geography_arguments(
+            cmd, scale_help="fraction of every level's regions to keep (default 1: the nation)"
+        )
+        cmd.add_argument("--out", required=True, metavar="DIR", help="output directory")
+        cmd.add_argument(
+            "--json", metavar="PATH", help="write the report as JSON to PATH ('-' for stdout)"
+        )
+        add_cluster_arguments(cmd, default_workers=os.cpu_count() or 1)
+    release = actions.choices["release"]
+    release.add_argument(
+        "--epsilon",
+        "--eps",
+        type=positive_fraction,
+        required=True,
+        help="ε > 0, read exactly (0.1 is 1/10)",
+    )
+    release.add_argument(
+        "--data",
+        metavar="DIR",
+        help="truth partitions written by `dpopt census generate` (default: generate each "
+        "state's data inside its task from --geo-seed)",
+    )
+    release.add_argument(
+        "--widening",
+        choices=("global", "partition"),
+        default="global",
+        help="domain widening when a domain is infeasible: globally, as the serial DP does "
+        "(default), or per (state, size) task: faster, but 3.6-10x the error at the nation and "
+        "1.5-2.3x at the states in `dpopt compare --family census --suite blocks-widening`",
+    )
+    release.add_argument(
+        "--objective",
+        choices=("leaf-weighted", "paper"),
+        default="leaf-weighted",
+        help="leaf-weighted (default): every region's fit weighted by the blocks it aggregates, "
+        "and with global widening the domains widened until the release is certified optimal; "
+        "paper: the paper's Model 1, every cell alike, which biases the nation up where many "
+        "blocks are empty",
+    )
+    release.add_argument(
+        "--domain-sd",
+        type=positive_float,
+        default=3.0,
+        help="starting domain half-width in noise sds",
+    )
+    release.add_argument(
+        "--intervals",
+        type=positive_float,
+        metavar="LEVEL",
+        help="also write each count's exact confidence interval at LEVEL (e.g. 0.95) beside it "
+        "(Parquet columns lower, upper; level and method in the manifest); no further budget",
+    )
+    release.add_argument(
+        "--interval-method",
+        choices=INTERVAL_METHODS,
+        default="exact-pivot",
+        help="exact-pivot (default: coverage exactly LEVEL, an interval can be empty), "
+        "conservative-pivot (coverage at least LEVEL, never empty) or raw",
+    )
+    release.add_argument(
+        "--memory-limit",
+        type=positive_float,
+        metavar="GIB",
+        help="memory the release may plan to use at once, in GiB (default 2): more is refused "
+        "before the charge, exact intervals past it are coarsened",
+    )
+    add_release_arguments(
+        release, recovers="the private counts from the noisy partitions under --out"
+    )
+
+
+def release_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options ``dpopt census release`` passes to its plan and its release (not the
+    noise key)."""
+    instance("args", args, argparse.Namespace)
+    limit = None if args.memory_limit is None else round(args.memory_limit * 2**30)
+    return {
+        "data_dir": args.data,
+        "domain_sd": args.domain_sd,
+        "widening": args.widening,
+        "objective": args.objective,
+        "interval_level": args.intervals,
+        "interval_method": args.interval_method,
+        "memory_limit": limit,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    """``dpopt census release`` or ``generate``: exit 1 after a charge that failed, 2 on bad
+    input (nothing charged), 130 interrupted."""
+    import time
+
+    from dpopt.census import blocks
+    from dpopt.privacy import Accountant
+    from dpopt.release import ReleaseError
+
+    instance("args", args, argparse.Namespace)
+    start = time.perf_counter()
+    release = args.action == "release"
+    if release:
+        warn_if_small_noise_key(args.noise_key)
+    try:
+        check_output_path(args.json, option="--json", stdout=True)
+        geography = geography_of(args, 1.0)
+        accountant = Accountant.pure(args.epsilon) if release else None
+        if release and args.dry_run:  # inline: no workers are started
+            return _dry_run(args, geography, accountant)
+        client = _client(args)
+    except (ValueError, TypeError) as err:
+        print(f"dpopt census: {err}", file=sys.stderr)
+        return 2
+    try:
+        if release:
+            result = blocks.release_blocks(
+                geography,
+                epsilon=args.epsilon,
+                out_dir=args.out,
+                rng=args.noise_key,  # the secret key: passed on, never printed or written
+                accountant=accountant,
+                executor=client,
+                progress=True,
+                **release_options(args),
+            )
+        else:
+            paths = blocks.generate(geography, args.out, executor=client, progress=True)
+    except KeyboardInterrupt:
+        if client is not None:
+            _close_quietly(client)
+            client = None
+        print(f"dpopt census: interrupted; {_interrupted(args, accountant)}", file=sys.stderr)
+        return 130
+    except ReleaseError as err:
+        print(f"dpopt census: {err}", file=sys.stderr)
+        return 1
+    except (ValueError, TypeError, OSError) as err:
+        print(f"dpopt census: {err}", file=sys.stderr)
+        return 2
+    finally:
+        if client is not None:
+            close_client(client)
+    if release:
+        return _report(args, _release_report(result, time.perf_counter() - start))
+    return _report(args, {"out": str(args.out), "partitions": paths})
+
+
+def _dry_run(args: argparse.Namespace, geography: Any, accountant: Any) -> int:
+    """``--dry-run``: the release's plan, nothing charged, drawn or written."""
+    from dpopt.census.block_plan import plan_blocks
+
+    planned = plan_blocks(
+        geography,
+        epsilon=args.epsilon,
+        out_dir=args.out,
+        accountant=accountant,
+        **release_options(args),
+    )
+    return dry_run(planned.report(), args.json, show_plan)
+
+
+def _interrupted(args: argparse.Namespace, accountant: Any) -> str:
+    """What an interrupted command leaves behind."""
+    from dpopt.census import blocks
+
+    if accountant is None:
+        return f"{args.out} may hold some of the partitions"
+    if accountant.ledger:
+        return f"the budget was charged and {args.out} is marked {blocks.INCOMPLETE} (no manifest)"
+    return "nothing was charged"
+
+
+def _report(args: argparse.Namespace, report: dict[str, Any]) -> int:
+    """The report to ``--json`` and, unless that is stdout, printed."""
+    if args.json:
+        write_json(args.json, report)
+    if args.json == "-":
+        return 0
+    if args.action == "release":
+        _print_release(report, args.out)
+    else:
+        print(f"wrote {len(report['partitions'])} truth partitions under {args.out}")
+    return 0
+
+
+def _client(args: argparse.Namespace) -> Any:
+    """The Dask client of ``--workers``/``--scheduler``, its worker processes started with
+    SIGINT ignored: Ctrl-C reaches this process alone, which stops them itself (they would
+    each print a traceback)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return dask_client(args.scheduler, args.workers)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return dask_client(args.scheduler, args.workers)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _close_quietly(client: Any) -> None:
+    """Close the client after an interrupt without Dask's shutdown chatter."""
+    import logging
+
+    loggers = [logging.getLogger(name) for name in ("distributed", "tornado", "asyncio")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        close_client(client)
+    except Exception:
+        pass
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+PROJECTED_WORKERS = (1, 2, 16, 100)
+
+
+def _release_report(result: Any, wall: float) -> dict[str, Any]:
+    """The manifest plus each phase's tasks, task seconds, longest task, peak memory per
+    worker and task CPU, faults and waits (:func:`~dpopt.runner.phase_summary`), the projected
+    times and the command's wall time after start-up (imports excluded)."""
+    from dpopt.runner import phase_summary, projected_seconds
+
+    stats = result.partitioned.stats
+    return {
+        **result.manifest(),
+        "regions": result.geography.regions,
+        "phases": phase_summary(stats),
+        "projected_seconds": {
+            str(workers): list(projected_seconds(stats, workers)) for workers in PROJECTED_WORKERS
+        },
+        "wall_seconds": wall,
+    }
+
+
+def _print_release(report: dict[str, Any], out: str) -> None:
+    certificate = report["certificate"]
+    print(
+        f"released {report['regions']:,} regions x {report['sizes']} sizes, n = {report['total']:,}"
+    )
+    print(
+        f"budget: ε = {report['budget']['spent']:g} pure, {len(report['budget']['charges'])} levels"
+    )
+    print(
+        f"checksum {report['checksum']}  objective {report['objective']}, optimal cost "
+        f"{report['optimal_cost']:,}, status {report['status']}"
+    )
+    print(
+        f"domains: widening {report['widening']}, largest domain_sd "
+        f"{report['domain_sd']['largest']:g}, {certificate['active_bounds']:,} cells on a "
+        "domain bound"
+    )
+    print(
+        "optimal (node potentials): with the domains "
+        f"{'yes' if certificate['restricted_optimal'] else 'NO'}, for the unrestricted "
+        f"Model 1 {'yes' if certificate['unrestricted_optimal'] else 'no'}"
+    )
+    print(
+        f"{'phase':<10} {'tasks':>6} {'task-s':>9} {'cpu-s':>9} {'longest s':>10} {'peak MiB':>9}"
+    )
+    for phase, row in report["phases"].items():
+        print(
+            f"{phase:<10} {int(row['tasks']):>6} {row['work']:>9.1f} {row['cpu_seconds']:>9.1f} "
+            f"{row['longest']:>10.2f} {row['peak_mib']:>9.0f}"
+        )
+    for workers, (low, high) in report["projected_seconds"].items():
+        print(f"projected on {int(workers):>3} workers: {low:,.0f}–{high:,.0f} s of tasks")
+    print(
+        f"wall time {report['wall_seconds']:,.1f} s (after start-up and imports); "
+        f"manifest {out}/manifest.json"
+    )
+
+
+def show_plan(report: dict[str, Any]) -> None:
+    """``dpopt census release --dry-run``: the budget, each level's noise, the estimates."""
+    instance("report", report, dict)
+    charges = report["charges"]
+    print(f"dry run: nothing charged, drawn or written; would charge ε = {report['epsilon']} pure")
+    print(f"  {len(charges)} charges of ε = {charges[0]['epsilon']}, one per level")
+    print(f"{'level':<12} {'regions':>10} {'scale':>10} {'noise sd':>10}")
+    for row in report["noise"]:
+        print(f"{row['level']:<12} {row['regions']:>10,} {row['scale']:>10.4g} {row['sd']:>10.4g}")
+    print(
+        f"{report['regions']:,} regions x {report['sizes']} sizes; objective "
+        f"{report['objective']}, widening {report['widening']}, domain_sd {report['domain_sd']:g}"
+    )
+    if report["intervals"] is not None:
+        found = report["intervals"]
+        print(f"intervals: level {found['level']:g}, method {found['method']}")
+    _show_estimates(report)
+    print(f"would write: {', '.join(report['writes'])}")
+
+
+def _show_estimates(report: dict[str, Any]) -> None:
+    from dpopt.census.resources import human
+
+    limit = human(report["memory_limit"])
+    for estimate in report["estimates"]:
+        seconds = estimate.get("seconds")
+        work = f", ~{seconds:,.0f} s of work" if seconds is not None else ""
+        print(f"estimate: ~{human(estimate['bytes'])} for {estimate['what']}{work} (limit {limit})")
