@@ -18,7 +18,9 @@ EXTRAS = {"pyarrow": "dask", "pyarrow.parquet": "dask", "pgmpy": "pgmpy", "matpl
 def require(module: str, purpose: str) -> ModuleType:
     """``module`` imported, or an ImportError saying what needs it (``purpose``) and the
     ``pip install 'dpopt[extra]'`` that installs it."""
-    top = module.split(".")[0]
+    top = module.split(".")[0] if isinstance(module, str) else None
+    if top not in EXTRAS:
+        raise ValueError(f"module must be an optional module of {sorted(EXTRAS)}, got {module!r}")
     try:
         return importlib.import_module(module)
     except ImportError as err:

@@ -130,6 +130,9 @@ class CensusData:
 
 def exact_sum(values: np.ndarray) -> int:
     """Σ of non-negative int64 values as an exact int (Python ints when int64 could wrap)."""
+    values = integer_array("values", values)
+    if values.size and values.min() < 0:
+        raise ValueError(f"values must be >= 0, got {values.min()}")
     if float(values.astype(np.float64).sum()) < 2.0**61:
         return int(values.sum())
     return sum(int(v) for v in values.ravel())

@@ -12,7 +12,7 @@ through :meth:`Network.encode` and :meth:`Network.count_tables`.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,7 +23,7 @@ import numpy as np
 
 from dpopt.dgm import bif
 from dpopt.extras import require
-from dpopt.validation import finite_array
+from dpopt.validation import finite_array, instance, integer
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,23 +45,35 @@ def quiet_pgmpy() -> Iterator[None]:
         yield
 
 
-def min_fill_width(graph: dict[int, set[int]]) -> int:
+def min_fill_width(graph: Mapping[int, Iterable[int]]) -> int:
     """The width (largest neighbourhood at elimination) of the order that always eliminates a
-    vertex adding the fewest fill-in edges, ties to the smallest vertex; ``graph`` is consumed.
-    Every elimination order's width bounds the treewidth from above."""
+    vertex adding the fewest fill-in edges, ties to the smallest vertex, of the undirected
+    graph ``{vertex: neighbours}``. Every elimination order's width bounds the treewidth from
+    above."""
+    instance("graph", graph, Mapping)
+    adjacency: dict[int, set[int]] = {integer("vertex", v): set() for v in graph}
+    for v, near in graph.items():
+        if not isinstance(near, set | frozenset | list | tuple):
+            raise TypeError(f"graph[{v}] must be a set or list of vertices, got {near!r:.60}")
+        for a in near:
+            if a not in adjacency:
+                raise ValueError(f"graph[{v}] names {a!r}, which is not a vertex of the graph")
+            if a != v:
+                adjacency[v].add(a)
+                adjacency[a].add(v)
     width = 0
-    while graph:
+    while adjacency:
 
         def fill_in(v: int) -> int:
-            near = sorted(graph[v])
-            return sum(b not in graph[a] for k, a in enumerate(near) for b in near[k + 1 :])
+            near = sorted(adjacency[v])
+            return sum(b not in adjacency[a] for k, a in enumerate(near) for b in near[k + 1 :])
 
-        chosen = min(graph, key=lambda v: (fill_in(v), v))
-        near = graph.pop(chosen)
+        chosen = min(adjacency, key=lambda v: (fill_in(v), v))
+        near = adjacency.pop(chosen)
         width = max(width, len(near))
         for a in near:
-            graph[a].discard(chosen)
-            graph[a].update(b for b in near if b != a)
+            adjacency[a].discard(chosen)
+            adjacency[a].update(b for b in near if b != a)
     return width
 
 
