@@ -26,7 +26,7 @@ import numpy as np
 
 from dpopt.deprecation import renamed
 from dpopt.dgm.evaluation import Inference, evaluate, random_queries
-from dpopt.dgm.learning import learn, maximum_likelihood
+from dpopt.dgm.learning import Settings, learn, maximum_likelihood
 from dpopt.dgm.networks import Network, load
 from dpopt.planning import MAX_SEEDS, ErrorCurve, check_memory, curve_epsilons, memory_budget
 from dpopt.validation import choice, instance, integer, positive_number
@@ -35,7 +35,7 @@ __all__ = ["PRIORS", "ErrorCurve", "error_curve", "memory_estimate", "plan_error
 
 PRIORS = ("dirichlet", "given")
 METRICS = ("marginal_l1", "conditional_weighted_l1")
-METHODS: dict[str, dict[str, Any]] = {"default": {}, "baseline": {"baseline": True}}
+METHODS = {"default": Settings(), "baseline": Settings(baseline=True)}
 MAX_QUERIES = 1000
 """Most random queries per simulated release (each is an exact inference)."""
 NODE_BYTES = 4
@@ -126,13 +126,13 @@ def plan_error_curve(
         }
         inference = Inference(reference)
         for e, epsilon in enumerate(epsilons):
-            for k, (method, options) in enumerate(METHODS.items()):
+            for k, (method, settings) in enumerate(METHODS.items()):
                 learned = learn(
                     truth,
                     data,
                     epsilon=Fraction(str(epsilon)),
                     rng=np.random.default_rng([seed, index, e, k]),  # a simulation's seed
-                    **options,
+                    settings=settings,
                 )
                 scores = evaluate(inference, learned.network, **asked)
                 for metric in METRICS:

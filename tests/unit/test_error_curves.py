@@ -33,7 +33,11 @@ def test_dgm_curve_is_the_simulated_releases() -> None:
     marginal = dgm.random_queries(reference, 5, rng, conditional=False)
     conditional = dgm.random_queries(reference, 5, rng, conditional=True)
     learned = dgm.learn(
-        truth, data, epsilon=Fraction(2), rng=np.random.default_rng([0, 0, 1, 1]), baseline=True
+        truth,
+        data,
+        epsilon=Fraction(2),
+        rng=np.random.default_rng([0, 0, 1, 1]),
+        settings=dgm.Settings(baseline=True),
     )
     scores = dgm.evaluate(
         reference, learned.network, marginal=marginal, conditional=conditional, maps=[]
