@@ -7,6 +7,7 @@ import ast
 import importlib
 import inspect
 import pickle
+import subprocess
 import sys
 
 import numpy as np
@@ -156,6 +157,7 @@ def test_dgm_learn_takes_settings_and_still_the_flat_keywords() -> None:
     with pytest.warns(DeprecationWarning, match=r"dgm.learn\(baseline=…\) is deprecated"):
         former = dgm.learn(network, data, epsilon=1, rng=3, baseline=True)
     assert former.settings == given.settings and former.allocation == given.allocation
+    assert former.network.cpds is not None and given.network.cpds is not None
     for one, two in zip(former.network.cpds, given.network.cpds, strict=True):
         np.testing.assert_array_equal(one, two)
     with pytest.warns(DeprecationWarning, match=r"dgm.plan_learning\(objective=…\)"):
@@ -177,3 +179,26 @@ def test_relational_synthesize_takes_settings_and_still_links() -> None:
         relational.synthesize(
             data, epsilon=2, delta=1e-5, settings=link_settings, links=link_settings
         )
+
+
+def test_the_former_compare_runner_is_the_suite_runs_module() -> None:
+    """``dpopt.compare.runner`` (imported or read off the package) is
+    :mod:`dpopt.compare.suite_runs`, with a warning; run in a fresh interpreter, where
+    neither name is imported yet."""
+    code = (
+        "import warnings, dpopt.compare as compare, dpopt.compare.suite_runs as new\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import dpopt.compare.runner as old\n"
+        "assert old is new and compare.MOVED == {'dpopt.compare.runner': new.__name__}\n"
+        "assert any('use module dpopt.compare.suite_runs' in str(w.message) for w in caught)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    attribute = (
+        "import warnings, dpopt.compare as compare\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    old = compare.runner\n"
+        "assert old.__name__ == 'dpopt.compare.suite_runs' and caught\n"
+    )
+    subprocess.run([sys.executable, "-c", attribute], check=True)
