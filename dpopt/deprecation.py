@@ -108,6 +108,9 @@ def settings_of(where: str, kind: type, settings: Any, flat: Mapping[str, Any]) 
     keywords (each a field of ``kind``), with a warning naming ``settings=``. A keyword that is
     not a field, or both spellings at once, is a TypeError."""
     instance("where", where, str)
+    if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
+        raise TypeError(f"kind must be a dataclass type, got {kind!r:.60}")
+    instance("flat", flat, Mapping)
     names = {field.name for field in dataclasses.fields(kind)}
     unknown = sorted(set(flat) - names)
     if unknown:
@@ -130,10 +133,17 @@ def keyword_alias(where: str, new: tuple[str, Any], old: tuple[str, Any]) -> Any
     for one release, of its former name ``old`` = (name, value) with a warning; a value under
     both names is a TypeError. None is "not given"."""
     instance("where", where, str)
-    (new_name, new_value), (old_name, old_value) = new, old
+    (new_name, new_value), (old_name, old_value) = _keyword("new", new), _keyword("old", old)
     if old_value is None:
         return new_value
     if new_value is not None:
         raise TypeError(f"{where}: give {new_name}= or its former name {old_name}=, not both")
     warn_renamed(f"{where}({old_name}=)", f"{where}({new_name}=)", stacklevel=4)
     return old_value
+
+
+def _keyword(name: str, value: Any) -> tuple[str, Any]:
+    """``value`` as a (keyword name, its value) pair."""
+    if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)):
+        raise TypeError(f"{name} must be a (name, value) pair, got {value!r:.60}")
+    return value
