@@ -5,12 +5,17 @@
   new modules, warning once per old name (``import dpopt.models.pgsr`` is then
   ``dpopt.models.census.problems``, the same module object).
 - :func:`renamed` wraps a function under its old name: the call warns and goes through.
+- :func:`keyword_alias` reads a keyword argument given under its former name (with a
+  warning);
+- :func:`settings_of` reads a settings object passed as ``settings=``, or the flat keywords a
+  function took before it (with a warning).
 
 A warning names the new spelling and the release that removes the old one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import importlib.abc
@@ -23,7 +28,14 @@ from typing import Any
 
 from dpopt.validation import function, instance
 
-__all__ = ["REMOVED_IN", "moved_modules", "renamed", "warn_renamed"]
+__all__ = [
+    "REMOVED_IN",
+    "keyword_alias",
+    "moved_modules",
+    "renamed",
+    "settings_of",
+    "warn_renamed",
+]
 
 REMOVED_IN = "0.3"
 """The release that removes every deprecated name."""
@@ -88,3 +100,50 @@ def renamed(old: str, new: Callable[..., Any]) -> Callable[..., Any]:
 
     shim.__doc__ = f"Deprecated: use :func:`{new.__module__}.{new.__qualname__}`."
     return shim
+
+
+def settings_of(where: str, kind: type, settings: Any, flat: Mapping[str, Any]) -> Any:
+    """The settings of ``where`` (a function's name): ``settings``, an instance of the frozen
+    dataclass ``kind`` (None: ``kind()``), or, for one release, ``flat``, the former flat
+    keywords (each a field of ``kind``), with a warning naming ``settings=``. A keyword that is
+    not a field, or both spellings at once, is a TypeError."""
+    instance("where", where, str)
+    if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
+        raise TypeError(f"kind must be a dataclass type, got {kind!r:.60}")
+    instance("flat", flat, Mapping)
+    names = {field.name for field in dataclasses.fields(kind)}
+    unknown = sorted(set(flat) - names)
+    if unknown:
+        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+    if flat and settings is not None:
+        raise TypeError(f"{where}: give settings= or the keywords {sorted(flat)}, not both")
+    if flat:
+        keywords = ", ".join(f"{name}=" for name in flat)
+        warn_renamed(
+            f"{where}({keywords}…)", f"{where}(settings={kind.__name__}({keywords}…))", stacklevel=4
+        )
+        return kind(**flat)
+    if settings is None:
+        return kind()
+    return instance("settings", settings, kind)
+
+
+def keyword_alias(where: str, new: tuple[str, Any], old: tuple[str, Any]) -> Any:
+    """The value of the keyword ``new`` = (name, value) of ``where`` (a function's name), or,
+    for one release, of its former name ``old`` = (name, value) with a warning; a value under
+    both names is a TypeError. None is "not given"."""
+    instance("where", where, str)
+    (new_name, new_value), (old_name, old_value) = _keyword("new", new), _keyword("old", old)
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        raise TypeError(f"{where}: give {new_name}= or its former name {old_name}=, not both")
+    warn_renamed(f"{where}({old_name}=)", f"{where}({new_name}=)", stacklevel=4)
+    return old_value
+
+
+def _keyword(name: str, value: Any) -> tuple[str, Any]:
+    """``value`` as a (keyword name, its value) pair."""
+    if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)):
+        raise TypeError(f"{name} must be a (name, value) pair, got {value!r:.60}")
+    return value

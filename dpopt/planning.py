@@ -1,6 +1,7 @@
 """What every planner checks before it works (docs/choosing-epsilon.md, "Limits of the
 planners"): its memory estimated from public sizes against a budget, the ε of a simulated
-curve, a search's relative tolerance.
+curve, a search's relative tolerance; and :class:`ErrorCurve`, what every simulated
+``plan_error_curve`` returns (docs/design.md, "Vocabulary").
 
 A planner reads public sizes only (a workload's domain, a geography's regions, a table's
 rows), so it can say how much memory it needs before it allocates any of it: an input that
@@ -10,15 +11,21 @@ swapping for hours) half-way through.
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from dpopt.deprecation import warn_renamed
 from dpopt.validation import finite_array, instance, integer, positive_number, sequence
 
 __all__ = [
+    "ARMS",
     "CURVE_EPSILONS",
     "MAX_CURVE_EPSILONS",
     "MAX_SEEDS",
     "MEMORY_BUDGET",
+    "ErrorCurve",
     "check_memory",
     "curve_epsilons",
     "memory_budget",
@@ -99,3 +106,121 @@ def tolerance(value: Any, bounds: tuple[float, float]) -> float:
     arithmetic cannot resolve it (the search would never stop) nor so large that it says
     nothing."""
     return number_in("rtol", value, bounds)
+
+
+ARMS = ("default", "baseline")
+"""What a simulated curve compares at each ε: the family's default release and its trivial
+baseline (docs/design.md, "Conventions": every release is worth its budget)."""
+
+
+class Ratios(dict[str, tuple[float, ...]]):
+    """:attr:`ErrorCurve.ratio` and ``ratio_sd`` (metric → one value per ε). For one release,
+    with a warning, the former spellings still work: DGM's ``ratio(metric)`` and, on a curve
+    of one metric, the relational ``ratio[i]``."""
+
+    def __call__(self, metric: str) -> tuple[float, ...]:
+        warn_renamed("ErrorCurve.ratio(metric)", "ErrorCurve.ratio[metric]")
+        return self[metric]
+
+    def __missing__(self, key: Any) -> float:
+        if not isinstance(key, int) or len(self) != 1:
+            raise KeyError(key)
+        warn_renamed("ErrorCurve.ratio[i]", "ErrorCurve.ratio[metric][i]")
+        return next(iter(self.values()))[key]
+
+
+@dataclass(frozen=True)
+class ErrorCurve:
+    """The simulated error of a family's release against ε beside its baseline, from public
+    parameters (docs/choosing-epsilon.md): per ε (``epsilons``), per arm (:data:`ARMS`) and
+    metric, ``mean`` and ``sd`` over ``seeds`` simulated releases; ``ratio[metric][i]`` is the
+    mean over the seeds of default/baseline at ``epsilons[i]`` (below 1: the release beats its
+    baseline), ``ratio_sd`` its standard deviation. ``family`` names the family and
+    ``parameters`` the public parameters simulated (a network and its records, a shape, …)."""
+
+    family: str
+    parameters: dict[str, Any]
+    seeds: int
+    epsilons: tuple[float, ...]
+    mean: dict[str, dict[str, tuple[float, ...]]]
+    sd: dict[str, dict[str, tuple[float, ...]]]
+    ratio: Ratios
+    ratio_sd: Ratios
+
+    @classmethod
+    def of_runs(
+        cls,
+        family: str,
+        parameters: dict[str, Any],
+        epsilons: Sequence[float],
+        runs: dict[str, dict[str, list[list[float]]]],
+    ) -> ErrorCurve:
+        """The curve of ``runs[arm][metric][i]``: one score per seed at ``epsilons[i]``."""
+        arms = {arm: runs[arm] for arm in ARMS}
+        metrics = tuple(arms["default"])
+        default, baseline = arms["default"], arms["baseline"]
+        ratios = {
+            metric: [
+                [d / b for d, b in zip(mine, base, strict=True)]
+                for mine, base in zip(default[metric], baseline[metric], strict=True)
+            ]
+            for metric in metrics
+        }
+        return cls(
+            family,
+            dict(parameters),
+            len(default[metrics[0]][0]),
+            tuple(epsilons),
+            _per_epsilon(arms, statistics.fmean),
+            _per_epsilon(arms, statistics.pstdev),
+            Ratios(_per_epsilon({"": ratios}, statistics.fmean)[""]),
+            Ratios(_per_epsilon({"": ratios}, statistics.pstdev)[""]),
+        )
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return tuple(self.ratio)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per ε: each arm's mean metrics, the ratios and their deviations."""
+        return [
+            {
+                "epsilon": epsilon,
+                **{
+                    f"{arm}_{metric}": self.mean[arm][metric][i]
+                    for arm in ARMS
+                    for metric in self.metrics
+                },
+                **{f"ratio_{metric}": self.ratio[metric][i] for metric in self.metrics},
+                **{f"ratio_sd_{metric}": self.ratio_sd[metric][i] for metric in self.metrics},
+            }
+            for i, epsilon in enumerate(self.epsilons)
+        ]
+
+    def __getattr__(self, name: str) -> Any:
+        """The two former curve types' own fields, for one release, with a warning."""
+        if name not in _FORMER_FIELDS:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        field, *keys = _FORMER_FIELDS[name]
+        warn_renamed(f"ErrorCurve.{name}", f"ErrorCurve.{field}{''.join(f'[{k!r}]' for k in keys)}")
+        value = getattr(self, field)
+        for key in keys:
+            value = value[key]
+        return value
+
+
+def _per_epsilon(
+    runs: dict[str, dict[str, list[list[float]]]], summary: Callable[[list[float]], float]
+) -> dict[str, dict[str, tuple[float, ...]]]:
+    return {
+        arm: {metric: tuple(summary(v) for v in values) for metric, values in found.items()}
+        for arm, found in runs.items()
+    }
+
+
+_FORMER_FIELDS: dict[str, tuple[str, ...]] = {
+    **{name: ("parameters", name) for name in ("network", "records", "prior", "shape", "d_max")},
+    "error_percent": ("mean", "default", "error_percent"),
+    "random_percent": ("mean", "baseline", "error_percent"),
+}
+"""Former field of the DGM and relational curves → where its value is now."""

@@ -440,7 +440,7 @@ def instances(problem_type: type[Problem], seed: int = 0) -> list[Problem]:
     """A few small, varied instances of ``problem_type`` generated from ``seed``: those of its
     family's ``dpopt compare`` smoke suite (else its small suite), or of its own generator
     (:data:`GENERATORS`) for the types no suite produces."""
-    from dpopt.compare.runner import instances as suite_instances
+    from dpopt.compare.suite_runs import instances as suite_instances
 
     if not (isinstance(problem_type, type) and issubclass(problem_type, Problem)):
         raise TypeError(f"problem_type must be a Problem subclass, got {problem_type!r}")

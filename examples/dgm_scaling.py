@@ -68,7 +68,9 @@ def alarm_rows(records: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
                 "data": kind,
                 "learn": _median(lambda data=data: dgm.learn(network, data, epsilon=1), repeats),
                 "baseline": _median(
-                    lambda data=data: dgm.learn(network, data, epsilon=1, baseline=True),
+                    lambda data=data: dgm.learn(
+                        network, data, epsilon=1, settings=dgm.Settings(baseline=True)
+                    ),
                     repeats,
                 ),
                 "mle": _median(lambda data=data: dgm.maximum_likelihood(network, data), repeats),

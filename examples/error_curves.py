@@ -1,5 +1,6 @@
 """Expected error against ε before spending, DGM and relational (issue 26): the curves of
-:func:`dpopt.dgm.error_curve` and :func:`dpopt.relational.error_curve` beside their baselines.
+:func:`dpopt.dgm.plan_error_curve` and :func:`dpopt.relational.plan_error_curve` beside their
+baselines.
 
 DGM: alarm with 10,000 records, marginal L1 of the default budget split and of the uniform
 split (D-Ind), with CPDs drawn from the Dirichlet(1) prior on the public structure and with
@@ -17,6 +18,7 @@ import argparse
 import plot_output
 
 from dpopt import dgm, relational
+from dpopt.planning import ErrorCurve
 
 
 def main() -> None:
@@ -29,23 +31,23 @@ def main() -> None:
     seeds = 1 if args.quick else 3
     dgm_epsilons = (0.5, 1.0, 3.0)
     curves = {
-        prior: dgm.error_curve(
+        prior: dgm.plan_error_curve(
             network, records=records, epsilons=dgm_epsilons, seeds=seeds, prior=prior
         )
         for prior in ("dirichlet", "given")
     }
     print(f"DGM {network}, {records:,} records: marginal L1, default / D-Ind")
     for prior, curve in curves.items():
-        ratios = " ".join(f"{r:.3f}" for r in curve.ratio("marginal_l1"))
+        ratios = " ".join(f"{r:.3f}" for r in curve.ratio["marginal_l1"])
         print(f"  {prior:<10} ratio at ε = {dgm_epsilons}: {ratios}")
-    links = relational.error_curve(shape, d_max=3, epsilons=(1.0, 3.0, 10.0), seeds=seeds)
+    links = relational.plan_error_curve(shape, d_max=3, epsilons=(1.0, 3.0, 10.0), seeds=seeds)
     print(f"relational {shape}, d_max 3: learned / random links at ε_rel = {links.epsilons}")
-    print("  ratio " + " ".join(f"{r:.3f}" for r in links.ratio))
+    print("  ratio " + " ".join(f"{r:.3f}" for r in links.ratio["error_percent"]))
     if not args.no_plot:
         plot(curves, links, args.out)
 
 
-def plot(curves: dict[str, dgm.ErrorCurve], links: relational.planning.ErrorCurve, folder) -> None:
+def plot(curves: dict[str, ErrorCurve], links: ErrorCurve, folder) -> None:
     import matplotlib.pyplot as plt
 
     figure, (left, right) = plt.subplots(1, 2, figsize=(9, 3.8))
@@ -61,13 +63,17 @@ def plot(curves: dict[str, dgm.ErrorCurve], links: relational.planning.ErrorCurv
             )
     left.set_xlabel("ε")
     left.set_ylabel("marginal L1")
-    left.set_title(f"DGM {next(iter(curves.values())).network}")
+    left.set_title(f"DGM {next(iter(curves.values())).parameters['network']}")
     left.legend(fontsize=7)
-    right.semilogx(links.epsilons, links.error_percent, marker="o", label="learned links")
-    right.semilogx(links.epsilons, links.random_percent, "--", label="random links")
+    right.semilogx(
+        links.epsilons, links.mean["default"]["error_percent"], marker="o", label="learned links"
+    )
+    right.semilogx(
+        links.epsilons, links.mean["baseline"]["error_percent"], "--", label="random links"
+    )
     right.set_xlabel("ε_rel")
     right.set_ylabel("cross 3-way error %")
-    right.set_title(f"relational {links.shape}")
+    right.set_title(f"relational {links.parameters['shape']}")
     right.legend(fontsize=7)
     plot_output.save(figure, folder, "error_curves.png")
 

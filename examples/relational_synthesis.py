@@ -52,7 +52,7 @@ def synthesize_once(args: argparse.Namespace, sizes: dict) -> None:
     started = time.perf_counter()
     # rng=None: fresh OS entropy (a noise seed is a secret key, never a small int)
     database = relational.synthesize(
-        data, epsilon=args.epsilon, delta=1e-5, links=sizes["links"], progress=True
+        data, epsilon=args.epsilon, delta=1e-5, settings=sizes["links"], progress=True
     )
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

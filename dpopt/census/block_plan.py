@@ -39,6 +39,7 @@ from dpopt.census.resources import (
     memory_limit_of,
 )
 from dpopt.census.store import read_partition
+from dpopt.deprecation import keyword_alias
 from dpopt.models.census.problems import OBJECTIVES
 from dpopt.privacy import Accountant
 from dpopt.runner import Runner
@@ -164,11 +165,13 @@ def plan_blocks(
     interval_level: float | None = None,
     interval_seed: int = 0,
     interval_method: str = "exact-pivot",
+    max_memory: int | None = None,
     memory_limit: int | None = None,
 ) -> BlockPlan:
     """Plan :func:`~dpopt.census.release_blocks` with these arguments (its own, but ``rng``):
-    validate, estimate and refuse what would not fit in ``memory_limit`` (see the module
-    docstring); nothing is charged, drawn or written."""
+    validate, estimate and refuse what would not fit in ``max_memory`` (``memory_limit`` its
+    deprecated former name; see the module docstring); nothing is charged, drawn or
+    written."""
     if not isinstance(geography, Geography):
         raise TypeError(f"geography must be a census.geography.Geography, got {geography!r}")
     runner = Runner(executor, progress=progress)
@@ -177,7 +180,11 @@ def plan_blocks(
     domain_sd = domain_sd_of(domain_sd)
     choice("widening", widening, WIDENING)
     choice("objective", objective, tuple(OBJECTIVES))
-    limit = memory_limit_of(memory_limit)
+    limit = memory_limit_of(
+        keyword_alias(
+            "census.plan_blocks", ("max_memory", max_memory), ("memory_limit", memory_limit)
+        )
+    )
     noise = LevelNoise.uniform(epsilon, len(LEVELS))  # every level's sampler built and checked
     accountant.check(noise.charges)
     estimates = _dp_estimates(geography, noise, domain_sd, objective)
@@ -193,7 +200,7 @@ def plan_blocks(
         estimates,
         limit,
         f"census.release_blocks at epsilon={float(epsilon):g} (domain_sd={domain_sd:g})",
-        "a larger epsilon, a smaller domain_sd or a larger memory_limit",
+        "a larger epsilon, a smaller domain_sd or a larger max_memory",
     )
     out = out_path(out_dir)
     data = _validated_data(data_dir, geography, runner)

@@ -39,6 +39,7 @@ from dpopt.census.keyed import LevelNoise, draw_entropy, keyed_noise, noisy_coun
 from dpopt.census.measurement import Measurement
 from dpopt.census.postprocess import PARTITIONED
 from dpopt.census.store import Partition, read_partition, write_partition
+from dpopt.deprecation import keyword_alias
 from dpopt.models.census.problems import PartitionedPostProcess
 from dpopt.privacy import Accountant
 from dpopt.problem import Solution, Status, solve
@@ -327,6 +328,7 @@ def release_blocks(
     interval_level: float | None = None,
     interval_seed: int = 0,
     interval_method: str = "exact-pivot",
+    max_memory: int | None = None,
     memory_limit: int | None = None,
 ) -> BlockRelease:
     """Release ``geography``'s counts under ε-DP with M_DP (pwl-dp), one state per partition.
@@ -351,7 +353,8 @@ def release_blocks(
     prints): every option (``domain_sd`` finite, > 0 and at most
     :data:`~dpopt.census.postprocess.MAX_DOMAIN_SD`, as :func:`dpopt.census.release` caps
     it), the noise scale of every level, the accountant, the memory of one task's cost tables
-    and of the intervals against ``memory_limit`` (bytes, default 2 GiB; intervals past it are
+    and of the intervals against ``max_memory`` (bytes, default 2 GiB, ``memory_limit`` its
+    deprecated former name; intervals past it are
     coarsened, :mod:`dpopt.census.confidence`), every truth partition of ``data_dir`` read
     whole and validated as :class:`~dpopt.census.CensusData` validates counts in memory
     (non-negative, parents the sums of their children), and ``out_dir`` created and
@@ -376,7 +379,9 @@ def release_blocks(
         interval_level=interval_level,
         interval_seed=interval_seed,
         interval_method=interval_method,
-        memory_limit=memory_limit,
+        max_memory=keyword_alias(
+            "census.release_blocks", ("max_memory", max_memory), ("memory_limit", memory_limit)
+        ),
     )
     generator = resolve_rng(rng)
     out = _prepare_out(plan.out)

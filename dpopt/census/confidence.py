@@ -57,6 +57,7 @@ import numpy as np
 
 from dpopt.census.measurement import QUERIES, Measurement
 from dpopt.census.resources import Estimate, memory_limit_of
+from dpopt.deprecation import keyword_alias
 from dpopt.hierarchy import Tree
 from dpopt.validation import (
     boolean,
@@ -314,17 +315,24 @@ def intervals(
     level: float = 0.95,
     method: str = "exact-pivot",
     seed: int = 0,
+    max_memory: int | None = None,
     memory_limit: int | None = None,
 ) -> Intervals:
     """An interval for every count of a census release from its ``measurement`` (see the
     module docstring); ``level`` in (0, 1); ``method`` one of :data:`INTERVAL_METHODS`;
     ``seed`` the interval's own randomisation (public, not a noise seed: it touches no private
-    value); ``memory_limit`` (bytes, default
-    :data:`~dpopt.census.resources.DEFAULT_MEMORY_LIMIT`) caps the exact distributions, past
-    which they are coarsened (``Intervals.method`` then says so)."""
+    value); ``max_memory`` (bytes, default
+    :data:`~dpopt.census.resources.DEFAULT_MEMORY_LIMIT`; ``memory_limit`` its deprecated
+    former name) caps the exact distributions, past which they are coarsened
+    (``Intervals.method`` then says so)."""
     if not isinstance(measurement, Measurement):
         raise TypeError(f"measurement must be a census Measurement, got {measurement!r:.80}")
     level, method, seed = interval_options(level, method, seed)
+    max_support = max_support_of(
+        keyword_alias(
+            "census.intervals", ("max_memory", max_memory), ("memory_limit", memory_limit)
+        )
+    )
     lower, upper, weights, coarsened = bounds(
         measurement.query,
         measurement.parents,
@@ -334,7 +342,7 @@ def intervals(
         raw=method == "raw",
         conservative=method == "conservative-pivot",
         u=np.random.default_rng(seed).random(measurement.noisy.shape),
-        max_support=max_support_of(memory_limit),
+        max_support=max_support,
     )
     pairs, regions = np.unique(weights, axis=0, return_counts=True)
     details: dict[str, Any] = {
@@ -343,7 +351,7 @@ def intervals(
     if coarsened:
         details["coarsened regions"] = coarsened
     name = COARSE[method] if coarsened else method
-    return Intervals(lower, upper, level, name, seed, details, max_support_of(memory_limit))
+    return Intervals(lower, upper, level, name, seed, details, max_support)
 
 
 def requested_method(reported: str) -> str:

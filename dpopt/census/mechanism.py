@@ -36,6 +36,7 @@ from dpopt.census.resources import (
     memory_limit_of,
     postprocess_estimates,
 )
+from dpopt.deprecation import keyword_alias
 from dpopt.models.census.problems import PostProcess
 from dpopt.privacy import Accountant
 from dpopt.problem import Solution, Status
@@ -94,6 +95,7 @@ def release(
     interval_level: float | None = None,
     interval_seed: int = 0,
     interval_method: str = "exact-pivot",
+    max_memory: int | None = None,
     memory_limit: int | None = None,
 ) -> Release:
     """Release ``data`` under ε-DP, post-processed with ``method`` (a key of
@@ -111,8 +113,9 @@ def release(
     accepted). ``interval_level`` (in (0, 1), e.g. 0.95) attaches an exact confidence interval
     to every count (:func:`~dpopt.census.confidence.intervals` by ``interval_method``, with
     ``interval_seed`` its own public randomisation): no further budget, computed from the
-    measurement. ``memory_limit`` (bytes; default
-    :data:`~dpopt.census.resources.DEFAULT_MEMORY_LIMIT`, 2 GiB): the release estimates the
+    measurement. ``max_memory`` (bytes; default
+    :data:`~dpopt.census.resources.DEFAULT_MEMORY_LIMIT`, 2 GiB; ``memory_limit`` is its
+    deprecated former name): the release estimates the
     memory of its large allocations from the noise scales before the charge
     (:mod:`dpopt.census.resources`) and refuses what would not fit; intervals whose exact
     distributions would not fit are coarsened instead (``Intervals.method`` says so).
@@ -133,7 +136,9 @@ def release(
     chosen = objective_of(objective, method)
     domain_sd = domain_sd_of(domain_sd)
     check_time_limit(method, time_limit)
-    limit = memory_limit_of(memory_limit)
+    limit = memory_limit_of(
+        keyword_alias("census.release", ("max_memory", max_memory), ("memory_limit", memory_limit))
+    )
     if interval_level is not None:
         interval_options(interval_level, interval_method, interval_seed)
     if executor is not None:
@@ -182,7 +187,7 @@ def release(
                 level=interval_level,
                 method=interval_method,
                 seed=interval_seed,
-                memory_limit=limit,
+                max_memory=limit,
             )
         )
     except Exception as err:
@@ -227,5 +232,5 @@ def _check_memory(
         limit,
         f"census.release with method={method!r} at epsilon={float(epsilon):g} "
         f"(domain_sd={domain_sd:g})",
-        "a larger epsilon, a smaller domain_sd or a larger memory_limit",
+        "a larger epsilon, a smaller domain_sd or a larger max_memory",
     )

@@ -7,7 +7,7 @@ a release grow with them: the post-processing DP's cost tables with the starting
 intervals' pivot distributions with the noise scale (:mod:`dpopt.census.confidence`, which
 coarsens them past the limit instead). A release plans with :func:`postprocess_estimates` and
 :func:`check_memory` and refuses, before anything is charged, what would not fit in
-``memory_limit`` bytes (:data:`DEFAULT_MEMORY_LIMIT` unless set) or would overflow the DP's
+``max_memory`` bytes (:data:`DEFAULT_MEMORY_LIMIT` unless set) or would overflow the DP's
 64-bit costs. The constants are measured peaks (tracemalloc, the synthetic nation at
 ε = 10⁻³ … 10⁻², two cores); an estimate is the order of magnitude, not a bound: widening the
 domains after the draw can raise the DP's by a few times.
@@ -33,10 +33,10 @@ __all__ = [
 ]
 
 DEFAULT_MEMORY_LIMIT = 2 * 2**30
-"""Bytes a census release may plan to use at once (2 GiB) unless ``memory_limit`` says."""
+"""Bytes a census release may plan to use at once (2 GiB) unless ``max_memory`` says."""
 
 MIN_MEMORY_LIMIT = 64 * 2**20
-"""The smallest ``memory_limit`` (64 MiB): below it the coarse pivots get too coarse."""
+"""The smallest ``max_memory`` (64 MiB): below it the coarse pivots get too coarse."""
 
 TREE_DP_BYTES = 8
 """Peak bytes of the tree DPs (pwl-dp, pava-dp) per unit of one size column's starting domain
@@ -79,11 +79,11 @@ class Estimate:
 
 
 def memory_limit_of(value: Any) -> int:
-    """``memory_limit`` validated: None is :data:`DEFAULT_MEMORY_LIMIT`, else whole bytes ≥
+    """``max_memory`` validated: None is :data:`DEFAULT_MEMORY_LIMIT`, else whole bytes ≥
     :data:`MIN_MEMORY_LIMIT`."""
     if value is None:
         return DEFAULT_MEMORY_LIMIT
-    return integer("memory_limit", value, minimum=MIN_MEMORY_LIMIT, maximum=None)
+    return integer("max_memory", value, minimum=MIN_MEMORY_LIMIT, maximum=None)
 
 
 def human(size: float) -> str:
@@ -101,7 +101,7 @@ def check_memory(estimates: list[Estimate], memory_limit: int, what: str, advice
         if estimate.bytes > memory_limit:
             raise ValueError(
                 f"{what} needs ~{human(estimate.bytes)} for {estimate.what} (limit "
-                f"{human(memory_limit)}, memory_limit={memory_limit}); nothing was charged: "
+                f"{human(memory_limit)}, max_memory={memory_limit}); nothing was charged: "
                 f"{advice}"
             )
 

@@ -18,7 +18,12 @@ from dpopt.cli.options import (
     positive_fraction,
     write_json,
 )
-from dpopt.cli.release_options import add_release_arguments, dry_run, warn_if_small_noise_key
+from dpopt.cli.release_options import (
+    DeprecatedAlias,
+    add_release_arguments,
+    dry_run,
+    warn_if_small_noise_key,
+)
 from dpopt.runner import close_client, dask_client
 from dpopt.validation import instance
 
@@ -135,12 +140,21 @@ def add_parser(commands: Any) -> None:
         help="exact-pivot (default: coverage exactly LEVEL, an interval can be empty), "
         "conservative-pivot (coverage at least LEVEL, never empty) or raw",
     )
-    release.add_argument(
-        "--memory-limit",
+    memory = release.add_mutually_exclusive_group()
+    memory.add_argument(
+        "--max-memory",
         type=positive_float,
         metavar="GIB",
         help="memory the release may plan to use at once, in GiB (default 2): more is refused "
         "before the charge, exact intervals past it are coarsened",
+    )
+    memory.add_argument(
+        "--memory-limit",
+        dest="max_memory",
+        type=positive_float,
+        action=DeprecatedAlias,
+        new="--max-memory",
+        help=argparse.SUPPRESS,
     )
     add_release_arguments(
         release, recovers="the private counts from the noisy partitions under --out"
@@ -151,7 +165,7 @@ def release_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options ``dpopt census release`` passes to its plan and its release (not the
     noise key)."""
     instance("args", args, argparse.Namespace)
-    limit = None if args.memory_limit is None else round(args.memory_limit * 2**30)
+    limit = None if args.max_memory is None else round(args.max_memory * 2**30)
     return {
         "data_dir": args.data,
         "domain_sd": args.domain_sd,
@@ -159,7 +173,7 @@ def release_options(args: argparse.Namespace) -> dict[str, Any]:
         "objective": args.objective,
         "interval_level": args.intervals,
         "interval_method": args.interval_method,
-        "memory_limit": limit,
+        "max_memory": limit,
     }
 
 

@@ -123,8 +123,9 @@ def run(args: argparse.Namespace) -> int:
             "(whoever knows it removes the noise): never publish or reuse it",
             file=sys.stderr,
         )
-    options = {"epsilon": args.epsilon, "objective": args.objective, "baseline": args.baseline}
     try:
+        settings = dgm.Settings(objective=args.objective, baseline=args.baseline)
+        options = {"epsilon": args.epsilon, "settings": settings}
         check_output_path(args.json, option="--json", stdout=True)
         check_output_path(args.save, option="--save")
         network = dgm.load(args.network)

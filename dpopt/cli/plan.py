@@ -217,7 +217,7 @@ def _plan_curve(args: argparse.Namespace) -> int:
         return _fail(f"argument --epsilon: {error}")
     try:
         if args.family == "dgm":
-            curve: Any = dgm.error_curve(
+            curve: Any = dgm.plan_error_curve(
                 args.network,
                 records=args.records,
                 epsilons=epsilons,
@@ -225,10 +225,13 @@ def _plan_curve(args: argparse.Namespace) -> int:
                 prior=args.prior,
                 max_memory=args.max_memory,
             )
-            about = f"network {curve.network}, {curve.records:,} records, {args.prior} CPDs"
+            about = (
+                f"network {curve.parameters['network']}, {curve.parameters['records']:,} "
+                f"records, {args.prior} CPDs"
+            )
         else:
             shape = _shape(args.shape)
-            curve = relational.error_curve(
+            curve = relational.plan_error_curve(
                 shape,
                 d_max=args.d_max,
                 epsilons=epsilons,

@@ -1,7 +1,7 @@
 """``dpopt compare``: every applicable method on every instance of a suite, and the check.
 
-- :mod:`~dpopt.compare.runner` — :func:`run`, :func:`check`, :func:`check_report` and the
-  table/JSON/CSV/plot writers;
+- :mod:`~dpopt.compare.suite_runs` — :func:`run`, :func:`check`, :func:`check_report` and the
+  table/JSON/CSV/plot writers (``dpopt.compare.runner``, its former name, is deprecated);
 - :mod:`~dpopt.compare.instance` — :class:`Instance`, a named benchmark instance;
 - :mod:`~dpopt.compare.hdmm`, :mod:`~dpopt.compare.census`, :mod:`~dpopt.compare.dgm`,
   :mod:`~dpopt.compare.eigen` — each family's suites (``SUITES``);
@@ -13,10 +13,15 @@
 from typing import TYPE_CHECKING, Any
 
 from dpopt.compare.catalog import SUITE_TIMES, format_listing, list_suites
+from dpopt.deprecation import moved_modules, warn_renamed
+
+MOVED = {"dpopt.compare.runner": "dpopt.compare.suite_runs"}
+"""The former module name → the module it is now (imports warn until dpopt 0.3)."""
+moved_modules(MOVED)
 
 if TYPE_CHECKING:
     from dpopt.compare.instance import Instance
-    from dpopt.compare.runner import (
+    from dpopt.compare.suite_runs import (
         FAMILY_EXPERIMENTS,
         FAMILY_SUITES,
         CheckReport,
@@ -44,8 +49,9 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    """The runner's names load the families' suites (and their solvers) on first use, so
-    ``dpopt compare --list`` (:mod:`dpopt.compare.catalog`) stays instant."""
+    """The suite runs' names load the families' suites (and their solvers) on first use, so
+    ``dpopt compare --list`` (:mod:`dpopt.compare.catalog`) stays instant; ``runner`` is the
+    former name of :mod:`~dpopt.compare.suite_runs` (a warning)."""
     if name == "Instance":
         from dpopt.compare import instance
 
@@ -53,14 +59,18 @@ def __getattr__(name: str) -> Any:
     if name in __all__ or name == "runner":
         import importlib
 
-        runner = importlib.import_module("dpopt.compare.runner")
-        return runner if name == "runner" else getattr(runner, name)
+        module = importlib.import_module("dpopt.compare.suite_runs")
+        if name == "runner":
+            warn_renamed("module dpopt.compare.runner", "module dpopt.compare.suite_runs")
+            return module
+        return getattr(module, name)
     raise AttributeError(f"module 'dpopt.compare' has no attribute {name!r}")
 
 
 __all__ = [
     "FAMILY_EXPERIMENTS",
     "FAMILY_SUITES",
+    "MOVED",
     "SUITE_TIMES",
     "CheckReport",
     "Instance",

@@ -80,7 +80,9 @@ def _networks(rng: np.random.Generator) -> list[Instance]:
     for name in ("asia", "sachs", "child", "alarm"):
         network = dgm.load(name)
         records = network.sample(10_000, rng)
-        learned = dgm.learn(network, records, epsilon=1, objective="paper", rng=rng)
+        learned = dgm.learn(
+            network, records, epsilon=1, settings=dgm.Settings(objective="paper"), rng=rng
+        )
         instances.append(
             Instance(f"stage-one-{name}", BudgetAllocation(learned.stage_one_facts["a"], 0.9))
         )

@@ -10,8 +10,9 @@ The family's public API:
   domains, CPDs, records and count tables; :mod:`~dpopt.dgm.bif` reads BIF files and the
   bundled bnlearn networks (:data:`BUNDLED`);
 - :func:`evaluate` and the error metrics of the paper (:mod:`~dpopt.dgm.evaluation`);
-- :func:`error_curve` (:mod:`~dpopt.dgm.planning`) — the expected error against ε, default
-  and uniform split, from the public structure and record count, before spending.
+- :func:`plan_error_curve` (:mod:`~dpopt.dgm.planning`) — the expected error against ε,
+  default and uniform split, from the public structure and record count, before spending (an
+  :class:`~dpopt.planning.ErrorCurve`; ``error_curve`` is its deprecated former name).
 """
 
 from dpopt.dgm.bif import BUNDLED
@@ -44,7 +45,7 @@ from dpopt.dgm.learning import (
     subsample_epsilon,
 )
 from dpopt.dgm.networks import Network, load, quiet_pgmpy
-from dpopt.dgm.planning import ErrorCurve, error_curve
+from dpopt.dgm.planning import ErrorCurve, error_curve, plan_error_curve
 
 __all__ = [
     "BUNDLED",
@@ -71,6 +72,7 @@ __all__ = [
     "map_accuracy",
     "maximum_likelihood",
     "parameter_errors",
+    "plan_error_curve",
     "query_coverage",
     "query_errors",
     "query_weights",

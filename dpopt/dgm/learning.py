@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.deprecation import settings_of
 from dpopt.dgm.networks import Network, load
 from dpopt.dgm.postprocess import (
     CONSISTENCY_WEIGHTS,
@@ -209,7 +210,7 @@ def query_weights(network: Any) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Settings:
-    """The validated options of :func:`learn` (its keyword arguments of the same names).
+    """The validated options of :func:`learn` (its ``settings=``).
 
     ``objective`` (:data:`OBJECTIVES`), ``baseline`` (the D-Ind split, no optimisation),
     ``stage_one_share`` = ε^I/ε^B in (0, 1) and ``sampling_rate`` = β in (0, 1] of the paper
@@ -362,13 +363,8 @@ def learn(
     rng: Rng = None,
     method: str = "auto",
     accountant: Accountant | None = None,
-    objective: str = "query",
-    baseline: bool = False,
-    stage_one_share: Any = STAGE_ONE_SHARE,
-    sampling_rate: Any = SAMPLING_RATE,
-    floor: float = 1.0,
-    consistency: str = "epsilon",
-    strict: bool = True,
+    settings: Settings | None = None,
+    **former: Any,
 ) -> Learned:
     """Learn the CPDs of ``network`` from ``data`` under ``epsilon``-DP (spec §2.1).
 
@@ -392,26 +388,18 @@ def learn(
         (default the closed form ε ∝ √a; ``"uniform"`` needs ``strict=False``).
     accountant : Accountant, optional
         A pure-ε accountant to charge (one is made for ε^B if omitted).
-    objective, baseline, stage_one_share, sampling_rate, floor, consistency, strict
-        The options of :class:`Settings` (validated there): ``objective="query"`` (default)
-        the expected query error from public facts, measuring the maximal families only;
-        ``"paper"`` the paper's Eqs. 5–7 with Stage I at ε^I = ``stage_one_share``·ε^B on a
+    settings : Settings, optional
+        The options (default ``Settings()``): ``objective="query"`` (default) the expected
+        query error from public facts, measuring the maximal families only; ``"paper"`` the
+        paper's Eqs. 5–7 with Stage I at ε^I = ``stage_one_share``·ε^B on a
         ``sampling_rate`` = β Poisson subsample; ``baseline=True`` the data-independent D-Ind
-        split ε^B/n per table (``objective`` then only validated).
+        split ε^B/n per table (``objective`` then only validated). :class:`Settings`' fields
+        as flat keywords (``learn(..., baseline=True)``) are deprecated: they still work for
+        one release, with a DeprecationWarning.
     """
+    settings = settings_of("dgm.learn", Settings, settings, former)
     plan = plan_learning(
-        network,
-        data,
-        epsilon=epsilon,
-        method=method,
-        accountant=accountant,
-        objective=objective,
-        baseline=baseline,
-        stage_one_share=stage_one_share,
-        sampling_rate=sampling_rate,
-        floor=floor,
-        consistency=consistency,
-        strict=strict,
+        network, data, epsilon=epsilon, method=method, accountant=accountant, settings=settings
     )
     generator = resolve_rng(rng)
     settings = plan.settings
@@ -483,20 +471,14 @@ def plan_learning(
     epsilon: Any,
     method: str = "auto",
     accountant: Accountant | None = None,
-    objective: str = "query",
-    baseline: bool = False,
-    stage_one_share: Any = STAGE_ONE_SHARE,
-    sampling_rate: Any = SAMPLING_RATE,
-    floor: float = 1.0,
-    consistency: str = "epsilon",
-    strict: bool = True,
+    settings: Settings | None = None,
+    **former: Any,
 ) -> LearningPlan:
-    """Plan :func:`learn` with these arguments (its own, but ``rng``): validate every input and
-    option, try the allocation method on a public instance, check the accountant and compute
-    the split known before any draw; nothing is charged or drawn."""
-    settings = Settings(
-        objective, baseline, stage_one_share, sampling_rate, floor, consistency, strict
-    )
+    """Plan :func:`learn` with these arguments (its own, but ``rng``; the flat keywords of
+    ``settings`` deprecated as there): validate every input and option, try the allocation
+    method on a public instance, check the accountant and compute the split known before any
+    draw; nothing is charged or drawn."""
+    settings = settings_of("dgm.plan_learning", Settings, settings, former)
     structure = load(network)
     codes = structure.encode(data)
     eps = exact_fraction("epsilon", epsilon)

@@ -1,41 +1,41 @@
 """Expected error against ε from public parameters, before spending (issue 26).
 
 What is public before a DGM release is the network's structure, its domains and the number of
-records; the CPDs are what the release learns. :func:`error_curve` simulates: for each seed it
+records; the CPDs are what the release learns. :func:`plan_error_curve` simulates: for each seed it
 draws CPDs from a public prior (``"dirichlet"``: every row from a symmetric Dirichlet of
 ``concentration``; ``"given"``: the network's own CPDs, for a public benchmark network),
 samples ``records`` records, and learns them at each ε with :func:`~dpopt.dgm.learn`'s default
 and with the data-independent uniform split (D-Ind, ``baseline=True``), scoring both against the
 non-private fit of the same records on random marginal and conditional queries (Sec. 5.2, the
-metrics of the utility table in docs/families/dgm.md). The ratio default/baseline below 1 is
-where the mechanism beats its baseline. Nothing private is read.
+metrics of the utility table in docs/families/dgm.md), into a
+:class:`~dpopt.planning.ErrorCurve`: the ratio default/baseline below 1 is where the mechanism
+beats its baseline. Nothing private is read.
 
 The simulated records are held whole (as codes, then as the DataFrame :func:`learn` takes), so
 the memory grows with ``records`` × nodes: :func:`memory_estimate` says how much from the
-public sizes, and :func:`error_curve` refuses what does not fit ``max_memory`` before sampling.
+public sizes, and :func:`plan_error_curve` refuses what does not fit ``max_memory`` before sampling.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from dpopt.deprecation import renamed
 from dpopt.dgm.evaluation import Inference, evaluate, random_queries
-from dpopt.dgm.learning import learn, maximum_likelihood
+from dpopt.dgm.learning import Settings, learn, maximum_likelihood
 from dpopt.dgm.networks import Network, load
-from dpopt.planning import MAX_SEEDS, check_memory, curve_epsilons, memory_budget
+from dpopt.planning import MAX_SEEDS, ErrorCurve, check_memory, curve_epsilons, memory_budget
 from dpopt.validation import choice, instance, integer, positive_number
 
-__all__ = ["PRIORS", "ErrorCurve", "error_curve", "memory_estimate"]
+__all__ = ["PRIORS", "ErrorCurve", "error_curve", "memory_estimate", "plan_error_curve"]
 
 PRIORS = ("dirichlet", "given")
 METRICS = ("marginal_l1", "conditional_weighted_l1")
-METHODS: dict[str, dict[str, Any]] = {"default": {}, "baseline": {"baseline": True}}
+METHODS = {"default": Settings(), "baseline": Settings(baseline=True)}
 MAX_QUERIES = 1000
 """Most random queries per simulated release (each is an exact inference)."""
 NODE_BYTES = 4
@@ -48,44 +48,6 @@ RECORD_BYTES = 16
 TABLE_BYTES = 64
 """Bytes per CPD entry: the CPDs drawn, the counts, their noisy and learned copies."""
 BASE_BYTES = 32 * 2**20
-
-
-@dataclass(frozen=True)
-class ErrorCurve:
-    """Per ε (``epsilons``), per method (``default``, ``baseline``) and metric (marginal and
-    weighted conditional L1): the mean over ``seeds`` simulated releases and its standard
-    deviation; ``ratio[metric][i]`` is default/baseline at ``epsilons[i]``."""
-
-    network: str
-    records: int
-    prior: str
-    seeds: int
-    epsilons: tuple[float, ...]
-    mean: dict[str, dict[str, tuple[float, ...]]]
-    sd: dict[str, dict[str, tuple[float, ...]]]
-
-    def ratio(self, metric: str) -> tuple[float, ...]:
-        return tuple(
-            d / b
-            for d, b in zip(
-                self.mean["default"][metric], self.mean["baseline"][metric], strict=True
-            )
-        )
-
-    def rows(self) -> list[dict[str, Any]]:
-        """One row per ε: each method's mean metrics and the ratios."""
-        return [
-            {
-                "epsilon": epsilon,
-                **{
-                    f"{method}_{metric}": self.mean[method][metric][i]
-                    for method in METHODS
-                    for metric in METRICS
-                },
-                **{f"ratio_{metric}": self.ratio(metric)[i] for metric in METRICS},
-            }
-            for i, epsilon in enumerate(self.epsilons)
-        ]
 
 
 def _with_prior(
@@ -113,7 +75,7 @@ def memory_estimate(network: Network, records: int) -> int:
     return BASE_BYTES + (per_record + RECORD_BYTES) * records + TABLE_BYTES * tables
 
 
-def error_curve(
+def plan_error_curve(
     network: Any,
     *,
     records: int,
@@ -125,7 +87,8 @@ def error_curve(
     seed: int = 0,
     max_memory: int | None = None,
 ) -> ErrorCurve:
-    """The expected errors of a DGM release against ε (module docstring). ``network``: a
+    """The expected errors of a DGM release against ε (module docstring), as an
+    :class:`~dpopt.planning.ErrorCurve` of arms ``default`` and ``baseline``. ``network``: a
     :class:`Network` or anything :func:`~dpopt.dgm.load` takes (only its structure is used
     with the ``dirichlet`` prior); ``queries`` random queries per seed (at most
     :data:`MAX_QUERIES`), half marginal and half conditional; ``seed`` the simulation's public
@@ -163,26 +126,19 @@ def error_curve(
         }
         inference = Inference(reference)
         for e, epsilon in enumerate(epsilons):
-            for k, (method, options) in enumerate(METHODS.items()):
+            for k, (method, settings) in enumerate(METHODS.items()):
                 learned = learn(
                     truth,
                     data,
                     epsilon=Fraction(str(epsilon)),
                     rng=np.random.default_rng([seed, index, e, k]),  # a simulation's seed
-                    **options,
+                    settings=settings,
                 )
                 scores = evaluate(inference, learned.network, **asked)
                 for metric in METRICS:
                     found[method][metric][e].append(scores[metric])
-    return ErrorCurve(
-        model.name,
-        records,
-        prior,
-        seeds,
-        epsilons,
-        {m: {k: tuple(map(statistics.fmean, v)) for k, v in d.items()} for m, d in found.items()},
-        {
-            m: {k: tuple(statistics.pstdev(x) for x in v) for k, v in d.items()}
-            for m, d in found.items()
-        },
-    )
+    parameters = {"network": model.name, "records": records, "prior": prior}
+    return ErrorCurve.of_runs("dgm", parameters, epsilons, found)
+
+
+error_curve = renamed("dpopt.dgm.error_curve", plan_error_curve)

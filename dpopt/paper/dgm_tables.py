@@ -67,8 +67,8 @@ PAPER_MU: dict[str, tuple[float, float]] = {
     "alarm": (0.0046, 0.0012),
 }
 METHODS: dict[str, dict[str, Any]] = {
-    "ours": {"objective": "paper"},
-    "baseline": {"baseline": True},
+    "ours": {"settings": dgm.Settings(objective="paper")},
+    "baseline": {"settings": dgm.Settings(baseline=True)},
 }
 """The paper's two mechanisms: name → keyword arguments of :func:`dpopt.dgm.learn`."""
 

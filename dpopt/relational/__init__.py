@@ -12,8 +12,9 @@ The public API of the family:
 - :func:`generate`, :func:`load_movielens` — instances (:mod:`dpopt.relational.datasets`);
 - :func:`cross_errors`, :func:`table_errors`, :func:`evaluate` — the paper's metrics
   (:mod:`dpopt.relational.evaluation`);
-- :func:`error_curve` — the expected error against ε_rel from the public shape, before
-  spending (:mod:`dpopt.relational.planning`);
+- :func:`plan_error_curve` — the expected error against ε_rel from the public shape, before
+  spending (:mod:`dpopt.relational.planning`; an :class:`~dpopt.planning.ErrorCurve`;
+  ``error_curve`` is its deprecated former name);
 - :func:`relational_rho` — Theorem 1's (ε, δ) → ρ (:mod:`dpopt.relational.budget`).
 """
 
@@ -23,13 +24,14 @@ from dpopt.relational.data import RelationalData, Workload
 from dpopt.relational.datasets import MOVIELENS_AGES, MOVIELENS_GENRES, generate, load_movielens
 from dpopt.relational.evaluation import cross_errors, evaluate, table_errors
 from dpopt.relational.links import METHODS, LinkResult, LinkSettings, learn_links
-from dpopt.relational.planning import error_curve
+from dpopt.relational.planning import ErrorCurve, error_curve, plan_error_curve
 from dpopt.relational.synthesizer import SyntheticDatabase, synthesize
 
 __all__ = [
     "METHODS",
     "MOVIELENS_AGES",
     "MOVIELENS_GENRES",
+    "ErrorCurve",
     "LinkResult",
     "LinkSettings",
     "RelationalData",
@@ -41,6 +43,7 @@ __all__ = [
     "generate",
     "learn_links",
     "load_movielens",
+    "plan_error_curve",
     "relational_rho",
     "synthesize",
     "table_errors",

@@ -1,7 +1,7 @@
 """Expected error against ε_rel from public parameters, before spending (issue 26).
 
 Before a link release the public facts are the table sizes, the number of links m and the
-degree bound d_max. :func:`error_curve` simulates a database of that shape with planted
+degree bound d_max. :func:`plan_error_curve` simulates a database of that shape with planted
 cross-table correlations (:func:`~dpopt.relational.generate`, the MovieLens-1M schema),
 synthesizes both tables once (the built-in MST at ``table_epsilon`` each, as the paper's
 experiment does), learns the links at each ε_rel (:func:`~dpopt.relational.learn_links`) and
@@ -11,22 +11,23 @@ below 1 is where the mechanism beats its baseline. Nothing private is read.
 
 The link learner works on the whole left × right link matrix and codes every row for each of
 the cross workloads, so a simulated release's memory grows with the product of the table
-sizes: :func:`memory_estimate` says how much from the shape alone, and :func:`error_curve`
-refuses a shape that does not fit its ``max_memory`` before generating anything.
+sizes: :func:`memory_estimate` says how much from the shape alone, and
+:func:`plan_error_curve` refuses a shape that does not fit its ``max_memory`` before
+generating anything.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from dpopt.deprecation import renamed
 from dpopt.planning import (
     CURVE_EPSILONS,
     MAX_SEEDS,
+    ErrorCurve,
     check_memory,
     curve_epsilons,
     memory_budget,
@@ -39,7 +40,13 @@ from dpopt.relational.links import METHODS, learn_links
 from dpopt.relational.tables import synthesize
 from dpopt.validation import choice, instance, integer, integer_array
 
-__all__ = ["ErrorCurve", "error_curve", "memory_estimate", "simulated_instance"]
+__all__ = [
+    "ErrorCurve",
+    "error_curve",
+    "memory_estimate",
+    "plan_error_curve",
+    "simulated_instance",
+]
 
 DELTA = 1e-5
 """δ_rel of the simulated link releases (the paper's)."""
@@ -105,35 +112,7 @@ def memory_estimate(shape: Sequence[int]) -> int:
     return BASE_BYTES + per_cell * cells + rows + LINK_BYTES * links
 
 
-@dataclass(frozen=True)
-class ErrorCurve:
-    """Per ε_rel (``epsilons``): the mean over ``seeds`` of the learned links' cross-3-way
-    error (``error_percent``, 100·mean L1), of random links' (``random_percent``), and of their
-    ratio (``ratio``, with its standard deviation ``ratio_sd``)."""
-
-    shape: tuple[int, int, int]
-    d_max: int
-    seeds: int
-    epsilons: tuple[float, ...]
-    error_percent: tuple[float, ...]
-    random_percent: tuple[float, ...]
-    ratio: tuple[float, ...]
-    ratio_sd: tuple[float, ...]
-
-    def rows(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "epsilon": e,
-                "error_percent": self.error_percent[i],
-                "random_percent": self.random_percent[i],
-                "ratio": self.ratio[i],
-                "ratio_sd": self.ratio_sd[i],
-            }
-            for i, e in enumerate(self.epsilons)
-        ]
-
-
-def error_curve(
+def plan_error_curve(
     shape: Sequence[int],
     *,
     d_max: int,
@@ -144,7 +123,8 @@ def error_curve(
     seed: int = 0,
     max_memory: int | None = None,
 ) -> ErrorCurve:
-    """The expected errors of a link release against ε_rel (module docstring); ``shape`` is
+    """The expected errors of a link release against ε_rel (module docstring), as an
+    :class:`~dpopt.planning.ErrorCurve` of one metric, ``error_percent``; ``shape`` is
     (left rows, right rows, links), ``seed`` the simulation's public seed. ``epsilons`` and
     ``table_epsilon`` lie in :data:`~dpopt.planning.CURVE_EPSILONS`, ``seeds`` is at most
     :data:`~dpopt.planning.MAX_SEEDS`; a shape whose :func:`memory_estimate` is above
@@ -163,7 +143,6 @@ def error_curve(
     )
     learned: list[list[float]] = [[] for _ in epsilons]
     random: list[list[float]] = [[] for _ in epsilons]
-    ratios: list[list[float]] = [[] for _ in epsilons]
     for index in range(seeds):
         rng = np.random.default_rng([seed, index])
         data, left, right, random_links = simulated_instance(
@@ -183,14 +162,9 @@ def error_curve(
             cross = cross_errors(data, left, right, result.links)
             learned[e].append(cross["error_percent"])
             random[e].append(baseline["error_percent"])
-            ratios[e].append(cross["mean_l1"] / baseline["mean_l1"])
-    return ErrorCurve(
-        (n_left, n_right, links),
-        d_max,
-        seeds,
-        epsilons,
-        tuple(map(statistics.fmean, learned)),
-        tuple(map(statistics.fmean, random)),
-        tuple(map(statistics.fmean, ratios)),
-        tuple(statistics.pstdev(r) for r in ratios),
-    )
+    runs = {"default": {"error_percent": learned}, "baseline": {"error_percent": random}}
+    parameters = {"shape": (n_left, n_right, links), "d_max": d_max}
+    return ErrorCurve.of_runs("relational", parameters, epsilons, runs)
+
+
+error_curve = renamed("dpopt.relational.error_curve", plan_error_curve)

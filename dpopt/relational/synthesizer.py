@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpopt.deprecation import keyword_alias
 from dpopt.privacy import Accountant
 from dpopt.problem import Status
 from dpopt.relational import links as link_learner
@@ -76,12 +77,13 @@ def synthesize(
     delta: Any,
     rng: Any = None,
     method: str = "shrinkage",
-    links: link_learner.LinkSettings | None = None,
+    settings: link_learner.LinkSettings | None = None,
     table_share: float = 0.3,
     synthetic_left: Any = None,
     synthetic_right: Any = None,
     accountant: Accountant | None = None,
     progress: bool = False,
+    links: link_learner.LinkSettings | None = None,
 ) -> SyntheticDatabase:
     """An (ε, δ)-DP synthetic relational database (spec §0; module docstring).
 
@@ -97,8 +99,9 @@ def synthesize(
         whoever knows it can remove the noise.
     method : str
         The link fit (:data:`dpopt.relational.links.METHODS`; default ``"shrinkage"``).
-    links : LinkSettings, optional
-        The link learner's settings (default ``LinkSettings()``).
+    settings : LinkSettings, optional
+        The link learner's settings (default ``LinkSettings()``), as
+        :func:`~dpopt.relational.learn_links` takes them.
     table_share : float
         The share of ρ spent on the tables, in (0, 1): ``table_share``/2 to each table
         synthesized here, by MST with as many rows as the real table (public, spec §5) for
@@ -113,6 +116,8 @@ def synthesize(
         are checked before the private data is read, every charge before anything is drawn.
     progress : bool
         Show a progress bar over the link rounds.
+    links : LinkSettings, optional
+        Deprecated: the former name of ``settings`` (a DeprecationWarning; removed in 0.3).
 
     Raises
     ------
@@ -126,6 +131,7 @@ def synthesize(
     """
     import pandas as pd
 
+    settings = keyword_alias("relational.synthesize", ("settings", settings), ("links", links))
     if not isinstance(data, RelationalData):
         raise TypeError(f"data must be a RelationalData, got {type(data).__name__}")
     share = positive_number("table_share", table_share)
@@ -157,7 +163,7 @@ def synthesize(
         for side, rows in real_rows.items()
     ]
     link_plan = link_learner.plan(
-        data, *sizes, rho=rho - table_rho * len(plans), method=method, settings=links
+        data, *sizes, rho=rho - table_rho * len(plans), method=method, settings=settings
     )
     charges = [charge for p in plans.values() for charge in p.charges]
     ledger.check([*charges, *link_plan.charges])  # every part fits, or nothing runs

@@ -13,6 +13,7 @@ brute-force oracles.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -27,6 +28,7 @@ import dpopt
 from dpopt import dgm
 from dpopt.dgm import (
     Network,
+    Settings,
     allocate_budget,
     amplified,
     learn,
@@ -579,7 +581,12 @@ def test_learn_spends_exactly_the_budget(asia_data: tuple[Network, pd.DataFrame]
     net, data = asia_data
     accountant = dpopt.Accountant.pure(Fraction(5, 2))
     learned = learn(
-        net, data, epsilon=Fraction(3, 2), objective="paper", rng=1, accountant=accountant
+        net,
+        data,
+        epsilon=Fraction(3, 2),
+        settings=Settings(objective="paper"),
+        rng=1,
+        accountant=accountant,
     )
     assert learned.budget["exact"]["spent"] == "3/2"
     assert learned.budget["exact"]["total"] == "5/2"
@@ -600,7 +607,7 @@ def test_learn_spends_exactly_the_budget(asia_data: tuple[Network, pd.DataFrame]
     )
     # without an accountant one is made for ε^B, and spent in full
     for objective in OBJECTIVES:
-        alone = learn(net, data, epsilon=1.0, objective=objective, rng=1)
+        alone = learn(net, data, epsilon=1.0, settings=Settings(objective=objective), rng=1)
         assert alone.budget["exact"] == {"total": "1", "spent": "1"}
 
 
@@ -609,7 +616,9 @@ def test_baseline_spends_equal_shares_without_stage_one(
 ) -> None:
     net, data = asia_data
     accountant = dpopt.Accountant.pure(2)
-    learned = learn(net, data, epsilon=2, rng=1, baseline=True, accountant=accountant)
+    learned = learn(
+        net, data, epsilon=2, rng=1, settings=Settings(baseline=True), accountant=accountant
+    )
     n = len(net.nodes)
     assert learned.baseline and learned.objective is None and learned.error_weights is None
     assert learned.stage_one_facts == {}
@@ -624,9 +633,9 @@ def test_learn_is_reproducible_for_a_seed(
     asia_data: tuple[Network, pd.DataFrame], options: dict[str, Any]
 ) -> None:
     net, data = asia_data
-    first = learn(net, data, epsilon=1.0, rng=7, **options)
-    second = learn(net, data, epsilon=1.0, rng=7, **options)
-    other = learn(net, data, epsilon=1.0, rng=8, **options)
+    first = learn(net, data, epsilon=1.0, rng=7, settings=Settings(**options))
+    second = learn(net, data, epsilon=1.0, rng=7, settings=Settings(**options))
+    other = learn(net, data, epsilon=1.0, rng=8, settings=Settings(**options))
     assert first.network.cpds is not None and second.network.cpds is not None
     for a, b in zip(first.network.cpds, second.network.cpds, strict=True):
         np.testing.assert_array_equal(a, b)
@@ -634,7 +643,7 @@ def test_learn_is_reproducible_for_a_seed(
     assert l1_error(first.network, other.network) > 0
     # Stage I noise moves the paper's split; the others are public, the same for every seed
     assert (first.allocation != other.allocation) == (options.get("objective") == "paper")
-    generator = learn(net, data, epsilon=1.0, rng=rng(7), **options)
+    generator = learn(net, data, epsilon=1.0, rng=rng(7), settings=Settings(**options))
     assert l1_error(generator.network, first.network) == 0
 
 
@@ -645,7 +654,8 @@ def test_learned_cpds_are_valid_distributions(name: str) -> None:
     data = net.sample(1000, rng(2))
     for options in ({"baseline": True}, *({"objective": o} for o in OBJECTIVES)):
         for consistency in WEIGHTS:
-            learned = learn(net, data, epsilon=0.1, rng=4, consistency=consistency, **options)
+            settings = Settings(consistency=consistency, **options)
+            learned = learn(net, data, epsilon=0.1, rng=4, settings=settings)
             assert_valid_cpds(learned.network)
             assert learned.network.nodes == net.nodes and learned.network.states == net.states
     assert learned.model.check_model()
@@ -715,7 +725,9 @@ def test_spec_t1_through_learn_with_noise_off(monkeypatch: pytest.MonkeyPatch) -
     δ̃ and ε*, and Stage II returns the exact MLE (spec §6.1 T1, §6.2 item 15)."""
     net, data = t1_chain()
     Tap(monkeypatch, silent=True)
-    learned = learn(net, data, epsilon=1, objective="paper", sampling_rate=1, rng=0)
+    learned = learn(
+        net, data, epsilon=1, settings=Settings(objective="paper", sampling_rate=1), rng=0
+    )
     np.testing.assert_allclose(learned.stage_one_facts["estimated_errors"], T1_ERRORS, atol=5e-9)
     np.testing.assert_allclose(learned.stage_one_facts["weights"], [9, 5, 1])
     np.testing.assert_allclose([float(e) for e in learned.allocation], T1_ALLOCATION, atol=5e-7)
@@ -737,7 +749,7 @@ def test_noise_off_learn_equals_the_mle(monkeypatch: pytest.MonkeyPatch, name: s
     Tap(monkeypatch, silent=True)
     for options in ({"baseline": True}, *({"objective": o} for o in OBJECTIVES)):
         # the query objective reads a covered node's CPD off the exact table that covers it
-        learned = learn(net, data, epsilon=1.0, rng=0, **options)
+        learned = learn(net, data, epsilon=1.0, rng=0, settings=Settings(**options))
         assert_same_cpds(learned.network, mle, 1e-12)
 
 
@@ -777,7 +789,7 @@ def learn_destroying_records(
             monkeypatch.setattr(Network, "encode", refuse)
 
     tap.after_draw = after_draw
-    return learn(net, private, epsilon=1.0, objective=objective, rng=seed), tap
+    return learn(net, private, epsilon=1.0, settings=Settings(objective=objective), rng=seed), tap
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
@@ -790,7 +802,7 @@ def test_post_processing_never_reads_private_data(
     measure) used only the noisy tables."""
     net = load("child")
     data = net.sample(2000, rng(21))
-    reference = learn(net, data, epsilon=1.0, objective=objective, rng=5)
+    reference = learn(net, data, epsilon=1.0, settings=Settings(objective=objective), rng=5)
     learned, tap = learn_destroying_records(monkeypatch, net, data, 5, objective)
     assert len(tap.drawn) == (2 if objective == "paper" else 1) and len(tap.encoded) == 1
     assert learned.allocation == reference.allocation
@@ -816,7 +828,7 @@ def test_post_processing_check_catches_a_leak(monkeypatch: pytest.MonkeyPatch) -
     with monkeypatch.context() as patch:
         patch.setattr(learning, "estimated_errors", leaky_errors)
         patch.setattr(Network, "count_tables", remember)
-        reference = learn(net, data, epsilon=1.0, objective="paper", rng=5)
+        reference = learn(net, data, epsilon=1.0, settings=Settings(objective="paper"), rng=5)
     subsample.clear()
     monkeypatch.setattr(learning, "estimated_errors", leaky_errors)
     monkeypatch.setattr(Network, "count_tables", remember)
@@ -833,7 +845,7 @@ def test_large_epsilon_recovers_the_mle() -> None:
     data = net.sample(5000, rng(8))
     mle = direct_mle(net, data)
     for options in ({"baseline": True}, *({"objective": o} for o in OBJECTIVES)):
-        learned = learn(net, data, epsilon=10**4, rng=3, **options)
+        learned = learn(net, data, epsilon=10**4, rng=3, settings=Settings(**options))
         cells = [math.prod(net.table_shape(i)) for i in range(len(net.nodes))]
         any_noise = sum(
             2 * c * math.exp(-float(e))
@@ -865,11 +877,14 @@ def test_data_dependent_beats_the_baseline_on_alarm() -> None:
     data = net.sample(10_000, rng(0))
     mle = maximum_likelihood(net, data)
     ours = [
-        l1_error(learn(net, data, epsilon=1, objective="paper", rng=s).network, mle)
+        l1_error(
+            learn(net, data, epsilon=1, settings=Settings(objective="paper"), rng=s).network, mle
+        )
         for s in range(20)
     ]
     base = [
-        l1_error(learn(net, data, epsilon=1, rng=s, baseline=True).network, mle) for s in range(20)
+        l1_error(learn(net, data, epsilon=1, rng=s, settings=Settings(baseline=True)).network, mle)
+        for s in range(20)
     ]
     assert np.mean(ours) < np.mean(base)
 
@@ -901,7 +916,7 @@ def test_laplace_noise_has_variance_two_over_epsilon_squared(
     tap = Tap(monkeypatch)
     paper = options.get("objective") == "paper"
     for seed in range(3):
-        learn(net, data, epsilon=0.4 if paper else 0.2, rng=seed, **options)
+        learn(net, data, epsilon=0.4 if paper else 0.2, rng=seed, settings=Settings(**options))
     assert len(tap.drawn) == (6 if paper else 3)
     squares: list[np.ndarray] = []
     noise: list[np.ndarray] = []
@@ -993,8 +1008,17 @@ def test_bad_input_is_rejected_before_any_charge(
 ) -> None:
     accountant = dpopt.Accountant.pure(10)
     arguments = {"network": ASIA, "data": ASIA_DATA, "epsilon": 1.0, "rng": 0} | kwargs
+    fields = {field.name for field in dataclasses.fields(Settings)}
+    options = {name: arguments.pop(name) for name in fields & set(arguments)}
     with pytest.raises(error, match=match):
-        learn(arguments.pop("network"), arguments.pop("data"), accountant=accountant, **arguments)
+        settings = Settings(**options)  # a bad option is refused here, before any charge
+        learn(
+            arguments.pop("network"),
+            arguments.pop("data"),
+            accountant=accountant,
+            settings=settings,
+            **arguments,
+        )
     assert accountant.ledger == ()
     assert accountant.spent == 0
 
@@ -1032,7 +1056,13 @@ def test_directly_built_cyclic_network_is_rejected_before_any_charge() -> None:
 def test_wrong_or_short_accountant_is_rejected(accountant: Any, error: type, match: str) -> None:
     for baseline in (False, True):
         with pytest.raises(error, match=match):
-            learn(ASIA, ASIA_DATA, epsilon=1.0, accountant=accountant, baseline=baseline)
+            learn(
+                ASIA,
+                ASIA_DATA,
+                epsilon=1.0,
+                accountant=accountant,
+                settings=Settings(baseline=baseline),
+            )
         if isinstance(accountant, dpopt.Accountant):
             assert accountant.ledger == ()
 

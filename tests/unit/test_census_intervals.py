@@ -345,7 +345,7 @@ def test_intervals_are_coarsened_past_the_memory_limit(data: CensusData) -> None
     """At ε = 1e-6 the exact pivots would need ~300 GB (the reviewer's memory blow-up): the
     plan says so before any draw, and the release's intervals are coarse-pivot's."""
     limit = 2**30
-    released = census.release(data, epsilon=1e-6, rng=1, interval_level=0.9, memory_limit=limit)
+    released = census.release(data, epsilon=1e-6, rng=1, interval_level=0.9, max_memory=limit)
     found = released.intervals
     assert found is not None and found.method == "coarse-pivot"
     assert found.weights["coarsened regions"] == data.parents.size
@@ -371,7 +371,7 @@ def test_block_release_coarsens_and_reports_conservative_intervals(tmp_path) -> 
         rng=5,
         interval_level=0.9,
         interval_method="conservative-pivot",
-        memory_limit=64 * 2**20,
+        max_memory=64 * 2**20,
     )
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["intervals"]["method"] == "coarse-conservative-pivot"

@@ -1,5 +1,5 @@
 """Census releases plan their resources before the charge (docs/families/census.md,
-"Resources"): a memory estimate past ``memory_limit`` or a post-processing DP whose 64-bit
+"Resources"): a memory estimate past ``max_memory`` or a post-processing DP whose 64-bit
 costs would overflow is refused with nothing charged."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import pytest
 from dpopt import census
 from dpopt.census import resources
 from dpopt.census.data import CensusData
+from dpopt.census.geography import small
 from dpopt.privacy import Accountant
 
 
@@ -25,8 +26,8 @@ def test_dp_memory_past_the_limit_is_refused_before_the_charge() -> None:
     )
     accountant = Accountant.pure(1e-3)
     with pytest.raises(ValueError, match=r"needs ~\d.* MiB for pwl-dp's cost tables") as caught:
-        census.release(wide, epsilon=1e-3, accountant=accountant, memory_limit=64 * 2**20)
-    assert "memory_limit=67108864" in str(caught.value) and "epsilon=0.001" in str(caught.value)
+        census.release(wide, epsilon=1e-3, accountant=accountant, max_memory=64 * 2**20)
+    assert "max_memory=67108864" in str(caught.value) and "epsilon=0.001" in str(caught.value)
     assert not accountant.ledger
     # the estimate is the starting domains' widths: 304 regions × (2·⌈3·sd⌉ + 1) × 8 bytes
     sd = np.full(wide.parents.size, 2**0.5 * 2 / (1e-3 / 3))
@@ -44,7 +45,31 @@ def test_cost_overflow_is_refused_before_the_charge(data: CensusData, method: st
     assert not accountant.ledger
 
 
-def test_memory_limit_is_validated(data: CensusData) -> None:
-    with pytest.raises(ValueError, match="memory_limit must be"):
-        census.release(data, epsilon=1.0, memory_limit=1000)
+def test_max_memory_is_validated(data: CensusData) -> None:
+    with pytest.raises(ValueError, match="max_memory must be"):
+        census.release(data, epsilon=1.0, max_memory=1000)
     assert resources.memory_limit_of(None) == resources.DEFAULT_MEMORY_LIMIT == 2 * 2**30
+
+
+def test_memory_limit_is_the_deprecated_name_of_max_memory(data: CensusData, tmp_path) -> None:
+    """Every census entry point that took ``memory_limit`` reads it, with a warning naming
+    ``max_memory``, for one release."""
+    with (
+        pytest.warns(DeprecationWarning, match=r"census.release\(memory_limit=\) is deprecated"),
+        pytest.raises(ValueError, match="max_memory must be"),
+    ):
+        census.release(data, epsilon=1.0, memory_limit=1000)
+    with pytest.raises(TypeError, match="not both"):
+        census.release(data, epsilon=1.0, memory_limit=2**30, max_memory=2**30)
+    geography = small()
+    with (
+        pytest.warns(DeprecationWarning, match=r"census.release_blocks\(memory_limit=\)"),
+        pytest.raises(ValueError, match="max_memory must be"),
+    ):
+        census.release_blocks(geography, epsilon=1.0, out_dir=tmp_path, memory_limit=1000)
+    measurement = census.measure(data, "counts", epsilon=1.0, rng=0)
+    with pytest.warns(DeprecationWarning, match=r"census.intervals\(memory_limit=\)"):
+        found = census.intervals(measurement, memory_limit=2**30)
+    again = census.intervals(measurement, max_memory=2**30)
+    np.testing.assert_array_equal(found.lower, again.lower)
+    assert found.max_support == again.max_support

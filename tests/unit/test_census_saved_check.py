@@ -291,7 +291,7 @@ def test_cumulative_counts_are_checked_at_their_stated_step(tmp_path: Path) -> N
     "options",
     [
         {"epsilon": 1.0, "interval_method": "conservative-pivot"},
-        {"epsilon": 1e-3, "memory_limit": 2**26},  # coarse-pivot: past the exact support
+        {"epsilon": 1e-3, "max_memory": 2**26},  # coarse-pivot: past the exact support
     ],
 )
 def test_conservative_and_coarse_intervals_are_recomputed(options: dict, tmp_path: Path) -> None:

@@ -185,7 +185,7 @@ def test_dry_run_prints_the_plan_and_charges_draws_and_writes_nothing(
     status, _, err = run(
         [*argv, "--epsilon", "1e-3", "--memory-limit", "0.0625", "--dry-run"], capsys
     )
-    assert status == 2 and "needs ~" in err and "memory_limit=67108864" in err
+    assert status == 2 and "needs ~" in err and "max_memory=67108864" in err
     assert not out.exists()
 
 

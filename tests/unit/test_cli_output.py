@@ -19,7 +19,7 @@ from test_fuzz_values import HANG_SECONDS
 
 from dpopt import cli, compare
 from dpopt.cli.options import check_output_path, stdout_to_stderr
-from dpopt.compare import runner
+from dpopt.compare import suite_runs
 from dpopt.runner import Interrupted, keep_finished
 
 CHATTY = '''
@@ -244,7 +244,7 @@ def test_compare_refuses_every_bad_output_path_before_any_work(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     ran: list[Any] = []
-    monkeypatch.setattr(runner, "_solve_record", lambda *a: ran.append(a))
+    monkeypatch.setattr(suite_runs, "_solve_record", lambda *a: ran.append(a))
     monkeypatch.setattr(cli.compare, "_import_methods", lambda *a: ran.append(a))
     path, why = _bad_paths(tmp_path)[case]
     for argv in (
@@ -270,7 +270,7 @@ def test_compare_refuses_a_plot_format_or_stdout_it_cannot_write(
     """--plot out.txt failed in matplotlib after every solve; --csv - wrote a file named '-'."""
     monkeypatch.chdir(tmp_path)
     ran: list[Any] = []
-    monkeypatch.setattr(runner, "_solve_record", lambda *a: ran.append(a))
+    monkeypatch.setattr(suite_runs, "_solve_record", lambda *a: ran.append(a))
     assert cli.main(["compare", "--family", "dgm", "--suite", "smoke", option, path]) == 2
     assert f"{option} {path}: " in capsys.readouterr().err
     assert ran == [] and list(tmp_path.iterdir()) == []

@@ -13,7 +13,7 @@ import pytest
 from toy_problems import ToyQuadratic
 
 from dpopt import cli, compare
-from dpopt.compare import Instance, Record, catalog, runner
+from dpopt.compare import Instance, Record, catalog, suite_runs
 from dpopt.problem import Outcome, register
 
 
@@ -307,7 +307,7 @@ def test_cli_checks_output_paths_before_running(
     option: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ran = []
-    monkeypatch.setattr(runner, "_solve_record", lambda *a: ran.append(a))
+    monkeypatch.setattr(suite_runs, "_solve_record", lambda *a: ran.append(a))
     for path, why in ((tmp_path / "missing" / "out", "does not exist"), (tmp_path, "directory")):
         assert cli.main(["compare", "--family", "dgm", "--suite", "smoke", option, str(path)]) == 2
         assert why in capsys.readouterr().err
@@ -317,7 +317,7 @@ def test_cli_checks_output_paths_before_running(
 def test_cli_interrupt_exits_130_with_valid_json(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    real = runner._solve_record
+    real = suite_runs._solve_record
     calls = []
 
     def solve_twice(*args: object) -> Record:
@@ -326,7 +326,7 @@ def test_cli_interrupt_exits_130_with_valid_json(
             raise KeyboardInterrupt
         return real(*args)
 
-    monkeypatch.setattr(runner, "_solve_record", solve_twice)
+    monkeypatch.setattr(suite_runs, "_solve_record", solve_twice)
     argv = ["compare", "--family", "dgm", "--suite", "smoke", "--json", "-", "--no-progress"]
     assert cli.main(argv) == 130
     captured = capsys.readouterr()
@@ -350,21 +350,21 @@ def test_summary_counts_statuses_and_what_was_compared() -> None:
         _record("e", "exact", math.nan, status="error", instance="i3"),
         _record("a", "exact", 7.0, instance="i3"),
     ]
-    assert runner.format_summary(records) == (
+    assert suite_runs.format_summary(records) == (
         "9 solves: 4 optimal, 2 feasible, 1 violated, 1 time_limit, 1 error; "
         "check: 5 solves compared on 3 instances, 1 failure on 1 instance (--check lists them); "
         "1 instance not compared (no exact method)"
     )
     agreeing = records[:3]
     report = compare.check_report(agreeing)
-    assert runner.format_summary(agreeing, report) == (
+    assert suite_runs.format_summary(agreeing, report) == (
         "3 solves: 2 optimal, 1 feasible; check: 3 solves compared on 1 instance, all agree"
     )
 
 
 def test_summary_of_a_run_that_compared_nothing() -> None:
     records = [_record("h", "heuristic", 3.0, status="feasible")]
-    assert runner.format_summary(records) == (
+    assert suite_runs.format_summary(records) == (
         "1 solve: 1 feasible; check: 0 solves compared on 0 instances, 1 failure "
         "(--check lists them); 1 instance not compared (no exact method)"
     )
@@ -409,8 +409,8 @@ def test_table_shows_why_beside_error_violated_and_time_limit_rows() -> None:
     table = compare.format_table(rows).splitlines()
     assert table[0].split()[-1] == "why"
     assert "not shown" not in table[2] and table[2].endswith("0.0100")  # seconds, no why
-    why = long[: runner.WHY_WIDTH - 1].rstrip() + "…"
-    assert table[3].endswith("  " + why) and len(why) <= runner.WHY_WIDTH
+    why = long[: suite_runs.WHY_WIDTH - 1].rstrip() + "…"
+    assert table[3].endswith("  " + why) and len(why) <= suite_runs.WHY_WIDTH
     assert table[4].endswith("  violation 1 > tol 1e-06")
     assert table[5].endswith("  (no message)")
     # multi-line messages stay on their row
@@ -447,7 +447,7 @@ def test_cli_help_explains_the_columns(capsys: pytest.CaptureFixture[str]) -> No
     assert "relative reference_tol" in text
     assert "gap (objective - best) / max(1, |best|)" in text
     assert "max_viol the largest constraint violation" in text
-    assert f"cut to {runner.WHY_WIDTH} characters" in text
+    assert f"cut to {suite_runs.WHY_WIDTH} characters" in text
     assert "1.0404 is an RMSE 2 % above the paper" in text  # "%" survived the formatting
 
 
@@ -461,7 +461,7 @@ def test_cli_list_names_instances_and_run_times(capsys: pytest.CaptureFixture[st
     assert "  paper (~40 s; an experiment: a mechanism end to end)" in out.splitlines()
     smoke = re.search(r"^  smoke \((.*); 3 instances\): (.*)$", out, re.M)
     assert smoke, out
-    assert smoke.group(1) == runner.SUITE_TIMES["dgm", "smoke"]
+    assert smoke.group(1) == suite_runs.SUITE_TIMES["dgm", "smoke"]
     assert smoke.group(2) == "spec-T1-chain, spec-T2-squares, random-n20"
     # hdmm tables: 24 instances, wrapped onto indented lines, every name listed once
     tables = out[out.index("  tables (") : out.index("  tables-md (")]
@@ -483,20 +483,20 @@ def test_cli_list_as_json(capsys: pytest.CaptureFixture[str]) -> None:
     smoke = listing["hdmm"]["smoke"]
     assert smoke["instances"] == [i.name for i in compare.instances("hdmm", "smoke", 0)]
     assert "prefix-16-laplace" in smoke["instances"]
-    assert smoke["time"] == runner.SUITE_TIMES["hdmm", "smoke"]
+    assert smoke["time"] == suite_runs.SUITE_TIMES["hdmm", "smoke"]
 
 
 def test_every_suite_has_a_measured_run_time() -> None:
     """--list quotes a figure for every suite; a new suite needs one (measure it, see
-    runner.SUITE_TIMES), else it lists as "unknown"."""
+    suite_runs.SUITE_TIMES), else it lists as "unknown"."""
     missing = [
         (family, suite)
         for family in compare.FAMILY_SUITES
         for suite in compare.suites(family)
-        if (family, suite) not in runner.SUITE_TIMES
+        if (family, suite) not in suite_runs.SUITE_TIMES
     ]
     assert missing == []
-    assert all(re.search(r"\d|long", figure) for figure in runner.SUITE_TIMES.values())
+    assert all(re.search(r"\d|long", figure) for figure in suite_runs.SUITE_TIMES.values())
 
 
 def test_utility_experiments_list_with_measured_run_times(
@@ -506,10 +506,10 @@ def test_utility_experiments_list_with_measured_run_times(
     for family in ("census", "eigen", "hdmm"):
         for suite in ("utility", "utility-smoke"):
             assert suite in compare.experiments(family)
-            assert (family, suite) in runner.SUITE_TIMES
+            assert (family, suite) in suite_runs.SUITE_TIMES
     assert cli.main(["compare", "--family", "eigen", "--list"]) == 0
     out = capsys.readouterr().out.splitlines()
-    figure = runner.SUITE_TIMES["eigen", "utility-smoke"]
+    figure = suite_runs.SUITE_TIMES["eigen", "utility-smoke"]
     assert f"  utility-smoke ({figure}; an experiment: a mechanism end to end)" in out
 
 
@@ -574,7 +574,7 @@ def test_eigen_suites_are_registered_and_drop_zero_eigenvalues() -> None:
 
 def test_growth_exponents_fit_each_series() -> None:
     from dpopt.compare import format_growth, growth_exponents
-    from dpopt.compare.runner import Record
+    from dpopt.compare.suite_runs import Record
 
     def record(instance: str, size: int, seconds: float, status: str = "feasible") -> Record:
         return Record(

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from dpopt import cli, compare
-from dpopt.compare import Record, runner
+from dpopt.compare import Record, suite_runs
 
 
 def test_run_refuses_an_unknown_suite_family_or_time_limit() -> None:
@@ -82,7 +82,7 @@ def test_an_unwritable_folder_is_found_by_a_real_write_before_the_run(
 ) -> None:
     """/proc refuses new files even to root, whose permission bits say yes."""
     ran: list[Any] = []
-    monkeypatch.setattr(runner, "_solve_record", lambda *a: ran.append(a))
+    monkeypatch.setattr(suite_runs, "_solve_record", lambda *a: ran.append(a))
     argv = ["compare", "--family", "dgm", "--suite", "smoke", option, "/proc/dpopt-out"]
     assert cli.main(argv) == 2
     assert "is not writable" in capsys.readouterr().err
@@ -117,7 +117,7 @@ def test_ctrl_c_between_cpsat_solves_is_a_clean_stop(
 ) -> None:
     """A real SIGINT after CP-SAT solves (OR-Tools used to leave SIGINT at its default action:
     the process died with no output)."""
-    real = runner._solve_record
+    real = suite_runs._solve_record
     calls: list[Any] = []
 
     def then_interrupt(*args: Any) -> Record:
@@ -127,7 +127,7 @@ def test_ctrl_c_between_cpsat_solves_is_a_clean_stop(
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C between two solves
         return record
 
-    monkeypatch.setattr(runner, "_solve_record", then_interrupt)
+    monkeypatch.setattr(suite_runs, "_solve_record", then_interrupt)
     argv = "compare --family census --suite smoke --methods cpsat --json - --no-progress"
     assert cli.main(argv.split()) == 130
     rows = json.loads(capsys.readouterr().out)
@@ -196,7 +196,7 @@ def test_list_builds_nothing_and_loads_no_family(tmp_path: Path) -> None:
 
     code = (
         "import sys; from dpopt import cli; assert cli.main(['compare', '--list']) == 0; "
-        "assert 'dpopt.compare.runner' not in sys.modules, 'the runner was imported'; "
+        "assert 'dpopt.compare.suite_runs' not in sys.modules, 'the suite runs were imported'; "
         "assert 'cvxpy' not in sys.modules"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

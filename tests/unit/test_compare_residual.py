@@ -13,7 +13,7 @@ from dpopt import cli, compare, hdmm
 from dpopt import workload as wl
 from dpopt.compare import hdmm as hdmm_suites
 from dpopt.compare import residual_experiments as experiments
-from dpopt.compare import runner, strategy_utility
+from dpopt.compare import strategy_utility, suite_runs
 from dpopt.compare.residual import CHECK_BOUND, PAPER_RMSE, paper_tolerance
 from dpopt.models.hdmm.residual import ResidualSelection
 from dpopt.problem import methods, solve
@@ -21,7 +21,7 @@ from dpopt.problem import methods, solve
 FAST_PATHS = ("closed-form", "dual-ascent")
 
 
-BUILD = runner.instances
+BUILD = suite_runs.instances
 
 
 def _residual(suite: str, seed: int = 0) -> list[compare.Instance]:
@@ -38,7 +38,7 @@ def test_smoke_and_small_cross_check_the_fast_paths_with_cvxpy(
     found = _residual(suite)
     assert {i.problem.objective_name for i in found} == {"sum", "max"}
     names = {i.name for i in found}
-    monkeypatch.setattr(runner, "instances", lambda family, name, seed: _residual(name, seed))
+    monkeypatch.setattr(suite_runs, "instances", lambda family, name, seed: _residual(name, seed))
     records = compare.run(["hdmm"], suite, progress=False)
     report = compare.check_report(records)
     assert report.passed, report.failures

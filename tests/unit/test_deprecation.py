@@ -8,6 +8,7 @@ import importlib
 import inspect
 import pickle
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,7 +17,9 @@ import pytest
 
 import dpopt
 import dpopt.solvers.hdmm.methods
-from dpopt.deprecation import moved_modules, renamed
+from dpopt import dgm, relational
+from dpopt.deprecation import keyword_alias, moved_modules, renamed, settings_of
+from dpopt.dgm.learning import plan_learning
 from dpopt.models.census.problems import PostProcess
 
 
@@ -133,3 +136,80 @@ def test_no_test_runs_a_module_again() -> None:
     tests = Path(__file__).resolve().parents[1]
     found = [p.name for p in tests.rglob("*.py") if again.search(p.read_text(encoding="utf-8"))]
     assert found == []
+
+
+def test_settings_of_reads_the_object_or_the_former_flat_keywords() -> None:
+    default = dgm.Settings()
+    assert settings_of("f", dgm.Settings, None, {}) == default
+    given = dgm.Settings(baseline=True)
+    assert settings_of("f", dgm.Settings, given, {}) is given
+    with pytest.warns(DeprecationWarning, match=r"f\(floor=…\) is deprecated: use f\(settings="):
+        assert settings_of("f", dgm.Settings, None, {"floor": 2.0}) == dgm.Settings(floor=2.0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'flor'"):
+        settings_of("f", dgm.Settings, None, {"flor": 2.0})
+    with pytest.raises(TypeError, match="give settings= or the keywords"):
+        settings_of("f", dgm.Settings, given, {"floor": 2.0})
+    with pytest.raises(TypeError, match="settings must be a Settings"):
+        settings_of("f", dgm.Settings, {"floor": 2.0}, {})
+
+
+def test_keyword_alias_reads_the_former_name_with_a_warning() -> None:
+    assert keyword_alias("f", ("new", 1), ("old", None)) == 1
+    with pytest.warns(DeprecationWarning, match=r"f\(old=\) is deprecated: use f\(new=\)"):
+        assert keyword_alias("f", ("new", None), ("old", 2)) == 2
+    with pytest.raises(TypeError, match="give new= or its former name old=, not both"):
+        keyword_alias("f", ("new", 1), ("old", 2))
+
+
+def test_dgm_learn_takes_settings_and_still_the_flat_keywords() -> None:
+    network = dgm.load("asia")
+    data = network.sample(300, np.random.default_rng(0))
+    given = dgm.learn(network, data, epsilon=1, rng=3, settings=dgm.Settings(baseline=True))
+    with pytest.warns(DeprecationWarning, match=r"dgm.learn\(baseline=…\) is deprecated"):
+        former = dgm.learn(network, data, epsilon=1, rng=3, baseline=True)
+    assert former.settings == given.settings and former.allocation == given.allocation
+    assert former.network.cpds is not None and given.network.cpds is not None
+    for one, two in zip(former.network.cpds, given.network.cpds, strict=True):
+        np.testing.assert_array_equal(one, two)
+    with pytest.warns(DeprecationWarning, match=r"dgm.plan_learning\(objective=…\)"):
+        plan = plan_learning(network, data, epsilon=1, objective="paper")
+    assert plan.settings == dgm.Settings(objective="paper")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'objectives'"):
+        dgm.learn(network, data, epsilon=1, objectives="paper")
+
+
+def test_relational_synthesize_takes_settings_and_still_links() -> None:
+    data = relational.generate(30, 20, 40, d_max=3, seed=0)
+    link_settings = relational.LinkSettings(rounds=1, per_round=1, candidates=2)
+    given = relational.synthesize(data, epsilon=2, delta=1e-5, settings=link_settings, rng=1)
+    with pytest.warns(DeprecationWarning, match=r"synthesize\(links=\) is deprecated"):
+        former = relational.synthesize(data, epsilon=2, delta=1e-5, links=link_settings, rng=1)
+    assert former.budget == given.budget
+    assert former.links.equals(given.links)
+    with pytest.raises(TypeError, match="not both"):
+        relational.synthesize(
+            data, epsilon=2, delta=1e-5, settings=link_settings, links=link_settings
+        )
+
+
+def test_the_former_compare_runner_is_the_suite_runs_module() -> None:
+    """``dpopt.compare.runner`` (imported or read off the package) is
+    :mod:`dpopt.compare.suite_runs`, with a warning; run in a fresh interpreter, where
+    neither name is imported yet."""
+    code = (
+        "import warnings, dpopt.compare as compare, dpopt.compare.suite_runs as new\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import dpopt.compare.runner as old\n"
+        "assert old is new and compare.MOVED == {'dpopt.compare.runner': new.__name__}\n"
+        "assert any('use module dpopt.compare.suite_runs' in str(w.message) for w in caught)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    attribute = (
+        "import warnings, dpopt.compare as compare\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    old = compare.runner\n"
+        "assert old.__name__ == 'dpopt.compare.suite_runs' and caught\n"
+    )
+    subprocess.run([sys.executable, "-c", attribute], check=True)

@@ -15,13 +15,14 @@ from dpopt import planning as limits
 from dpopt.cli import main
 from dpopt.dgm import planning as dgm_planning
 from dpopt.dgm.planning import _with_prior
+from dpopt.planning import ErrorCurve
 from dpopt.relational import planning as relational_planning
 from dpopt.relational.planning import simulated_instance
 
 
 def test_dgm_curve_is_the_simulated_releases() -> None:
-    curve = dgm.error_curve("asia", records=1500, epsilons=(0.5, 2.0), seeds=2, queries=10)
-    again = dgm.error_curve("asia", records=1500, epsilons=(0.5, 2.0), seeds=2, queries=10)
+    curve = dgm.plan_error_curve("asia", records=1500, epsilons=(0.5, 2.0), seeds=2, queries=10)
+    again = dgm.plan_error_curve("asia", records=1500, epsilons=(0.5, 2.0), seeds=2, queries=10)
     assert curve == again
     # seed 0, ε = 2, the baseline, by hand
     model = dgm.load("asia")
@@ -32,12 +33,16 @@ def test_dgm_curve_is_the_simulated_releases() -> None:
     marginal = dgm.random_queries(reference, 5, rng, conditional=False)
     conditional = dgm.random_queries(reference, 5, rng, conditional=True)
     learned = dgm.learn(
-        truth, data, epsilon=Fraction(2), rng=np.random.default_rng([0, 0, 1, 1]), baseline=True
+        truth,
+        data,
+        epsilon=Fraction(2),
+        rng=np.random.default_rng([0, 0, 1, 1]),
+        settings=dgm.Settings(baseline=True),
     )
     scores = dgm.evaluate(
         reference, learned.network, marginal=marginal, conditional=conditional, maps=[]
     )
-    first = dgm.error_curve("asia", records=1500, epsilons=(0.5, 2.0), seeds=1, queries=10)
+    first = dgm.plan_error_curve("asia", records=1500, epsilons=(0.5, 2.0), seeds=1, queries=10)
     assert first.mean["baseline"]["marginal_l1"][1] == scores["marginal_l1"]
     assert first.mean["baseline"]["conditional_weighted_l1"][1] == pytest.approx(
         scores["conditional_weighted_l1"]
@@ -46,7 +51,7 @@ def test_dgm_curve_is_the_simulated_releases() -> None:
     for method in ("default", "baseline"):
         low, high = curve.mean[method]["marginal_l1"]
         assert high < low
-    assert curve.rows()[0]["ratio_marginal_l1"] == curve.ratio("marginal_l1")[0]
+    assert curve.rows()[0]["ratio_marginal_l1"] == curve.ratio["marginal_l1"][0]
 
 
 def test_dgm_prior_draws_rows_of_the_structure() -> None:
@@ -85,7 +90,7 @@ def test_dgm_refusals(monkeypatch, options, message) -> None:
     """Every option is checked, and the memory estimated, before any record is sampled."""
     monkeypatch.setattr(dgm.Network, "sample", _not_simulated)
     with pytest.raises(ValueError, match=message):
-        dgm.error_curve("asia", **options)
+        dgm.plan_error_curve("asia", **options)
 
 
 def _not_simulated(*args, **options):
@@ -103,18 +108,19 @@ def test_dgm_memory_estimate_grows_with_records_and_nodes() -> None:
 @pytest.mark.slow
 def test_relational_curve_is_the_simulated_releases() -> None:
     shape = (120, 80, 200)
-    curve = relational.error_curve(shape, d_max=3, epsilons=(1.0, 30.0), seeds=1)
+    curve = relational.plan_error_curve(shape, d_max=3, epsilons=(1.0, 30.0), seeds=1)
     rng = np.random.default_rng([0, 0])
     data, left, right, random_links = simulated_instance(shape, 3, 1.0, rng)
     baseline = relational.cross_errors(data, left, right, random_links)
-    assert curve.random_percent == (baseline["error_percent"],) * 2
+    assert curve.mean["baseline"]["error_percent"] == (baseline["error_percent"],) * 2
     learned = relational.learn_links(
         data, left, right, epsilon=30.0, delta=1e-5, rng=np.random.default_rng([0, 0, 1])
     )
     cross = relational.cross_errors(data, left, right, learned.links)
-    assert curve.error_percent[1] == cross["error_percent"]
-    assert curve.ratio[1] == cross["mean_l1"] / baseline["mean_l1"]
-    assert curve.ratio[1] < curve.ratio[0]
+    assert curve.mean["default"]["error_percent"][1] == cross["error_percent"]
+    ratio = curve.ratio["error_percent"]
+    assert ratio[1] == pytest.approx(cross["mean_l1"] / baseline["mean_l1"], rel=1e-12)
+    assert ratio[1] < ratio[0]
 
 
 @pytest.mark.parametrize(
@@ -147,7 +153,7 @@ def test_relational_refusals(monkeypatch, shape, options, message) -> None:
     """Every option is checked, and the memory estimated, before anything is generated."""
     monkeypatch.setattr(relational_planning, "generate", _not_simulated)
     with pytest.raises(ValueError, match=message):
-        relational.error_curve(shape, **{"d_max": 3, **options})
+        relational.plan_error_curve(shape, **{"d_max": 3, **options})
 
 
 def test_relational_memory_estimate() -> None:
@@ -164,7 +170,7 @@ def test_cli_prints_the_dgm_curve(capsys) -> None:
     arguments = ["plan", "dgm", "--network", "asia", "--records", "1500", "--epsilon", "0.5,2"]
     assert main([*arguments, "--seeds", "1", "--json", "-"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
-    curve = dgm.error_curve("asia", records=1500, epsilons=(0.5, 2.0), seeds=1)
+    curve = dgm.plan_error_curve("asia", records=1500, epsilons=(0.5, 2.0), seeds=1)
     assert rows == curve.rows()
     assert main(["plan", "relational", "--shape", "3,4", "--d-max", "2"]) == 2
     assert "shape must be" in capsys.readouterr().err
@@ -208,3 +214,78 @@ def test_memory_estimates_check_their_inputs() -> None:
         relational_planning.memory_estimate((10, 10))
     with pytest.raises(TypeError, match="rng must be a Generator"):
         simulated_instance((60, 40, 50), 3, 1.0, 7)
+
+
+def _curve(runs: dict, parameters: dict) -> ErrorCurve:
+    return ErrorCurve.of_runs("test", parameters, (1.0, 2.0), runs)
+
+
+def test_one_error_curve_type_for_every_family() -> None:
+    """DGM and relational plan with the same verb and return the same type, whose ``ratio`` is
+    the mean over the seeds of default/baseline per metric."""
+    assert dgm.ErrorCurve is relational.ErrorCurve is ErrorCurve
+    assert dgm_planning.plan_error_curve.__annotations__["return"] == "ErrorCurve"
+    assert relational_planning.plan_error_curve.__annotations__["return"] == "ErrorCurve"
+    runs = {
+        "default": {"l1": [[1.0, 3.0], [2.0, 2.0]]},
+        "baseline": {"l1": [[2.0, 2.0], [4.0, 1.0]]},
+    }
+    curve = _curve(runs, {"shape": (3, 4, 5)})
+    assert curve.seeds == 2 and curve.metrics == ("l1",)
+    assert curve.mean == {"default": {"l1": (2.0, 2.0)}, "baseline": {"l1": (2.0, 2.5)}}
+    assert curve.ratio == {"l1": (1.0, 1.25)}
+    assert curve.ratio_sd == {"l1": (0.5, 0.75)}
+    assert curve.rows()[1] == {
+        "epsilon": 2.0,
+        "default_l1": 2.0,
+        "baseline_l1": 2.5,
+        "ratio_l1": 1.25,
+        "ratio_sd_l1": 0.75,
+    }
+
+
+def test_former_curve_names_warn_and_still_work() -> None:
+    runs = {
+        "default": {"error_percent": [[1.0], [3.0]]},
+        "baseline": {"error_percent": [[2.0], [4.0]]},
+    }
+    curve = _curve(runs, {"shape": (3, 4, 5), "d_max": 2, "network": "asia"})
+    expected = {
+        "shape": (3, 4, 5),
+        "d_max": 2,
+        "network": "asia",
+        "error_percent": (1.0, 3.0),
+        "random_percent": (2.0, 4.0),
+    }
+    for name, value in expected.items():
+        with pytest.warns(DeprecationWarning, match=f"ErrorCurve.{name} is deprecated"):
+            assert getattr(curve, name) == value
+    with pytest.warns(DeprecationWarning, match=r"use ErrorCurve.ratio\[metric\] "):
+        assert curve.ratio("error_percent") == (0.5, 0.75)
+    with pytest.warns(DeprecationWarning, match=r"use ErrorCurve.ratio\[metric\]\[i\]"):
+        assert curve.ratio[1] == 0.75
+    with pytest.raises(AttributeError, match="no attribute 'links'"):
+        _ = curve.links
+    with pytest.raises(KeyError):
+        _ = curve.ratio["l2"]
+
+
+@pytest.mark.parametrize("family", [dgm, relational])
+def test_error_curve_is_a_deprecated_alias(monkeypatch, family) -> None:
+    """``error_curve`` warns, naming ``plan_error_curve``, and calls it."""
+    planning = dgm_planning if family is dgm else relational_planning
+    monkeypatch.setattr(planning, "check_memory", _refused)
+    with (
+        pytest.warns(
+            DeprecationWarning, match=r"error_curve is deprecated: use .*plan_error_curve "
+        ),
+        pytest.raises(ValueError, match="refused here"),
+    ):
+        if family is dgm:
+            family.error_curve("asia", records=10)
+        else:
+            family.error_curve((10, 10, 5), d_max=2)
+
+
+def _refused(*args, **options):
+    raise ValueError("refused here")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dpopt import dgm, extras
-from dpopt.compare import runner
+from dpopt.compare import suite_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 NOT_OPTIONAL_FEATURES = {"test", "dev", "docs", "all"}
@@ -48,7 +48,7 @@ def test_every_extra_is_known_and_no_optional_module_is_a_core_dependency() -> N
     [
         ("pgmpy", lambda: dgm.load("asia").to_pgmpy(), "pgmpy"),
         ("pgmpy", lambda: dgm.load("asia").pgmpy_graph(), "pgmpy"),
-        ("matplotlib", runner.plot_formats, "plots"),
+        ("matplotlib", suite_runs.plot_formats, "plots"),
         ("pyarrow", extras.load_pyarrow, "dask"),
     ],
 )

@@ -11,6 +11,7 @@ raises.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 from typing import Any
@@ -79,12 +80,18 @@ def test_dgm_learn(target: str, bad: Any, objective: str) -> None:
         "data": RECORDS,
         "epsilon": 1,
         "rng": 0,
-        "objective": objective,
         "accountant": budget,
     }
-    kwargs[target] = bad
+    settings: dict[str, Any] = {"objective": objective}
+    fields = {field.name for field in dataclasses.fields(dgm.Settings)}
+    (settings if target in fields else kwargs)[target] = bad
     try:
-        ok, learned = _checked(lambda: dgm.learn(**kwargs), budget, target, "epsilon")
+        ok, learned = _checked(
+            lambda: dgm.learn(**kwargs, settings=dgm.Settings(**settings)),
+            budget,
+            target,
+            "epsilon",
+        )
     except ReleaseError as error:  # only the paper split can fail after its charge (Stage I)
         assert objective == "paper" and error.measurement.stage == "I"
         assert target == "accountant" or (error.budget == budget.report() and budget.ledger)
@@ -235,7 +242,7 @@ def _zcdp_release(
             "delta",
             "rng",
             "method",
-            "links",
+            "settings",
             "table_share",
             "synthetic_left",
             "synthetic_right",
@@ -249,7 +256,7 @@ def _zcdp_release(
 @example("epsilon", 1e-300)
 @example("delta", 1e-300)
 def test_relational_synthesize(target: str, bad: Any) -> None:
-    kwargs = {"data": DATA, "epsilon": 2, "delta": 1e-5, "rng": 0, "links": SETTINGS}
+    kwargs = {"data": DATA, "epsilon": 2, "delta": 1e-5, "rng": 0, "settings": SETTINGS}
     ok, database, _ = _zcdp_release(relational.synthesize, kwargs, target, bad, "settings")
     if ok:
         assert len(database.links) > 0

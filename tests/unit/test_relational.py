@@ -237,7 +237,7 @@ def test_post_processing_never_reads_the_private_answers(
 
 def test_synthesize_builds_three_tables_under_one_budget(small: RelationalData) -> None:
     database = relational.synthesize(
-        small, epsilon=2.0, delta=DELTA, links=LinkSettings(rounds=2, per_round=2), rng=0
+        small, epsilon=2.0, delta=DELTA, settings=LinkSettings(rounds=2, per_round=2), rng=0
     )
     assert list(database.left.columns) == ["id", *small.columns("left")]
     assert list(database.right.columns) == ["id", *small.columns("right")]
@@ -271,7 +271,7 @@ def test_synthesize_with_given_tables_spends_only_on_links(small: RelationalData
         synthetic_right=small.codes("right"),
         epsilon=1.0,
         delta=DELTA,
-        links=LinkSettings(rounds=1),
+        settings=LinkSettings(rounds=1),
         rng=0,
     )
     assert all(c["label"].startswith("links round 1") for c in database.budget["charges"])
@@ -284,7 +284,7 @@ def test_synthesize_with_one_given_table_gives_its_share_to_the_links(
 ) -> None:
     database = relational.synthesize(
         small, synthetic_right=small.codes("right"), epsilon=1.0, delta=DELTA,
-        links=LinkSettings(rounds=1), rng=0, table_share=0.5,
+        settings=LinkSettings(rounds=1), rng=0, table_share=0.5,
     )  # fmt: skip
     charges = database.budget["charges"]
     left = sum(c["amount"] for c in charges if c["label"].startswith("left table"))
@@ -296,7 +296,7 @@ def test_synthesize_with_one_given_table_gives_its_share_to_the_links(
 @pytest.mark.parametrize(
     ("options", "field"),
     [
-        ({"links": LinkSettings(rounds=200)}, "exceeds"),
+        ({"settings": LinkSettings(rounds=200)}, "exceeds"),
         ({"method": "bogus"}, "method"),
         ({"delta": 2.0}, "delta"),
         ({"epsilon": 0.0}, "epsilon"),
@@ -361,7 +361,7 @@ def test_link_release_contract(small: RelationalData, method: str) -> None:
 @pytest.mark.parametrize("rng", [None, 11, np.random.default_rng(11)])
 def test_synthesize_release_contract(small: RelationalData, rng: Any) -> None:
     settings = LinkSettings(rounds=1, per_round=2)
-    database = relational.synthesize(small, epsilon=1.0, delta=DELTA, links=settings, rng=rng)
+    database = relational.synthesize(small, epsilon=1.0, delta=DELTA, settings=settings, rng=rng)
     assert isinstance(database, ReleaseResult)
     assert set(database.budget) == set(Accountant.zcdp(1).report())
     assert [m.label for m in database.measured] == [c["label"] for c in database.budget["charges"]]
@@ -372,6 +372,6 @@ def test_synthesize_release_contract(small: RelationalData, rng: Any) -> None:
     kinds = {m.noise for m in database.measured}
     assert kinds == {"discrete-gaussian", "exponential"}
     if isinstance(rng, int):  # an int reproduces the release
-        again = relational.synthesize(small, epsilon=1.0, delta=DELTA, links=settings, rng=rng)
+        again = relational.synthesize(small, epsilon=1.0, delta=DELTA, settings=settings, rng=rng)
         assert again.links.equals(database.links) and again.left.equals(database.left)
         assert again.budget == database.budget

@@ -67,7 +67,7 @@ def _learn(tmp: Path, **kw: Any) -> Any:
 
 
 def _synthesize(tmp: Path, **kw: Any) -> Any:
-    return relational.synthesize(LINKED, delta=1e-5, links=LINKS, **kw)
+    return relational.synthesize(LINKED, delta=1e-5, settings=LINKS, **kw)
 
 
 def _learn_links(tmp: Path, **kw: Any) -> Any:

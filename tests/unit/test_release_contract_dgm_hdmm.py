@@ -25,6 +25,8 @@ X = np.random.default_rng(4).integers(0, 30, 8)
 
 
 def _learn(**kwargs: Any) -> dgm.Learned:
+    if isinstance(kwargs.get("settings"), dict):  # validated inside the call's pytest.raises
+        kwargs["settings"] = dgm.Settings(**kwargs["settings"])
     return dgm.learn(NETWORK, DATA, **{"epsilon": 1, **kwargs})
 
 
@@ -113,10 +115,12 @@ def test_gaussian_releases_make_an_approx_accountant_and_refuse_no_delta() -> No
 def test_statuses_hold_every_optimisation() -> None:
     learned = _learn(rng=0)
     assert learned.statuses == {"allocation": "optimal"}
-    paper = _learn(rng=0, objective="paper")
+    paper = _learn(rng=0, settings=dgm.Settings(objective="paper"))
     assert paper.statuses == {"allocation": "optimal"}
-    assert _learn(rng=0, baseline=True).statuses == {}  # D-Ind solves nothing
-    uniform = _learn(rng=0, method="uniform", strict=False)
+    assert (
+        _learn(rng=0, settings=dgm.Settings(baseline=True)).statuses == {}
+    )  # D-Ind solves nothing
+    uniform = _learn(rng=0, method="uniform", settings=dgm.Settings(strict=False))
     assert uniform.statuses == {"allocation": "feasible"}
     assert len({e for e in uniform.allocation if e > 0}) == 1  # equal over measured tables
     assert _measure(rng=0).statuses == {}  # measuring optimizes nothing
@@ -156,7 +160,7 @@ def test_measured_records_add_up_to_what_was_spent(name: str, kind: str) -> None
 
 def test_dgm_measures_a_record_per_table_and_stage_one_statistic() -> None:
     n = len(NETWORK.nodes)
-    paper = _learn(rng=0, objective="paper")
+    paper = _learn(rng=0, settings=dgm.Settings(objective="paper"))
     first = [m for m in paper.measured if m.label.startswith("dgm Stage I,")]
     second = [m for m in paper.measured if m.label.startswith("dgm Stage II")]
     assert len(first) == n and len(second) == sum(e > 0 for e in paper.allocation)
@@ -174,7 +178,7 @@ def test_dgm_measures_a_record_per_table_and_stage_one_statistic() -> None:
         ("learn", {"rng": -1}, "rng"),
         ("learn", {"method": "uniform"}, "feasible"),
         ("learn", {"method": "nope"}, "nope"),
-        ("learn", {"stage_one_share": 1}, "stage_one_share"),
+        ("learn", {"settings": {"stage_one_share": 1}}, "stage_one_share"),
         ("measure", {"epsilon": -1}, "epsilon"),
         ("measure", {"rng": -1}, "rng"),
         ("measure", {"delta": 1e-6}, "delta"),

@@ -72,7 +72,9 @@ def test_dgm_cpds_pass_and_a_row_off_one_fails(learned: dgm.Learned) -> None:
 @pytest.fixture(scope="module")
 def database() -> relational.SyntheticDatabase:
     data = generate(60, 40, 90, d_max=3, seed=0)
-    return relational.synthesize(data, epsilon=2.0, delta=1e-5, links=LinkSettings(rounds=1), rng=3)
+    return relational.synthesize(
+        data, epsilon=2.0, delta=1e-5, settings=LinkSettings(rounds=1), rng=3
+    )
 
 
 def test_links_pass_and_repeated_or_dangling_links_fail(database) -> None:
@@ -227,7 +229,7 @@ def gaussian() -> hdmm.Measurement:
 def paper_learned() -> dgm.Learned:
     network = dgm.load("asia")
     records = network.sample(2_000, np.random.default_rng(0))
-    return dgm.learn(network, records, epsilon=1.0, rng=2, objective="paper")
+    return dgm.learn(network, records, epsilon=1.0, rng=2, settings=dgm.Settings(objective="paper"))
 
 
 @pytest.fixture(scope="module")

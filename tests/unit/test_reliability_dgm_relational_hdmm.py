@@ -32,13 +32,25 @@ def test_dgm_floor_out_of_range_is_refused_before_the_charge(asia, floor) -> Non
     network, data = asia
     budget = Accountant.pure(1)
     with pytest.raises((ValueError, TypeError), match="floor"):
-        dgm.learn(network, data, epsilon=1, objective="paper", floor=floor, accountant=budget)
+        dgm.learn(
+            network,
+            data,
+            epsilon=1,
+            settings=dgm.Settings(objective="paper", floor=floor),
+            accountant=budget,
+        )
     assert budget.ledger == ()
 
 
 def test_dgm_floor_fraction_is_read_as_a_number(asia) -> None:
     network, data = asia
-    learned = dgm.learn(network, data, epsilon=1, objective="paper", floor=Fraction(1, 3), rng=0)
+    learned = dgm.learn(
+        network,
+        data,
+        epsilon=1,
+        settings=dgm.Settings(objective="paper", floor=Fraction(1, 3)),
+        rng=0,
+    )
     assert learned.settings.floor == pytest.approx(1 / 3)
     assert learned.budget["exact"]["spent"] == "1"
 
@@ -50,7 +62,13 @@ def test_dgm_epsilon_too_small_for_the_sampler_is_refused_before_the_charge(
     network, data = asia
     budget = Accountant.pure(1)
     with pytest.raises(ValueError, match=r"epsilon|scale"):
-        dgm.learn(network, data, epsilon=1e-17, objective=objective, accountant=budget)
+        dgm.learn(
+            network,
+            data,
+            epsilon=1e-17,
+            settings=dgm.Settings(objective=objective),
+            accountant=budget,
+        )
     assert budget.ledger == ()
 
 
@@ -69,7 +87,14 @@ def test_dgm_stage_two_failure_after_stage_one_keeps_the_stage_one_measurement(
     monkeypatch.setattr(learning, "estimated_errors", broken)
     budget = Accountant.pure(1)
     with pytest.raises(ReleaseError, match="planted failure") as caught:
-        dgm.learn(network, data, epsilon=1, objective="paper", accountant=budget, rng=0)
+        dgm.learn(
+            network,
+            data,
+            epsilon=1,
+            settings=dgm.Settings(objective="paper"),
+            accountant=budget,
+            rng=0,
+        )
     error = caught.value
     assert error.budget == budget.report()
     assert len(budget.ledger) == 1 and budget.ledger[0].label.startswith("dgm Stage I")
@@ -112,8 +137,10 @@ def test_dgm_paper_split_below_the_sampler_limit_is_a_release_error(asia) -> Non
     network, data = asia
     budget = Accountant.pure(Fraction(1, 10**13))
     try:
-        dgm.learn(network, data, epsilon=Fraction(1, 10**13), objective="paper", rng=1,
-                  accountant=budget)  # fmt: skip
+        paper = dgm.Settings(objective="paper")
+        dgm.learn(
+            network, data, epsilon=Fraction(1, 10**13), settings=paper, rng=1, accountant=budget
+        )
     except ReleaseError as error:
         assert error.measurement.stage == "I"
         assert error.budget == budget.report() and budget.ledger
@@ -256,7 +283,7 @@ def test_relational_synthesize_keeps_the_tables_when_the_links_fail(small, monke
     budget = Accountant.zcdp(relational.relational_rho(2, 1e-5))
     with pytest.raises(ReleaseError, match="planted failure") as caught:
         relational.synthesize(
-            small, epsilon=2, delta=1e-5, links=LinkSettings(rounds=2, candidates=5),
+            small, epsilon=2, delta=1e-5, settings=LinkSettings(rounds=2, candidates=5),
             accountant=budget, rng=0,
         )  # fmt: skip
     paid = caught.value.measurement

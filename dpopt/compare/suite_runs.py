@@ -1,4 +1,5 @@
-"""Solver comparison runs: every applicable method on every instance of a suite.
+"""Suite runs: every applicable method on every instance of a suite, and the check (the
+module behind ``dpopt compare``; ``dpopt.compare.runner`` is its deprecated former name).
 
 Each family's suite module (:mod:`dpopt.compare.hdmm`, …) exposes ``SUITES``, a mapping from
 suite name to a function that builds the instances from a ``numpy.random.Generator``.
@@ -38,6 +39,36 @@ from dpopt.paper.dgm_tables import text_table
 from dpopt.problem import CLAIMS_FEASIBLE, method_info, methods, solve
 from dpopt.runner import Interrupted as Interrupted  # re-exported
 from dpopt.runner import as_executor
+
+__all__ = [
+    "FAMILY_EXPERIMENTS",
+    "FAMILY_SUITES",
+    "SUITE_TIMES",
+    "CheckReport",
+    "InstanceCheck",
+    "Interrupted",
+    "Record",
+    "best_exact",
+    "check",
+    "check_report",
+    "experiments",
+    "format_growth",
+    "format_listing",
+    "format_rows",
+    "format_summary",
+    "format_table",
+    "growth_exponents",
+    "instances",
+    "list_suites",
+    "plot_formats",
+    "records_as_dicts",
+    "run",
+    "suites",
+    "write_csv",
+    "write_json",
+    "write_plot",
+]
+
 
 Builder = Callable[[np.random.Generator], list[Instance]]
 
