@@ -124,8 +124,8 @@ UTILITY_METRICS = (
 REFERENCE = "d-ind"
 UTILITY_METHODS: dict[str, dict[str, Any]] = {
     "default": {},
-    "paper": {"objective": "paper"},
-    REFERENCE: {"baseline": True},
+    "paper": {"settings": dgm.Settings(objective="paper")},
+    REFERENCE: {"settings": dgm.Settings(baseline=True)},
 }
 """The mechanisms compared: ``dgm.learn``'s default, the paper's objective, and D-Ind."""
 
@@ -180,7 +180,7 @@ def format_utility(summary: Sequence[Mapping[str, Any]]) -> str:
     lines = dgm_tables.text_table(header, rows, left=3)
     lines.append(
         f"\nerror / D-Ind's error at the same ε (mean over seeds), (seeds with a smaller error "
-        f"than D-Ind / seeds); {REFERENCE} = the uniform split ε/n (dgm.learn(baseline=True))"
+        f"than D-Ind / seeds); {REFERENCE} = the uniform split ε/n (dgm.Settings(baseline=True))"
     )
     return "\n".join(lines)
 
