@@ -29,8 +29,8 @@ from dpopt.limits import (
     OPT0_IMPLICIT_MAX_N,
     OPT0_MAX_N,
     OPT_M_MAX_ATTRIBUTES,
-    SDP_CLARABEL_MAX_N,
 )
+from dpopt.limits import SDP_CLARABEL_MAX_N as _CLARABEL_MAX_N
 from dpopt.limits import SDP_SCS_MAX_N as CVXPY_MAX_N
 from dpopt.models.hdmm.marginal_algebra import surrogate_from_terms
 from dpopt.models.hdmm.matrix_mechanism import (
@@ -260,7 +260,7 @@ def _cvxpy_limit(largest: int) -> Callable[[StrategySelection], str | None]:
 
 # Clarabel's interior point took ~110 s on the n = 64 SDPs (measured), SCS 4–16 s.
 for _solver, _largest, _tol in (
-    ("clarabel", SDP_CLARABEL_MAX_N, 1e-4),
+    ("clarabel", _CLARABEL_MAX_N, 1e-4),
     ("scs", CVXPY_MAX_N, 1e-3),
 ):
     register_cvxpy(
