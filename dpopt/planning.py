@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpopt.deprecation import warn_renamed
+from dpopt.limits import MAX_CURVE_EPSILONS, MAX_SEEDS
+from dpopt.limits import PLAN_MEMORY_BUDGET as MEMORY_BUDGET
+from dpopt.limits import PLAN_MIN_MEMORY as MIN_MEMORY
 from dpopt.validation import finite_array, instance, integer, positive_number, sequence
 
 __all__ = [
@@ -25,6 +28,7 @@ __all__ = [
     "MAX_CURVE_EPSILONS",
     "MAX_SEEDS",
     "MEMORY_BUDGET",
+    "MIN_MEMORY",
     "ErrorCurve",
     "check_memory",
     "curve_epsilons",
@@ -34,18 +38,9 @@ __all__ = [
 ]
 
 GIB = 2**30
-MEMORY_BUDGET = 4 * GIB
-"""The memory (bytes) one planning call may use unless told otherwise (``max_memory``,
-``--max-memory``): 4 GiB, what a laptop spares beside its other work."""
-MIN_MEMORY = 2**20
-"""The smallest ``max_memory`` accepted (1 MiB)."""
 CURVE_EPSILONS = (1e-6, 1e6)
 """The ε a simulated error curve accepts (dgm, relational): beyond, the simulated releases
 refuse their own noise scales only after the data are simulated."""
-MAX_CURVE_EPSILONS = 100
-"""Most ε values one curve (or one ``dpopt plan`` table) evaluates."""
-MAX_SEEDS = 1000
-"""Most simulated releases per ε of one curve."""
 
 
 def memory_budget(value: Any) -> int:

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.limits import MAX_COUNT
+
 __all__ = [
     "EXACT_FLOAT_INTEGER",
     "MAX_COUNT",
@@ -45,13 +47,6 @@ __all__ = [
     "subclass",
 ]
 
-MAX_COUNT = 2**62
-"""Largest supported magnitude of an integer input (a count, a total, a domain bound) and of
-every sum of counts the library forms (a parent's total of its children, the public total n).
-
-Counts are held in int64 (largest 2**63 − 1); capping inputs and sums at 2**62 leaves room for
-one more addition or subtraction of two supported values (a noisy count minus a count, say)
-without wrapping. Larger values are refused with a :class:`ValueError`, never wrapped."""
 
 EXACT_FLOAT_INTEGER = 2**53
 """Largest magnitude of a float accepted as an integer: every integer up to 2**53 is a float64,

@@ -80,6 +80,7 @@ from dpopt.census.release_file import SavedRelease, load_release
 from dpopt.census.store import partition_path
 from dpopt.extras import load_pyarrow
 from dpopt.hierarchy import Tree
+from dpopt.limits import CHECK_MAX_VIOLATIONS as LIMIT
 from dpopt.privacy.accounting import KINDS, add_all
 from dpopt.privacy.samplers import DiscreteLaplace
 from dpopt.problem import CLAIMS_FEASIBLE
@@ -116,9 +117,6 @@ __all__ = [
     "level_errors",
     "release_errors",
 ]
-
-LIMIT = 20
-"""Violations listed before the report stops adding them (the count goes on)."""
 
 
 @dataclass

@@ -59,6 +59,7 @@ from dpopt.census.measurement import QUERIES, Measurement
 from dpopt.census.resources import Estimate, memory_limit_of
 from dpopt.deprecation import keyword_alias
 from dpopt.hierarchy import Tree
+from dpopt.limits import INTERVAL_MAX_CHILDREN as MAX_CHILDREN
 from dpopt.validation import (
     boolean,
     choice,
@@ -92,9 +93,6 @@ COARSE = {
 }
 """What ``Intervals.method`` says when some pivot's distribution was coarsened."""
 
-MAX_CHILDREN = 32
-"""Regions with more children use their own answer alone: the combination's variance is
-k/(k + 1) of it, under 3 % less, while the exact distribution's support grows with k."""
 
 TAIL = 1e-17
 """Discrete Laplace tails lighter than this are dropped from the exact distributions."""

@@ -16,6 +16,9 @@ from typing import Any
 import numpy as np
 
 from dpopt.hierarchy import Tree
+from dpopt.limits import CENSUS_MAX_CELLS as MAX_CELLS
+from dpopt.limits import CENSUS_MAX_SIZES as MAX_SIZES
+from dpopt.limits import MAX_HOUSEHOLD_SIZE
 from dpopt.validation import MAX_COUNT, integer, integer_array
 
 __all__ = [
@@ -33,18 +36,6 @@ __all__ = [
 # US household sizes 1..7 (2010 Census SF1 shares, %); the tail beyond 7 continues
 # geometrically with the ratio of sizes 7 and 6, as in the paper's augmentation (spec §5).
 HOUSEHOLD_SHARES = (26.7, 33.6, 15.7, 13.4, 6.2, 2.5, 1.9)
-
-
-MAX_SIZES = 10**5
-"""Most sizes in a size set K (the counts have one column per size)."""
-
-MAX_CELLS = 2_000_000
-"""Most (region, size) cells :func:`synthetic` builds: 20× a county-level US census (51 states,
-3,143 counties, 30 sizes: 95,000 cells), a few seconds to draw."""
-
-MAX_HOUSEHOLD_SIZE = 1000
-"""Largest ``sizes`` of :func:`household_distribution` and :func:`synthetic`: the geometric tail
-stays far above float64's smallest number (it would underflow to 0 past ~2,500)."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -32,6 +32,7 @@ import numpy as np
 from dpopt.census.blocks import read_release, release_blocks
 from dpopt.census.geography import LEVELS, Geography, state_data
 from dpopt.census.store import read_partition
+from dpopt.limits import MAX_RELEASES
 from dpopt.models.census.problems import OBJECTIVES
 from dpopt.planning import check_memory, memory_budget, tolerance
 from dpopt.runner import as_executor
@@ -52,8 +53,6 @@ SIMULATION_SEED = 2026
 RTOL_RANGE = (1e-4, 0.5)
 """The ``rtol`` :func:`plan_epsilon` accepts: finer than 1e-4 is far below one simulated
 release's own standard error, so no search of a few releases lands in it."""
-MAX_RELEASES = 64
-"""Most simulated releases one :func:`plan_epsilon` may run (``max_releases``)."""
 BYTES_PER_CELL = 96
 """Peak bytes per region × size cell of the largest state a simulated release holds (76
 measured at 5 % of Texas, 34,730 regions × 30 sizes, with the generator's counts)."""

@@ -30,6 +30,7 @@ import numpy as np
 
 from dpopt.census.measurement import Measurement, Query
 from dpopt.hierarchy import Tree
+from dpopt.limits import MAX_DOMAIN_SD
 from dpopt.models.census.problems import (
     OBJECTIVES,
     ChainPostProcess,
@@ -76,9 +77,6 @@ METHODS: dict[str, Mechanism] = {
 }
 """The census post-processing methods, by the name ``method=`` takes."""
 
-# Widest starting domain, in noise sds: the domains double until feasible, and at this width
-# they already cover 0..n for any count a 64-bit integer holds.
-MAX_DOMAIN_SD = 1e6
 
 # The fast method that decides whether a Problem type's domains are feasible.
 PROBE = {PostProcess: "pwl-dp", ChainPostProcess: "chain-dp", CumulativePostProcess: "pava-dp"}

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 
 from dpopt.census.postprocess import PROBE, mechanism, starting_delta
+from dpopt.limits import CENSUS_MEMORY_LIMIT as DEFAULT_MEMORY_LIMIT
+from dpopt.limits import CENSUS_MIN_MEMORY_LIMIT as MIN_MEMORY_LIMIT
 from dpopt.solvers.census.cost_tables import MAX_COST
 from dpopt.validation import integer
 
@@ -32,11 +34,6 @@ __all__ = [
     "postprocess_estimates",
 ]
 
-DEFAULT_MEMORY_LIMIT = 2 * 2**30
-"""Bytes a census release may plan to use at once (2 GiB) unless ``max_memory`` says."""
-
-MIN_MEMORY_LIMIT = 64 * 2**20
-"""The smallest ``max_memory`` (64 MiB): below it the coarse pivots get too coarse."""
 
 TREE_DP_BYTES = 8
 """Peak bytes of the tree DPs (pwl-dp, pava-dp) per unit of one size column's starting domain

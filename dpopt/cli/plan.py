@@ -380,7 +380,7 @@ def _method(args: argparse.Namespace, workload: Any) -> str:
 def _opt_marginals(workload: Any) -> str:
     """OPT_M on a marginal workload, refused past its attribute cap."""
     from dpopt import workload as wl
-    from dpopt.solvers.hdmm.methods import OPT_M_MAX_ATTRIBUTES
+    from dpopt.limits import OPT_M_MAX_ATTRIBUTES
 
     d = len(wl.domain(workload))
     if d > OPT_M_MAX_ATTRIBUTES:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dpopt.cli.options import nonnegative_int, positive_float, positive_int
+from dpopt.limits import MAX_LISTED_ATTRIBUTES
 from dpopt.planning import check_memory, memory_budget
 from dpopt.validation import instance
 
@@ -37,9 +38,6 @@ def parse_workload(text: str, max_memory: int | None = None) -> Any:
         terms.append(factors[0] if len(factors) == 1 else wl.Kron(factors))
     return terms[0] if len(terms) == 1 else wl.VStack(terms)
 
-
-MAX_LISTED_ATTRIBUTES = 10**6
-"""Most attributes a ``SIZES`` list of the workload grammar names (checked before it is made)."""
 
 MARGINALS_FORM = "marginals:sizes=SIZES,k=K or k<=K (e.g. marginals:sizes=10x100,k<=3)"
 

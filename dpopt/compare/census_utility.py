@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 from dpopt import census
 from dpopt.census.geography import LEVELS
 from dpopt.compare.instance import Experiment, ratio
+from dpopt.limits import MAX_FLOOR_SUPPORT
 from dpopt.models.census.problems import PostProcess, decumulate
 from dpopt.runner import keep_finished
 from dpopt.validation import boolean, instance, integer, positive_number, records, sequence
@@ -177,11 +178,6 @@ def _weights(variant: Variant, data: census.CensusData) -> np.ndarray:
     objective = census.OBJECTIVES[variant.objective or "leaf-weighted"]
     weights = objective.weights(data.tree)
     return np.ones(data.parents.size) if weights is None else weights
-
-
-MAX_FLOOR_SUPPORT = 10**6
-"""Most probabilities :func:`faithful_floor`'s convolution of ``cells`` noises may hold (its
-time grows with the square of it)."""
 
 
 def faithful_floor(scale: float, cells: int) -> float:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.dgm.networks import Network
+from dpopt.limits import MAX_QUERY_CELLS
 from dpopt.validation import instance
 
 __all__ = [
@@ -43,9 +44,6 @@ __all__ = [
 
 KL_FLOOR = 1e-12
 """Reference probabilities below this count as this in KL (spec §7 item 9)."""
-MAX_QUERY_CELLS = 4096
-"""The largest joint domain |dom(X ∪ Y)| of a random query. The spec's sizes (uniform from 1
-to n − 1) would ask for up to 10¹⁷ exact answers on alarm; larger sets are cut at this cap."""
 
 
 def _kl(private: np.ndarray, reference: np.ndarray) -> tuple[float, int]:

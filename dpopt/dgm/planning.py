@@ -28,6 +28,7 @@ from dpopt.deprecation import renamed
 from dpopt.dgm.evaluation import Inference, evaluate, random_queries
 from dpopt.dgm.learning import Settings, learn, maximum_likelihood
 from dpopt.dgm.networks import Network, load
+from dpopt.limits import DGM_MAX_QUERIES as MAX_QUERIES
 from dpopt.planning import MAX_SEEDS, ErrorCurve, check_memory, curve_epsilons, memory_budget
 from dpopt.validation import choice, instance, integer, positive_number
 
@@ -36,8 +37,6 @@ __all__ = ["PRIORS", "ErrorCurve", "error_curve", "memory_estimate", "plan_error
 PRIORS = ("dirichlet", "given")
 METRICS = ("marginal_l1", "conditional_weighted_l1")
 METHODS = {"default": Settings(), "baseline": Settings(baseline=True)}
-MAX_QUERIES = 1000
-"""Most random queries per simulated release (each is an exact inference)."""
 NODE_BYTES = 4
 """Bytes per record and node: the int16 codes sampled, the DataFrame's categorical codes and
 the int16 codes :func:`learn` encodes again (37 B per record measured on asia's 8 nodes,

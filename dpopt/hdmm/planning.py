@@ -19,6 +19,7 @@ from dpopt.hdmm.optimizers import identity_for
 from dpopt.hdmm.residual.planning import plan_noise, release_error
 from dpopt.hdmm.residual.strategy import ResidualStrategy, marginal_workload
 from dpopt.hdmm.strategies import AnyStrategy, ProductStrategy, Strategy
+from dpopt.limits import MAX_BISECTIONS
 from dpopt.models.hdmm.marginal_algebra import key_bits, pinv_coefficients
 from dpopt.models.hdmm.matrix_mechanism import (
     normal_inverse,
@@ -256,8 +257,6 @@ EPSILON_RANGE = (1e-6, 1e4)
 RTOL_RANGE = (1e-12, 0.5)
 """The ``rtol`` :func:`plan_epsilon` accepts: finer than 1e-12 is below what float64 resolves
 on an ε up to 10⁴; coarser than 0.5 is no longer a smallest ε."""
-MAX_BISECTIONS = 64
-"""Most bisection steps of :func:`plan_epsilon` (rtol = 1e-12 takes 45 on EPSILON_RANGE)."""
 
 
 def plan_epsilon(

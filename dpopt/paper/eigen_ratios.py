@@ -62,6 +62,8 @@ import numpy as np
 
 from dpopt import eigen, hdmm
 from dpopt import workload as wl
+from dpopt.limits import PAPER_SDP_CLARABEL_MAX_N as SDP_CLARABEL_MAX
+from dpopt.limits import SDP_SCS_MAX_N as SDP_MAX
 from dpopt.models.hdmm.matrix_mechanism import StrategySelection
 from dpopt.problem import solve
 from dpopt.solvers.hdmm import baselines as hdmm_baselines
@@ -98,9 +100,6 @@ PAPER_LABELS = {
 }
 WORKLOADS = tuple(PAPER_LABELS)
 """The workload names, in table order."""
-
-SDP_CLARABEL_MAX = 16
-SDP_MAX = 64
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.limits import MAX_CONVERTED_EPSILON as _MAX_CONVERTED_EPSILON
+from dpopt.limits import MAX_DOUBLINGS as _MAX_DOUBLINGS
 from dpopt.validation import positive_number
 
 __all__ = [
@@ -31,10 +33,6 @@ __all__ = [
     "gaussian_delta",
     "zcdp_to_approx_dp",
 ]
-
-
-_MAX_CONVERTED_EPSILON = 1e4
-"""(ε, δ) → zCDP conversions are refused above this ε, where the float search is unreliable."""
 
 
 def _delta(delta: Any) -> float:
@@ -50,9 +48,6 @@ _SMALLEST = sys.float_info.min
 _CANCELLATION = 1e10
 """δ = Φ(a) − e^ε Φ(b) is refused when Φ(a)/δ exceeds this: the subtraction kept fewer than
 6 of float64's 16 digits."""
-
-_MAX_DOUBLINGS = 2100
-"""Bound of every bracketing loop below: 2100 doublings or halvings span every positive float."""
 
 
 def _gaussian_delta(sigma: float, epsilon: float) -> tuple[float, float]:

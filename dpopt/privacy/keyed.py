@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.limits import MAX_THRESHOLDS
 from dpopt.privacy.samplers import DiscreteLaplace
 
 __all__ = ["keyed_laplace", "stream_seeds"]
@@ -50,9 +51,6 @@ _POOL = 4
 
 REGIONS_PER_BATCH = 16_384
 """Regions sampled together (their prefetched words are the batch's memory)."""
-MAX_THRESHOLDS = 1 << 20
-"""Most thresholds F_g kept per scale; a word below the last one is decided exactly, slowly
-(for scales up to ~25,000 that has probability below e⁻⁴⁰)."""
 
 
 def _entropy_words(entropy: int) -> list[int]:

@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from dpopt.limits import MAX_GRID_BITS as _MAX_BITS
 from dpopt.privacy.accounting import Accountant, Loss, pure_epsilon
 from dpopt.privacy.calibration import cdp_rho
 from dpopt.privacy.samplers import (
@@ -111,11 +112,6 @@ class Dyadic:
                 self.numerators.shape
             )
         return np.ldexp(self.numerators.astype(np.float64), -self.bits)
-
-
-_MAX_BITS = 1074 + 1023
-"""The finest grid :func:`snap` takes: on a finer one every non-zero float overflows (the
-smallest, 2^−1074, times 2^2098 is 2^1024)."""
 
 
 def snap(values: Any, bits: int, *, name: str = "answers") -> Dyadic:

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.limits import MAX_DRAWS, MAX_GAUSSIAN_SIGMA, MAX_LAPLACE_SCALE
 from dpopt.validation import instance, integer
 
 __all__ = [
@@ -293,9 +294,7 @@ def _ceil(value: Fraction) -> int:
 
 # Largest scale sampled: U + 2^56·V stays below 2⁶³ unless V ≥ 128, which has probability
 # e^{−128}, and is then refused rather than wrapped.
-_LAPLACE_BITS = 56
-MAX_LAPLACE_SCALE = Fraction(1 << _LAPLACE_BITS)
-"""Largest discrete Laplace scale: beyond it the noise would not fit a 64-bit integer."""
+_LAPLACE_BITS = MAX_LAPLACE_SCALE.numerator.bit_length() - 1  # 56
 
 
 class _IntegerSampler:
@@ -310,10 +309,6 @@ class _IntegerSampler:
 
     def _draw(self, count: int, rng: np.random.Generator) -> np.ndarray:
         raise NotImplementedError
-
-
-MAX_DRAWS = 1 << 31
-"""Most draws one ``sample`` call makes (16 GiB of int64): draw more in batches."""
 
 
 def _shape(size: Any) -> tuple[int, ...]:
@@ -418,8 +413,6 @@ class DiscreteLaplace(_IntegerSampler):
 # below 2³¹ unless |Y| > 64·t (probability about e⁻³²), which is then done in Python integers.
 # Beyond σ ≈ 2²⁵ every draw is done in Python integers: still exact, but slow.
 _GAUSS_BITS = 25
-MAX_GAUSSIAN_SIGMA = Fraction(1 << 52)
-"""Largest discrete Gaussian σ: beyond it the noise would not fit a 64-bit integer."""
 
 
 class DiscreteGaussian(_IntegerSampler):

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpopt.limits import RELATIONAL_MAX_CELLS as MAX_CELLS
 from dpopt.validation import choice, integer, integer_array
 
 if TYPE_CHECKING:
@@ -40,9 +41,6 @@ RELATIONSHIPS = ("many-to-many", "one-to-many")
 
 Workload = tuple[tuple[str, ...], tuple[str, ...]]
 """A cross-table workload (S1 left columns, S2 right columns), spec §1.2."""
-
-MAX_CELLS = 10**8
-"""Largest joint domain of one workload (its answer is a dense vector of that length)."""
 
 
 def _side(side: Any) -> str:

@@ -62,6 +62,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from dpopt.limits import MAX_PAIR_CELLS, MAX_SAMPLE_CELLS
+from dpopt.limits import RELATIONAL_MAX_ROWS as MAX_ROWS
 from dpopt.privacy import Accountant, Loss, draw, exponential_mechanism, prepare_gaussian
 from dpopt.privacy.samplers import exact_fraction
 from dpopt.problem import Status
@@ -88,13 +90,6 @@ __all__ = [
 Neighbours = Literal["add-remove", "replace"]
 NEIGHBOURS: tuple[str, ...] = ("add-remove", "replace")
 
-MAX_ROWS = 2**31
-"""Largest number of input or synthetic rows: keeps every selection score exact in float64."""
-MAX_SAMPLE_CELLS = 2**27
-"""Largest rows × attributes of a synthetic table (1 GiB of int64 codes): a bigger ``rows`` is
-refused before anything is charged rather than failing for memory after the charge."""
-MAX_PAIR_CELLS = 2**24
-"""Largest total number of cells over all attribute pairs (the selection computes them all)."""
 
 _SCORE_BITS = 20  # P̂ is put on the grid 2^-20 so that the L1 scores are computed exactly
 _EPS_BITS = 40  # the exponential mechanism's ε grid (dpopt.privacy.mechanisms._EPSILON_BITS)

@@ -16,6 +16,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpopt.limits import (
+    COLLAPSE_LIMIT,
+    DENSE_LIMIT,
+    MAX_MARGINALS,
+    MAX_TERMS,
+    NORM_LIMIT,
+    SPARSE_LIMIT,
+)
+from dpopt.limits import MARGINAL_WEIGHTS_MAX_ATTRIBUTES as MAX_ATTRIBUTES
 from dpopt.validation import finite_array, integer, nonnegative_integer, positive_number
 
 __all__ = [
@@ -45,30 +54,6 @@ __all__ = [
 if TYPE_CHECKING:
     from scipy import sparse
 
-
-DENSE_LIMIT = 2**26
-"""Largest number of entries ``dense()`` materialises without ``force=True``."""
-
-NORM_LIMIT = 10**8
-"""Longest column-norm vector built explicitly (column norms of a Kron or VStack)."""
-
-SPARSE_LIMIT = 2**24
-"""Most stored entries of a sparse baseline (:func:`hierarchical`, :func:`wavelet`, :func:`hb`)."""
-
-COLLAPSE_LIMIT = 2**20
-"""Widest Kronecker factor whose several column-norm terms are summed into one vector (so that
-a Kron of unions stays one product of per-factor vectors instead of multiplying out)."""
-
-MAX_TERMS = 4096
-"""Most Kronecker terms a Kron of unions is multiplied out into (its factors' term counts
-multiply); past it a one-attribute union factor is summed into one term, else refused."""
-
-MAX_MARGINALS = 10**5
-"""Most marginals a :class:`~dpopt.workload.marginals.Marginals` builds as separate blocks
-(the optimizers that read blocks); its table holds more."""
-
-MAX_ATTRIBUTES = 26
-"""Most attributes :func:`marginal_weights` handles (its vector has 2^d entries)."""
 
 Terms = list[tuple[float, list[np.ndarray]]]
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.limits import MAX_MARGINAL_ROWS
 from dpopt.validation import nonnegative_integer, positive_array
 from dpopt.workload.blocks import Identity, Total
 from dpopt.workload.core import (
@@ -173,10 +174,6 @@ class Marginals(VStack):
     def __repr__(self) -> str:
         what = f"k={self.k}" if self.k is not None else f"{self.table.shape[0]} marginals"
         return f"Marginals({self.sizes}, {what})"
-
-
-MAX_MARGINAL_ROWS = 50_000_000
-"""Most marginals one :class:`Marginals` holds (a table of 8 bytes per attribute each)."""
 
 
 def _combinations(d: int, k: int) -> np.ndarray:

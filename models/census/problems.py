@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from dpopt.hierarchy import Tree
+from dpopt.limits import CHORD_MAX_WIDTH
+from dpopt.limits import MAX_REGION_WEIGHT as MAX_WEIGHT
 from dpopt.models.census.optimality import certified
 from dpopt.problem import Problem
 from dpopt.validation import (
@@ -195,10 +197,6 @@ class _CensusCounts(Problem):
         raise NotImplementedError
 
 
-# Largest region weight: a weight times a squared error must leave the DP's int64 costs room.
-MAX_WEIGHT = 2**31
-
-
 @dataclass(frozen=True, eq=False)
 class PostProcess(_CensusCounts):
     """Model 1 (H1–H4): hierarchical group-size counts made consistent, faithful, integral.
@@ -361,11 +359,6 @@ def counts_from_chain(tree: Tree, chain: np.ndarray) -> np.ndarray:
 # --- exact models ---------------------------------------------------------------------------
 
 CpsatBuild = tuple["cp_model.CpModel", Callable[["cp_model.CpSolver"], np.ndarray]]
-
-
-# Widest domain for which a cell's square is encoded by its chords (one linear cut per unit
-# segment); wider cells use CP-SAT's multiplication constraint, which is exact but weak.
-CHORD_MAX_WIDTH = 4096
 
 
 def _cpsat_base(problem: _CensusCounts) -> tuple[cp_model.CpModel, np.ndarray]:

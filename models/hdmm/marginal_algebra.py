@@ -21,6 +21,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpopt import workload as wl
+from dpopt.limits import MARGINAL_ALGEBRA_MAX_ATTRIBUTES as MAX_ATTRIBUTES
+from dpopt.limits import MARGINAL_DENSE_MAX_N as DENSE_MAX_N  # noqa: F401 (its former home)
 from dpopt.privacy.mechanisms import Noise, noise_kind
 from dpopt.validation import finite_array, nonnegative_integer
 
@@ -34,11 +36,6 @@ __all__ = [
     "theta_vector",
 ]
 
-MAX_ATTRIBUTES = 24
-"""Largest d handled: vectors over marginals have 2^d entries."""
-
-DENSE_MAX_N = 4096
-"""Largest domain :func:`marginal_strategy_dense` materialises."""
 
 U_RTOL = 1e-12
 """κ_u(a) counts as 0 below U_RTOL·max(u)·(Y1)(a): no u(b), b ⊇ a, above U_RTOL·max(u)."""

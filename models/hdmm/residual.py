@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from dpopt.limits import RESIDUAL_MAX_ARITY as MAX_ARITY
+from dpopt.limits import RESIDUAL_MAX_CLOSURE as MAX_CLOSURE
 from dpopt.problem import Problem
 from dpopt.validation import choice, finite_array, instance, integer, positive_array
 
@@ -57,13 +59,6 @@ __all__ = [
 OBJECTIVES = ("sum", "max")
 """``sum``: the workload rows' total variance (the expected total squared error); ``max``: the
 largest variance of one weighted workload row."""
-
-MAX_ARITY = 16
-"""Most attributes in one marginal: its 2^k subsets are enumerated (65,536 at k = 16)."""
-
-MAX_CLOSURE = 50_000_000
-"""Most (marginal, subset) pairs the closure enumerates: 8 bytes each in every working array
-(all ≤3-way marginals of 200 attributes are 10.7 million)."""
 
 
 def attribute_table(sizes: Any, marginals: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -22,12 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.limits import MAX_COST
+
 __all__: list[str] = []  # the tree DPs' building blocks: no entry point of their own
 
 Splitter = Callable[[int], np.ndarray]
-
-# Largest cost a table may hold; beyond it int64 arithmetic could overflow.
-MAX_COST = 2**62
 
 
 class Infeasible(Exception):

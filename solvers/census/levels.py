@@ -56,6 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpopt.hierarchy import Tree, ragged_ranges
+from dpopt.limits import SORT_KEY_LIMIT
 from dpopt.solvers.census.cost_tables import Infeasible, Table, check_cost_range, squared_table
 from dpopt.validation import instance, integer, integer_array
 
@@ -73,9 +74,6 @@ __all__ = [
 HISTOGRAM_SPAN_RATIO = 8
 HISTOGRAM_SPAN_SLACK = 256
 
-# Sorted bins sort (parent, slope) as one int64 key when the parents' slope ranges add up to
-# less than this (always, short of slopes near the cost bound), else by a lexsort.
-SORT_KEY_LIMIT = 2**61
 
 _BIG = np.iinfo(np.int64).max
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.limits import CPSAT_MAX_CHORDS, DP_TABLE_MAX_WORK, RELAXED_MAX_CELLS
 from dpopt.models.census.problems import (
     ChainPostProcess,
     CumulativePostProcess,
@@ -55,11 +56,6 @@ __all__ = [
     "DP_TABLE_MAX_WORK",
     "RELAXED_MAX_CELLS",
 ]
-
-# Size limits of the slow exact references (cells × widest domain, roughly their work).
-CPSAT_MAX_CHORDS = 500_000
-DP_TABLE_MAX_WORK = 5_000_000
-RELAXED_MAX_CELLS = 300_000
 
 
 def _domain_width(problem: Any) -> int:

@@ -58,6 +58,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from dpopt.hierarchy import Tree
+from dpopt.limits import MAX_DOUBLINGS as MAX_WIDENINGS
 from dpopt.models.census.optimality import (
     Interval,
     arc_interval,
@@ -176,12 +177,6 @@ def domain(
         wide = np.minimum(np.asarray(multiplier * sd, dtype=np.float64), cap)
     delta = np.ceil(wide).astype(np.int64)
     return np.clip(noisy - delta, 0, total), np.clip(noisy + delta, 0, total)
-
-
-MAX_WIDENINGS = 2200
-"""Most doublings of a domain multiplier: from the smallest positive float64 to past its
-largest (2^-1074 … 2^1024) is 2098, and a multiplier whose domains are full stops doubling
-(δ is capped at n + 1), so a loop past this bound is a bug, reported rather than spun."""
 
 
 def widenings(what: str) -> Iterator[int]:

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpopt.limits import DGM_CVXPY_MAX_NODES as CVXPY_MAX_NODES
 from dpopt.models.dgm.budget import BudgetAllocation, cvxpy_model
 from dpopt.problem import Outcome, register
 from dpopt.solvers.backends.cvxpy import register_cvxpy
 
 __all__: list[str] = []  # its methods are reached through dpopt.solve
-
-CVXPY_MAX_NODES = 200_000
 
 
 @register(

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.limits import DENSE_EIGH_MAX_N as DENSE_MAX_N
 from dpopt.models.eigen.weighting import EigenWeighting
 from dpopt.models.hdmm.matrix_mechanism import (
     ProductPoint,
@@ -48,7 +49,6 @@ __all__ = ["DENSE_MAX_N", "spectrum_bounds"]
 ZERO_TOL = 1e-10
 """Eigenvalues at most this times σ₁ are zeros of a rank-deficient Gram (spec §8 item 5)."""
 
-DENSE_MAX_N = 4096
 
 CHECK_RTOL = 1e-9
 """Relative slack of the Theorem 2–3 checks (rounding in the error and bound sums)."""

@@ -23,6 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpopt.limits import EIGEN_CVXPY_MAX_QUERIES as CVXPY_MAX_QUERIES
+from dpopt.limits import EIGEN_CVXPY_MAX_SPREAD as CVXPY_MAX_SPREAD
+from dpopt.limits import EIGEN_GENERAL_MAX_CELLS as GENERAL_MAX_CELLS
+from dpopt.limits import IPM_MAX_ITERATIONS as MAX_ITERATIONS
 from dpopt.models.eigen.weighting import (
     DesignWeighting,
     EigenWeighting,
@@ -44,19 +48,12 @@ GAP_TOL = 1e-8
 MIN_GAP = 1e-13
 """The smallest gap ``ipm`` accepts: the sums behind the certificate carry ~1e-15 rounding."""
 
-MAX_ITERATIONS = 200
 MIN_CENTRING = 1e-3  # σ ≥ this: complementarity may not outrun the residuals
 NEIGHBOURHOOD = 1e-4  # γ of the wide neighbourhood of the central path
 RIDGE = 1e-13  # relative diagonal shift of a Newton system that lost definiteness
 # Rows (or columns) of S closer than this, relative to max S, are merged by the presolve; the
 # certificate is on the original program, so a merge can cost accuracy but never correctness.
 DUPLICATE_TOL = 1e-13
-CVXPY_MAX_QUERIES = 512  # Clarabel took 3.2 s at k = 512 (spec §7)
-GENERAL_MAX_CELLS = 64
-# Beyond this ratio of the largest to the smallest positive cost Clarabel missed the optimum
-# by up to 5e-5 while reporting "optimal" (40 of 400 random instances with up to 9 decades;
-# none of 400 with up to 6), so the cvxpy methods refuse such instances.
-CVXPY_MAX_SPREAD = 1e6  # the matrix_frac form is an n × n SDP
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.limits import KRON_MAX_SWEEPS as MAX_SWEEPS
 from dpopt.models.hdmm.matrix_mechanism import (
     SUPPORT_TOL,
     gram_factor,
@@ -52,7 +53,6 @@ __all__ = [
 
 Term = tuple[float, list[np.ndarray]]  # (w², per-attribute Grams)
 
-MAX_SWEEPS = 10
 SWEEP_TOL = 1e-4
 
 

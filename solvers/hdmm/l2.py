@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpopt.limits import L2_MAX_CG as MAX_CG
 from dpopt.models.hdmm.matrix_mechanism import gram_factor
 from dpopt.solvers.backends.deadline import Deadline
 from dpopt.threads import one_thread
@@ -46,7 +47,6 @@ __all__: list[str] = []  # reached through dpopt.solve (method l2-dual)
 NEWTON_GAP = 3e-2
 # CG stops at this relative (preconditioned) residual or after MAX_CG products.
 FORCING = 1e-1
-MAX_CG = 50
 # The Newton matrix is −∇²g + ρ·diag(−∇²g), ρ = REGULARIZE × the relative gap (Levenberg–
 # Marquardt): ∇²g has rank ≤ r(r+1)/2 and is singular on low-rank V, where unregularised CG
 # returned steps of 1e33 (a rank-one V with two cells of nearly equal norm).

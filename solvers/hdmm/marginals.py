@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpopt import workload as wl
+from dpopt.limits import OPT_M_MAX_ITERATIONS as MAXITER
 from dpopt.models.hdmm.marginal_algebra import (
     DENSE_MAX_N,
     W_RTOL,
@@ -40,7 +41,6 @@ PENALTY = 1e300
 """Finite loss, with zero gradient, where 𝕄 does not support the workload (spec §7 item 14)."""
 
 FTOL = 1e-10
-MAXITER = 15000
 
 
 # --- OPT_M (spec §3.5) --------------------------------------------------------------------------

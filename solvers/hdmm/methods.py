@@ -22,7 +22,17 @@ from typing import Any
 import numpy as np
 
 from dpopt import workload as wl
-from dpopt.models.hdmm.marginal_algebra import MAX_ATTRIBUTES, surrogate_from_terms
+from dpopt.limits import DENSE_EIGH_MAX_N as L2_DUAL_MAX_N
+from dpopt.limits import (
+    GAUSSIAN_OPT0_MAX_N,
+    MAX_RESTARTS,
+    OPT0_IMPLICIT_MAX_N,
+    OPT0_MAX_N,
+    OPT_M_MAX_ATTRIBUTES,
+)
+from dpopt.limits import SDP_CLARABEL_MAX_N as _CLARABEL_MAX_N
+from dpopt.limits import SDP_SCS_MAX_N as CVXPY_MAX_N
+from dpopt.models.hdmm.marginal_algebra import surrogate_from_terms
 from dpopt.models.hdmm.matrix_mechanism import (
     ProductPoint,
     ProductStrategySelection,
@@ -55,15 +65,7 @@ __all__ = [
     "OPT_M_MAX_ATTRIBUTES",
 ]
 
-CVXPY_MAX_N = 64
-OPT0_MAX_N = 8192
-# The Laplace OPT₀ on an implicit Gram forms no n × n array but returns the dense
-# (n + n/16) × n strategy: 2.3 GB at this n.
-OPT0_IMPLICIT_MAX_N = 16384
 GAUSSIAN_TOL = 1e-4
-# The Gaussian OPT₀ runs L-BFGS-B over the n(n−1)/2 entries of X with an n³ Cholesky per step:
-# > 900 s at n = 4096 (issue 14). Above this n Eigen-Design (``eigen-design``) is the L2 path.
-GAUSSIAN_OPT0_MAX_N = 1024
 
 
 def _opt0_limit(noise: str) -> Callable[[StrategySelection], str | None]:
@@ -173,8 +175,6 @@ def _opt0_gaussian(problem: StrategySelection, *, time_limit: float | None = Non
     return _outcome(run.candidates, "optimal", **extra)
 
 
-# The dual's steps are n × n eigendecompositions (about 15 s each at n = 4096 on one thread).
-L2_DUAL_MAX_N = 4096
 L2_DUAL_TOL = 1e-6
 
 
@@ -259,7 +259,10 @@ def _cvxpy_limit(largest: int) -> Callable[[StrategySelection], str | None]:
 
 
 # Clarabel's interior point took ~110 s on the n = 64 SDPs (measured), SCS 4–16 s.
-for _solver, _largest, _tol in (("clarabel", 32, 1e-4), ("scs", CVXPY_MAX_N, 1e-3)):
+for _solver, _largest, _tol in (
+    ("clarabel", _CLARABEL_MAX_N, 1e-4),
+    ("scs", CVXPY_MAX_N, 1e-3),
+):
     register_cvxpy(
         StrategySelection,
         cvxpy_model,
@@ -269,10 +272,6 @@ for _solver, _largest, _tol in (("clarabel", 32, 1e-4), ("scs", CVXPY_MAX_N, 1e-
         limit=_cvxpy_limit(_largest),
         description="Def. 12 SDP: min tr(V X⁻¹) s.t. diag(X) ≤ 1",
     )
-
-
-MAX_RESTARTS = 1000
-"""Most restarts a randomised optimizer accepts (each is a full optimisation)."""
 
 
 def _seeded(seed: int) -> np.random.Generator:
@@ -350,10 +349,6 @@ def _product_identity(
     problem: ProductStrategySelection, *, time_limit: float | None = None
 ) -> Outcome:
     return Outcome(ProductPoint.kron(np.eye(n) for n in problem.sizes), "feasible")
-
-
-# OPT_M's vectors have 2^d entries; the paper runs it up to d = 15 (spec §3.7).
-OPT_M_MAX_ATTRIBUTES = min(15, MAX_ATTRIBUTES)
 
 
 @register(

@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 
 from dpopt import workload as wl
+from dpopt.limits import DENSE_EIGH_MAX_N as SVD_EIGH_MAX_N
+from dpopt.limits import OPT0_MAX_LINE_SEARCH as MAX_LINE_SEARCH
 from dpopt.models.hdmm.matrix_mechanism import (
     Gram,
     dense_gram,
@@ -174,11 +176,6 @@ def _total(gram: Gram) -> float:
     return float(gram_times(gram, np.ones((gram.shape[0], 1))).sum())
 
 
-# Largest n whose SVD-bound candidate is built from a dense eigendecomposition (~10 s at 4096
-# on 2 cores); AllRange and Prefix Grams have closed-form eigenpairs at every n.
-SVD_EIGH_MAX_N = 4096
-
-
 def gram_eigenpairs(gram: Gram) -> tuple[np.ndarray, np.ndarray] | None:
     """(λ, P) with PΛPᵀ = V: closed form for an implicit AllRange or Prefix Gram, else a dense
     eigendecomposition up to :data:`SVD_EIGH_MAX_N`; None past it or past DENSE_LIMIT."""
@@ -290,12 +287,6 @@ def _unit_diagonal(lower: np.ndarray, n: int, rows: np.ndarray, cols: np.ndarray
 
 
 RIDGES = (1e-6, 1e-8, 1e-10, 1e-12, 1e-14)
-# Line-search steps per L-BFGS-B iteration (scipy's default is 20). Near the PD boundary the
-# penalty makes the search back off many times; at 20 the ridge stages of rank-deficient Grams
-# often ended "ABNORMAL" (58 of 640 stages on 128 random Grams, n ≤ 12; 39 of 150 runs not
-# converged on another sample), at 100 none did. The objectives stay as accurate: worst excess
-# over the Clarabel SDP optimum 2.3e-5 at 100, 2.5e-5 at 20, on those 150 Grams (measured).
-MAX_LINE_SEARCH = 100
 
 
 @dataclass(frozen=True)

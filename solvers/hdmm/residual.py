@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpopt.limits import RESIDUAL_CVXPY_MAX_CLOSURE as CVXPY_MAX_CLOSURE
+from dpopt.limits import RESIDUAL_MAX_ITERATIONS as MAX_ITERATIONS
 from dpopt.models.hdmm.residual import Closure, ResidualSelection, cvxpy_model
 from dpopt.problem import Outcome, register
 from dpopt.solvers.backends.cvxpy import register_cvxpy
@@ -33,15 +35,9 @@ from dpopt.validation import integer, positive_number
 
 __all__ = ["CVXPY_MAX_CLOSURE", "DUAL_TOL", "MAX_ITERATIONS"]
 
-CVXPY_MAX_CLOSURE = 2_000
-"""Largest closure the cvxpy models take (the fast paths are exact at any size)."""
 
 DUAL_TOL = 1e-8
 """The relative duality gap at which ``dual-ascent`` stops and certifies its point."""
-
-MAX_ITERATIONS = 20_000
-"""Default iteration cap of ``dual-ascent``'s multiplicative update (the large workloads
-tested needed under 2,000; nearly tied constraints may need more, see :func:`dual_ascent`)."""
 
 
 @register(

@@ -30,6 +30,7 @@ LAYERS = {
     "planning": 0,
     "extras": 0,
     "deprecation": 0,
+    "limits": 0,
     "models": 1,
     "solvers": 2,
     "hdmm": 3,

@@ -16,12 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.limits import MAX_HISTOGRAM_CELLS
 from dpopt.validation import integer_array
 
 __all__ = ["MAX_HISTOGRAM_CELLS", "Records", "records_of"]
-
-MAX_HISTOGRAM_CELLS = 1 << 24
-"""Largest domain given as a histogram (16.8 million cells); larger domains take records."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -14,6 +14,7 @@ import numpy as np
 
 from dpopt import workload as wl
 from dpopt.hdmm.strategies import ProductStrategy
+from dpopt.limits import RESIDUAL_DENSE_BLOCKS as DENSE_BLOCKS
 from dpopt.models.hdmm.matrix_mechanism import ProductPoint
 from dpopt.models.hdmm.residual import OBJECTIVES, Closure, ResidualSelection, residual_blocks
 from dpopt.privacy import Noise
@@ -21,9 +22,6 @@ from dpopt.problem import CLAIMS_FEASIBLE, SolverError, solve
 from dpopt.validation import choice
 
 __all__ = ["DENSE_BLOCKS", "ResidualStrategy", "marginal_workload", "select"]
-
-DENSE_BLOCKS = 4096
-"""Most closure members :attr:`ResidualStrategy.measured_blocks` lists as dense factors."""
 
 
 @dataclass(frozen=True)
