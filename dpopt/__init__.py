@@ -12,13 +12,23 @@ first attribute access, and the solver back-ends (cvxpy, OR-Tools) on first use.
 import importlib
 from typing import Any
 
-from dpopt.privacy.accounting import Accountant, BudgetExceededError
+from dpopt.errors import (
+    BudgetExceededError,
+    DesignError,
+    DpoptError,
+    Infeasible,
+    InvalidInput,
+    InvalidType,
+    OptionError,
+    ReleaseError,
+    SolverError,
+)
+from dpopt.privacy.accounting import Accountant, BudgetReport
 from dpopt.problem import (
     MethodInfo,
     Outcome,
     Problem,
     Solution,
-    SolverError,
     method_info,
     methods,
     refusal,
@@ -32,6 +42,7 @@ _SUBMODULES = (
     "compare",
     "dgm",
     "eigen",
+    "errors",
     "hdmm",
     "hierarchy",
     "models",
@@ -48,9 +59,17 @@ _SUBMODULES = (
 __all__ = [
     "Accountant",
     "BudgetExceededError",
+    "BudgetReport",
+    "DesignError",
+    "DpoptError",
+    "Infeasible",
+    "InvalidInput",
+    "InvalidType",
     "MethodInfo",
+    "OptionError",
     "Outcome",
     "Problem",
+    "ReleaseError",
     "Solution",
     "SolverError",
     "method_info",

@@ -45,11 +45,13 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from dpopt.validation import boolean, function, instance, positive_number, subclass
+from dpopt.errors import SolverError
+from dpopt.validation import boolean, choice, function, instance, positive_number, subclass
 
 __all__ = [
     "CLAIMS_FEASIBLE",
     "KINDS",
+    "REQUIREMENTS",
     "STATUSES",
     "Kind",
     "Limit",
@@ -78,19 +80,9 @@ KINDS = ("exact", "relaxation", "heuristic")
 Status = Literal["optimal", "feasible", "violated", "infeasible", "time_limit", "error"]
 # Statuses that claim the point meets the model: solve() re-checks them (module docstring).
 CLAIMS_FEASIBLE = ("optimal", "feasible")
+REQUIREMENTS: dict[str, tuple[str, ...]] = {"optimal": ("optimal",), "feasible": CLAIMS_FEASIBLE}
+"""What ``solve(..., require=...)`` accepts, and the statuses that meet each requirement."""
 Kind = Literal["exact", "relaxation", "heuristic"]
-
-
-class SolverError(RuntimeError):
-    """Raised by ``solve(..., strict=True)`` when the status is not ``optimal``."""
-
-    def __init__(self, solution: Solution):
-        self.solution = instance("solution", solution, Solution)
-        message = solution.info.get("message", "")
-        super().__init__(
-            f"method {solution.method!r} ended with status {solution.status!r}"
-            + (f": {message}" if message else "")
-        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -379,6 +371,7 @@ def solve(
     problem: Problem,
     method: str = "auto",
     *,
+    require: Literal["optimal", "feasible"] | None = None,
     strict: bool = False,
     time_limit: float | None = None,
     **options: Any,
@@ -391,8 +384,12 @@ def solve(
     method : str
         A name from :func:`methods`, ``"<prefix>:<variant>"`` for an on-demand family (any
         installed cvxpy solver, say), or ``"auto"`` for the preferred exact method.
+    require : {"optimal", "feasible"}, optional
+        Raise :class:`SolverError` unless the status meets it: ``"optimal"`` a certified
+        optimum, ``"feasible"`` a point that meets the model (``optimal`` or ``feasible``);
+        None (the default) returns every status.
     strict : bool
-        Raise :class:`SolverError` unless the status is ``optimal``.
+        ``strict=True`` is ``require="optimal"``.
     time_limit : float, optional
         Wall-clock seconds after which the method stops with status ``time_limit`` (checked
         between its solver's iterations). Only methods whose
@@ -414,7 +411,7 @@ def solve(
         raise TypeError(f"problem must be a dpopt Problem, got {type(problem).__name__}")
     if time_limit is not None:
         time_limit = positive_number("time_limit", time_limit)
-    strict = boolean("strict", strict)
+    require = _requirement(require, boolean("strict", strict))
     chosen = _auto(problem) if _method_name(method) == "auto" else _lookup(problem, method)
     if time_limit is not None and not chosen.info.honours_time_limit:
         raise ValueError(
@@ -449,9 +446,19 @@ def solve(
     solution = Solution(
         outcome.x, objective, status, chosen.info.name, seconds, info, violation, chosen.info.kind
     )
-    if strict and solution.status != "optimal":
-        raise SolverError(solution)
+    if require is not None and solution.status not in REQUIREMENTS[require]:
+        raise SolverError(solution, require)
     return solution
+
+
+def _requirement(require: Any, strict: bool) -> Literal["optimal", "feasible"] | None:
+    """``solve``'s ``require``, with ``strict=True`` read as ``require="optimal"``."""
+    if require is None:
+        return "optimal" if strict else None
+    chosen = choice("require", require, tuple(REQUIREMENTS))
+    if strict and chosen != "optimal":
+        raise ValueError(f"strict=True means require='optimal', got require={chosen!r} too")
+    return "optimal" if chosen == "optimal" else "feasible"
 
 
 def restore_sigint() -> None:

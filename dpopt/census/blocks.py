@@ -41,6 +41,7 @@ from dpopt.census.postprocess import PARTITIONED
 from dpopt.census.store import Partition, read_partition, write_partition
 from dpopt.models.census.problems import PartitionedPostProcess
 from dpopt.privacy import Accountant
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Solution, Status, solve
 from dpopt.release import Measured, ReleaseError, Rng, measured_record, resolve_rng
 from dpopt.runner import Runner
@@ -225,7 +226,7 @@ class BlockRelease:
     total: int
     nation_noisy: np.ndarray
     solution: Solution
-    budget: dict[str, Any]
+    budget: BudgetReport
     statuses: dict[str, Status]
     measured: tuple[Measured, ...]
     objective: str
@@ -249,7 +250,7 @@ class BlockRelease:
             "states": len(self.geography.states),
             "sizes": self.geography.sizes,
             "total": self.total,
-            "budget": self.budget,
+            "budget": self.budget.to_dict(),
             "checksum": self.checksum,
             "objective": self.objective,
             "status": self.solution.status,

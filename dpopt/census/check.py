@@ -53,7 +53,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cached_property
@@ -316,7 +316,7 @@ def _level_record_errors(
 def _charged_errors(budget: Any, records: list[Any]) -> list[str]:
     """The records' losses against the budget's charges under their labels (the release
     charges each level under its record's label; another release may share the accountant)."""
-    if not isinstance(budget, dict) or budget.get("kind") not in KINDS:
+    if not isinstance(budget, Mapping) or budget.get("kind") not in KINDS:
         return []  # budget_errors names an unreadable budget
     kind = budget["kind"]
     mine = [record for record in records if isinstance(record, Measured)]

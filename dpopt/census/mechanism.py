@@ -38,6 +38,7 @@ from dpopt.census.resources import (
 )
 from dpopt.models.census.problems import PostProcess
 from dpopt.privacy import Accountant
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Solution, Status
 from dpopt.release import Measured, ReleaseError, Rng, resolve_rng
 from dpopt.runner import Runner
@@ -65,7 +66,7 @@ class Release:
     objective: str
     counts: np.ndarray
     sizes: np.ndarray
-    budget: dict[str, Any]
+    budget: BudgetReport
     statuses: dict[str, Status]
     measured: tuple[Measured, ...]
     solution: Solution

@@ -23,6 +23,7 @@ import numpy as np
 from dpopt.census.confidence import Intervals
 from dpopt.census.measurement import Measurement
 from dpopt.census.mechanism import Release
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
 from dpopt.release import Measured, measured_from_record, measured_record
 from dpopt.solvers.census.partitioned import checksum
@@ -47,7 +48,7 @@ class SavedRelease:
     objective: str
     counts: np.ndarray
     measurement: Measurement
-    budget: dict[str, Any]
+    budget: BudgetReport
     statuses: dict[str, Status]
     measured: tuple[Measured, ...]
     domain_sd: float
@@ -81,7 +82,7 @@ def save_release(release: Release, path: str | Path) -> Path:
         "sd": np.asarray(measurement.sd, dtype=float).tolist(),
         "domain_sd": float(release.solution.info["domain_sd"]),
         "cost": float(release.solution.objective),
-        "budget": release.budget,
+        "budget": release.budget.to_dict(),
         "statuses": dict(release.statuses),
         "measured": [measured_record(m) for m in release.measured],
     }
@@ -139,7 +140,7 @@ def load_release(path: str | Path) -> SavedRelease:
             str(record["objective"]),
             counts,
             measurement,
-            record["budget"],
+            BudgetReport.from_dict(record["budget"]),
             dict(record["statuses"]),
             measurement.measured,
             float(record["domain_sd"]),

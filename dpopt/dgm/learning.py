@@ -56,8 +56,9 @@ from dpopt.dgm.postprocess import (
 )
 from dpopt.models.dgm.budget import BudgetAllocation
 from dpopt.privacy import Accountant, Loss, draw, exact_shares, prepare_laplace
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.privacy.samplers import MAX_LAPLACE_SCALE, exact_fraction
-from dpopt.problem import CLAIMS_FEASIBLE, SolverError, Status, solve
+from dpopt.problem import SolverError, Status, solve
 from dpopt.release import Measured, ReleaseError, Rng, measured_answers, resolve_rng
 from dpopt.validation import boolean, choice, positive_number
 
@@ -109,9 +110,8 @@ def _allocation(a: Any, total: Any, method: str, strict: bool) -> tuple[list[Fra
     """:func:`allocate_budget` and the solve's status; ``strict=False`` accepts a ``feasible``
     split (a point that meets the model), never one that does not."""
     budget = exact_fraction("total", total)
-    solution = solve(BudgetAllocation(a=a, total=float(budget)), method, strict=strict)
-    if solution.status not in CLAIMS_FEASIBLE:
-        raise SolverError(solution)
+    problem = BudgetAllocation(a=a, total=float(budget))
+    solution = solve(problem, method, require="optimal" if strict else "feasible")
     return exact_shares(budget, np.asarray(solution.x)), solution.status
 
 
@@ -266,7 +266,7 @@ class Learned:
     """
 
     network: Network
-    budget: dict[str, Any]
+    budget: BudgetReport
     statuses: dict[str, Status]
     measured: tuple[Measured, ...]
     allocation: tuple[Fraction, ...]

@@ -34,6 +34,7 @@ from dpopt.privacy import (
     noise_kind,
     prepare,
 )
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
 from dpopt.release import Measured, ReleaseError, Rng, measured_answers, resolve_rng
 
@@ -69,7 +70,7 @@ class Measurement:
     answers: tuple[np.ndarray, ...]
     variances: tuple[float, ...]
     variance: float
-    budget: dict[str, Any]
+    budget: BudgetReport
     measured: tuple[Measured, ...]
     theta: np.ndarray | None = None
     statuses: Mapping[str, Status] = field(default_factory=dict)
@@ -197,7 +198,7 @@ class Answered:
     None when they were written to a directory)."""
 
     @property
-    def budget(self) -> dict[str, Any]:
+    def budget(self) -> BudgetReport:
         return self.measurement.budget
 
     @property

@@ -48,6 +48,7 @@ from dpopt.privacy import (
     exponential_mechanism,
     prepare_gaussian,
 )
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.privacy.samplers import exact_fraction
 from dpopt.problem import Status, solve
 from dpopt.relational import fit as shrinkage
@@ -224,7 +225,7 @@ class LinkResult:
     """
 
     links: np.ndarray
-    budget: dict[str, Any]
+    budget: BudgetReport
     statuses: dict[str, Status]
     measured: tuple[Measured, ...]
     selected: tuple[Workload, ...]

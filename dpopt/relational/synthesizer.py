@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpopt.privacy import Accountant
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
 from dpopt.relational import links as link_learner
 from dpopt.relational import tables
@@ -56,7 +57,7 @@ class SyntheticDatabase:
     left: pd.DataFrame
     right: pd.DataFrame
     links: pd.DataFrame
-    budget: dict[str, Any]
+    budget: BudgetReport
     statuses: dict[str, Status]
     measured: tuple[Measured, ...]
     epsilon: float

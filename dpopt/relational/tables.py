@@ -63,6 +63,7 @@ from typing import Any, Literal
 import numpy as np
 
 from dpopt.privacy import Accountant, Loss, draw, exponential_mechanism, prepare_gaussian
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.privacy.samplers import exact_fraction
 from dpopt.problem import Status
 from dpopt.relational.budget import SQRT2_UP, relational_rho, selection_record, zcdp_ledger
@@ -589,7 +590,7 @@ class SyntheticTable:
 
     codes: np.ndarray
     measurements: Measurements
-    budget: dict[str, Any]
+    budget: BudgetReport
     statuses: dict[str, Status] = field(default_factory=dict)
 
     @property

@@ -28,6 +28,7 @@ LAYERS = {
     "planning": 0,
     "extras": 0,
     "deprecation": 0,
+    "errors": 0,
     "models": 1,
     "solvers": 2,
     "hdmm": 3,

@@ -7,7 +7,6 @@ tolerances that are not finite numbers ≥ 0 — fails by name."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import importlib
 import re
@@ -117,13 +116,13 @@ def test_an_approx_report_is_read_component_by_component() -> None:
     accountant.spend(Loss.approx(0.25, 1e-7), "b")
     report = accountant.report()
     assert budget_errors(report) == []
-    changed = copy.deepcopy(report)
+    changed = report.to_dict()
     changed["charges"][0]["amount"]["delta"] = 5e-7
     assert budget_errors(changed) == ["budget spent 2e-07 is not its charges' sum 6e-07"]
-    changed = copy.deepcopy(report)
+    changed = report.to_dict()
     changed["exact"]["spent"]["epsilon"] = "2"
     assert any("exceeds the total" in e for e in budget_errors(changed))
-    changed = copy.deepcopy(report)  # a report whose amounts are of two kinds: named
+    changed = report.to_dict()  # a report whose amounts are of two kinds: named
     changed["exact"]["spent"] = "1/2"
     assert budget_errors(changed) == [
         "budget's spent 1/2 and total (1, 4722366482869645/4722366482869645213696) are of two kinds"
@@ -194,7 +193,7 @@ def test_generated_residual_instances_are_certified_against_the_cvxpy_model(seed
 def _understated(result: Any, factor: Fraction) -> tuple[dict[str, Any], tuple[Measured, ...]]:
     """``result``'s budget (total, spent, charges) and records with every ε and ρ scaled by
     ``factor``, as consistently as a forger can: only the noise scales are left."""
-    budget = copy.deepcopy(result.budget)
+    budget = result.budget.to_dict()
     understate_budget(budget, factor)
 
     def loss(old: Loss) -> Loss:

@@ -45,6 +45,7 @@ from dpopt.hdmm.residual.store import (
 )
 from dpopt.models.hdmm.residual import Closure
 from dpopt.privacy import Accountant
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
 from dpopt.release import Measured, ReleaseError, measured_record
 from dpopt.runner import Runner
@@ -188,7 +189,7 @@ class ResidualMeasurement:
 
     plan: NoisePlan
     noisy: tuple[np.ndarray, ...]
-    budget: dict[str, Any]
+    budget: BudgetReport
     measured: tuple[Measured, ...]
     statuses: Mapping[str, Status] = field(default_factory=dict)
     cache: Residuals = field(default_factory=lambda: Residuals.of({}), repr=False)
@@ -413,7 +414,7 @@ def write_manifest(out: str, measurement: ResidualMeasurement, layout: Layout) -
             [a for a in row if a < closure.sizes.size] for row in closure.table.tolist()
         ],
         "weights": closure.weights.tolist(),
-        "budget": measurement.budget,
+        "budget": measurement.budget.to_dict(),
         "measured": [measured_record(m) for m in measurement.measured],
     }
     path = Path(out)
