@@ -11,6 +11,7 @@ classes stay importable from the modules that raise them (``dpopt.problem.Solver
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
@@ -48,8 +49,11 @@ class SolverError(DpoptError, RuntimeError):
     require=...)``); ``solution`` is the :class:`~dpopt.problem.Solution` it returned."""
 
     def __init__(self, solution: Any, required: str = "optimal"):
+        info = getattr(solution, "info", None)
+        if not isinstance(info, Mapping) or not hasattr(solution, "status"):
+            raise InvalidType(f"solution must be a dpopt Solution, got {type(solution).__name__}")
         self.solution = solution
-        message = solution.info.get("message", "")
+        message = info.get("message", "")
         super().__init__(
             f"method {solution.method!r} ended with status {solution.status!r} "
             f"({required} required)" + (f": {message}" if message else "")
@@ -64,6 +68,11 @@ class Infeasible(DpoptError):
     """The census tree DPs: no assignment satisfies the domains at (region, size)."""
 
     def __init__(self, region: int, size: int | None):
+        for name, value in (("region", region), ("size", size)):
+            if isinstance(value, bool) or not isinstance(value, int | None):
+                raise InvalidType(f"{name} must be an int, got {type(value).__name__}")
+        if region is None:
+            raise InvalidType("region must be an int, got None")
         where = "the dummy root" if region < 0 else f"region {region}"
         super().__init__(
             f"no consistent value in the domains at {where}"

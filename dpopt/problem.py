@@ -41,6 +41,7 @@ import math
 import signal
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -86,12 +87,13 @@ Kind = Literal["exact", "relaxation", "heuristic"]
 
 
 @dataclass(frozen=True, eq=False)
-class Problem:
+class Problem(ABC):
     """Base class of every optimization problem.
 
     Subclasses are ``@dataclass(frozen=True, eq=False)`` with validation in ``__post_init__``
     (raising ``ValueError`` naming the field), and implement :meth:`objective`,
-    :meth:`violations` and :attr:`size`. All problems are minimizations.
+    :meth:`violations` and :attr:`size` (abstract: a subclass missing one cannot be
+    instantiated). All problems are minimizations.
 
     ``feasibility_tol`` is the problem's own numerical floor on its :meth:`violations` scale:
     the violation that evaluating the check in floating point can show at a point that meets
@@ -103,22 +105,22 @@ class Problem:
     family: ClassVar[str] = ""
     feasibility_tol: ClassVar[float] = 0.0
 
+    @abstractmethod
     def objective(self, x: Any) -> float:
         """The model's objective at ``x``, computed without any solver."""
-        raise NotImplementedError
 
+    @abstractmethod
     def violations(self, x: Any) -> float:
         """Largest constraint violation at ``x`` (0 when feasible), on the problem's own scale.
 
         Each problem documents its scale (relative for continuous models, counts for integer
         ones) so that it can be compared with a method's ``tol``.
         """
-        raise NotImplementedError
 
     @property
+    @abstractmethod
     def size(self) -> int:
         """A size measure used by ``dpopt compare`` to plot time against instance size."""
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)

@@ -187,6 +187,11 @@ class ReleaseResult(Protocol):
         """Every set of noisy answers the release drew."""
         ...
 
+    def contract_errors(self) -> list[str]:
+        """What in the result breaks the release contract (:func:`contract_errors`) or its
+        family's own conditions; empty when both hold."""
+        ...
+
 
 _RANK: dict[str, int] = {
     "optimal": 0,

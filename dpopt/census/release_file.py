@@ -21,11 +21,13 @@ from typing import Any
 import numpy as np
 
 from dpopt.census.confidence import Intervals
+from dpopt.census.contract import release_errors
 from dpopt.census.measurement import Measurement
 from dpopt.census.mechanism import Release
 from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
 from dpopt.release import Measured, measured_from_record, measured_record
+from dpopt.release import contract_errors as common_errors
 from dpopt.solvers.census.partitioned import checksum
 from dpopt.validation import file_path, instance
 
@@ -59,6 +61,13 @@ class SavedRelease:
     @property
     def sizes(self) -> np.ndarray:
         return self.measurement.sizes
+
+    def contract_errors(self) -> list[str]:
+        """What in this result breaks the release contract
+        (:func:`dpopt.release.contract_errors`) or its family's conditions: a census release's
+        own conditions (:func:`dpopt.census.contract.release_errors`), read back from its file
+        without the private data; empty when it holds."""
+        return common_errors(self) + release_errors(self)
 
 
 def save_release(release: Release, path: str | Path) -> Path:

@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.dgm.contract import learned_errors
 from dpopt.dgm.networks import Network, load
 from dpopt.dgm.postprocess import (
     CONSISTENCY_WEIGHTS,
@@ -60,6 +61,7 @@ from dpopt.privacy.accounting import BudgetReport
 from dpopt.privacy.samplers import MAX_LAPLACE_SCALE, exact_fraction
 from dpopt.problem import SolverError, Status, solve
 from dpopt.release import Measured, ReleaseError, Rng, measured_answers, resolve_rng
+from dpopt.release import contract_errors as common_errors
 from dpopt.validation import boolean, choice, positive_number
 
 __all__ = [
@@ -285,6 +287,13 @@ class Learned:
         """The private network as a pgmpy ``DiscreteBayesianNetwork`` (needs the ``pgmpy``
         extra; :attr:`network` holds the same CPDs without it)."""
         return self.network.to_pgmpy()
+
+    def contract_errors(self) -> list[str]:
+        """What in this result breaks the release contract
+        (:func:`dpopt.release.contract_errors`) or its family's conditions: its CPDs
+        distributions and its noise at its tables' sensitivity
+        (:func:`dpopt.dgm.contract.learned_errors`); empty when it holds."""
+        return common_errors(self) + learned_errors(self)
 
 
 @dataclass(frozen=True, eq=False)

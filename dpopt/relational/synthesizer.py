@@ -29,8 +29,10 @@ from dpopt.problem import Status
 from dpopt.relational import links as link_learner
 from dpopt.relational import tables
 from dpopt.relational.budget import relational_rho, zcdp_ledger
+from dpopt.relational.contract import database_errors
 from dpopt.relational.data import SIDES, RelationalData
 from dpopt.release import Measured, ReleaseError, resolve_rng, worst_status
+from dpopt.release import contract_errors as common_errors
 from dpopt.validation import positive_number
 
 if TYPE_CHECKING:
@@ -68,6 +70,13 @@ class SyntheticDatabase:
     def status(self) -> Status | None:
         """The least trustworthy of ``statuses`` (:func:`dpopt.release.worst_status`)."""
         return worst_status(self.statuses)
+
+    def contract_errors(self) -> list[str]:
+        """What in this result breaks the release contract
+        (:func:`dpopt.release.contract_errors`) or its family's conditions: its ids and links
+        and its noise (:func:`dpopt.relational.contract.database_errors`); empty when it
+        holds."""
+        return common_errors(self) + database_errors(self)
 
 
 def synthesize(

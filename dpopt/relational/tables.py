@@ -67,7 +67,9 @@ from dpopt.privacy.accounting import BudgetReport
 from dpopt.privacy.samplers import exact_fraction
 from dpopt.problem import Status
 from dpopt.relational.budget import SQRT2_UP, relational_rho, selection_record, zcdp_ledger
+from dpopt.relational.contract import table_errors
 from dpopt.release import Measured, ReleaseError, measured_answers, resolve_rng
+from dpopt.release import contract_errors as common_errors
 from dpopt.validation import choice, integer, integer_array
 
 __all__ = [
@@ -596,6 +598,13 @@ class SyntheticTable:
     @property
     def measured(self) -> tuple[Measured, ...]:
         return self.measurements.measured
+
+    def contract_errors(self) -> list[str]:
+        """What in this result breaks the release contract
+        (:func:`dpopt.release.contract_errors`) or its family's conditions: its codes within
+        their domains and its noise (:func:`dpopt.relational.contract.table_errors`); empty when
+        it holds."""
+        return common_errors(self) + table_errors(self)
 
 
 def synthesize(

@@ -126,6 +126,22 @@ def test_objective_and_violation_come_from_the_model_not_the_solver() -> None:
     assert relaxed.kind == "relaxation"
 
 
+def test_a_problem_without_its_model_cannot_be_made() -> None:
+    @dataclass(frozen=True, eq=False)
+    class NoSize(Problem):
+        def objective(self, x: float) -> float:
+            return x
+
+        def violations(self, x: float) -> float:
+            return 0.0
+
+    with pytest.raises(TypeError, match=r"abstract.*size"):
+        NoSize()  # type: ignore[abstract]
+    with pytest.raises(TypeError, match="abstract"):
+        Problem()  # type: ignore[abstract]
+    assert Nearest(1.0).size == 1  # a complete subclass is made as before
+
+
 def test_solution_records_method_and_time() -> None:
     solution = dpopt.solve(Nearest(5.0), "clip")
     assert solution.method == "clip" and solution.status == "optimal"

@@ -184,6 +184,7 @@ def test_result_carries_the_accountants_report_statuses_and_what_was_measured(
     result = entry.call(tmp_path, epsilon=1, rng=0, accountant=accountant)
     assert isinstance(result, ReleaseResult)
     assert isinstance(result.budget, BudgetReport)
+    assert result.contract_errors() == []  # the release contract and its family's conditions
     assert result.budget == accountant.report()  # exactly the report, nothing family-made
     assert (result.budget.total, result.budget.spent) == (accountant.total, accountant.spent)
     assert accountant.ledger, "the release charged nothing"

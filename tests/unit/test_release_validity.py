@@ -30,7 +30,7 @@ from dpopt.problem import solve
 from dpopt.relational import LinkSettings, generate, tables
 from dpopt.release import Measured, budget_errors, measured_errors
 from dpopt.testing import (
-    FAMILY_CHECKS,
+    RELEASE_TYPES,
     assert_feasible,
     assert_optimal,
     assert_release_valid,
@@ -145,11 +145,20 @@ def test_anything_else_is_refused() -> None:
         assert_release_valid(Release())
 
 
-@pytest.mark.parametrize("name", sorted(FAMILY_CHECKS))
-def test_every_family_check_names_a_release_type(name: str) -> None:
-    """The table is keyed by qualified names: a moved or renamed result type fails here."""
+@pytest.mark.parametrize("name", RELEASE_TYPES)
+def test_every_release_type_checks_its_own_contract(name: str) -> None:
+    """The list is of qualified names: a moved or renamed result type fails here; each type
+    provides the method assert_release_valid calls."""
     module, kind = name.rsplit(".", 1)
-    assert isinstance(getattr(importlib.import_module(module), kind), type)
+    found = getattr(importlib.import_module(module), kind)
+    assert isinstance(found, type) and callable(found.contract_errors)
+
+
+def test_family_checks_is_kept_with_a_warning(answered: hdmm.Answered) -> None:
+    with pytest.warns(DeprecationWarning, match="contract_errors"):
+        from dpopt.testing import FAMILY_CHECKS
+    assert set(FAMILY_CHECKS) == set(RELEASE_TYPES)
+    assert FAMILY_CHECKS["dpopt.hdmm.release.Answered"](answered) == []
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -264,8 +273,13 @@ def test_a_budget_below_what_the_noise_implies_fails(family: Any, factor: Fracti
     """Every family's budget and records scaled down together fail on what the noise scales
     imply at the sensitivity the result's public facts give; unscaled they pass."""
     assert_release_valid(family)
+    assert family.contract_errors() == []
+    forged = _forged(family, factor)
+    assert any(
+        re.search(r"implies (ε|ρ) = .*, its loss claims", e) for e in forged.contract_errors()
+    )
     with pytest.raises(AssertionError, match=r"implies (ε|ρ) = .*, its loss claims"):
-        assert_release_valid(_forged(family, factor))
+        assert_release_valid(forged)
 
 
 def test_the_budget_spent_is_named_against_the_noise(census_release: census.Release) -> None:
