@@ -13,13 +13,23 @@ import importlib
 from typing import Any
 
 from dpopt.deprecation import moved_modules
-from dpopt.privacy.accounting import Accountant, BudgetExceededError
+from dpopt.errors import (
+    BudgetExceededError,
+    DesignError,
+    DpoptError,
+    Infeasible,
+    InvalidInput,
+    InvalidType,
+    OptionError,
+    ReleaseError,
+    SolverError,
+)
+from dpopt.privacy.accounting import Accountant, BudgetReport
 from dpopt.problem import (
     MethodInfo,
     Outcome,
     Problem,
     Solution,
-    SolverError,
     method_info,
     methods,
     refusal,
@@ -33,6 +43,7 @@ _SUBMODULES = (
     "compare",
     "dgm",
     "eigen",
+    "errors",
     "hdmm",
     "hierarchy",
     "models",
@@ -49,9 +60,17 @@ _SUBMODULES = (
 __all__ = [
     "Accountant",
     "BudgetExceededError",
+    "BudgetReport",
+    "DesignError",
+    "DpoptError",
+    "Infeasible",
+    "InvalidInput",
+    "InvalidType",
     "MethodInfo",
+    "OptionError",
     "Outcome",
     "Problem",
+    "ReleaseError",
     "Solution",
     "SolverError",
     "method_info",

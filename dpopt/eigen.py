@@ -29,7 +29,7 @@ import numpy as np
 from dpopt import hdmm
 from dpopt import workload as wl
 from dpopt.models.hdmm.matrix_mechanism import ProductStrategySelection, StrategySelection
-from dpopt.problem import CLAIMS_FEASIBLE, Solution, SolverError, solve
+from dpopt.problem import Solution, solve
 from dpopt.solvers.eigen.design import DENSE_MAX_N, spectrum_bounds
 from dpopt.validation import finite_array
 
@@ -95,7 +95,7 @@ def design(
     if _is_product(workload):
         terms = wl.union_of_kron_terms(workload)
         product = ProductStrategySelection(terms, "gaussian", rows=workload.shape[0])
-        solution = _solved(product, options)
+        solution = solve(product, "eigen-design", require="feasible", **options)
         return hdmm.ProductStrategy(
             "gaussian",
             "eigen-design",
@@ -108,7 +108,9 @@ def design(
     gram = hdmm.gram_of(_workload(workload))
     if isinstance(workload, wl.Matrix):
         options["eigenpairs"] = wl.gram_eigenpairs(workload)
-    solution = _solved(StrategySelection(gram, "gaussian"), options)
+    solution = solve(
+        StrategySelection(gram, "gaussian"), "eigen-design", require="feasible", **options
+    )
     return hdmm.Strategy(
         np.asarray(solution.x),
         "gaussian",
@@ -124,13 +126,6 @@ def _workload(workload: Any) -> Any:
     if isinstance(workload, wl.Matrix):
         return workload
     return finite_array("workload", workload, ndim=2)
-
-
-def _solved(problem: Any, options: dict[str, Any]) -> Solution:
-    solution = solve(problem, "eigen-design", **options)
-    if solution.status not in CLAIMS_FEASIBLE:
-        raise SolverError(solution)
-    return solution
 
 
 def _candidates(solution: Solution) -> dict[str, float]:

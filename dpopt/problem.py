@@ -41,15 +41,18 @@ import math
 import signal
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from dpopt.validation import boolean, function, instance, positive_number, subclass
+from dpopt.errors import SolverError
+from dpopt.validation import boolean, choice, function, instance, positive_number, subclass
 
 __all__ = [
     "CLAIMS_FEASIBLE",
     "KINDS",
+    "REQUIREMENTS",
     "STATUSES",
     "Kind",
     "Limit",
@@ -78,28 +81,19 @@ KINDS = ("exact", "relaxation", "heuristic")
 Status = Literal["optimal", "feasible", "violated", "infeasible", "time_limit", "error"]
 # Statuses that claim the point meets the model: solve() re-checks them (module docstring).
 CLAIMS_FEASIBLE = ("optimal", "feasible")
+REQUIREMENTS: dict[str, tuple[str, ...]] = {"optimal": ("optimal",), "feasible": CLAIMS_FEASIBLE}
+"""What ``solve(..., require=...)`` accepts, and the statuses that meet each requirement."""
 Kind = Literal["exact", "relaxation", "heuristic"]
 
 
-class SolverError(RuntimeError):
-    """Raised by ``solve(..., strict=True)`` when the status is not ``optimal``."""
-
-    def __init__(self, solution: Solution):
-        self.solution = instance("solution", solution, Solution)
-        message = solution.info.get("message", "")
-        super().__init__(
-            f"method {solution.method!r} ended with status {solution.status!r}"
-            + (f": {message}" if message else "")
-        )
-
-
 @dataclass(frozen=True, eq=False)
-class Problem:
+class Problem(ABC):
     """Base class of every optimization problem.
 
     Subclasses are ``@dataclass(frozen=True, eq=False)`` with validation in ``__post_init__``
     (raising ``ValueError`` naming the field), and implement :meth:`objective`,
-    :meth:`violations` and :attr:`size`. All problems are minimizations.
+    :meth:`violations` and :attr:`size` (abstract: a subclass missing one cannot be
+    instantiated). All problems are minimizations.
 
     ``feasibility_tol`` is the problem's own numerical floor on its :meth:`violations` scale:
     the violation that evaluating the check in floating point can show at a point that meets
@@ -111,22 +105,22 @@ class Problem:
     family: ClassVar[str] = ""
     feasibility_tol: ClassVar[float] = 0.0
 
+    @abstractmethod
     def objective(self, x: Any) -> float:
         """The model's objective at ``x``, computed without any solver."""
-        raise NotImplementedError
 
+    @abstractmethod
     def violations(self, x: Any) -> float:
         """Largest constraint violation at ``x`` (0 when feasible), on the problem's own scale.
 
         Each problem documents its scale (relative for continuous models, counts for integer
         ones) so that it can be compared with a method's ``tol``.
         """
-        raise NotImplementedError
 
     @property
+    @abstractmethod
     def size(self) -> int:
         """A size measure used by ``dpopt compare`` to plot time against instance size."""
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -382,6 +376,7 @@ def solve(
     problem: Problem,
     method: str = "auto",
     *,
+    require: Literal["optimal", "feasible"] | None = None,
     strict: bool = False,
     time_limit: float | None = None,
     **options: Any,
@@ -394,8 +389,12 @@ def solve(
     method : str
         A name from :func:`methods`, ``"<prefix>:<variant>"`` for an on-demand family (any
         installed cvxpy solver, say), or ``"auto"`` for the preferred exact method.
+    require : {"optimal", "feasible"}, optional
+        Raise :class:`SolverError` unless the status meets it: ``"optimal"`` a certified
+        optimum, ``"feasible"`` a point that meets the model (``optimal`` or ``feasible``);
+        None (the default) returns every status.
     strict : bool
-        Raise :class:`SolverError` unless the status is ``optimal``.
+        ``strict=True`` is ``require="optimal"``.
     time_limit : float, optional
         Wall-clock seconds after which the method stops with status ``time_limit`` (checked
         between its solver's iterations). Only methods whose
@@ -417,7 +416,7 @@ def solve(
         raise TypeError(f"problem must be a dpopt Problem, got {type(problem).__name__}")
     if time_limit is not None:
         time_limit = positive_number("time_limit", time_limit)
-    strict = boolean("strict", strict)
+    require = _requirement(require, boolean("strict", strict))
     chosen = _auto(problem) if _method_name(method) == "auto" else _lookup(problem, method)
     if time_limit is not None and not chosen.info.honours_time_limit:
         raise ValueError(
@@ -452,9 +451,19 @@ def solve(
     solution = Solution(
         outcome.x, objective, status, chosen.info.name, seconds, info, violation, chosen.info.kind
     )
-    if strict and solution.status != "optimal":
-        raise SolverError(solution)
+    if require is not None and solution.status not in REQUIREMENTS[require]:
+        raise SolverError(solution, require)
     return solution
+
+
+def _requirement(require: Any, strict: bool) -> Literal["optimal", "feasible"] | None:
+    """``solve``'s ``require``, with ``strict=True`` read as ``require="optimal"``."""
+    if require is None:
+        return "optimal" if strict else None
+    chosen = choice("require", require, tuple(REQUIREMENTS))
+    if strict and chosen != "optimal":
+        raise ValueError(f"strict=True means require='optimal', got require={chosen!r} too")
+    return "optimal" if chosen == "optimal" else "feasible"
 
 
 def restore_sigint() -> None:

@@ -15,7 +15,8 @@ table synthesizer):
   and output paths), then charges, draws and post-processes; a failure after the charge hands
   back the paid-for measurement;
 - returns a result that satisfies :class:`ReleaseResult`: ``budget`` (exactly
-  :meth:`~dpopt.privacy.Accountant.report` of the accountant it charged), ``statuses`` (the
+  :meth:`~dpopt.privacy.Accountant.report` of the accountant it charged, a
+  :class:`~dpopt.privacy.BudgetReport`), ``statuses`` (the
   solver status of every optimisation it ran, none dropped) and ``measured`` (what it measured,
   as :class:`Measured` records: the one measurement vocabulary across families).
 
@@ -37,7 +38,8 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
-from dpopt.privacy.accounting import KINDS, Loss, add_all, within
+from dpopt.errors import ReleaseError
+from dpopt.privacy.accounting import KINDS, BudgetReport, Loss, add_all, within
 from dpopt.privacy.calibration import cdp_delta
 from dpopt.privacy.mechanisms import NoisyAnswers
 from dpopt.problem import CLAIMS_FEASIBLE, Status
@@ -171,7 +173,7 @@ class ReleaseResult(Protocol):
     """What every release returns, beside its family's own fields."""
 
     @property
-    def budget(self) -> dict[str, Any]:
+    def budget(self) -> BudgetReport:
         """The charged accountant's :meth:`~dpopt.privacy.Accountant.report`, unchanged."""
         ...
 
@@ -183,6 +185,11 @@ class ReleaseResult(Protocol):
     @property
     def measured(self) -> tuple[Measured, ...]:
         """Every set of noisy answers the release drew."""
+        ...
+
+    def contract_errors(self) -> list[str]:
+        """What in the result breaks the release contract (:func:`contract_errors`) or its
+        family's own conditions; empty when both hold."""
         ...
 
 
@@ -209,22 +216,6 @@ def worst_status(statuses: Mapping[str, Status]) -> Status | None:
     return max(statuses.values(), key=lambda status: _RANK[status])
 
 
-class ReleaseError(RuntimeError):
-    """A release failed after it was charged: ``measurement`` is what was paid for (its noisy
-    answers and public facts, safe to keep and to post-process again), ``budget`` the charged
-    accountant's report, and ``__cause__`` the failure. Raised by every release entry point
-    whose post-processing (or output) fails after the charge, so the measurement is never
-    lost (docs/design.md, "The release contract")."""
-
-    def __init__(self, message: str, *, measurement: Any, budget: dict[str, Any]):
-        super().__init__(
-            f"{message} (after the budget was charged: the paid-for measurement is on this "
-            "error's .measurement)"
-        )
-        self.measurement = measurement
-        self.budget = budget
-
-
 def _exact_amount(value: Any) -> Fraction | tuple[Fraction, Fraction]:
     """An amount of an accountant report's ``exact`` part: "1/10", or {epsilon, delta}."""
     if isinstance(value, dict):
@@ -232,9 +223,11 @@ def _exact_amount(value: Any) -> Fraction | tuple[Fraction, Fraction]:
     return Fraction(value)
 
 
-def _total_spent(budget: dict[str, Any]) -> tuple[Any, Any]:
-    """The exact (total, spent) of an accountant report; KeyError, TypeError, ValueError or
-    ZeroDivisionError when they cannot be read."""
+def _total_spent(budget: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The exact (total, spent) of a :class:`~dpopt.privacy.BudgetReport` or of its dict;
+    KeyError, TypeError, ValueError or ZeroDivisionError when they cannot be read."""
+    if isinstance(budget, BudgetReport):
+        return budget.total, budget.spent
     exact = budget["exact"]
     return _exact_amount(exact["total"]), _exact_amount(exact["spent"])
 
@@ -243,9 +236,10 @@ _UNREADABLE = (KeyError, TypeError, ValueError, ZeroDivisionError)
 
 
 def budget_errors(budget: Any) -> list[str]:
-    """What is wrong with an accountant report (``ReleaseResult.budget``): not a report, spent
-    above its total, or spent not the sum of its charges; empty when it is sound."""
-    if not isinstance(budget, dict) or "exact" not in budget:
+    """What is wrong with an accountant report (``ReleaseResult.budget``, a
+    :class:`~dpopt.privacy.BudgetReport` or its dict): not a report, spent above its total, or
+    spent not the sum of its charges; empty when it is sound."""
+    if not isinstance(budget, Mapping) or "exact" not in budget:
         return [f"budget is not an accountant report: {budget!r:.80}"]
     try:
         total, spent = _total_spent(budget)
@@ -283,7 +277,7 @@ def measured_errors(budget: Any, measured: Any) -> list[str]:
     """What is wrong between a release's ``measured`` records and its ``budget``: a record that
     is not a :class:`Measured`, a loss with no form of the accountant's kind, or records whose
     losses add up to more than the budget spent (noise drawn that was never paid for)."""
-    if not isinstance(budget, dict) or budget.get("kind") not in KINDS:
+    if not isinstance(budget, Mapping) or budget.get("kind") not in KINDS:
         return []  # budget_errors reports an unreadable budget
     if not isinstance(measured, tuple | list):
         return [f"measured is not a sequence of Measured records: {measured!r:.80}"]
@@ -414,7 +408,7 @@ def spent_errors(budget: Any, implied: Sequence[Implied]) -> list[str]:
     """The ``budget`` spent (and its total) below the composed loss of the noise it paid for
     (``implied``, one per set of noisy answers): "the noise scales imply ε = 1, the budget
     claims spent 1/2"; empty when it is not (or the budget is unreadable: budget_errors)."""
-    if not isinstance(budget, dict) or budget.get("kind") not in KINDS or not implied:
+    if not isinstance(budget, Mapping) or budget.get("kind") not in KINDS or not implied:
         return []
     try:
         total, spent = _total_spent(budget)

@@ -14,7 +14,8 @@ Import in a test suite::
   failed) and its family's own conditions (census counts consistent, non-negative, integral;
   CPDs distributions; link tables unique pairs of existing rows; HDMM answers finite; MST
   codes within their domains) and noise (no loss below what its scale implies at the
-  sensitivity the family derives from the result's public facts, :data:`FAMILY_CHECKS`);
+  sensitivity the family derives from the result's public facts: each result type's
+  ``contract_errors`` method, :data:`RELEASE_TYPES`);
 - :func:`instances` and :func:`problems` — small random instances of a Problem type (the
   ``dpopt compare`` smoke and small suites at a seed; as a hypothesis strategy), to property-test
   a method against the exact model on many of them.
@@ -25,21 +26,13 @@ optimum) raises ``RuntimeError``, which a test reports as an error, not as the u
 
 from __future__ import annotations
 
-import math
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from dpopt.deprecation import warn_renamed
 from dpopt.problem import Problem, solve
-from dpopt.release import (
-    Implied,
-    Measured,
-    contract_errors,
-    noise_errors,
-    spent_errors,
-    understated,
-)
+from dpopt.release import ReleaseResult
 from dpopt.validation import nonnegative_number
 
 __all__ = ["assert_feasible", "assert_optimal", "assert_release_valid", "instances", "problems"]
@@ -111,281 +104,46 @@ def assert_optimal(
         )
 
 
-def _census_errors(release: Any) -> list[str]:
-    """A census release in memory or read back from JSON: its counts' PGSR conditions, its
-    noise level by level and its intervals (:func:`dpopt.census.check.release_errors`)."""
-    from dpopt.census.check import release_errors
-
-    return release_errors(release)
-
-
-def _block_errors(release: Any) -> list[str]:
-    """A block release: ``dpopt check`` of its directory."""
-    from dpopt.census.check import check_release
-
-    return check_release(release.out_dir).violations
-
-
-def _answered_errors(release: Any) -> list[str]:
-    """HDMM's answers W x̂: one finite number per workload query (a residual release written
-    to a directory: every stored marginal finite); then its measurement."""
-    stored = getattr(release, "marginals", None)
-    if release.answers is None and stored is not None:
-        bad = sum(int(np.count_nonzero(~np.isfinite(table))) for _, _, table in stored)
-        return ([f"{bad} stored answers are not finite"] if bad else []) + _residual_errors(
-            release.measurement
-        )
-    answers = np.asarray(release.answers)
-    if answers.ndim != 1 or answers.dtype.kind not in "iuf":
-        return [f"answers must be a vector of numbers, got {answers.dtype} {answers.shape}"]
-    bad = int(np.count_nonzero(~np.isfinite(answers)))
-    measurement = release.measurement
-    check = _residual_errors if hasattr(measurement, "plan") else _measurement_errors
-    return ([f"{bad} answers are not finite"] if bad else []) + check(measurement)
-
-
-def _residual_errors(measurement: Any) -> list[str]:
-    """A residual measurement (``hdmm.measure`` of a residual strategy): integer noisy answers,
-    one per cell of every closure member; one record per sampler, of its blocks' cells, whose
-    loss covers their noise at Δ² = Σ Π nᵢ(nᵢ − 1) over its blocks (the centred marginals'
-    sensitivity, from the public closure; docs/families/hdmm.md, "Exact noise on residuals")."""
-    plan = measurement.plan
-    closure = plan.closure
-    errors = []
-    chunks = [np.asarray(measurement.chunk(c)) for c in range(len(measurement.layout.chunks))]
-    if sum(chunk.size for chunk in chunks) != int(closure.member_cells.sum()):
-        errors.append(
-            f"{sum(c.size for c in chunks)} noisy answers for {int(closure.member_cells.sum())} "
-            "closure cells"
-        )
-    if any(chunk.dtype.kind not in "iu" for chunk in chunks):
-        errors.append("the noisy residual answers are not all integers")
-    records = tuple(measurement.measured)
-    groups = len(plan.samplers)
-    if len(records) != groups:
-        return [*errors, f"{len(records)} measured records for {groups} samplers"]
-    cells = np.bincount(plan.sampler_of, weights=closure.member_cells, minlength=groups)
-    squared = [0] * groups
-    deltas = closure.squared_sensitivities.tolist()
-    for group, delta in zip(plan.sampler_of.tolist(), deltas, strict=True):
-        squared[group] += delta
-    for record, count in zip(records, cells.tolist(), strict=True):
-        if (record.noise, record.answers) != ("discrete-gaussian", int(count)):
-            errors.append(
-                f"measured {record.label!r}: {record.answers} answers, its blocks "
-                f"have {int(count)} discrete-gaussian ones"
-            )
-    sensitivities = [math.sqrt(value) for value in squared]
-    return errors + noise_errors(measurement.budget, records, sensitivities)
-
-
-def _measurement_errors(measurement: Any) -> list[str]:
-    """HDMM's noisy strategy answers: finite, one per row of each block; one record of the
-    strategy's noise, whose loss covers its scale at the strategy's sensitivity
-    (:func:`_hdmm_sensitivity`)."""
-    rows = [math.prod(factor.shape[0] for factor in block) for block in measurement.blocks]
-    answers = [np.asarray(block, dtype=float) for block in measurement.answers]
-    errors = []
-    if [a.shape for a in answers] != [(n,) for n in rows]:
-        errors.append(f"answers of shapes {[a.shape for a in answers]} for blocks of {rows} rows")
-    elif not all(np.all(np.isfinite(a)) for a in answers):
-        errors.append("the noisy answers are not all finite")
-    records = tuple(measurement.measured)
-    noise = {"laplace": "discrete-laplace", "gaussian": "discrete-gaussian"}[measurement.noise]
-    if len(records) != 1 or not isinstance(records[0], Measured):
-        return [*errors, f"{len(records)} measured records: a measurement draws one set"]
-    if (records[0].noise, records[0].answers) != (noise, sum(rows)):
-        errors.append(
-            f"measured {records[0].answers} answers of {records[0].noise} noise, the strategy "
-            f"has {sum(rows)} rows and {noise} noise"
-        )
-    delta, found = _hdmm_sensitivity(measurement)
-    return errors + found + noise_errors(measurement.budget, records, [delta])
-
-
-def _hdmm_sensitivity(measurement: Any) -> tuple[float | None, list[str]]:
-    """(Δ, errors): the sensitivity an HDMM measurement's noise was calibrated for
-    (``hdmm.measure``): the stacked strategy's column norm on its grid — L1 for Laplace, L2 for
-    Gaussian — with the slack of answers rounded onto that grid
-    (:func:`~dpopt.privacy.laplace_noise`, :func:`~dpopt.privacy.gaussian_noise`), the strategy
-    rebuilt from the measured blocks and their weights wⱼ = √(variance/variances[j]) put back on
-    the grid 2^−QUERY_BITS they were measured on."""
-    from dpopt.privacy import gaussian_noise, laplace_noise
-    from dpopt.privacy.linear import QUERY_BITS, ExactStack
-
-    grid = float(1 << QUERY_BITS)
-    try:
-        weights = [
-            round(math.sqrt(measurement.variance / v) * grid) / grid for v in measurement.variances
-        ]
-        stack = ExactStack.from_blocks(list(zip(weights, measurement.blocks, strict=True)))
-    except (TypeError, ValueError, ZeroDivisionError) as err:
-        return None, [f"the strategy cannot be rebuilt from the measured blocks ({err})"]
-    if measurement.noise == "laplace":
-        unit = laplace_noise(stack.sensitivity_l1, 1, answer_bits=stack.bits, changed=stack.changed)
-        return unit.scale, []  # the scale at ε = 1: Δ
-    unit = gaussian_noise(
-        stack.sensitivity_l2, rho=Fraction(1, 2), answer_bits=stack.bits, changed=stack.changed
-    )
-    drawn = unit.loss.rho
-    assert drawn is not None  # a Gaussian's loss always has its ρ
-    return unit.scale * math.sqrt(2 * float(drawn)), []  # σ = Δ/√(2ρ)
-
-
-def _dgm_errors(release: Any) -> list[str]:
-    """Every CPD a conditional distribution: finite, ≥ 0, each row (parent state) adding up
-    to 1; every ε_i of the allocation ≥ 0; then its noise (:func:`_dgm_noise_errors`)."""
-    network = release.network
-    if network.cpds is None:
-        return ["the learned network has no CPDs"]
-    errors = []
-    for node, cpd in zip(network.nodes, network.cpds, strict=True):
-        table = np.asarray(cpd, dtype=float)
-        rows = table.reshape(-1, table.shape[-1]).sum(axis=1)
-        if not np.all(np.isfinite(table)) or np.any(table < 0):
-            errors.append(f"CPD of {node!r} has negative or non-finite entries")
-        elif not np.allclose(rows, 1.0, rtol=0, atol=1e-9):
-            worst = float(np.max(np.abs(rows - 1)))
-            errors.append(f"CPD of {node!r}: rows do not add up to 1 (off by up to {worst:.3g})")
-    if any(epsilon < 0 for epsilon in release.allocation):
-        errors.append("the allocation holds a negative ε_i")
-    return errors + _dgm_noise_errors(release)
-
-
-def _dgm_noise_errors(release: Any) -> list[str]:
-    """One discrete Laplace record per noisy count table — the paper objective's n Stage-I
-    tables first, then every table with an ε_i > 0 — each of sensitivity 1 (one record added
-    or removed: dgm.learning), Stage I's on a Poisson subsample of rate β, so amplified to
-    ε = ln(1 + β(e^{1/λ} − 1)) (dgm-budget Lemma 2.1); the budget spent covers them all."""
-    records = tuple(release.measured)
-    first = len(release.network.nodes) if release.objective == "paper" else 0
-    tables = first + sum(1 for epsilon in release.allocation if epsilon > 0)
-    errors = (
-        [] if len(records) == tables else [f"{len(records)} measured records for {tables} tables"]
-    )
-    rate = float(release.settings.sampling_rate)
-    implied = []
-    for index, record in enumerate(records):
-        if not isinstance(record, Measured):
-            continue  # measured_errors names it
-        if record.noise != "discrete-laplace":
-            errors.append(f"measured {record.label!r}: {record.noise} noise, not discrete-laplace")
-        epsilon, why = 1 / record.scale, "at sensitivity 1"
-        if index < first:
-            epsilon, why = math.log1p(rate * math.expm1(epsilon)), f"{why} on a {rate:g}-subsample"
-        implied.append(Implied(epsilon, epsilon * epsilon / 2))
-        errors += [found] if (found := understated(record, implied[-1], why)) else []
-    return errors + spent_errors(release.budget, implied)
-
-
-def _link_errors(links: Any, left: int | None = None, right: int | None = None) -> list[str]:
-    """A link table: (left row, right row) integer pairs, unique, of rows that exist."""
-    pairs = np.asarray(links)
-    if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.dtype.kind not in "iu":
-        return [f"links must be integer (left, right) pairs, got {pairs.dtype} {pairs.shape}"]
-    errors = []
-    if np.any(pairs < 0):
-        errors.append(f"{int(np.count_nonzero((pairs < 0).any(axis=1)))} links name a row < 0")
-    for side, rows in ((0, left), (1, right)):
-        if rows is not None and np.any(pairs[:, side] >= rows):
-            outside = int(np.count_nonzero(pairs[:, side] >= rows))
-            errors.append(f"{outside} links name a {('left', 'right')[side]} row ≥ {rows}")
-    repeated = len(pairs) - len(np.unique(pairs, axis=0))
-    if repeated:
-        errors.append(f"{repeated} links repeat another")
-    return errors
-
-
-def _link_result_errors(release: Any) -> list[str]:
-    """The link learner's links, and its noise: a workload's counts have L2 sensitivity
-    √2·d_max (relational.links); the result does not hold d_max, so Δ = √2 (d_max ≥ 1) bounds
-    the loss from below."""
-    from dpopt.relational.budget import SQRT2_UP
-
-    noise = noise_errors(release.budget, release.measured, float(SQRT2_UP))
-    return _link_errors(release.links) + noise
-
-
-def _database_errors(release: Any) -> list[str]:
-    """A synthetic database: its link table refers to existing ids of both tables; its noise
-    as :func:`_link_result_errors` (its tables' MST counts, of neighbours that change one row,
-    have Δ = √2 too)."""
-    from dpopt.relational.budget import SQRT2_UP
-
-    left, right = release.left["id"].to_numpy(), release.right["id"].to_numpy()
-    errors = []
-    for name, ids in (("left", left), ("right", right)):
-        if not np.array_equal(np.sort(ids), np.arange(ids.size)):
-            errors.append(f"the {name} table's ids are not its row numbers 0 … {ids.size - 1}")
-    pairs = release.links[["left_id", "right_id"]].to_numpy()
-    noise = noise_errors(release.budget, release.measured, float(SQRT2_UP))
-    return errors + _link_errors(pairs, left.size, right.size) + noise
-
-
-def _table_errors(release: Any) -> list[str]:
-    """MST's synthetic table: integer codes within the public domains, one column per
-    attribute; its d 1-way vectors, d − 1 selections (d > 2) and d − 1 pair tables measured,
-    of L2 sensitivity 1 (add-remove neighbours) or √2 (replace: relational.tables)."""
-    from dpopt.relational.budget import SQRT2_UP
-
-    measurements = release.measurements
-    cards = np.asarray(measurements.cards)
-    codes = np.asarray(release.codes)
-    errors = []
-    if codes.ndim != 2 or codes.shape[1:] != cards.shape or codes.dtype.kind not in "iu":
-        errors.append(
-            f"codes must be integers, {cards.size} columns, got {codes.dtype} {codes.shape}"
-        )
-    elif outside := int(np.count_nonzero((codes < 0) | (codes >= cards))):
-        errors.append(f"{outside} codes lie outside their attribute's domain")
-    d = cards.size
-    expected = d + (d - 1 if d > 2 else 0) + (d - 1 if d > 1 else 0)
-    if len(release.measured) != expected:
-        errors.append(f"{len(release.measured)} measured records for {d} attributes ({expected})")
-    delta = 1.0 if measurements.neighbours == "add-remove" else float(SQRT2_UP)
-    return errors + noise_errors(release.budget, release.measured, delta)
-
-
-FAMILY_CHECKS = {
-    "dpopt.census.mechanism.Release": _census_errors,
-    "dpopt.census.release_file.SavedRelease": _census_errors,
-    "dpopt.census.blocks.BlockRelease": _block_errors,
-    "dpopt.hdmm.release.Answered": _answered_errors,
-    "dpopt.hdmm.release.Measurement": _measurement_errors,
-    "dpopt.hdmm.residual.release.ResidualMeasurement": _residual_errors,
-    "dpopt.dgm.learning.Learned": _dgm_errors,
-    "dpopt.relational.links.LinkResult": _link_result_errors,
-    "dpopt.relational.synthesizer.SyntheticDatabase": _database_errors,
-    "dpopt.relational.tables.SyntheticTable": _table_errors,
-}
-"""Each family's release result (by qualified class name, so no family is imported until it
-is met) and what its own output and noise must satisfy."""
+RELEASE_TYPES = (
+    "dpopt.census.mechanism.Release",
+    "dpopt.census.release_file.SavedRelease",
+    "dpopt.census.blocks.BlockRelease",
+    "dpopt.hdmm.release.Answered",
+    "dpopt.hdmm.release.Measurement",
+    "dpopt.hdmm.residual.release.ResidualMeasurement",
+    "dpopt.dgm.learning.Learned",
+    "dpopt.relational.links.LinkResult",
+    "dpopt.relational.synthesizer.SyntheticDatabase",
+    "dpopt.relational.tables.SyntheticTable",
+)
+"""dpopt's release result types (qualified names, so no family is imported until it is met):
+each checks itself with its ``contract_errors`` method."""
 
 
 def assert_release_valid(release: Any) -> None:
     """Fail unless ``release`` (any family's release result) meets the release contract and
-    its family's own conditions.
+    its family's own conditions: ``release.contract_errors()`` is empty.
 
     The contract: a budget report whose spent ε is at most its total and equal to its
     charges, ``measured`` records whose losses add up to no more than the spent budget (noise
     drawn and never paid for), and no solve ``violated``, ``infeasible``, ``time_limit`` or
-    ``error``. The family's (:data:`FAMILY_CHECKS`): its output — census counts non-negative
-    integers, consistent and faithful on the release's own hierarchy (a block release: its
-    directory passes ``dpopt check``); HDMM answers finite; DGM CPDs distributions; link
-    tables unique pairs of existing rows; MST codes within their domains — and its noise: each
-    record's loss at least what its scale implies at the sensitivity the family derives from
-    the result's public facts, and the budget spent at least their composition
-    (docs/testing-your-code.md, "What dpopt check certifies", says what each family knows)."""
-    errors = contract_errors(release)
-    kind = type(release)
-    family = FAMILY_CHECKS.get(f"{kind.__module__}.{kind.__qualname__}")
-    if family is None:
-        accepted = ", ".join(name.rsplit(".", 1)[1] for name in FAMILY_CHECKS)
+    ``error``. The family's own (each result type's ``contract_errors``): its output — census
+    counts non-negative integers, consistent and faithful on the release's own hierarchy (a
+    block release: its directory passes ``dpopt check``); HDMM answers finite; DGM CPDs
+    distributions; link tables unique pairs of existing rows; MST codes within their domains
+    — and its noise: each record's loss at least what its scale implies at the sensitivity the
+    family derives from the result's public facts, and the budget spent at least their
+    composition (docs/testing-your-code.md, "What dpopt check certifies", says what each
+    family knows). An object without ``contract_errors`` is refused with a TypeError."""
+    check = getattr(release, "contract_errors", None)
+    if not callable(check) or not isinstance(release, ReleaseResult):
+        kind = type(release)
+        accepted = ", ".join(name.rsplit(".", 1)[1] for name in RELEASE_TYPES)
         raise TypeError(
             f"assert_release_valid takes a dpopt release result ({accepted}), got "
             f"{kind.__module__}.{kind.__qualname__}"
         )
-    errors += family(release)
+    errors = check()
     if errors:
         raise AssertionError(f"{type(release).__name__} is not valid: " + "; ".join(errors))
 
@@ -466,3 +224,17 @@ def problems(problem_type: type[Problem]) -> Any:
     return st.integers(0, 2**31 - 1).flatmap(
         lambda seed: st.sampled_from(instances(problem_type, seed))
     )
+
+
+def __getattr__(name: str) -> Any:
+    """``FAMILY_CHECKS``, the former table of family checks (a DeprecationWarning): each
+    result type now checks itself, so each entry calls its ``contract_errors``."""
+    if name == "FAMILY_CHECKS":
+        warn_renamed("dpopt.testing.FAMILY_CHECKS", "each release result's contract_errors()")
+        return dict.fromkeys(RELEASE_TYPES, _whole_check)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _whole_check(release: Any) -> list[str]:
+    errors: list[str] = release.contract_errors()
+    return errors

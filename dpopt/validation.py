@@ -1,7 +1,8 @@
 """Input validation shared by every Problem constructor and public entry point.
 
-Each helper raises :class:`ValueError` whose message names the field and the rule broken, so a
-modeler sees ``"a[3] must be > 0, got -2.0"`` rather than a solver failure much later.
+Each helper raises :class:`~dpopt.errors.InvalidInput` (a ``ValueError``) or
+:class:`~dpopt.errors.InvalidType` (a ``TypeError``) whose message names the field and the rule
+broken, so a modeler sees ``"a[3] must be > 0, got -2.0"`` rather than a solver failure much later.
 
 Integers are exact: an integer input (a Python ``int`` of any size, a numpy integer) is checked
 as the integer it is and never passes through float64, so ``2**53 + 1`` is either kept exactly
@@ -20,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.limits import MAX_COUNT
 
 __all__ = [
@@ -74,19 +76,19 @@ def _raw_array(name: str, value: Any, what: str) -> np.ndarray:
     """``value`` as an array with its own dtype; Python sequences become object arrays, so that
     each entry is checked as given (no bool → int or int → float conversion on the way)."""
     if value is None or isinstance(value, str | bytes):
-        raise ValueError(f"{name} must be {what}, got {_describe(value)}")
+        raise InvalidInput(f"{name} must be {what}, got {_describe(value)}")
     try:
         if isinstance(value, np.ndarray) or hasattr(value, "__array__"):
             arr = np.asarray(value)
         else:
             arr = np.array(value, dtype=object)
     except (TypeError, ValueError, OverflowError) as err:
-        raise ValueError(f"{name} must be {what} ({err})") from None
+        raise InvalidInput(f"{name} must be {what} ({err})") from None
     nested = list | tuple | np.ndarray  # entries left by ragged nesting: name the first one
     if arr.dtype.kind == "O" and any(issubclass(t, nested) for t in set(map(type, arr.flat))):
         i = next(i for i, v in enumerate(arr.flat) if isinstance(v, nested))
         index = np.unravel_index(i, arr.shape)
-        raise ValueError(
+        raise InvalidInput(
             f"{name} must be {what} of a regular shape; {name}{_at(index)} is "
             f"{_describe(arr[index])}"
         )
@@ -95,9 +97,9 @@ def _raw_array(name: str, value: Any, what: str) -> np.ndarray:
 
 def _check_shape(name: str, arr: np.ndarray, ndim: int | None, empty: bool = False) -> None:
     if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
+        raise InvalidInput(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
     if arr.size == 0 and not empty:
-        raise ValueError(f"{name} must not be empty")
+        raise InvalidInput(f"{name} must not be empty")
 
 
 def _first_bad_entry(name: str, arr: np.ndarray, rule: str) -> None:
@@ -109,7 +111,7 @@ def _first_bad_entry(name: str, arr: np.ndarray, rule: str) -> None:
     if any(_is_bool_type(t) or not issubclass(t, numbers.Real) for t in set(map(type, arr.flat))):
         i = next(i for i, v in enumerate(arr.flat) if bad(v))
         index = np.unravel_index(i, arr.shape)
-        raise ValueError(
+        raise InvalidInput(
             f"{name} must be an array of {rule}s; {name}{_at(index)} is {_describe(arr[index])}"
         )
 
@@ -121,9 +123,9 @@ def _is_bool_type(kind: type) -> bool:
 def _reject_kind(name: str, arr: np.ndarray, rule: str) -> None:
     kind = arr.dtype.kind
     if kind == "b":
-        raise ValueError(f"{name} must be {rule}, got booleans")
+        raise InvalidInput(f"{name} must be {rule}, got booleans")
     if kind not in _NUMBER_KINDS + "O":
-        raise ValueError(f"{name} must be {rule}, got dtype {arr.dtype}")
+        raise InvalidInput(f"{name} must be {rule}, got dtype {arr.dtype}")
 
 
 def finite_array(
@@ -142,12 +144,12 @@ def finite_array(
     except OverflowError:  # a Python int beyond float64
         arr = np.array([_to_float(v) for v in raw.ravel()], dtype=np.float64).reshape(raw.shape)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be an array of numbers ({err})") from None
+        raise InvalidInput(f"{name} must be an array of numbers ({err})") from None
     bad = np.flatnonzero(~np.isfinite(arr.ravel()))
     if bad.size:
         index = np.unravel_index(bad[0], arr.shape)
         shown = raw[index] if raw.dtype.kind == "O" else arr[index]
-        raise ValueError(f"{name}{_at(index)} must be finite, got {_describe(shown)}")
+        raise InvalidInput(f"{name}{_at(index)} must be finite, got {_describe(shown)}")
     arr.setflags(write=False)
     return arr
 
@@ -181,25 +183,25 @@ def positive_array(name: str, value: Any, *, ndim: int | None = None) -> np.ndar
     bad = np.flatnonzero(arr.ravel() <= 0)
     if bad.size:
         index = np.unravel_index(bad[0], arr.shape)
-        raise ValueError(f"{name}{_at(index)} must be > 0, got {arr[index]}")
+        raise InvalidInput(f"{name}{_at(index)} must be > 0, got {arr[index]}")
     return arr
 
 
 def _exact_integer(name: str, value: Any, rule: str = "an integer") -> int:
     """One entry (or scalar) as an exact Python int, or ValueError naming ``name``."""
     if _is_bool(value):
-        raise ValueError(f"{name} must be {rule}, got {value!r}")
+        raise InvalidInput(f"{name} must be {rule}, got {value!r}")
     if isinstance(value, numbers.Integral):
         return int(value)
     if not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be {rule}, got {_describe(value)}")
+        raise InvalidInput(f"{name} must be {rule}, got {_describe(value)}")
     real = _to_float(value)
     if not np.isfinite(real):
-        raise ValueError(f"{name} must be finite, got {_describe(value)}")
+        raise InvalidInput(f"{name} must be finite, got {_describe(value)}")
     if not real.is_integer():
-        raise ValueError(f"{name} must be {rule}, got {_describe(value)}")
+        raise InvalidInput(f"{name} must be {rule}, got {_describe(value)}")
     if abs(real) > EXACT_FLOAT_INTEGER:
-        raise ValueError(
+        raise InvalidInput(
             f"{name} = {_describe(value)} is a float above 2**53, which cannot hold every "
             "integer exactly; pass it as an int"
         )
@@ -209,7 +211,7 @@ def _exact_integer(name: str, value: Any, rule: str = "an integer") -> int:
 def _within(name: str, number: int, bound: int) -> int:
     if abs(number) > bound:
         limit = "2**62" if bound == MAX_COUNT else str(bound)
-        raise ValueError(f"{name} = {number} is beyond the largest supported magnitude {limit}")
+        raise InvalidInput(f"{name} = {number} is beyond the largest supported magnitude {limit}")
     return number
 
 
@@ -232,7 +234,7 @@ def _whole_floats(name: str, arr: np.ndarray, bound: int) -> np.ndarray:
     if bad.size:
         index = np.unravel_index(bad[0], arr.shape)
         rule = "an integer" if np.isfinite(arr[index]) else "finite"
-        raise ValueError(f"{name}{_at(index)} must be {rule}, got {arr[index]}")
+        raise InvalidInput(f"{name}{_at(index)} must be {rule}, got {arr[index]}")
     big = np.flatnonzero(np.abs(flat) > min(EXACT_FLOAT_INTEGER, bound))
     if big.size:
         index = np.unravel_index(big[0], arr.shape)
@@ -308,7 +310,7 @@ def broadcast(name: str, values: np.ndarray, shape: tuple[int, ...]) -> np.ndarr
     try:
         return np.broadcast_to(values, shape)
     except (TypeError, ValueError):  # not broadcastable, or ``shape`` is not a shape
-        raise ValueError(
+        raise InvalidInput(
             f"{name} has shape {np.shape(values)}, which does not broadcast to {shape}"
         ) from None
 
@@ -330,10 +332,10 @@ def integer(
     rule = "an integer" + ("" if minimum is None else f" >= {minimum}")
     number = _exact_integer(name, value, rule)
     if minimum is not None and number < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {_describe(value)}")
+        raise InvalidInput(f"{name} must be an integer >= {minimum}, got {_describe(value)}")
     if maximum is not None and number > maximum:
         limit = "2**62, the largest supported count" if maximum == MAX_COUNT else maximum
-        raise ValueError(f"{name} must be an integer <= {limit}, got {_describe(value)}")
+        raise InvalidInput(f"{name} must be an integer <= {limit}, got {_describe(value)}")
     return number
 
 
@@ -348,11 +350,11 @@ def instance(name: str, value: Any, kind: type | tuple[type, ...]) -> Any:
     try:
         matches = isinstance(value, kind)
     except TypeError:
-        raise TypeError(f"kind must be a type or a tuple of types, got {kind!r:.60}") from None
+        raise InvalidType(f"kind must be a type or a tuple of types, got {kind!r:.60}") from None
     if not matches:
         kinds = kind if isinstance(kind, tuple) else (kind,)
         wanted = " or ".join(k.__name__ for k in kinds)
-        raise TypeError(f"{name} must be a {wanted}, got {type(value).__name__}")
+        raise InvalidType(f"{name} must be a {wanted}, got {type(value).__name__}")
     return value
 
 
@@ -363,7 +365,7 @@ def sequence(
     TypeError naming ``name`` or its first bad item (a string, an array or a number would
     otherwise be iterated, or fail, far from the argument)."""
     if not isinstance(value, list | tuple):
-        raise TypeError(f"{name} must be a list or tuple of {what}, got {_describe(value)}")
+        raise InvalidType(f"{name} must be a list or tuple of {what}, got {_describe(value)}")
     if of is not None:
         for i, item in enumerate(value):
             instance(f"{name}[{i}]", item, of)
@@ -376,43 +378,43 @@ def records(name: str, value: Any, fields: tuple[str, ...]) -> tuple[Mapping[str
     rows = sequence(name, value, "records (mappings)")
     for i, row in enumerate(rows):
         if not isinstance(row, Mapping):
-            raise TypeError(f"{name}[{i}] must be a mapping (a record), got {_describe(row)}")
+            raise InvalidType(f"{name}[{i}] must be a mapping (a record), got {_describe(row)}")
         missing = [field for field in fields if field not in row]
         if missing:
-            raise ValueError(f"{name}[{i}] lacks the field(s) {', '.join(missing)}")
+            raise InvalidInput(f"{name}[{i}] lacks the field(s) {', '.join(missing)}")
     return rows
 
 
 def subclass(name: str, value: Any, base: type) -> type:
     """Return ``value`` if it is a class derived from ``base`` (or ``base``); else TypeError."""
     if not isinstance(base, type):
-        raise TypeError(f"base must be a type, got {_describe(base)}")
+        raise InvalidType(f"base must be a type, got {_describe(base)}")
     if not isinstance(value, type) or not issubclass(value, base):
-        raise TypeError(f"{name} must be a subclass of {base.__name__}, got {_describe(value)}")
+        raise InvalidType(f"{name} must be a subclass of {base.__name__}, got {_describe(value)}")
     return value
 
 
 def function(name: str, value: Any) -> Any:
     """Return ``value`` if it is callable; else TypeError naming ``name``."""
     if not callable(value):
-        raise TypeError(f"{name} must be callable, got {_describe(value)}")
+        raise InvalidType(f"{name} must be callable, got {_describe(value)}")
     return value
 
 
 def file_path(name: str, value: Any) -> Path:
     """Return ``value`` (a str or an ``os.PathLike``) as a Path; else TypeError naming it."""
     if not isinstance(value, str | os.PathLike):
-        raise TypeError(f"{name} must be a path (str or os.PathLike), got {_describe(value)}")
+        raise InvalidType(f"{name} must be a path (str or os.PathLike), got {_describe(value)}")
     return Path(value)
 
 
 def _real(name: str, value: Any, rule: str, low: float, strict: bool) -> float:
     """``value`` as a finite float above ``low`` (strictly, or not), or ValueError."""
     if _is_bool(value) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number, got {_describe(value)}")
+        raise InvalidInput(f"{name} must be a real number, got {_describe(value)}")
     number = _to_float(value)
     if not np.isfinite(number) or number < low or (strict and number == low):
-        raise ValueError(f"{name} must be {rule}, got {_describe(value)}")
+        raise InvalidInput(f"{name} must be {rule}, got {_describe(value)}")
     return number
 
 
@@ -436,14 +438,14 @@ def finite_number(name: str, value: Any, *, minimum: float | None = None) -> flo
 def boolean(name: str, value: Any) -> bool:
     """Return ``value`` if it is ``True`` or ``False`` (numpy booleans too); else ValueError."""
     if not _is_bool(value):
-        raise ValueError(f"{name} must be True or False, got {_describe(value)}")
+        raise InvalidInput(f"{name} must be True or False, got {_describe(value)}")
     return bool(value)
 
 
 def choice(name: str, value: Any, options: tuple[str, ...]) -> str:
     """Return ``value`` if it is one of the strings ``options``; else ValueError listing them."""
     if not isinstance(value, str) or value not in options:
-        raise ValueError(f"{name} must be one of {options}, got {_describe(value)}")
+        raise InvalidInput(f"{name} must be one of {options}, got {_describe(value)}")
     return value
 
 
@@ -454,7 +456,7 @@ def generator(seed: Any) -> np.random.Generator:
     if isinstance(seed, np.random.Generator):
         return seed
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
-        raise TypeError(f"seed must be an int, a numpy Generator or None, got {seed!r}")
+        raise InvalidType(f"seed must be an int, a numpy Generator or None, got {seed!r}")
     if seed is not None and seed < 0:
-        raise ValueError(f"seed must be ≥ 0, got {seed}")
+        raise InvalidInput(f"seed must be ≥ 0, got {seed}")
     return np.random.default_rng(None if seed is None else int(seed))

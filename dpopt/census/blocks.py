@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.census.block_plan import BlockPlan, IntervalSettings, plan_blocks
-from dpopt.census.confidence import bounds
+from dpopt.census.block_files import INCOMPLETE, MANIFEST, BlockIntervals, StateSource
+from dpopt.census.block_plan import BlockPlan, plan_blocks
 from dpopt.census.data import CensusData
 from dpopt.census.geography import LEVELS, Geography, state_data
 from dpopt.census.keyed import LevelNoise, draw_entropy, keyed_noise, noisy_counts
@@ -42,11 +42,12 @@ from dpopt.census.store import Partition, read_partition, write_partition
 from dpopt.deprecation import keyword_alias
 from dpopt.models.census.problems import PartitionedPostProcess
 from dpopt.privacy import Accountant
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Solution, Status, solve
 from dpopt.release import Measured, ReleaseError, Rng, measured_record, resolve_rng
+from dpopt.release import contract_errors as common_errors
 from dpopt.runner import Runner
 from dpopt.solvers.census.partitioned import (
-    Column,
     PartitionedSolution,
     Widening,
     checksum,
@@ -95,69 +96,6 @@ def measure_state(
     )
     write_partition(Path(out_dir) / "noisy", partition, geography)
     return StateSummary(int(truth.values[0].sum()), truth.values[0].copy(), checksum(noisy))
-
-
-@dataclass(frozen=True)
-class StateSource:
-    """A state's noisy partition on disk: a task reads only its own size column."""
-
-    directory: str
-    geography: Geography
-    state: int
-
-    def column(self, size: int) -> Column:
-        part = read_partition(self.directory, self.geography, self.state, "noisy", (size,))
-        assert part.sd is not None
-        return Column(part.parents, part.values[:, 0], part.sd[part.level])
-
-
-@dataclass(frozen=True)
-class BlockIntervals:
-    """What a state's sink needs to write each count's interval beside it
-    (:func:`dpopt.census.confidence.bounds` on the state's noisy column): the interval
-    settings (level, method, the interval's own public seed), the noisy partitions and each
-    level's discrete Laplace scale."""
-
-    settings: IntervalSettings
-    noisy_dir: str
-    geography: Geography
-    scales: tuple[float, ...]
-
-    def column(self, state: int, size: int) -> tuple[np.ndarray, np.ndarray]:
-        """(lower, upper) of state ``state``'s counts of size index ``size``."""
-        settings = self.settings
-        part = read_partition(self.noisy_dir, self.geography, state, "noisy", (size,))
-        u = np.random.default_rng([settings.seed, state, size]).random(part.values.shape)
-        lower, upper, _, _ = bounds(
-            "counts",
-            part.parents,
-            part.values,
-            np.asarray(self.scales)[part.level],
-            level=settings.level,
-            raw=settings.method == "raw",
-            conservative=settings.method == "conservative-pivot",
-            u=u,
-            max_support=settings.max_support,
-        )
-        return lower[:, 0], upper[:, 0]
-
-    def nation(self, nation_noisy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(lower, upper) of the nation's counts, from its own noisy answer (its children, the
-        states, are in other partitions)."""
-        settings = self.settings
-        u = np.random.default_rng([settings.seed, len(self.geography.states)])
-        lower, upper, _, _ = bounds(
-            "counts",
-            np.array([-1]),
-            np.asarray(nation_noisy, dtype=np.int64)[None, :],
-            np.array([self.scales[0]]),
-            level=settings.level,
-            raw=True,
-            conservative=settings.method == "conservative-pivot",
-            u=u.random((1, np.size(nation_noisy))),
-            max_support=settings.max_support,
-        )
-        return lower[0], upper[0]
 
 
 @dataclass(frozen=True)
@@ -226,7 +164,7 @@ class BlockRelease:
     total: int
     nation_noisy: np.ndarray
     solution: Solution
-    budget: dict[str, Any]
+    budget: BudgetReport
     statuses: dict[str, Status]
     measured: tuple[Measured, ...]
     objective: str
@@ -250,7 +188,7 @@ class BlockRelease:
             "states": len(self.geography.states),
             "sizes": self.geography.sizes,
             "total": self.total,
-            "budget": self.budget,
+            "budget": self.budget.to_dict(),
             "checksum": self.checksum,
             "objective": self.objective,
             "status": self.solution.status,
@@ -273,11 +211,13 @@ class BlockRelease:
             "domain_sd_start": self.domain_sd_start,
         }
 
+    def contract_errors(self) -> list[str]:
+        """What in this result breaks the release contract
+        (:func:`dpopt.release.contract_errors`) or its family's conditions: its directory's
+        ``dpopt check`` (:func:`dpopt.census.check.check_release`); empty when it holds."""
+        from dpopt.census.check import check_release
 
-INCOMPLETE = "INCOMPLETE"
-"""The file that marks a release directory as unfinished: written before anything is charged,
-removed after the manifest, the last file a release writes."""
-MANIFEST = "manifest.json"
+        return common_errors(self) + check_release(self.out_dir).violations
 
 
 @dataclass(frozen=True, eq=False)

@@ -20,6 +20,7 @@ from dpopt.census.confidence import (
     intervals,
     region_kinds,
 )
+from dpopt.census.contract import release_errors
 from dpopt.census.data import CensusData
 from dpopt.census.measurement import Measurement, Plan, check_accountant, execute, plan
 from dpopt.census.postprocess import (
@@ -39,8 +40,10 @@ from dpopt.census.resources import (
 from dpopt.deprecation import keyword_alias
 from dpopt.models.census.problems import PostProcess
 from dpopt.privacy import Accountant
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Solution, Status
 from dpopt.release import Measured, ReleaseError, Rng, resolve_rng
+from dpopt.release import contract_errors as common_errors
 from dpopt.runner import Runner
 
 __all__ = ["Release", "release"]
@@ -66,7 +69,7 @@ class Release:
     objective: str
     counts: np.ndarray
     sizes: np.ndarray
-    budget: dict[str, Any]
+    budget: BudgetReport
     statuses: dict[str, Status]
     measured: tuple[Measured, ...]
     solution: Solution
@@ -78,6 +81,13 @@ class Release:
     def satisfies_pgsr(self) -> bool:
         """Consistent, faithful, non-negative integers (PGSR conditions 2–4)."""
         return max(self.conditions["largest"].values()) == 0
+
+    def contract_errors(self) -> list[str]:
+        """What in this result breaks the release contract
+        (:func:`dpopt.release.contract_errors`) or its family's conditions: a census release's
+        own conditions (:func:`dpopt.census.contract.release_errors`): its counts, its noise
+        level by level and its intervals; empty when it holds."""
+        return common_errors(self) + release_errors(self)
 
 
 def release(

@@ -21,10 +21,13 @@ from typing import Any
 import numpy as np
 
 from dpopt.census.confidence import Intervals
+from dpopt.census.contract import release_errors
 from dpopt.census.measurement import Measurement
 from dpopt.census.mechanism import Release
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
 from dpopt.release import Measured, measured_from_record, measured_record
+from dpopt.release import contract_errors as common_errors
 from dpopt.solvers.census.partitioned import checksum
 from dpopt.validation import file_path, instance
 
@@ -47,7 +50,7 @@ class SavedRelease:
     objective: str
     counts: np.ndarray
     measurement: Measurement
-    budget: dict[str, Any]
+    budget: BudgetReport
     statuses: dict[str, Status]
     measured: tuple[Measured, ...]
     domain_sd: float
@@ -58,6 +61,13 @@ class SavedRelease:
     @property
     def sizes(self) -> np.ndarray:
         return self.measurement.sizes
+
+    def contract_errors(self) -> list[str]:
+        """What in this result breaks the release contract
+        (:func:`dpopt.release.contract_errors`) or its family's conditions: a census release's
+        own conditions (:func:`dpopt.census.contract.release_errors`), read back from its file
+        without the private data; empty when it holds."""
+        return common_errors(self) + release_errors(self)
 
 
 def save_release(release: Release, path: str | Path) -> Path:
@@ -81,7 +91,7 @@ def save_release(release: Release, path: str | Path) -> Path:
         "sd": np.asarray(measurement.sd, dtype=float).tolist(),
         "domain_sd": float(release.solution.info["domain_sd"]),
         "cost": float(release.solution.objective),
-        "budget": release.budget,
+        "budget": release.budget.to_dict(),
         "statuses": dict(release.statuses),
         "measured": [measured_record(m) for m in release.measured],
     }
@@ -139,7 +149,7 @@ def load_release(path: str | Path) -> SavedRelease:
             str(record["objective"]),
             counts,
             measurement,
-            record["budget"],
+            BudgetReport.from_dict(record["budget"]),
             dict(record["statuses"]),
             measurement.measured,
             float(record["domain_sd"]),

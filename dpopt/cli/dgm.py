@@ -155,7 +155,7 @@ def _finish(args: argparse.Namespace, network: Any, data: Any, learned: Any) -> 
         "network": network.name,
         "nodes": len(network.nodes),
         "mechanism": "D-Ind baseline" if args.baseline else f"{learned.objective} objective",
-        "budget": learned.budget,
+        "budget": learned.budget.to_dict(),
         "statuses": learned.statuses,
         "allocation": {node: eps for eps, node in budgets},
         "parameter_errors_vs_mle": errors,

@@ -17,8 +17,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpopt.planning import GIB, MIN_MEMORY
-from dpopt.validation import MAX_COUNT, file_path, instance, integer
+from dpopt.errors import OptionError
+from dpopt.limits import MAX_COUNT
+from dpopt.limits import PLAN_MIN_MEMORY as MIN_MEMORY
+from dpopt.planning import GIB
+from dpopt.validation import file_path, instance, integer
 
 __all__ = [
     "OptionError",
@@ -35,11 +38,6 @@ __all__ = [
     "stdout_to_stderr",
     "write_json",
 ]
-
-
-class OptionError(argparse.ArgumentTypeError, ValueError):
-    """A bad option value: argparse's clean usage error (exit 2, naming the flag), and a
-    ValueError for a caller outside argparse."""
 
 
 def _number(text: str, convert: Callable[[str], Any], what: str, ok: Callable[[Any], bool],

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.deprecation import settings_of
+from dpopt.dgm.contract import learned_errors
 from dpopt.dgm.networks import Network, load
 from dpopt.dgm.postprocess import (
     CONSISTENCY_WEIGHTS,
@@ -57,9 +58,11 @@ from dpopt.dgm.postprocess import (
 )
 from dpopt.models.dgm.budget import BudgetAllocation
 from dpopt.privacy import Accountant, Loss, draw, exact_shares, prepare_laplace
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.privacy.samplers import MAX_LAPLACE_SCALE, exact_fraction
-from dpopt.problem import CLAIMS_FEASIBLE, SolverError, Status, solve
+from dpopt.problem import SolverError, Status, solve
 from dpopt.release import Measured, ReleaseError, Rng, measured_answers, resolve_rng
+from dpopt.release import contract_errors as common_errors
 from dpopt.validation import boolean, choice, positive_number
 
 __all__ = [
@@ -110,9 +113,8 @@ def _allocation(a: Any, total: Any, method: str, strict: bool) -> tuple[list[Fra
     """:func:`allocate_budget` and the solve's status; ``strict=False`` accepts a ``feasible``
     split (a point that meets the model), never one that does not."""
     budget = exact_fraction("total", total)
-    solution = solve(BudgetAllocation(a=a, total=float(budget)), method, strict=strict)
-    if solution.status not in CLAIMS_FEASIBLE:
-        raise SolverError(solution)
+    problem = BudgetAllocation(a=a, total=float(budget))
+    solution = solve(problem, method, require="optimal" if strict else "feasible")
     return exact_shares(budget, np.asarray(solution.x)), solution.status
 
 
@@ -267,7 +269,7 @@ class Learned:
     """
 
     network: Network
-    budget: dict[str, Any]
+    budget: BudgetReport
     statuses: dict[str, Status]
     measured: tuple[Measured, ...]
     allocation: tuple[Fraction, ...]
@@ -286,6 +288,13 @@ class Learned:
         """The private network as a pgmpy ``DiscreteBayesianNetwork`` (needs the ``pgmpy``
         extra; :attr:`network` holds the same CPDs without it)."""
         return self.network.to_pgmpy()
+
+    def contract_errors(self) -> list[str]:
+        """What in this result breaks the release contract
+        (:func:`dpopt.release.contract_errors`) or its family's conditions: its CPDs
+        distributions and its noise at its tables' sensitivity
+        (:func:`dpopt.dgm.contract.learned_errors`); empty when it holds."""
+        return common_errors(self) + learned_errors(self)
 
 
 @dataclass(frozen=True, eq=False)

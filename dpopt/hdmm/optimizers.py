@@ -29,7 +29,7 @@ from dpopt.privacy import (
     Noise,
     noise_kind,
 )
-from dpopt.problem import CLAIMS_FEASIBLE, Solution, SolverError, solve
+from dpopt.problem import solve
 from dpopt.runner import as_executor
 from dpopt.validation import choice, integer
 
@@ -60,15 +60,6 @@ def _strategy_gram(workload: Any) -> Any:
     if isinstance(gram, wl.BlockGram) or gram.shape[0] ** 2 > wl.DENSE_LIMIT:
         return gram
     return np.asarray(gram.dense(), dtype=np.float64)
-
-
-def _solved(problem: Any, method: str, **options: Any) -> Solution:
-    """``dpopt.solve``, refusing a solve without a point that meets the model (a
-    :class:`~dpopt.SolverError`); any other status is kept by the caller."""
-    solution = solve(problem, method, **options)
-    if solution.status not in CLAIMS_FEASIBLE:
-        raise SolverError(solution)
-    return solution
 
 
 OPT0_METHODS = ("auto", "opt0-laplace", "opt0-gaussian", "l2-dual")
@@ -152,7 +143,7 @@ def _opt0(
             "p": p,
             "executor": as_executor(executor),
         }
-    solution = _solved(problem, method, **options)
+    solution = solve(problem, method, require="feasible", **options)
     return Strategy(
         np.asarray(solution.x),
         problem.noise,
@@ -229,7 +220,7 @@ def _opt_product(
     if method not in ("auto", *options):
         raise ValueError(f"method {method!r} does not apply to this workload")
     names = tuple(options) if method == "auto" else (method,)
-    solved = {name: _solved(problem, name, **options[name]) for name in names}
+    solved = {name: solve(problem, name, require="feasible", **options[name]) for name in names}
     best = min(solved, key=lambda name: solved[name].objective)
     candidates = {TEMPLATE_OF[name]: solution.objective for name, solution in solved.items()}
     statuses = {name: solution.status for name, solution in solved.items()}

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from dpopt import workload as wl
+from dpopt.hdmm.contract import answered_errors, measurement_errors
 from dpopt.hdmm.formulas import gram_of, strategy_matrix
 from dpopt.hdmm.noise import exact_stack, measured_theta, release_noise, strategy_columns
 from dpopt.hdmm.optimizers import OPT0_METHODS, optimize, optimize_product
@@ -34,8 +35,10 @@ from dpopt.privacy import (
     noise_kind,
     prepare,
 )
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
 from dpopt.release import Measured, ReleaseError, Rng, measured_answers, resolve_rng
+from dpopt.release import contract_errors as common_errors
 
 __all__ = [
     "Answered",
@@ -69,10 +72,17 @@ class Measurement:
     answers: tuple[np.ndarray, ...]
     variances: tuple[float, ...]
     variance: float
-    budget: dict[str, Any]
+    budget: BudgetReport
     measured: tuple[Measured, ...]
     theta: np.ndarray | None = None
     statuses: Mapping[str, Status] = field(default_factory=dict)
+
+    def contract_errors(self) -> list[str]:
+        """What in this result breaks the release contract
+        (:func:`dpopt.release.contract_errors`) or its family's conditions: its noisy answers
+        one per strategy row and its noise at the strategy's sensitivity
+        (:func:`dpopt.hdmm.contract.measurement_errors`); empty when it holds."""
+        return common_errors(self) + measurement_errors(self)
 
 
 def _fresh_accountant(noise: Noise, epsilon: Any, delta: Any) -> Accountant:
@@ -197,12 +207,19 @@ class Answered:
     None when they were written to a directory)."""
 
     @property
-    def budget(self) -> dict[str, Any]:
+    def budget(self) -> BudgetReport:
         return self.measurement.budget
 
     @property
     def measured(self) -> tuple[Measured, ...]:
         return self.measurement.measured
+
+    def contract_errors(self) -> list[str]:
+        """What in this result breaks the release contract
+        (:func:`dpopt.release.contract_errors`) or its family's conditions: its answers finite,
+        then its measurement's conditions (:func:`dpopt.hdmm.contract.answered_errors`); empty
+        when it holds."""
+        return common_errors(self) + answered_errors(self)
 
 
 def _optimized(

@@ -9,7 +9,7 @@
 - :mod:`~dpopt.privacy.audit` — empirical lower bounds on ε from runs on neighbours;
 - :mod:`~dpopt.privacy.calibration` — the analytic Gaussian σ, zCDP ↔ (ε, δ) conversions;
 - :mod:`~dpopt.privacy.accounting` — :class:`Loss` and :class:`Accountant` (pure, zCDP,
-  (ε, δ)), exact arithmetic, no slack.
+  (ε, δ)), exact arithmetic, no slack; :class:`BudgetReport`, what an accountant spent.
 
 No function here draws continuous noise: every release path adds exact integer noise.
 """
@@ -18,8 +18,11 @@ from dpopt.privacy.accounting import (
     KINDS,
     Accountant,
     BudgetExceededError,
+    BudgetKind,
+    BudgetReport,
     Charge,
     Loss,
+    ReportedCharge,
     exact_shares,
 )
 from dpopt.privacy.calibration import (
@@ -70,6 +73,8 @@ __all__ = [
     "QUERY_BITS",
     "Accountant",
     "BudgetExceededError",
+    "BudgetKind",
+    "BudgetReport",
     "Charge",
     "DiscreteGaussian",
     "DiscreteLaplace",
@@ -81,6 +86,7 @@ __all__ = [
     "Noise",
     "NoisyAnswers",
     "Prepared",
+    "ReportedCharge",
     "analytic_gaussian_sigma",
     "approx_dp_to_zcdp",
     "bernoulli_exp",

@@ -21,7 +21,7 @@ exceeded, not even by a rounding error. Shares that must add up to a budget are 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from numbers import Rational
@@ -30,6 +30,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpopt.deprecation import warn_renamed
+from dpopt.errors import BudgetExceededError
 from dpopt.privacy.calibration import cdp_rho
 from dpopt.privacy.samplers import exact_fraction
 
@@ -37,21 +39,21 @@ __all__ = [
     "KINDS",
     "Accountant",
     "BudgetExceededError",
+    "BudgetKind",
+    "BudgetReport",
     "Charge",
     "Loss",
+    "ReportedCharge",
     "exact_shares",
     "pure_epsilon",
 ]
 
-Kind = Literal["pure", "zcdp", "approx"]
-KINDS: tuple[Kind, ...] = ("pure", "zcdp", "approx")
+BudgetKind = Literal["pure", "zcdp", "approx"]
+"""A budget's kind (``Kind`` alone names a method's kind: ``dpopt.problem.Kind``)."""
+KINDS: tuple[BudgetKind, ...] = ("pure", "zcdp", "approx")
 Amount = Fraction | tuple[Fraction, Fraction]
 _LARGEST = Fraction(2) ** 1000  # as exact_fraction: every amount converts to a float
 _LARGEST_PURE = Fraction(2) ** 500  # a pure ε whose ε²/2 is still at most _LARGEST
-
-
-class BudgetExceededError(RuntimeError):
-    """A charge would take an :class:`Accountant` past its total."""
 
 
 def _delta(value: Any) -> Fraction:
@@ -156,7 +158,7 @@ class Loss:
         if not isinstance(self.description, str):
             raise TypeError(f"description must be a str, got {type(self.description).__name__}")
 
-    def amount(self, kind: Kind) -> Amount | None:
+    def amount(self, kind: BudgetKind) -> Amount | None:
         """This loss as an amount of ``kind`` (None when it has no such form)."""
         return {"pure": self.epsilon, "zcdp": self.rho, "approx": self.approx_dp}[kind]
 
@@ -175,6 +177,14 @@ def _add(a: Amount, b: Amount) -> Amount:
         return (a[0] + b[0], a[1] + b[1])
     assert isinstance(a, Fraction) and isinstance(b, Fraction)
     return a + b
+
+
+def _minus(total: Amount, spent: Amount) -> Amount:
+    """``total`` − ``spent`` (an (ε, δ) pair: both parts)."""
+    if isinstance(total, tuple) and isinstance(spent, tuple):
+        return (total[0] - spent[0], total[1] - spent[1])
+    assert isinstance(total, Fraction) and isinstance(spent, Fraction)
+    return total - spent
 
 
 def within(spent: Amount, total: Amount) -> bool:
@@ -199,10 +209,10 @@ class Accountant:
     :meth:`spend_all`.
     """
 
-    def __init__(self, kind: Kind, total: Amount):
+    def __init__(self, kind: BudgetKind, total: Amount):
         if not isinstance(kind, str) or kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-        self.kind: Kind = kind
+        self.kind: BudgetKind = kind
         self.total: Amount = (
             _exact_pair(total, "Accountant", positive=True)
             if kind == "approx"
@@ -248,11 +258,7 @@ class Accountant:
     @property
     def remaining(self) -> Amount:
         """What may still be spent (exact)."""
-        spent = self.spent
-        if isinstance(spent, tuple) and isinstance(self.total, tuple):
-            return (self.total[0] - spent[0], self.total[1] - spent[1])
-        assert isinstance(spent, Fraction) and isinstance(self.total, Fraction)
-        return self.total - spent
+        return _minus(self.total, self.spent)
 
     def _amount(self, loss: Loss, label: str) -> Amount:
         if not isinstance(loss, Loss):
@@ -309,30 +315,10 @@ class Accountant:
         assert isinstance(remaining, Fraction)
         return exact_shares(remaining, weights)
 
-    def report(self) -> dict[str, Any]:
-        """What was spent, as plain data (floats, and the exact values as strings)."""
-
-        def plain(amount: Amount) -> Any:
-            if isinstance(amount, tuple):
-                return {"epsilon": float(amount[0]), "delta": float(amount[1])}
-            return float(amount)
-
-        def exact(amount: Amount) -> Any:
-            if isinstance(amount, tuple):
-                return {"epsilon": str(amount[0]), "delta": str(amount[1])}
-            return str(amount)
-
-        return {
-            "kind": self.kind,
-            "total": plain(self.total),
-            "spent": plain(self.spent),
-            "remaining": plain(self.remaining),
-            "exact": {"total": exact(self.total), "spent": exact(self.spent)},
-            "charges": [
-                {"label": c.label, "amount": plain(c.amount), "loss": c.loss.description}
-                for c in self._ledger
-            ],
-        }
+    def report(self) -> BudgetReport:
+        """What was spent: a :class:`BudgetReport` of this accountant, as it stands now."""
+        charges = tuple(ReportedCharge(c.label, c.amount, c.loss.description) for c in self._ledger)
+        return BudgetReport(self.kind, self.total, self.spent, charges)
 
     def __repr__(self) -> str:
         return (
@@ -341,7 +327,110 @@ class Accountant:
         )
 
 
-def add_all(amounts: Sequence[Amount], kind: Kind) -> Amount:
+@dataclass(frozen=True)
+class ReportedCharge:
+    """One charge of a :class:`BudgetReport`: its ``label``, its ``amount`` in the report's
+    kind and its ``loss`` description."""
+
+    label: str
+    amount: Amount
+    loss: str
+
+
+def _plain(amount: Amount) -> Any:
+    if isinstance(amount, tuple):
+        return {"epsilon": float(amount[0]), "delta": float(amount[1])}
+    return float(amount)
+
+
+def _exact(amount: Amount) -> Any:
+    if isinstance(amount, tuple):
+        return {"epsilon": str(amount[0]), "delta": str(amount[1])}
+    return str(amount)
+
+
+def _read(value: Any) -> Amount:
+    """An amount of a report's dict: an exact string, a float, or {epsilon, delta} of them
+    (a float is read as the dyadic rational it is)."""
+    if isinstance(value, Mapping):
+        return (_read_part(value["epsilon"]), _read_part(value["delta"]))
+    return _read_part(value)
+
+
+def _read_part(value: Any) -> Fraction:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise TypeError(f"an amount must be a number or an exact string, got {value!r:.40}")
+    return Fraction(value)
+
+
+@dataclass(frozen=True, eq=False)
+class BudgetReport(Mapping[str, Any]):
+    """What an :class:`Accountant` spent (:meth:`Accountant.report`): its ``kind``, exact
+    ``total`` and ``spent`` (Fractions; (ε, δ) pairs for ``approx``) and its ``charges``.
+
+    :meth:`to_dict` is its JSON form (floats, and the exact total and spent as strings);
+    :meth:`from_dict` reads it back (a saved release or a manifest holds the dict). The
+    report is also a read-only mapping with that dict's keys (``report["exact"]["spent"]``),
+    kept for compatibility with code written when reports were dicts; two reports, or a
+    report and a dict, are equal when their dicts are.
+    """
+
+    kind: BudgetKind
+    total: Amount
+    spent: Amount
+    charges: tuple[ReportedCharge, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, str) or self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if not isinstance(self.charges, tuple) or not all(
+            isinstance(charge, ReportedCharge) for charge in self.charges
+        ):
+            raise TypeError("charges must be a tuple of ReportedCharge")
+
+    @property
+    def remaining(self) -> Amount:
+        """What may still be spent (exact; negative parts when spent exceeds the total)."""
+        return _minus(self.total, self.spent)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as plain JSON data: floats, and the exact total and spent as strings."""
+        return {
+            "kind": self.kind,
+            "total": _plain(self.total),
+            "spent": _plain(self.spent),
+            "remaining": _plain(self.remaining),
+            "exact": {"total": _exact(self.total), "spent": _exact(self.spent)},
+            "charges": [
+                {"label": c.label, "amount": _plain(c.amount), "loss": c.loss} for c in self.charges
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BudgetReport:
+        """The report whose :meth:`to_dict` is ``data`` (a ValueError when it is not one). The
+        total and spent are read exactly; a charge's amount is read from its float."""
+        try:
+            exact = data["exact"]
+            charges = tuple(
+                ReportedCharge(str(c["label"]), _read(c["amount"]), str(c["loss"]))
+                for c in data["charges"]
+            )
+            return cls(data["kind"], _read(exact["total"]), _read(exact["spent"]), charges)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
+            raise ValueError(f"not a budget report: {err!r:.80}") from err
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("kind", "total", "spent", "remaining", "exact", "charges"))
+
+    def __len__(self) -> int:
+        return 6
+
+
+def add_all(amounts: Sequence[Amount], kind: BudgetKind) -> Amount:
     """Sequential composition: the sum of ``amounts`` of ``kind`` (0, or (0, 0) for none)."""
     total: Amount = (Fraction(0), Fraction(0)) if kind == "approx" else Fraction(0)
     for amount in amounts:
@@ -367,3 +456,11 @@ def exact_shares(total: Any, weights: ArrayLike) -> list[Fraction]:
     exact = [Fraction(float(v)) for v in values]
     whole = sum(exact, Fraction(0))
     return [budget * w / whole for w in exact]
+
+
+def __getattr__(name: str) -> Any:
+    """``Kind``, the former name of :data:`BudgetKind` (a DeprecationWarning)."""
+    if name == "Kind":
+        warn_renamed("dpopt.privacy.accounting.Kind", "dpopt.privacy.BudgetKind")
+        return BudgetKind
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -48,13 +48,16 @@ from dpopt.privacy import (
     exponential_mechanism,
     prepare_gaussian,
 )
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.privacy.samplers import exact_fraction
 from dpopt.problem import Status, solve
 from dpopt.relational import fit as shrinkage
 from dpopt.relational.budget import SQRT2_UP, relational_rho, selection_record, zcdp_ledger
+from dpopt.relational.contract import link_result_errors
 from dpopt.relational.data import RelationalData, Workload
 from dpopt.relational.rounding import sample_rows, unbiased_sample
 from dpopt.release import Measured, ReleaseError, measured_answers, resolve_rng, worst_status
+from dpopt.release import contract_errors as common_errors
 from dpopt.solvers.relational.qp import projected_gradient
 
 if TYPE_CHECKING:
@@ -224,7 +227,7 @@ class LinkResult:
     """
 
     links: np.ndarray
-    budget: dict[str, Any]
+    budget: BudgetReport
     statuses: dict[str, Status]
     measured: tuple[Measured, ...]
     selected: tuple[Workload, ...]
@@ -235,6 +238,13 @@ class LinkResult:
     def status(self) -> Status | None:
         """The least trustworthy of ``statuses`` (:func:`dpopt.release.worst_status`)."""
         return worst_status(self.statuses)
+
+    def contract_errors(self) -> list[str]:
+        """What in this result breaks the release contract
+        (:func:`dpopt.release.contract_errors`) or its family's conditions: its links unique
+        pairs of rows and its noise (:func:`dpopt.relational.contract.link_result_errors`);
+        empty when it holds."""
+        return common_errors(self) + link_result_errors(self)
 
 
 class _Cells:

@@ -25,12 +25,15 @@ import numpy as np
 
 from dpopt.deprecation import keyword_alias
 from dpopt.privacy import Accountant
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
 from dpopt.relational import links as link_learner
 from dpopt.relational import tables
 from dpopt.relational.budget import relational_rho, zcdp_ledger
+from dpopt.relational.contract import database_errors
 from dpopt.relational.data import SIDES, RelationalData
 from dpopt.release import Measured, ReleaseError, resolve_rng, worst_status
+from dpopt.release import contract_errors as common_errors
 from dpopt.validation import positive_number
 
 if TYPE_CHECKING:
@@ -57,7 +60,7 @@ class SyntheticDatabase:
     left: pd.DataFrame
     right: pd.DataFrame
     links: pd.DataFrame
-    budget: dict[str, Any]
+    budget: BudgetReport
     statuses: dict[str, Status]
     measured: tuple[Measured, ...]
     epsilon: float
@@ -68,6 +71,13 @@ class SyntheticDatabase:
     def status(self) -> Status | None:
         """The least trustworthy of ``statuses`` (:func:`dpopt.release.worst_status`)."""
         return worst_status(self.statuses)
+
+    def contract_errors(self) -> list[str]:
+        """What in this result breaks the release contract
+        (:func:`dpopt.release.contract_errors`) or its family's conditions: its ids and links
+        and its noise (:func:`dpopt.relational.contract.database_errors`); empty when it
+        holds."""
+        return common_errors(self) + database_errors(self)
 
 
 def synthesize(

@@ -65,10 +65,13 @@ import numpy as np
 from dpopt.limits import MAX_PAIR_CELLS, MAX_SAMPLE_CELLS
 from dpopt.limits import RELATIONAL_MAX_ROWS as MAX_ROWS
 from dpopt.privacy import Accountant, Loss, draw, exponential_mechanism, prepare_gaussian
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.privacy.samplers import exact_fraction
 from dpopt.problem import Status
 from dpopt.relational.budget import SQRT2_UP, relational_rho, selection_record, zcdp_ledger
+from dpopt.relational.contract import table_errors
 from dpopt.release import Measured, ReleaseError, measured_answers, resolve_rng
+from dpopt.release import contract_errors as common_errors
 from dpopt.validation import choice, integer, integer_array
 
 __all__ = [
@@ -584,12 +587,19 @@ class SyntheticTable:
 
     codes: np.ndarray
     measurements: Measurements
-    budget: dict[str, Any]
+    budget: BudgetReport
     statuses: dict[str, Status] = field(default_factory=dict)
 
     @property
     def measured(self) -> tuple[Measured, ...]:
         return self.measurements.measured
+
+    def contract_errors(self) -> list[str]:
+        """What in this result breaks the release contract
+        (:func:`dpopt.release.contract_errors`) or its family's conditions: its codes within
+        their domains and its noise (:func:`dpopt.relational.contract.table_errors`); empty when
+        it holds."""
+        return common_errors(self) + table_errors(self)
 
 
 def synthesize(

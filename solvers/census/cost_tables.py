@@ -22,22 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import Infeasible
 from dpopt.limits import MAX_COST
 
-__all__: list[str] = []  # the tree DPs' building blocks: no entry point of their own
+# the tree DPs' building blocks: no entry point of their own; Infeasible is re-exported
+__all__ = ["Infeasible"]
 
 Splitter = Callable[[int], np.ndarray]
-
-
-class Infeasible(Exception):
-    """No assignment satisfies the domains at (region, size)."""
-
-    def __init__(self, region: int, size: int | None):
-        where = "the dummy root" if region < 0 else f"region {region}"
-        super().__init__(
-            f"no consistent value in the domains at {where}"
-            + ("" if size is None else f", size index {size}")
-        )
 
 
 def check_cost_range(

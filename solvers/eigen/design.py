@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import DesignError, SolverError
 from dpopt.limits import DENSE_EIGH_MAX_N as DENSE_MAX_N
 from dpopt.models.eigen.weighting import EigenWeighting
 from dpopt.models.hdmm.matrix_mechanism import (
@@ -41,10 +42,10 @@ from dpopt.models.hdmm.matrix_mechanism import (
     ProductStrategySelection,
     StrategySelection,
 )
-from dpopt.problem import CLAIMS_FEASIBLE, Outcome, Solution, register, solve
+from dpopt.problem import Outcome, register, solve
 from dpopt.validation import boolean, finite_array, integer, positive_number
 
-__all__ = ["DENSE_MAX_N", "spectrum_bounds"]
+__all__ = ["DENSE_MAX_N", "DesignError", "spectrum_bounds"]
 
 ZERO_TOL = 1e-10
 """Eigenvalues at most this times σ₁ are zeros of a rank-deficient Gram (spec §8 item 5)."""
@@ -56,10 +57,6 @@ CHECK_RTOL = 1e-9
 DESIGN_GAP = 1e-11
 """The duality gap ``ipm`` closes for a design: the completed error depends on the weights
 themselves, which a gap of g fixes only to about √g (T6 of spec §7 moves by 3e-6 at 1e-8)."""
-
-
-class DesignError(RuntimeError):
-    """A weighting step ended without a feasible point."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +89,10 @@ def spectrum_bounds(values: np.ndarray) -> dict[str, float]:
 def _weigh(costs: np.ndarray, squares: np.ndarray, method: str, summaries: list) -> np.ndarray:
     """Program 1 through :func:`dpopt.solve`; the solve is summarised into ``summaries``."""
     options: dict[str, Any] = {"gap": DESIGN_GAP} if method == "ipm" else {}
-    solution: Solution = solve(EigenWeighting(costs, squares), method, **options)
+    try:
+        solution = solve(EigenWeighting(costs, squares), method, require="feasible", **options)
+    except SolverError as err:
+        raise DesignError(err.solution, "feasible") from err
     summaries.append(
         {
             "method": method,
@@ -102,8 +102,6 @@ def _weigh(costs: np.ndarray, squares: np.ndarray, method: str, summaries: list)
             **{k: solution.info[k] for k in ("gap", "message") if k in solution.info},
         }
     )
-    if solution.status not in CLAIMS_FEASIBLE:
-        raise DesignError(f"Program 1 ({method}) ended {solution.status}: {solution.info}")
     return np.asarray(solution.x)
 
 

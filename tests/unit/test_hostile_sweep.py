@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 from hostile import HOSTILE, PACKAGES, refusals, unclear
 from test_hostile_problems import CASES
+from toy_problems import ToyQuadratic
 
 from dpopt import compare, planning, query_variance, runner, threads
 from dpopt.census import check, store
@@ -296,7 +297,7 @@ NAMED: list[tuple[Callable[[], Any], str]] = [
     (lambda: add_method(Problem, "m"), "method must be a RegisteredMethod"),
     (lambda: register_family(Problem, "a:b", str), "prefix must be a non-empty str"),
     (lambda: load_methods("x"), "problem_type must be a type"),
-    (lambda: allowed_violation(Problem(), None), "info must be a MethodInfo"),
+    (lambda: allowed_violation(ToyQuadratic(1.0), None), "info must be a MethodInfo"),
     (lambda: dgm_tables.summarize([{"network": "n"}]), r"rows\[0\] lacks the field\(s\) epsilon"),
     (lambda: dgm_tables.text_table(["a", "b"], [["1"]], left=1), r"rows\[0\] must have 2 cells"),
     (lambda: dgm_tables.headline("x"), "summary must be a list or tuple"),

@@ -31,6 +31,7 @@ LAYERS = {
     "extras": 0,
     "deprecation": 0,
     "limits": 0,
+    "errors": 0,
     "models": 1,
     "solvers": 2,
     "hdmm": 3,

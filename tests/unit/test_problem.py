@@ -126,6 +126,22 @@ def test_objective_and_violation_come_from_the_model_not_the_solver() -> None:
     assert relaxed.kind == "relaxation"
 
 
+def test_a_problem_without_its_model_cannot_be_made() -> None:
+    @dataclass(frozen=True, eq=False)
+    class NoSize(Problem):
+        def objective(self, x: float) -> float:
+            return x
+
+        def violations(self, x: float) -> float:
+            return 0.0
+
+    with pytest.raises(TypeError, match=r"abstract.*size"):
+        NoSize()  # type: ignore[abstract]
+    with pytest.raises(TypeError, match="abstract"):
+        Problem()  # type: ignore[abstract]
+    assert Nearest(1.0).size == 1  # a complete subclass is made as before
+
+
 def test_solution_records_method_and_time() -> None:
     solution = dpopt.solve(Nearest(5.0), "clip")
     assert solution.method == "clip" and solution.status == "optimal"
@@ -137,6 +153,35 @@ def test_strict_raises_on_any_status_but_optimal() -> None:
         dpopt.solve(Nearest(1.0), "unclipped", strict=True)
     assert err.value.solution.x == 1.0
     assert dpopt.solve(Nearest(1.0), "clip", strict=True).status == "optimal"
+
+
+def test_require_feasible_accepts_a_point_that_meets_the_model_and_nothing_else() -> None:
+    relaxed = dpopt.solve(Nearest(1.0), "unclipped", require="feasible")
+    assert relaxed.status == "feasible"
+    with pytest.raises(dpopt.SolverError, match=r"'violated' \(feasible required\)") as err:
+        dpopt.solve(Nearest(-2.0), "unclipped", require="feasible")
+    assert err.value.solution.status == "violated"
+    with pytest.raises(dpopt.SolverError, match="'time_limit'"):
+        dpopt.solve(Nearest(1.0), "gives-up", require="feasible", time_limit=1.0)
+
+
+def test_require_optimal_is_strict_and_none_returns_every_status() -> None:
+    with pytest.raises(dpopt.SolverError, match=r"'feasible' \(optimal required\)"):
+        dpopt.solve(Nearest(1.0), "unclipped", require="optimal")
+    assert dpopt.solve(Nearest(1.0), "clip", require="optimal").status == "optimal"
+    assert dpopt.solve(Nearest(-2.0), "unclipped", require=None).status == "violated"
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"require": "exact"}, "require must be one of"),
+        ({"require": "feasible", "strict": True}, "strict=True means require='optimal'"),
+    ],
+)
+def test_require_refuses_an_unknown_or_contradictory_requirement(options, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        dpopt.solve(Nearest(1.0), "clip", **options)
 
 
 def test_missing_point_gives_nan_objective_and_time_limit_is_passed() -> None:

@@ -19,7 +19,7 @@ import pytest
 from dpopt import census, dgm, hdmm, relational
 from dpopt import workload as wl
 from dpopt.census import geography
-from dpopt.privacy import Accountant
+from dpopt.privacy import Accountant, BudgetReport
 from dpopt.relational import LinkSettings, tables
 from dpopt.release import ReleaseResult
 
@@ -183,7 +183,10 @@ def test_result_carries_the_accountants_report_statuses_and_what_was_measured(
     accountant = entry.accountant()
     result = entry.call(tmp_path, epsilon=1, rng=0, accountant=accountant)
     assert isinstance(result, ReleaseResult)
+    assert isinstance(result.budget, BudgetReport)
+    assert result.contract_errors() == []  # the release contract and its family's conditions
     assert result.budget == accountant.report()  # exactly the report, nothing family-made
+    assert (result.budget.total, result.budget.spent) == (accountant.total, accountant.spent)
     assert accountant.ledger, "the release charged nothing"
     assert all(isinstance(label, str) for label in result.statuses)
     assert set(result.statuses.values()) <= {"optimal", "feasible"}

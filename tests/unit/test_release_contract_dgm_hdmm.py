@@ -5,6 +5,7 @@ for bad input. Also: Eigen-Design's Theorem 2–3 checks live in its solver."""
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 from typing import Any
 
@@ -140,9 +141,16 @@ def test_optimize_records_and_refuses_a_bad_status(monkeypatch: pytest.MonkeyPat
     assert strategy.statuses == {"l2-dual": "optimal"}
     product = hdmm.optimize_product(wl.Kron([wl.Prefix(2), wl.Prefix(4)]))
     assert set(product.statuses) == {"identity", "opt-kron", "opt-marginals"}
-    failing = dpopt.Solution(None, float("nan"), "error", "l2-dual", 0.0, {"message": "x"})
-    monkeypatch.setattr(hdmm.optimizers, "solve", lambda *args, **kwargs: failing)
-    with pytest.raises(dpopt.SolverError, match="error"):
+    from dpopt.models.hdmm.matrix_mechanism import StrategySelection
+    from dpopt.problem import _REGISTRY, Outcome, method_info
+
+    method_info(StrategySelection, "l2-dual")  # registers the type's methods
+    registered = _REGISTRY[StrategySelection]
+    failing = dataclasses.replace(
+        registered["l2-dual"], function=lambda problem, **options: Outcome(None, "error", "x")
+    )
+    monkeypatch.setitem(registered, "l2-dual", failing)
+    with pytest.raises(dpopt.SolverError, match=r"'error' \(feasible required\): x"):
         hdmm.optimize(wl.Prefix(8), "gaussian")
 
 

@@ -7,7 +7,6 @@ tolerances that are not finite numbers ≥ 0 — fails by name."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import importlib
 import re
@@ -31,7 +30,7 @@ from dpopt.problem import solve
 from dpopt.relational import LinkSettings, generate, tables
 from dpopt.release import Measured, budget_errors, measured_errors
 from dpopt.testing import (
-    FAMILY_CHECKS,
+    RELEASE_TYPES,
     assert_feasible,
     assert_optimal,
     assert_release_valid,
@@ -119,13 +118,13 @@ def test_an_approx_report_is_read_component_by_component() -> None:
     accountant.spend(Loss.approx(0.25, 1e-7), "b")
     report = accountant.report()
     assert budget_errors(report) == []
-    changed = copy.deepcopy(report)
+    changed = report.to_dict()
     changed["charges"][0]["amount"]["delta"] = 5e-7
     assert budget_errors(changed) == ["budget spent 2e-07 is not its charges' sum 6e-07"]
-    changed = copy.deepcopy(report)
+    changed = report.to_dict()
     changed["exact"]["spent"]["epsilon"] = "2"
     assert any("exceeds the total" in e for e in budget_errors(changed))
-    changed = copy.deepcopy(report)  # a report whose amounts are of two kinds: named
+    changed = report.to_dict()  # a report whose amounts are of two kinds: named
     changed["exact"]["spent"] = "1/2"
     assert budget_errors(changed) == [
         "budget's spent 1/2 and total (1, 4722366482869645/4722366482869645213696) are of two kinds"
@@ -148,11 +147,20 @@ def test_anything_else_is_refused() -> None:
         assert_release_valid(Release())
 
 
-@pytest.mark.parametrize("name", sorted(FAMILY_CHECKS))
-def test_every_family_check_names_a_release_type(name: str) -> None:
-    """The table is keyed by qualified names: a moved or renamed result type fails here."""
+@pytest.mark.parametrize("name", RELEASE_TYPES)
+def test_every_release_type_checks_its_own_contract(name: str) -> None:
+    """The list is of qualified names: a moved or renamed result type fails here; each type
+    provides the method assert_release_valid calls."""
     module, kind = name.rsplit(".", 1)
-    assert isinstance(getattr(importlib.import_module(module), kind), type)
+    found = getattr(importlib.import_module(module), kind)
+    assert isinstance(found, type) and callable(found.contract_errors)
+
+
+def test_family_checks_is_kept_with_a_warning(answered: hdmm.Answered) -> None:
+    with pytest.warns(DeprecationWarning, match="contract_errors"):
+        from dpopt.testing import FAMILY_CHECKS
+    assert set(FAMILY_CHECKS) == set(RELEASE_TYPES)
+    assert FAMILY_CHECKS["dpopt.hdmm.release.Answered"](answered) == []
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -196,7 +204,7 @@ def test_generated_residual_instances_are_certified_against_the_cvxpy_model(seed
 def _understated(result: Any, factor: Fraction) -> tuple[dict[str, Any], tuple[Measured, ...]]:
     """``result``'s budget (total, spent, charges) and records with every ε and ρ scaled by
     ``factor``, as consistently as a forger can: only the noise scales are left."""
-    budget = copy.deepcopy(result.budget)
+    budget = result.budget.to_dict()
     understate_budget(budget, factor)
 
     def loss(old: Loss) -> Loss:
@@ -267,8 +275,13 @@ def test_a_budget_below_what_the_noise_implies_fails(family: Any, factor: Fracti
     """Every family's budget and records scaled down together fail on what the noise scales
     imply at the sensitivity the result's public facts give; unscaled they pass."""
     assert_release_valid(family)
+    assert family.contract_errors() == []
+    forged = _forged(family, factor)
+    assert any(
+        re.search(r"implies (ε|ρ) = .*, its loss claims", e) for e in forged.contract_errors()
+    )
     with pytest.raises(AssertionError, match=r"implies (ε|ρ) = .*, its loss claims"):
-        assert_release_valid(_forged(family, factor))
+        assert_release_valid(forged)
 
 
 def test_the_budget_spent_is_named_against_the_noise(census_release: census.Release) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.hdmm.contract import residual_errors
 from dpopt.hdmm.residual.noise import NoisePlan, chunk_generator, chunks, secret_key
 from dpopt.hdmm.residual.records import Records, counts_of
 from dpopt.hdmm.residual.store import (
@@ -45,8 +46,10 @@ from dpopt.hdmm.residual.store import (
 )
 from dpopt.models.hdmm.residual import Closure
 from dpopt.privacy import Accountant
+from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
 from dpopt.release import Measured, ReleaseError, measured_record
+from dpopt.release import contract_errors as common_errors
 from dpopt.runner import Runner
 from dpopt.validation import instance
 
@@ -188,7 +191,7 @@ class ResidualMeasurement:
 
     plan: NoisePlan
     noisy: tuple[np.ndarray, ...]
-    budget: dict[str, Any]
+    budget: BudgetReport
     measured: tuple[Measured, ...]
     statuses: Mapping[str, Status] = field(default_factory=dict)
     cache: Residuals = field(default_factory=lambda: Residuals.of({}), repr=False)
@@ -216,6 +219,13 @@ class ResidualMeasurement:
         if self.directory is None:
             return self.noisy[index]
         return read_noisy(self.directory, index)[1]
+
+    def contract_errors(self) -> list[str]:
+        """What in this result breaks the release contract
+        (:func:`dpopt.release.contract_errors`) or its family's conditions: its integer answers
+        one per closure cell and its noise at the closure's sensitivity
+        (:func:`dpopt.hdmm.contract.residual_errors`); empty when it holds."""
+        return common_errors(self) + residual_errors(self)
 
 
 def measure_chunk(
@@ -413,7 +423,7 @@ def write_manifest(out: str, measurement: ResidualMeasurement, layout: Layout) -
             [a for a in row if a < closure.sizes.size] for row in closure.table.tolist()
         ],
         "weights": closure.weights.tolist(),
-        "budget": measurement.budget,
+        "budget": measurement.budget.to_dict(),
         "measured": [measured_record(m) for m in measurement.measured],
     }
     path = Path(out)

@@ -18,7 +18,7 @@ from dpopt.limits import RESIDUAL_DENSE_BLOCKS as DENSE_BLOCKS
 from dpopt.models.hdmm.matrix_mechanism import ProductPoint
 from dpopt.models.hdmm.residual import OBJECTIVES, Closure, ResidualSelection, residual_blocks
 from dpopt.privacy import Noise
-from dpopt.problem import CLAIMS_FEASIBLE, SolverError, solve
+from dpopt.problem import solve
 from dpopt.validation import choice
 
 __all__ = ["DENSE_BLOCKS", "ResidualStrategy", "marginal_workload", "select"]
@@ -94,9 +94,7 @@ def select(workload: Any, noise: Noise, objective: str = "sum") -> ResidualStrat
             "and Weighted and VStack of them)"
         )
     problem = ResidualSelection(table.sizes, table.table, table.weights, objective)
-    solution = solve(problem, "auto")
-    if solution.status not in CLAIMS_FEASIBLE:
-        raise SolverError(solution)
+    solution = solve(problem, "auto", require="feasible")
     unit = np.asarray(solution.x, dtype=np.float64)
     closure = problem.closure
     total = float(closure.sum_coefficients @ unit)
