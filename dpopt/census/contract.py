@@ -273,7 +273,7 @@ def interval_errors(measurement: Any, found: Intervals | None) -> list[str]:
         limit = None if found.max_support is None else memory_of(found.max_support)
         method = requested_method(found.method)
         again = intervals(
-            measurement, level=found.level, method=method, seed=found.seed, memory_limit=limit
+            measurement, level=found.level, method=method, seed=found.seed, max_memory=limit
         )
     except (ArithmeticError, TypeError, ValueError) as err:  # a scale of 0, say
         return [f"the intervals cannot be recomputed: {err!r}"]
