@@ -79,6 +79,7 @@ __all__ = [
     "RELATIONAL_MAX_CELLS",
     "RELATIONAL_MAX_ROWS",
     "RELAXED_MAX_CELLS",
+    "RELAXED_MAX_PROPAGATION_ROUNDS",
     "RESIDUAL_CVXPY_MAX_CLOSURE",
     "RESIDUAL_DENSE_BLOCKS",
     "RESIDUAL_MAX_ARITY",
@@ -508,6 +509,14 @@ CPSAT_MAX_CHORDS = 500_000
 
 Unit: chords.
 Past it: the ``cpsat`` method refuses (ValueError from ``solve``)."""
+
+RELAXED_MAX_PROPAGATION_ROUNDS = 1000
+"""Most rounds of the interval propagation that proves a cumulative relaxation (Model 2)
+infeasible before the relaxed method trusts a solver's claim of infeasibility; each round
+narrows some bound by at least one count or ends the propagation.
+
+Unit: rounds.
+Past it: no proof; a solver's claim of infeasibility is reported as ``error`` (uncertified)."""
 
 DP_TABLE_MAX_WORK = 5_000_000
 """Most work (cells × widest domain²) of the explicit min-plus tables of ``dp-table``, the slow

@@ -27,7 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.limits import CPSAT_MAX_CHORDS, DP_TABLE_MAX_WORK, RELAXED_MAX_CELLS
+from dpopt.limits import (
+    CPSAT_MAX_CHORDS,
+    DP_TABLE_MAX_WORK,
+    RELAXED_MAX_CELLS,
+    RELAXED_MAX_PROPAGATION_ROUNDS,
+)
 from dpopt.models.census.problems import (
     ChainPostProcess,
     CumulativePostProcess,
@@ -38,7 +43,6 @@ from dpopt.models.census.problems import (
     cpsat_model_3,
     cumulative,
     domain_certificate,
-    reachable,
     relaxed_model_1,
     relaxed_model_2,
     round_half_up,
@@ -164,17 +168,32 @@ def _model_1_infeasibility(problem: PostProcess) -> str | None:
 
 
 def _model_2_infeasibility(problem: CumulativePostProcess) -> str | None:
-    """Proves Model 2's relaxation infeasible where necessary conditions fail: the domains,
-    tightened along sizes by C3 (Γ_{s−1} ≤ Γ_s), admit no consistent column, or the root's
-    last column cannot reach the total. None proves nothing (the monotone rows couple the
-    columns, which these sums do not decide)."""
-    lower = np.maximum.accumulate(problem.lower, axis=1)
-    upper = np.minimum.accumulate(problem.upper[:, ::-1], axis=1)[:, ::-1]
-    ranges = None if np.any(lower > upper) else reachable(problem.tree, lower, upper)
-    if ranges is None:
-        return "no consistent point within the domains tightened by C3"
-    if not ranges[0][-1] <= problem.total <= ranges[1][-1]:
-        return f"the domains keep the root's last cumulative count from the total {problem.total}"
+    """Proves Model 2's relaxation infeasible by interval propagation to a fixed point: every
+    cumulative count within its domain, Γ_{s−1} ≤ Γ_s along sizes (C3), each parent the sum of
+    its children in every column, the root's last column the total. Each rule only narrows the
+    bounds every real feasible point respects, so an empty interval proves infeasibility; None
+    proves nothing (propagation is not complete, and stops after
+    :data:`~dpopt.limits.RELAXED_MAX_PROPAGATION_ROUNDS` rounds)."""
+    tree = problem.tree
+    low = problem.lower.astype(np.float64).copy()
+    high = problem.upper.astype(np.float64).copy()
+    low[tree.root, -1] = max(low[tree.root, -1], problem.total)
+    high[tree.root, -1] = min(high[tree.root, -1], problem.total)
+    families = [(int(r), tree.children(int(r))) for r in tree.internal]
+    for _ in range(RELAXED_MAX_PROPAGATION_ROUNDS):
+        before = (low.copy(), high.copy())
+        low = np.maximum.accumulate(low, axis=1)
+        high = np.minimum.accumulate(high[:, ::-1], axis=1)[:, ::-1]
+        for parent, kids in families:
+            kid_low, kid_high = low[kids].sum(axis=0), high[kids].sum(axis=0)
+            low[parent] = np.maximum(low[parent], kid_low)
+            high[parent] = np.minimum(high[parent], kid_high)
+            low[kids] = np.maximum(low[kids], low[parent] - (kid_high - high[kids]))
+            high[kids] = np.minimum(high[kids], high[parent] - (kid_low - low[kids]))
+        if np.any(low > high):
+            return "no point within the domains meets C3, the children's sums and the total"
+        if np.array_equal(before[0], low) and np.array_equal(before[1], high):
+            return None
     return None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from census_weights import region_weights
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 import dpopt
@@ -254,6 +254,16 @@ def _encode_cumulative(tree: Tree, counts: np.ndarray) -> np.ndarray:
 @pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instance=noisy_instances(uniform=False, encode=_encode_cumulative))
+# Infeasible only through C3 and both columns' sums together: the root is 1 in both columns,
+# so region 0 must be 1 then 0. The relaxation's infeasibility needs the propagated bounds.
+@example(
+    instance={
+        "parents": np.array([1, -1, 1]),
+        "noisy": np.array([[0, 0], [2, 0], [-1, 2]]),
+        "total": 1,
+        "domain": (np.array([[0, 0], [1, 0], [0, 1]]), np.array([[1, 1], [1, 1], [0, 1]])),
+    }
+)
 def test_model_2_heuristics_feasible_and_bounded(instance: dict) -> None:
     problem = CumulativePostProcess(**instance)
     exact = dpopt.solve(problem, "cpsat")
