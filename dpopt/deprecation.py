@@ -128,14 +128,16 @@ def settings_of(where: str, kind: type, settings: Any, flat: Mapping[str, Any]) 
     return instance("settings", settings, kind)
 
 
-def keyword_alias(where: str, new: tuple[str, Any], old: tuple[str, Any]) -> Any:
+def keyword_alias(
+    where: str, new: tuple[str, Any], old: tuple[str, Any], *, default: Any = None
+) -> Any:
     """The value of the keyword ``new`` = (name, value) of ``where`` (a function's name), or,
     for one release, of its former name ``old`` = (name, value) with a warning; a value under
-    both names is a TypeError. None is "not given"."""
+    both names is a TypeError. None is "not given"; ``default`` the value when neither is."""
     instance("where", where, str)
     (new_name, new_value), (old_name, old_value) = _keyword("new", new), _keyword("old", old)
     if old_value is None:
-        return new_value
+        return default if new_value is None else new_value
     if new_value is not None:
         raise TypeError(f"{where}: give {new_name}= or its former name {old_name}=, not both")
     warn_renamed(f"{where}({old_name}=)", f"{where}({new_name}=)", stacklevel=4)

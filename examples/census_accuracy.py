@@ -24,7 +24,7 @@ import plot_output
 
 from dpopt import census
 
-METHODS = ("relaxed", "pwl-dp", "cumulative-relaxed", "pava-dp", "chain-dp", "topdown")
+MECHANISMS = ("relaxed", "pwl-dp", "cumulative-relaxed", "pava-dp", "chain-dp", "topdown")
 EPSILONS = (0.1, 0.5, 1.0)
 
 
@@ -38,29 +38,30 @@ def run(args: argparse.Namespace) -> dict[tuple[float, str], np.ndarray]:
     )
     results: dict[tuple[float, str], np.ndarray] = {}
     for epsilon in EPSILONS:
-        for method in METHODS:
+        for mechanism in MECHANISMS:
             rows = []
             for seed in range(args.seeds):
-                # A simulation on synthetic data, not a release: every method gets the same
+                # A simulation on synthetic data, not a release: every mechanism gets the same
                 # seeded noise draw, so they are compared on equal terms and the table can be
                 # reproduced. A real release leaves rng out (None: fresh OS entropy), since
                 # whoever knows the seed recovers the private counts.
                 rng = np.random.default_rng([seed, int(epsilon * 1000)])
                 released = census.release(
-                    data, epsilon=epsilon, method=method, rng=rng, objective="paper"
+                    data, epsilon=epsilon, mechanism=mechanism, rng=rng, objective="paper"
                 )
                 errors = census.level_errors(data, released.counts)
                 rows.append([*errors["mean_per_level"], errors["consistency_violations"]])
-            results[epsilon, method] = np.array(rows)
+            results[epsilon, mechanism] = np.array(rows)
     return results
 
 
 def print_table(results: dict[tuple[float, str], np.ndarray]) -> None:
-    print(f"{'ε':>4}  {'method':<19} {'paper':<24} {'L1':>14} {'L2':>14} {'L3':>14} {'#CV':>8}")
-    for (epsilon, method), rows in results.items():
+    print(f"{'ε':>4}  {'mechanism':<19} {'paper':<24} {'L1':>14} {'L2':>14} {'L3':>14} {'#CV':>8}")
+    for (epsilon, mechanism), rows in results.items():
         mean, sd = rows.mean(axis=0), rows.std(axis=0)
         cells = "".join(f" {m:7.2f} ±{s:5.2f}" for m, s in zip(mean[:3], sd[:3], strict=True))
-        print(f"{epsilon:4}  {method:<19} {census.METHODS[method].paper:<24}{cells} {mean[3]:8.1f}")
+        paper = census.MECHANISMS[mechanism].paper
+        print(f"{epsilon:4}  {mechanism:<19} {paper:<24}{cells} {mean[3]:8.1f}")
 
 
 def plot(results: dict[tuple[float, str], np.ndarray], folder: Path) -> Path:
@@ -71,9 +72,9 @@ def plot(results: dict[tuple[float, str], np.ndarray], folder: Path) -> Path:
 
     figure, axes = plt.subplots(1, 3, figsize=(13, 4), sharey=False)
     for level, axis in enumerate(axes):
-        for method in METHODS:
-            means = [results[e, method][:, level].mean() for e in EPSILONS]
-            axis.plot(EPSILONS, means, marker="o", label=method)
+        for mechanism in MECHANISMS:
+            means = [results[e, mechanism][:, level].mean() for e in EPSILONS]
+            axis.plot(EPSILONS, means, marker="o", label=mechanism)
         axis.set(xscale="log", yscale="log", xlabel="ε", title=f"level {level + 1}")
     axes[0].set_ylabel("mean L1 error per region × size")
     axes[-1].legend(fontsize="small")

@@ -1,6 +1,6 @@
 """Release a synthetic national census instance with the PWL dynamic program and score it.
 
-    python examples/census_release.py [--quick] [--epsilon 1.0] [--method pwl-dp] [--seed 0]
+    python examples/census_release.py [--quick] [--epsilon 1.0] [--mechanism pwl-dp] [--seed 0]
 
 Nation → 51 states → 3,143 counties, household sizes 1..30, 120 million households
 (dpopt.census.synthetic; ``--quick``: 2 states, 6 counties, sizes 1..4, 20,000 households).
@@ -23,7 +23,7 @@ from dpopt import census
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epsilon", type=float, default=1.0, help="total privacy budget ε")
-    parser.add_argument("--method", default="pwl-dp", choices=sorted(census.METHODS))
+    parser.add_argument("--mechanism", default="pwl-dp", choices=sorted(census.MECHANISMS))
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic data")
     parser.add_argument("--quick", action="store_true", help="a small instance: seconds")
     args = parser.parse_args()
@@ -35,11 +35,11 @@ def main() -> None:
     # rng=None: fresh OS entropy. The noise's randomness is a secret key (whoever knows it
     # recovers the private counts), so a release never takes a fixed seed; --seed seeds only
     # the synthetic data, which is public here.
-    released = census.release(data, epsilon=args.epsilon, method=args.method, rng=None)
+    released = census.release(data, epsilon=args.epsilon, mechanism=args.mechanism, rng=None)
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(
-        f"{args.method} ({census.METHODS[args.method].paper}): noise + "
+        f"{args.mechanism} ({census.MECHANISMS[args.mechanism].paper}): noise + "
         f"post-processing {seconds:.2f} s, peak memory {peak:.2f} GiB"
     )
     for charge in released.budget["charges"]:

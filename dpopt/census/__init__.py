@@ -7,7 +7,7 @@ A release has two steps that never mix:
    cumulative vector (Δ = 1, Lemma 6), the budget split evenly over the L levels (ε/L each,
    Theorem 1) and charged to an :class:`~dpopt.privacy.Accountant`.
 2. :func:`post_process` sees only the measurement and the public hierarchy, size set and total
-   n, and solves the post-processing Problem of the chosen method (:data:`METHODS`).
+   n, and solves the post-processing Problem of the chosen mechanism (:data:`MECHANISMS`).
 
 :func:`release` runs both under the release contract (:mod:`dpopt.release`), and attaches
 an exact confidence interval to every count when asked (:func:`intervals`, issue 26);
@@ -29,6 +29,8 @@ Parquet partitions), :mod:`~dpopt.census.block_plan` (the release's plan, what a
 prints) and :mod:`~dpopt.census.blocks` (the release, and the generator of truth partitions).
 """
 
+from typing import Any
+
 from dpopt.census.blocks import BlockRelease, read_release, release_blocks
 from dpopt.census.confidence import INTERVAL_METHODS, Intervals, intervals
 from dpopt.census.data import CensusData, household_distribution, synthetic
@@ -38,18 +40,19 @@ from dpopt.census.measurement import Measurement, measure, sensitivity
 from dpopt.census.mechanism import Release, release
 from dpopt.census.planning import CensusPlan, plan_epsilon
 from dpopt.census.postprocess import (
-    METHODS,
+    MECHANISMS,
     Mechanism,
     PostProcessed,
     build_problem,
     post_process,
 )
 from dpopt.census.release_file import SavedRelease, load_release, save_release
+from dpopt.deprecation import warn_renamed
 from dpopt.models.census.problems import OBJECTIVES
 
 __all__ = [
     "INTERVAL_METHODS",
-    "METHODS",
+    "MECHANISMS",
     "OBJECTIVES",
     "BlockRelease",
     "CensusData",
@@ -77,3 +80,11 @@ __all__ = [
     "sensitivity",
     "synthetic",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``METHODS``, the former name of :data:`MECHANISMS` (a DeprecationWarning)."""
+    if name == "METHODS":
+        warn_renamed("dpopt.census.METHODS", "dpopt.census.MECHANISMS")
+        return MECHANISMS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

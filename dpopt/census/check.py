@@ -421,7 +421,7 @@ def _saved_certificate(saved: Any, counts: np.ndarray, report: CheckReport) -> N
     from dpopt.problem import solve
 
     problem, probe = build_problem(
-        saved.measurement, saved.method, objective=saved.objective, domain_sd=saved.domain_sd
+        saved.measurement, saved.mechanism, objective=saved.objective, domain_sd=saved.domain_sd
     )
     exact = probe if probe.status == "optimal" else solve(problem, "auto")
     if exact.status != "optimal":
@@ -440,7 +440,7 @@ def _saved_certificate(saved: Any, counts: np.ndarray, report: CheckReport) -> N
     if mine - best > slack:
         report.add(
             f"certificate: the counts cost {mine:.10g}, {mine - best:.6g} above the optimum "
-            f"{best:.10g} that {exact.method} certifies: {saved.method} did not release an "
+            f"{best:.10g} that {exact.method} certifies: {saved.mechanism} did not release an "
             f"optimum of its {type(problem).__name__}"
         )
     if abs(mine - saved.cost) > slack:

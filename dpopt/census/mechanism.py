@@ -1,6 +1,6 @@
 """The census release: measure, then post-process (census-pgsr spec, Theorem 1).
 
-:func:`release` plans (validates the data, ε, the method and its options, computes every
+:func:`release` plans (validates the data, ε, the mechanism and its options, computes every
 level's noise, checks the accountant), charges the accountant, draws the noise
 (:mod:`dpopt.census.measurement`) and post-processes the measurement
 (:mod:`dpopt.census.postprocess`), which reads nothing private.
@@ -24,10 +24,11 @@ from dpopt.census.contract import release_errors
 from dpopt.census.data import CensusData
 from dpopt.census.measurement import Measurement, Plan, check_accountant, execute, plan
 from dpopt.census.postprocess import (
+    DEFAULT_MECHANISM,
     check_refusal,
     check_time_limit,
     domain_sd_of,
-    mechanism,
+    mechanism_of,
     objective_of,
     post_process,
 )
@@ -37,7 +38,7 @@ from dpopt.census.resources import (
     memory_limit_of,
     postprocess_estimates,
 )
-from dpopt.deprecation import keyword_alias
+from dpopt.deprecation import keyword_alias, warn_renamed
 from dpopt.models.census.problems import PostProcess
 from dpopt.privacy import Accountant
 from dpopt.privacy.accounting import BudgetReport
@@ -53,19 +54,21 @@ __all__ = ["Release", "release"]
 class Release:
     """A released hierarchy: ``counts[r, j]`` groups of size ``sizes[j]`` in region r.
 
-    ``method`` and ``objective`` (:data:`~dpopt.models.census.problems.OBJECTIVES`) say how it was
-    post-processed; ``solution`` is the final post-processing solve and ``measurement`` the
-    noisy answers and public facts it post-processed (the hierarchy ``measurement.parents``;
-    what :func:`~dpopt.census.save_release` keeps beside the counts). The release contract
-    (:class:`dpopt.release.ReleaseResult`): ``budget`` is the charged accountant's
-    :meth:`~dpopt.privacy.Accountant.report`, ``statuses`` the status of every solve it ran,
-    ``measured`` one :class:`~dpopt.release.Measured` record per level. ``conditions``
-    reports the PGSR conditions checked on the released counts. ``intervals`` holds each
-    count's confidence interval when the release was asked for them (``interval_level``;
-    :func:`~dpopt.census.confidence.intervals`, post-processing of the measurement).
+    ``mechanism`` (a key of :data:`~dpopt.census.MECHANISMS`; ``method`` is its deprecated
+    former name) and ``objective`` (:data:`~dpopt.models.census.problems.OBJECTIVES`) say how
+    it was measured and post-processed; ``solution`` is the final post-processing solve and
+    ``measurement`` the noisy answers and public facts it post-processed (the hierarchy
+    ``measurement.parents``; what :func:`~dpopt.census.save_release` keeps beside the counts).
+    The release contract (:class:`dpopt.release.ReleaseResult`): ``budget`` is the charged
+    accountant's :meth:`~dpopt.privacy.Accountant.report`, ``statuses`` the status of every
+    solve it ran, ``measured`` one :class:`~dpopt.release.Measured` record per level.
+    ``conditions`` reports the PGSR conditions checked on the released counts. ``intervals``
+    holds each count's confidence interval when the release was asked for them
+    (``interval_level``; :func:`~dpopt.census.confidence.intervals`, post-processing of the
+    measurement).
     """
 
-    method: str
+    mechanism: str
     objective: str
     counts: np.ndarray
     sizes: np.ndarray
@@ -76,6 +79,12 @@ class Release:
     measurement: Measurement = field(repr=False)
     conditions: dict[str, Any] = field(repr=False)
     intervals: Intervals | None = field(default=None, repr=False)
+
+    @property
+    def method(self) -> str:
+        """Deprecated: the former name of :attr:`mechanism`."""
+        warn_renamed("census.Release.method", "census.Release.mechanism")
+        return self.mechanism
 
     @property
     def satisfies_pgsr(self) -> bool:
@@ -94,7 +103,7 @@ def release(
     data: CensusData,
     *,
     epsilon: float,
-    method: str = "pwl-dp",
+    mechanism: str | None = None,
     rng: Rng = None,
     accountant: Accountant | None = None,
     objective: str | None = None,
@@ -107,18 +116,20 @@ def release(
     interval_method: str = "exact-pivot",
     max_memory: int | None = None,
     memory_limit: int | None = None,
+    method: str | None = None,
 ) -> Release:
-    """Release ``data`` under ε-DP, post-processed with ``method`` (a key of
-    :data:`~dpopt.census.METHODS`).
+    """Release ``data`` under ε-DP with ``mechanism`` (a key of
+    :data:`~dpopt.census.MECHANISMS`, the query noised and its post-processing; None:
+    ``"pwl-dp"``; ``method`` is its deprecated former name).
 
     Charges exactly ``epsilon`` to ``accountant`` (a fresh ``Accountant.pure(epsilon)`` when
     None), after every input is validated; ``rng``: a Generator, an int or None
     (:func:`dpopt.release.resolve_rng`). ``objective`` (a key of
     :data:`~dpopt.models.census.problems.OBJECTIVES`): ``"leaf-weighted"``, the default of the
-    Model 1 methods, weighs every region's fit by the number of leaf regions it aggregates and
+    Model 1 mechanisms, weighs every region's fit by the number of leaf regions it aggregates and
     releases the certified optimum of that Model 1 on 0 … n; ``"paper"`` is the paper's
     objective (every cell alike, domains widened until feasible), the only one of the
-    cumulative methods. ``level_weights`` splits the budget over the levels (spec G11), which
+    cumulative mechanisms. ``level_weights`` splits the budget over the levels (spec G11), which
     is another matter. ``executor``: see :func:`~dpopt.census.post_process` (a Dask client is
     accepted). ``interval_level`` (in (0, 1), e.g. 0.95) attaches an exact confidence interval
     to every count (:func:`~dpopt.census.confidence.intervals` by ``interval_method``, with
@@ -131,7 +142,7 @@ def release(
     distributions would not fit are coarsened instead (``Intervals.method`` says so).
 
     Post-processing that fails after the charge (a solver's ``infeasible`` or ``time_limit``
-    without a point, a method refusing the domains widening gave it, an error) raises
+    without a point, a solver refusing the domains widening gave it, an error) raises
     :class:`~dpopt.release.ReleaseError` carrying the paid-for :class:`Measurement`
     (``.measurement``, to post-process again with :func:`~dpopt.census.post_process`) and the
     budget report. The rule: no released counts, a ReleaseError; counts, a :class:`Release`
@@ -139,13 +150,16 @@ def release(
     a relaxation without a point releases the domain probe's point
     (:func:`~dpopt.census.post_process`), its failed status kept beside the fallback's.
     Everything that can be decided before the draw is: the options, the executor's type, the
-    method's size limit at the starting domains (:func:`dpopt.refusal`), the noise scales, the
+    mechanism's size limit at the starting domains (:func:`dpopt.refusal`), the noise scales, the
     memory the post-processing and the intervals will need, and the accountant.
     """
-    spec = mechanism(method)
-    chosen = objective_of(objective, method)
+    mechanism = keyword_alias(
+        "census.release", ("mechanism", mechanism), ("method", method), default=DEFAULT_MECHANISM
+    )
+    spec = mechanism_of(mechanism)
+    chosen = objective_of(objective, mechanism)
     domain_sd = domain_sd_of(domain_sd)
-    check_time_limit(method, time_limit)
+    check_time_limit(mechanism, time_limit)
     limit = memory_limit_of(
         keyword_alias("census.release", ("max_memory", max_memory), ("memory_limit", memory_limit))
     )
@@ -157,10 +171,10 @@ def release(
     sd, scale = _noise_of(planned)
     census_data = planned.data
     check_refusal(
-        method, census_data.parents, census_data.sizes.size, census_data.total, sd, domain_sd
+        mechanism, census_data.parents, census_data.sizes.size, census_data.total, sd, domain_sd
     )
     estimates = postprocess_estimates(
-        method,
+        mechanism,
         census_data.parents,
         census_data.total,
         sd,
@@ -171,7 +185,7 @@ def release(
     if interval_level is not None:
         kinds = region_kinds(census_data.parents, scale, interval_method == "raw")
         estimates.append(interval_plan(spec.query, kinds, interval_method, limit).estimate)
-    _check_memory(estimates, limit, method, epsilon, domain_sd)
+    _check_memory(estimates, limit, mechanism, epsilon, domain_sd)
     accountant = check_accountant(accountant)
     if accountant is None:
         accountant = Accountant.pure(epsilon)
@@ -181,7 +195,7 @@ def release(
     try:
         processed = post_process(
             measurement,
-            method,
+            mechanism,
             objective=chosen.name,
             domain_sd=domain_sd,
             executor=executor,
@@ -202,13 +216,13 @@ def release(
         )
     except Exception as err:
         raise ReleaseError(
-            f"census.release: post-processing with {method!r} failed ({err}); "
+            f"census.release: post-processing with {mechanism!r} failed ({err}); "
             "census.post_process(error.measurement, ...) can run it again",
             measurement=measurement,
             budget=accountant.report(),
         ) from err
     return Release(
-        method,
+        mechanism,
         chosen.name,
         counts,
         planned.data.sizes,
@@ -233,14 +247,14 @@ def _noise_of(planned: Plan) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_memory(
-    estimates: list[Estimate], limit: int, method: str, epsilon: Any, domain_sd: float
+    estimates: list[Estimate], limit: int, mechanism: str, epsilon: Any, domain_sd: float
 ) -> None:
     """Refuse, before the charge, an estimate past ``limit`` bytes, naming what it follows
     from."""
     check_memory(
         estimates,
         limit,
-        f"census.release with method={method!r} at epsilon={float(epsilon):g} "
+        f"census.release with mechanism={mechanism!r} at epsilon={float(epsilon):g} "
         f"(domain_sd={domain_sd:g})",
         "a larger epsilon, a smaller domain_sd or a larger max_memory",
     )

@@ -1,14 +1,14 @@
 """Census post-processing: a measurement made consistent, faithful and integral (census-pgsr
 §5–9), reading nothing but the measurement's noisy values and public facts.
 
-:data:`METHODS` names the PGSR post-processing methods (the paper's mechanisms M_DP, M_H, …):
-each noises one query (:mod:`dpopt.census.measurement`) and solves one post-processing Problem of
-:mod:`dpopt.models.census.problems` with one :func:`dpopt.solve` method. :func:`build_problem`
-builds that Problem with per-cell domains [c̃ − δ, c̃ + δ] ∩ [0, n], δ = ⌈m·sd⌉ (spec G4; m doubled
-until feasible, and for the default objective until certified optimal on [0, n]), and
-:func:`post_process` solves it.
+:data:`MECHANISMS` names the PGSR mechanisms (the paper's M_DP, M_H, …), what ``mechanism=``
+takes: each noises one query (:mod:`dpopt.census.measurement`) and solves one post-processing
+Problem of :mod:`dpopt.models.census.problems` with one :func:`dpopt.solve` method.
+:func:`build_problem` builds that Problem with per-cell domains [c̃ − δ, c̃ + δ] ∩ [0, n],
+δ = ⌈m·sd⌉ (spec G4; m doubled until feasible, and for the default objective until certified
+optimal on [0, n]), and :func:`post_process` solves it.
 
-The default objective of the Model 1 methods is ``"leaf-weighted"``
+The default objective of the Model 1 mechanisms is ``"leaf-weighted"``
 (:data:`~dpopt.models.census.problems.OBJECTIVES`): every region's squared errors weighted by the
 number of leaf regions it aggregates, and the domains doubled until the node potentials certify the
 optimum of Model 1 on [0, n]. The paper's Model 1 weighs every cell alike, which lets the leaves'
@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.census.measurement import Measurement, Query
+from dpopt.deprecation import keyword_alias
 from dpopt.hierarchy import Tree
 from dpopt.limits import MAX_DOMAIN_SD
 from dpopt.models.census.problems import (
@@ -48,7 +49,14 @@ from dpopt.runner import Runner, as_executor, is_dask_client
 from dpopt.solvers.census.partitioned import domain, split_at_root, widenings
 from dpopt.validation import choice, positive_number
 
-__all__ = ["METHODS", "Mechanism", "PostProcessed", "build_problem", "post_process"]
+__all__ = [
+    "DEFAULT_MECHANISM",
+    "MECHANISMS",
+    "Mechanism",
+    "PostProcessed",
+    "build_problem",
+    "post_process",
+]
 
 
 @dataclass(frozen=True)
@@ -62,7 +70,7 @@ class Mechanism:
     paper: str
 
 
-METHODS: dict[str, Mechanism] = {
+MECHANISMS: dict[str, Mechanism] = {
     "pwl-dp": Mechanism("counts", PostProcess, "pwl-dp", "M_DP (§7, Algorithm 1)"),
     "dp-table": Mechanism("counts", PostProcess, "dp-table", "M_DP with explicit tables (§6)"),
     "cpsat": Mechanism("counts", PostProcess, "cpsat", "M_H, Model 1 QIP (§5)"),
@@ -75,7 +83,10 @@ METHODS: dict[str, Mechanism] = {
     "pava-dp": Mechanism("cumulative", CumulativePostProcess, "pava-dp", "M_DP^C (§9.1)"),
     "chain-dp": Mechanism("cumulative", ChainPostProcess, "chain-dp", "M_DP^CC (§9.2, §4 (a))"),
 }
-"""The census post-processing methods, by the name ``method=`` takes."""
+"""The census mechanisms, by the name ``mechanism=`` takes."""
+
+DEFAULT_MECHANISM = "pwl-dp"
+"""The mechanism of ``mechanism=None``: M_DP, exact and the fastest."""
 
 
 # The fast method that decides whether a Problem type's domains are feasible.
@@ -84,23 +95,23 @@ DP_METHODS = ("pwl-dp", "dp-table", "pava-dp")
 PARTITIONED = "pwl-dp:partitioned"
 
 
-def mechanism(name: Any) -> Mechanism:
-    """The :class:`Mechanism` of method ``name``, or a ValueError naming the methods."""
-    if not isinstance(name, str) or name not in METHODS:
-        raise ValueError(f"unknown method {name!r}; available: {', '.join(METHODS)}")
-    return METHODS[name]
+def mechanism_of(name: Any) -> Mechanism:
+    """The :class:`Mechanism` named ``name``, or a ValueError naming the mechanisms."""
+    if not isinstance(name, str) or name not in MECHANISMS:
+        raise ValueError(f"unknown mechanism {name!r}; available: {', '.join(MECHANISMS)}")
+    return MECHANISMS[name]
 
 
-def objective_of(objective: str | None, method: str) -> Objective:
-    """The objective a method post-processes with: None is ``"leaf-weighted"`` for the
-    Model 1 methods and ``"paper"`` for the others, which have no other."""
-    spec = mechanism(method)
+def objective_of(objective: str | None, mechanism: str) -> Objective:
+    """The objective a mechanism post-processes with: None is ``"leaf-weighted"`` for the
+    Model 1 mechanisms and ``"paper"`` for the others, which have no other."""
+    spec = mechanism_of(mechanism)
     if objective is None:
         return OBJECTIVES["leaf-weighted" if spec.problem is PostProcess else "paper"]
     name = choice("objective", objective, tuple(OBJECTIVES))
     if name != "paper" and spec.problem is not PostProcess:
         raise ValueError(
-            f"objective {name!r} weighs Model 1; method {method!r} solves "
+            f"objective {name!r} weighs Model 1; mechanism {mechanism!r} solves "
             f"{spec.problem.__name__}, whose only objective is 'paper'"
         )
     return OBJECTIVES[name]
@@ -117,15 +128,15 @@ def domain_sd_of(domain_sd: Any) -> float:
     return value
 
 
-def check_time_limit(method: str, time_limit: float | None) -> None:
-    """Refuse a time limit the method's solver would not honour (before any charge)."""
+def check_time_limit(mechanism: str, time_limit: float | None) -> None:
+    """Refuse a time limit the mechanism's solver would not honour (before any charge)."""
     if time_limit is None:
         return
     positive_number("time_limit", time_limit)
-    spec = mechanism(method)
+    spec = mechanism_of(mechanism)
     if not method_info(spec.problem, spec.solver).honours_time_limit:
         raise ValueError(
-            f"method {method!r} ({spec.solver}) runs to completion and takes no time_limit"
+            f"mechanism {mechanism!r} ({spec.solver}) runs to completion and takes no time_limit"
         )
 
 
@@ -143,15 +154,15 @@ def starting_delta(
 
 
 def check_refusal(
-    method: str, parents: np.ndarray, sizes: int, total: int, sd: np.ndarray, domain_sd: float
+    mechanism: str, parents: np.ndarray, sizes: int, total: int, sd: np.ndarray, domain_sd: float
 ) -> None:
-    """Refuse, before any charge, a method whose size limit (:func:`dpopt.refusal`) rejects
-    the instance at its starting domains: a Problem of the method's type with the public
+    """Refuse, before any charge, a mechanism whose solver's size limit (:func:`dpopt.refusal`)
+    rejects the instance at its starting domains: a Problem of the mechanism's type with the public
     hierarchy and n, and every cell's domain as wide as it can start (2⌈domain_sd·sd⌉ + 1,
     at most n + 1), built from public facts only (``sd``: each region's noise sd). Widening
     can still make the domains grow past the limit after the draw; that failure is a
     :class:`~dpopt.release.ReleaseError` of the release."""
-    spec = mechanism(method)
+    spec = mechanism_of(mechanism)
     delta = starting_delta(spec.problem, parents, total, sd, domain_sd)
     upper = np.broadcast_to(np.minimum(2 * delta, total)[:, None], (parents.size, sizes))
     lower = np.zeros_like(upper)
@@ -160,8 +171,9 @@ def check_refusal(
     reason = refusal(proxy, spec.solver)
     if reason is not None:
         raise ValueError(
-            f"method {method!r} ({spec.solver}) refuses this instance at its starting domains "
-            f"(nothing was charged): {reason}; choose another method or a larger epsilon"
+            f"mechanism {mechanism!r} ({spec.solver}) refuses this instance at its starting "
+            f"domains (nothing was charged): {reason}; choose another mechanism or a larger "
+            "epsilon"
         )
 
 
@@ -218,14 +230,14 @@ def _settled(solution: Solution, full: bool, objective: Objective) -> bool:
     return not objective.widen_until_optimal or bool(certificate.get("unrestricted_optimal"))
 
 
-def _check_measurement(measurement: Any, spec: Mechanism, method: str) -> Measurement:
+def _check_measurement(measurement: Any, spec: Mechanism, mechanism: str) -> Measurement:
     if not isinstance(measurement, Measurement):
         raise TypeError(
             f"measurement must be a census.Measurement, got {type(measurement).__name__}"
         )
     if spec.query != measurement.query:
         raise ValueError(
-            f"method {method!r} post-processes {spec.query!r} measurements, "
+            f"mechanism {mechanism!r} post-processes {spec.query!r} measurements, "
             f"got {measurement.query!r}"
         )
     return measurement
@@ -233,13 +245,16 @@ def _check_measurement(measurement: Any, spec: Mechanism, method: str) -> Measur
 
 def build_problem(
     measurement: Measurement,
-    method: str = "pwl-dp",
+    mechanism: str | None = None,
     *,
     objective: str | None = None,
     domain_sd: float = 3.0,
     executor: Executor | None = None,
+    method: str | None = None,
 ) -> tuple[Problem, Solution]:
-    """The method's post-processing Problem on settled domains, and the probe's solution.
+    """The post-processing Problem of ``mechanism`` (a key of :data:`MECHANISMS`; None:
+    ``"pwl-dp"``; ``method`` is its deprecated former name) on settled domains, and the probe's
+    solution.
 
     Domains are [c̃ − δ, c̃ + δ] ∩ [0, n] with δ = ⌈domain_sd · sd⌉ (spec G4). Models 1 and 3:
     while their exact DP finds the domains infeasible, δ doubles (at the latest the full range
@@ -252,9 +267,15 @@ def build_problem(
     its solution is returned so it need not be solved twice. ``objective``: see
     :func:`dpopt.census.release`.
     """
-    spec = mechanism(method)
-    measurement = _check_measurement(measurement, spec, method)
-    chosen = objective_of(objective, method)
+    mechanism = keyword_alias(
+        "census.build_problem",
+        ("mechanism", mechanism),
+        ("method", method),
+        default=DEFAULT_MECHANISM,
+    )
+    spec = mechanism_of(mechanism)
+    measurement = _check_measurement(measurement, spec, mechanism)
+    chosen = objective_of(objective, mechanism)
     weights = chosen.weights(measurement.tree)
     multiplier = domain_sd_of(domain_sd)
     target, sd = _target(measurement, spec)
@@ -297,14 +318,16 @@ class PostProcessed:
 
 def post_process(
     measurement: Measurement,
-    method: str = "pwl-dp",
+    mechanism: str | None = None,
     *,
     objective: str | None = None,
     domain_sd: float = 3.0,
     executor: Any = None,
     time_limit: float | None = None,
+    method: str | None = None,
 ) -> PostProcessed:
-    """Post-process a measurement with ``method`` (a key of :data:`METHODS`).
+    """Post-process a measurement as ``mechanism`` does (a key of :data:`MECHANISMS`; None:
+    ``"pwl-dp"``; ``method`` is its deprecated former name).
 
     Reads nothing but the measurement (noisy values and public facts); see
     :func:`build_problem` for the domains and :func:`dpopt.census.release` for ``objective``.
@@ -315,15 +338,21 @@ def post_process(
     client ``pwl-dp`` runs as ``pwl-dp:partitioned`` (the two-pass DP by partitions,
     :mod:`dpopt.solvers.census.partitioned`), whose counts equal the serial ones bit for bit.
     """
-    check_time_limit(method, time_limit)
-    chosen = objective_of(objective, method)
-    if is_dask_client(executor) and method == "pwl-dp":
+    mechanism = keyword_alias(
+        "census.post_process",
+        ("mechanism", mechanism),
+        ("method", method),
+        default=DEFAULT_MECHANISM,
+    )
+    check_time_limit(mechanism, time_limit)
+    chosen = objective_of(objective, mechanism)
+    if is_dask_client(executor) and mechanism == "pwl-dp":
         return _partitioned(measurement, chosen, domain_sd_of(domain_sd), Runner(executor))
     executor = as_executor(executor)
     problem, probed = build_problem(
-        measurement, method, objective=chosen.name, domain_sd=domain_sd, executor=executor
+        measurement, mechanism, objective=chosen.name, domain_sd=domain_sd, executor=executor
     )
-    solver = METHODS[method].solver
+    solver = MECHANISMS[mechanism].solver
     statuses: dict[str, Status] = {}
     if solver == probed.method:
         solution = probed
@@ -342,7 +371,7 @@ def post_process(
         message = f"{solution.method} returned no point ({solution.status})"
         solution = replace(probed, info={**probed.info, "fallback": message})
     if solution.x is None:
-        raise RuntimeError(f"{method}: {solution.status} {solution.info.get('message', '')}")
+        raise RuntimeError(f"{mechanism}: {solution.status} {solution.info.get('message', '')}")
     return PostProcessed(_counts(problem, solution.x), solution, statuses)
 
 
@@ -352,7 +381,7 @@ def _partitioned(
     """``pwl-dp`` on a Dask client: the root's subtrees are shipped once and solved by
     ``pwl-dp:partitioned`` with the serial widening rule and ``objective``, so the counts
     equal the serial ones bit for bit."""
-    measurement = _check_measurement(measurement, METHODS["pwl-dp"], "pwl-dp")
+    measurement = _check_measurement(measurement, MECHANISMS["pwl-dp"], "pwl-dp")
     tree = measurement.tree
     noisy = np.asarray(measurement.noisy)
     members, sources = split_at_root(measurement.parents, noisy, measurement.sd)

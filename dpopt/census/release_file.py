@@ -3,7 +3,7 @@ the private data (issue 27).
 
 :func:`save_release` writes the released counts, the public hierarchy, sizes and n, the noisy
 measurement the counts were post-processed from (noisy answers and their noise scales: DP
-output, safe to publish), the method, objective and final domain width, the budget report, the
+output, safe to publish), the mechanism, objective and final domain width, the budget report, the
 solve statuses, the measured records, the confidence intervals when the release has them, and
 a checksum of the counts. Never the noise's secret key: a :class:`~dpopt.census.Release` does
 not hold it. :func:`load_release` reads the file back as a :class:`SavedRelease`, which
@@ -24,6 +24,7 @@ from dpopt.census.confidence import Intervals
 from dpopt.census.contract import release_errors
 from dpopt.census.measurement import Measurement
 from dpopt.census.mechanism import Release
+from dpopt.deprecation import warn_renamed
 from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
 from dpopt.release import Measured, measured_from_record, measured_record
@@ -33,20 +34,24 @@ from dpopt.validation import file_path, instance
 
 __all__ = ["FORMAT", "SavedRelease", "load_release", "save_release"]
 
-FORMAT = "dpopt-census-release/1"
+FORMAT = "dpopt-census-release/2"
 """The ``format`` of the file :func:`save_release` writes."""
+
+_MECHANISM_FIELD = {"dpopt-census-release/1": "method", FORMAT: "mechanism"}
+# each readable format → the field that holds the mechanism's key (``method`` until format 2)
 
 
 @dataclass(frozen=True, eq=False)
 class SavedRelease:
     """A census release read back from JSON: ``counts[r, j]`` groups of size ``sizes[j]`` in
-    region r, post-processed by ``method`` with ``objective`` from ``measurement`` (noisy
+    region r, released by ``mechanism`` (``method`` is its deprecated former name) with
+    ``objective`` from ``measurement`` (noisy
     answers and the public hierarchy) on domains ``domain_sd`` noise sds wide; ``cost`` the
     post-processing objective the release reported; ``checksum`` the counts' digest as saved.
     ``budget``, ``statuses`` and ``measured`` follow the release contract
     (:class:`dpopt.release.ReleaseResult`)."""
 
-    method: str
+    mechanism: str
     objective: str
     counts: np.ndarray
     measurement: Measurement
@@ -57,6 +62,12 @@ class SavedRelease:
     cost: float
     checksum: str
     intervals: Intervals | None = None
+
+    @property
+    def method(self) -> str:
+        """Deprecated: the former name of :attr:`mechanism`."""
+        warn_renamed("census.SavedRelease.method", "census.SavedRelease.mechanism")
+        return self.mechanism
 
     @property
     def sizes(self) -> np.ndarray:
@@ -78,7 +89,7 @@ def save_release(release: Release, path: str | Path) -> Path:
     measurement = release.measurement
     record: dict[str, Any] = {
         "format": FORMAT,
-        "method": release.method,
+        "mechanism": release.mechanism,
         "objective": release.objective,
         "query": measurement.query,
         "parents": measurement.parents.tolist(),
@@ -120,14 +131,16 @@ def _array(record: dict[str, Any], key: str, dtype: Any) -> np.ndarray:
 
 def load_release(path: str | Path) -> SavedRelease:
     """The :class:`SavedRelease` in the JSON file ``path``; a ValueError when the file is not
-    a readable census release. Counts are read as they are (a non-integer count stays one, for
-    the check to report)."""
+    a readable census release (of :data:`FORMAT`, or of format 1, which names the mechanism
+    ``method``). Counts are read as they are (a non-integer count stays one, for the check to
+    report)."""
     file = file_path("path", path)
     try:
         record = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as err:
         raise ValueError(f"{file} cannot be read as JSON: {err}") from err
-    if not isinstance(record, dict) or record.get("format") != FORMAT:
+    field = _MECHANISM_FIELD.get(str(record.get("format"))) if isinstance(record, dict) else None
+    if field is None:
         raise ValueError(f"{file} is not a census release (format {FORMAT!r})")
     try:
         measurement = Measurement(
@@ -145,7 +158,7 @@ def load_release(path: str | Path) -> SavedRelease:
             raise ValueError(f"counts hold {counts.dtype} values, not numbers")
         intervals = record.get("intervals")
         return SavedRelease(
-            str(record["method"]),
+            str(record[field]),
             str(record["objective"]),
             counts,
             measurement,

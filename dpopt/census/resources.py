@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.census.postprocess import PROBE, mechanism, starting_delta
+from dpopt.census.postprocess import PROBE, mechanism_of, starting_delta
 from dpopt.limits import CENSUS_MEMORY_LIMIT as DEFAULT_MEMORY_LIMIT
 from dpopt.limits import CENSUS_MIN_MEMORY_LIMIT as MIN_MEMORY_LIMIT
 from dpopt.solvers.census.cost_tables import MAX_COST
@@ -104,7 +104,7 @@ def check_memory(estimates: list[Estimate], memory_limit: int, what: str, advice
 
 
 def postprocess_estimates(
-    method: str,
+    mechanism: str,
     parents: np.ndarray,
     total: int,
     sd: np.ndarray,
@@ -115,13 +115,13 @@ def postprocess_estimates(
 ) -> list[Estimate]:
     """The in-memory release's post-processing estimates at the starting domains (``sd``:
     each region's noise sd; ``weights`` Model 1's region weights, None for all 1): the DP
-    that settles the domains (and solves, for the DP methods; one size column at a time) and
+    that settles the domains (and solves, for the DP mechanisms; one size column at a time) and
     a relaxation's QP. A ValueError, before any charge, when the DP's 64-bit costs would
     overflow (:func:`check_cost_range`)."""
-    spec = mechanism(method)
+    spec = mechanism_of(mechanism)
     delta = starting_delta(spec.problem, parents, total, sd, domain_sd)
     width = np.minimum(2 * delta, total) + 1
-    check_cost_range(method, sd, delta, 1 if weights is None else weights, sizes)
+    check_cost_range(mechanism, sd, delta, 1 if weights is None else weights, sizes)
     probe = PROBE[spec.problem]
     seconds = SECONDS_PER_WIDTH[probe] * float(width.sum()) * sizes
     if probe == "chain-dp":

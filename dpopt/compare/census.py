@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dpopt.census import METHODS, build_problem, measure
+from dpopt.census import MECHANISMS, build_problem, measure
 from dpopt.census.data import CensusData, synthetic
 from dpopt.compare.census_blocks import EXPERIMENTS as BLOCK_EXPERIMENTS
 from dpopt.compare.census_utility import Shape, Variant, experiment
@@ -45,13 +45,13 @@ def _problems(
     each with the paper's objective, and Model 1 also with the leaf-weighted one of the
     release (on the same noisy counts)."""
     out = []
-    for method in ("pwl-dp", "cumulative-cpsat", "chain-dp"):
-        spec = METHODS[method]
+    for mechanism in ("pwl-dp", "cumulative-cpsat", "chain-dp"):
+        spec = MECHANISMS[mechanism]
         measured = measure(data, spec.query, epsilon=epsilon, rng=rng)
-        problem, _ = build_problem(measured, method, objective="paper")
+        problem, _ = build_problem(measured, mechanism, objective="paper")
         out.append(Instance(f"{name}-{spec.problem.__name__}", problem))
         if spec.problem is PostProcess:
-            weighted, _ = build_problem(measured, method, objective="leaf-weighted")
+            weighted, _ = build_problem(measured, mechanism, objective="leaf-weighted")
             out.append(Instance(f"{name}-{spec.problem.__name__}-leaf-weighted", weighted))
     return out
 

@@ -77,18 +77,18 @@ class Shape:
 
 @dataclass(frozen=True)
 class Variant:
-    """A method of :data:`dpopt.census.METHODS` and an objective (None: its default)."""
+    """A mechanism of :data:`dpopt.census.MECHANISMS` and an objective (None: its default)."""
 
-    method: str
+    mechanism: str
     objective: str | None = None
 
     @property
     def label(self) -> str:
-        return self.method if self.objective is None else f"{self.method}/{self.objective}"
+        return self.mechanism if self.objective is None else f"{self.mechanism}/{self.objective}"
 
     @property
     def query(self) -> str:
-        return census.METHODS[self.method].query
+        return census.MECHANISMS[self.mechanism].query
 
 
 def noisy_counts(measurement: census.Measurement) -> np.ndarray:
@@ -153,7 +153,7 @@ def _row(
 ) -> dict[str, Any]:
     """A variant's release of one measurement: its scores, status and certificate, and its
     objective's distance from the noisy counts for the release and for the truth."""
-    processed = census.post_process(measurement, variant.method, objective=variant.objective)
+    processed = census.post_process(measurement, variant.mechanism, objective=variant.objective)
     counts, solution = processed.counts, processed.solution
     certificate = solution.info.get("domain_certificate", {})
     weights = _weights(variant, data)

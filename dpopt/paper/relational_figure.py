@@ -5,7 +5,7 @@ Each seed builds a users × movies database with the MovieLens-1M schema and pla
 cross-table correlations (:func:`dpopt.relational.generate`, 6,040 × 3,883 with 10,000
 links and d_max = 10 by default: the shape of the paper's pruned MovieLens) and synthesizes
 both tables once with the built-in MST at ε = 1 each (the paper's per-table budget). Then for
-every ε_rel and every link fit (``method``, :data:`dpopt.relational.METHODS`) it learns the links
+every ε_rel and every link fit (``methods``, :data:`dpopt.relational.FITS`) it learns the links
 (δ_rel = 1e-5, T = 15, K = 3, α = 0.2) and scores them on the spec's three cross metrics
 (§8 item 12: 100·mean L1, mean TV, Def. 3 mse over every cross 3-way workload), beside
 uniformly random links with the same count between the same tables — the trivial baseline:
@@ -84,7 +84,7 @@ def run(
                     epsilon=epsilon,
                     delta=DELTA,
                     rng=np.random.default_rng([seed, index, e]),
-                    method=method,
+                    fit=method,
                     settings=settings,
                 )
                 cross = cross_errors(data, left, right, learned.links)

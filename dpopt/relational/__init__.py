@@ -4,7 +4,7 @@ them (relational-synth spec; docs/families/relational.md).
 The public API of the family:
 
 - :func:`synthesize` — the release end to end (:mod:`dpopt.relational.synthesizer`);
-- :func:`learn_links`, :class:`LinkSettings`, :class:`LinkResult`, :data:`METHODS` — the link
+- :func:`learn_links`, :class:`LinkSettings`, :class:`LinkResult`, :data:`FITS` — the link
   learner (:mod:`dpopt.relational.links`) and its link fits (:mod:`dpopt.relational.fit`);
 - :mod:`dpopt.relational.tables` — the built-in MST table synthesizer (its release
   ``tables.synthesize``, and the steps ``plan``, ``measure``, ``fit``, ``sample``);
@@ -18,17 +18,20 @@ The public API of the family:
 - :func:`relational_rho` — Theorem 1's (ε, δ) → ρ (:mod:`dpopt.relational.budget`).
 """
 
+from typing import Any
+
+from dpopt.deprecation import warn_renamed
 from dpopt.relational import tables
 from dpopt.relational.budget import relational_rho
 from dpopt.relational.data import RelationalData, Workload
 from dpopt.relational.datasets import MOVIELENS_AGES, MOVIELENS_GENRES, generate, load_movielens
 from dpopt.relational.evaluation import cross_errors, evaluate, table_errors
-from dpopt.relational.links import METHODS, LinkResult, LinkSettings, learn_links
+from dpopt.relational.links import FITS, LinkResult, LinkSettings, learn_links
 from dpopt.relational.planning import ErrorCurve, error_curve, plan_error_curve
 from dpopt.relational.synthesizer import SyntheticDatabase, synthesize
 
 __all__ = [
-    "METHODS",
+    "FITS",
     "MOVIELENS_AGES",
     "MOVIELENS_GENRES",
     "ErrorCurve",
@@ -49,3 +52,11 @@ __all__ = [
     "table_errors",
     "tables",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``METHODS``, the former name of :data:`FITS` (a DeprecationWarning)."""
+    if name == "METHODS":
+        warn_renamed("dpopt.relational.METHODS", "dpopt.relational.FITS")
+        return FITS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,7 +2,7 @@
 matrix, regularised toward the links the synthetic tables imply by cross-validated early
 stopping and shrinkage (docs/families/relational.md, "The default fit").
 
-Each round of :func:`dpopt.relational.learn_links` with ``method="shrinkage"``:
+Each round of :func:`dpopt.relational.learn_links` with ``fit="shrinkage"``:
 
 1. **The path.** The relaxed QP of eqs. (5)–(6) over *all* the workloads measured so far and the
    whole link matrix, solved on its blocks

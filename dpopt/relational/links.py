@@ -9,7 +9,7 @@ Given the real database (two tables and their links,
    variation between the real marginal and the current synthetic one (sensitivity d_max/m);
 2. measures each picked workload's count vector with exact discrete Gaussian noise (L2
    sensitivity √2·d_max in counts, √2·d_max/m once divided by m);
-3. fits the links to the noisy answers (post-processing, ``method=``, :data:`METHODS`): by
+3. fits the links to the noisy answers (post-processing, ``fit=``, :data:`FITS`): by
    default (:mod:`dpopt.relational.fit`) the relaxed QP
    (:class:`~dpopt.models.relational.qp.RelaxedLinkQP`) over every measured workload and the
    whole link matrix, solved on its blocks, shrunk toward the independence prior by a
@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpopt.deprecation import keyword_alias
 from dpopt.models.relational.qp import OneToManyLinkQP, RelaxedLinkQP
 from dpopt.privacy import (
     Accountant,
@@ -65,7 +66,8 @@ if TYPE_CHECKING:
 from dpopt.validation import choice, instance, integer, positive_number
 
 __all__ = [
-    "METHODS",
+    "DEFAULT_FIT",
+    "FITS",
     "LinkMeasurements",
     "LinkPlan",
     "LinkResult",
@@ -77,14 +79,16 @@ __all__ = [
     "workload_budget",
 ]
 
-METHODS = ("shrinkage", "paper", "pgd")
-"""How each round fits the links, ``method=`` (docs/families/relational.md): ``shrinkage``
+FITS = ("shrinkage", "paper", "pgd")
+"""How each round fits the links, ``fit=`` (docs/families/relational.md): ``shrinkage``
 (the default, :mod:`dpopt.relational.fit`) fits every measured workload on the whole matrix
 by its blocks and shrinks the fit toward the independence prior by a cross-validated weight;
 ``paper`` is Algorithm 2 as printed on random slices (plain projected gradient from a random
 start for ``pgd_iterations`` steps, over the ``workloads_in_qp`` measured workloads with the
 largest error); ``pgd`` is the same slices fitted by the certified ``pgd``, warm-started from
 the current links."""
+DEFAULT_FIT = "shrinkage"
+"""The link fit of ``fit=None``."""
 _EPS_BITS = 40  # ε of the exponential mechanism is rounded down to a multiple of 2^-40
 
 
@@ -122,7 +126,7 @@ class LinkSettings:
         The exponential mechanism's candidate pool per round (a random subsample of the
         unmeasured workloads, ≥ ``per_round``).
     workloads_in_qp, slice_cells, slices : int
-        The slice fits' settings (``method="paper"`` or ``"pgd"``; spec §2.2 experiment rules,
+        The slice fits' settings (``fit="paper"`` or ``"pgd"``; spec §2.2 experiment rules,
         §8 item 11): the measured workloads with the largest current error that each slice
         fits, the cells of a slice (all of B when it is smaller), slices per round (8, the
         paper's for MovieLens).
@@ -171,9 +175,9 @@ class LinkPlan:
     """A validated link-learning run waiting for its charge (:func:`plan`).
 
     ``data`` is the private database (read only by :func:`run`'s measurements); the rest is
-    public: the synthetic tables' sizes, ``m_syn``, the cross workloads, the method and
-    settings, ρ and each workload's (ε_EM, ρ_Gauss), and ``label``, which starts every charge
-    label and status key.
+    public: the synthetic tables' sizes, ``m_syn``, the cross workloads, the link fit
+    (``fit``, :data:`FITS`) and settings, ρ and each workload's (ε_EM, ρ_Gauss), and
+    ``label``, which starts every charge label and status key.
     """
 
     data: RelationalData = field(repr=False)
@@ -181,7 +185,7 @@ class LinkPlan:
     n_right: int
     rho: Fraction
     m_syn: int
-    method: str
+    fit: str
     settings: LinkSettings
     workloads: tuple[Workload, ...] = field(repr=False)
     eps_em: Fraction
@@ -329,12 +333,15 @@ def plan(
     n_right: int,
     *,
     rho: Any,
-    method: str = "shrinkage",
+    fit: str | None = None,
     settings: LinkSettings | None = None,
     label: str = "links",
+    method: str | None = None,
 ) -> LinkPlan:
     """Validate a link-learning run of budget ρ (zCDP) between synthetic tables of ``n_left``
-    and ``n_right`` rows, and compute its noise scales; nothing is drawn or charged.
+    and ``n_right`` rows, and compute its noise scales; nothing is drawn or charged. ``fit``:
+    the link fit (:data:`FITS`, None: ``"shrinkage"``; ``method`` is its deprecated former
+    name).
 
     Raises
     ------
@@ -347,7 +354,10 @@ def plan(
     settings = LinkSettings() if settings is None else settings
     if not isinstance(settings, LinkSettings):
         raise TypeError(f"settings must be a LinkSettings, got {type(settings).__name__}")
-    method = choice("method", method, METHODS)
+    fit = keyword_alias(
+        "relational.links.plan", ("fit", fit), ("method", method), default=DEFAULT_FIT
+    )
+    fit = choice("fit", fit, FITS)
     if not isinstance(label, str):
         raise TypeError(f"label must be a string, got {label!r}")
     n_left = integer("n_left", n_left, minimum=1)
@@ -375,7 +385,7 @@ def plan(
             f"rho {float(total):.6g} is too small for the measurements: {err}"
         ) from None
     return LinkPlan(
-        data, n_left, n_right, total, m_syn, method, settings, tuple(workloads), eps_em,
+        data, n_left, n_right, total, m_syn, fit, settings, tuple(workloads), eps_em,
         rho_gauss, label,
     )  # fmt: skip
 
@@ -438,7 +448,7 @@ def run(
                 measurement=LinkMeasurements(tuple(records), dict(measured), variance),
                 budget=ledger.report(),
             ) from error
-        if plan.method == "shrinkage":
+        if plan.fit == "shrinkage":
             weights.append(fitter.weight)
         errors.append(float(np.mean(list(_errors(cells, links, measured).values()))))
     rows, cols = links.pairs()
@@ -467,7 +477,7 @@ def _fit_round(
     generator: np.random.Generator,
 ) -> None:
     """One round's fit of the links to every workload measured so far (post-processing)."""
-    if plan.method == "shrinkage":
+    if plan.fit == "shrinkage":
         _fit_all(links, cells, measured, variance, fitter, generator)
         for name, status in fitter.statuses.items():
             statuses[where if name == "fit" else f"{where} {name}"] = status
@@ -486,10 +496,11 @@ def learn_links(
     epsilon: Any,
     delta: Any,
     rng: Any = None,
-    method: str = "shrinkage",
+    fit: str | None = None,
     settings: LinkSettings | None = None,
     accountant: Accountant | None = None,
     progress: bool = False,
+    method: str | None = None,
 ) -> LinkResult:
     """Learn a synthetic link table under (ε_rel, δ_rel)-DP (Algorithm 4).
 
@@ -506,12 +517,13 @@ def learn_links(
     rng : numpy Generator, int or None
         All randomness (selection, noise, slicing, rounding; :func:`dpopt.release.resolve_rng`,
         None: fresh OS entropy). A secret: whoever knows it can remove the noise.
-    method : str
-        How each round fits the links (:data:`METHODS`): ``"shrinkage"`` (default) every
+    fit : str, optional
+        How each round fits the links (:data:`FITS`): ``"shrinkage"`` (None, the default) every
         measured workload on the whole matrix, shrunk toward the independence prior by a
         cross-validated weight (:mod:`dpopt.relational.fit`; it never measured worse than
         random links); ``"paper"`` Algorithm 2 as printed on slices; ``"pgd"`` the slices
-        fitted to convergence by the certified ``pgd``.
+        fitted to convergence by the certified ``pgd``. ``method`` is its deprecated former
+        name.
     settings : LinkSettings, optional
         Rounds, workloads per round, α, k, the candidate pool, m_syn and the slice fits'
         settings; default ``LinkSettings()`` (spec §2.5).
@@ -532,7 +544,10 @@ def learn_links(
     generator = resolve_rng(rng)
     left = encode_synthetic(data, "left", synthetic_left)
     right = encode_synthetic(data, "right", synthetic_right)
-    work = plan(data, left.shape[0], right.shape[0], rho=rho, method=method, settings=settings)
+    fit = keyword_alias(
+        "relational.learn_links", ("fit", fit), ("method", method), default=DEFAULT_FIT
+    )
+    work = plan(data, left.shape[0], right.shape[0], rho=rho, fit=fit, settings=settings)
     return run(work, left, right, rng=generator, accountant=ledger, progress=progress)
 
 
@@ -676,7 +691,7 @@ def _fit_slice(
     else:
         problem = RelaxedLinkQP(query, answers, m_slice)
     status: Status
-    if plan.method == "paper":  # Algorithm 2 as printed: a random start, a fixed step count
+    if plan.fit == "paper":  # Algorithm 2 as printed: a random start, a fixed step count
         start = _random_start(problem, rng)
         relaxed, _ = projected_gradient(problem, settings.pgd_iterations, start)
         status = "feasible"  # a point of Ω after a fixed step count, never certified

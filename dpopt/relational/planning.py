@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.deprecation import renamed
+from dpopt.deprecation import keyword_alias, renamed
 from dpopt.planning import (
     CURVE_EPSILONS,
     MAX_SEEDS,
@@ -36,7 +36,7 @@ from dpopt.planning import (
 from dpopt.relational.data import RelationalData
 from dpopt.relational.datasets import generate
 from dpopt.relational.evaluation import cross_errors
-from dpopt.relational.links import METHODS, learn_links
+from dpopt.relational.links import DEFAULT_FIT, FITS, learn_links
 from dpopt.relational.tables import synthesize
 from dpopt.validation import choice, instance, integer, integer_array
 
@@ -119,13 +119,16 @@ def plan_error_curve(
     epsilons: tuple[float, ...] = (1.0, 3.0, 10.0),
     seeds: int = 3,
     table_epsilon: float = 1.0,
-    method: str = "shrinkage",
+    fit: str | None = None,
     seed: int = 0,
     max_memory: int | None = None,
+    method: str | None = None,
 ) -> ErrorCurve:
     """The expected errors of a link release against ε_rel (module docstring), as an
     :class:`~dpopt.planning.ErrorCurve` of one metric, ``error_percent``; ``shape`` is
-    (left rows, right rows, links), ``seed`` the simulation's public seed. ``epsilons`` and
+    (left rows, right rows, links), ``fit`` the link fit (:data:`~dpopt.relational.FITS`;
+    None: ``"shrinkage"``; ``method`` is its deprecated former name), ``seed`` the simulation's
+    public seed. ``epsilons`` and
     ``table_epsilon`` lie in :data:`~dpopt.planning.CURVE_EPSILONS`, ``seeds`` is at most
     :data:`~dpopt.planning.MAX_SEEDS`; a shape whose :func:`memory_estimate` is above
     ``max_memory`` bytes (default :data:`~dpopt.planning.MEMORY_BUDGET`) is refused."""
@@ -134,7 +137,10 @@ def plan_error_curve(
     seeds = integer("seeds", seeds, minimum=1, maximum=MAX_SEEDS)
     epsilons = curve_epsilons(epsilons)
     table_epsilon = number_in("table_epsilon", table_epsilon, CURVE_EPSILONS)
-    method = choice("method", method, METHODS)
+    fit = keyword_alias(
+        "relational.plan_error_curve", ("fit", fit), ("method", method), default=DEFAULT_FIT
+    )
+    fit = choice("fit", fit, FITS)
     seed = integer("seed", seed, minimum=0)
     check_memory(
         memory_estimate((n_left, n_right, links)),
@@ -157,7 +163,7 @@ def plan_error_curve(
                 epsilon=epsilon,
                 delta=DELTA,
                 rng=np.random.default_rng([seed, index, e]),  # a simulation's seed
-                method=method,
+                fit=fit,
             )
             cross = cross_errors(data, left, right, result.links)
             learned[e].append(cross["error_percent"])

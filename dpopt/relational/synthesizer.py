@@ -86,7 +86,7 @@ def synthesize(
     epsilon: Any,
     delta: Any,
     rng: Any = None,
-    method: str = "shrinkage",
+    fit: str | None = None,
     settings: link_learner.LinkSettings | None = None,
     table_share: float = 0.3,
     synthetic_left: Any = None,
@@ -94,6 +94,7 @@ def synthesize(
     accountant: Accountant | None = None,
     progress: bool = False,
     links: link_learner.LinkSettings | None = None,
+    method: str | None = None,
 ) -> SyntheticDatabase:
     """An (ε, δ)-DP synthetic relational database (spec §0; module docstring).
 
@@ -107,8 +108,8 @@ def synthesize(
     rng : numpy Generator, int or None
         All randomness (:func:`dpopt.release.resolve_rng`; None: fresh OS entropy). A secret:
         whoever knows it can remove the noise.
-    method : str
-        The link fit (:data:`dpopt.relational.links.METHODS`; default ``"shrinkage"``).
+    fit : str, optional
+        The link fit (:data:`dpopt.relational.FITS`; None: ``"shrinkage"``).
     settings : LinkSettings, optional
         The link learner's settings (default ``LinkSettings()``), as
         :func:`~dpopt.relational.learn_links` takes them.
@@ -128,6 +129,8 @@ def synthesize(
         Show a progress bar over the link rounds.
     links : LinkSettings, optional
         Deprecated: the former name of ``settings`` (a DeprecationWarning; removed in 0.3).
+    method : str, optional
+        Deprecated: the former name of ``fit`` (a DeprecationWarning; removed in 0.3).
 
     Raises
     ------
@@ -142,6 +145,9 @@ def synthesize(
     import pandas as pd
 
     settings = keyword_alias("relational.synthesize", ("settings", settings), ("links", links))
+    fit = keyword_alias(
+        "relational.synthesize", ("fit", fit), ("method", method), default=link_learner.DEFAULT_FIT
+    )
     if not isinstance(data, RelationalData):
         raise TypeError(f"data must be a RelationalData, got {type(data).__name__}")
     share = positive_number("table_share", table_share)
@@ -173,7 +179,7 @@ def synthesize(
         for side, rows in real_rows.items()
     ]
     link_plan = link_learner.plan(
-        data, *sizes, rho=rho - table_rho * len(plans), method=method, settings=settings
+        data, *sizes, rho=rho - table_rho * len(plans), fit=fit, settings=settings
     )
     charges = [charge for p in plans.values() for charge in p.charges]
     ledger.check([*charges, *link_plan.charges])  # every part fits, or nothing runs

@@ -182,12 +182,12 @@ def test_noise_has_the_stated_variance() -> None:
     assert abs(noise.mean()) < 4 * np.sqrt(expected / noise.size)
 
 
-@pytest.mark.parametrize("method", sorted(census.METHODS))
-def test_every_method_releases_pgsr_counts_and_spends_exactly_epsilon(method: str) -> None:
+@pytest.mark.parametrize("mechanism", sorted(census.MECHANISMS))
+def test_every_mechanism_releases_pgsr_counts_and_spends_exactly_epsilon(mechanism: str) -> None:
     data = tiny()
     accountant = dpopt.Accountant.pure(2.0)
     released = census.release(
-        data, epsilon=1.0, method=method, rng=np.random.default_rng(7), accountant=accountant
+        data, epsilon=1.0, mechanism=mechanism, rng=np.random.default_rng(7), accountant=accountant
     )
     assert accountant.spent == 1  # exactly ε
     assert released.budget == accountant.report()
@@ -196,7 +196,7 @@ def test_every_method_releases_pgsr_counts_and_spends_exactly_epsilon(method: st
     # every solve it ran, the final post-processing solve last
     assert list(released.statuses)[-1] == f"post-processing ({released.solution.method})"
     assert released.statuses[list(released.statuses)[-1]] == released.solution.status
-    if census.METHODS[method].solver.startswith("relaxed"):
+    if census.MECHANISMS[mechanism].solver.startswith("relaxed"):
         # relaxations report their violations instead of repairing them (spec G9)
         report = released.conditions
         assert report["largest"]["integrality"] == 0
@@ -228,7 +228,7 @@ def test_post_processing_sees_only_the_measurement() -> None:
     assert exact.counts.sum(axis=1)[0] == counts.sum(axis=1)[0] == data.total
     with pytest.raises(ValueError, match="post-processes 'cumulative' measurements"):
         census.post_process(measured, "pava-dp")
-    with pytest.raises(ValueError, match="unknown method 'nope'; available: pwl-dp"):
+    with pytest.raises(ValueError, match="unknown mechanism 'nope'; available: pwl-dp"):
         census.post_process(measured, "nope")
 
 
@@ -298,7 +298,7 @@ def _model_1(measured: census.Measurement, multiplier: float) -> PostProcess:
 
 def test_objectives_are_validated_before_anything_is_charged() -> None:
     accountant = dpopt.Accountant.pure(1.0)
-    for method, objective, match in (
+    for mechanism, objective, match in (
         ("pwl-dp", "nope", "objective must be one of"),
         ("chain-dp", "leaf-weighted", "whose only objective is 'paper'"),
         ("pava-dp", "leaf-weighted", "whose only objective is 'paper'"),
@@ -307,13 +307,13 @@ def test_objectives_are_validated_before_anything_is_charged() -> None:
             census.release(
                 tiny(),
                 epsilon=1.0,
-                method=method,
+                mechanism=mechanism,
                 objective=objective,
                 accountant=accountant,
                 rng=np.random.default_rng(0),
             )
     assert accountant.spent == 0
-    released = census.release(tiny(), epsilon=1.0, method="chain-dp", rng=0)
+    released = census.release(tiny(), epsilon=1.0, mechanism="chain-dp", rng=0)
     assert released.objective == "paper"  # the only objective of Models 2 and 3
 
 
@@ -522,7 +522,7 @@ def test_release_follows_the_contract() -> None:
     "bad",
     [
         {"epsilon": -1.0},
-        {"method": "nope"},
+        {"mechanism": "nope"},
         {"objective": "nope"},
         {"domain_sd": 0.0},
         {"level_weights": [1.0, 0.0, 1.0]},

@@ -22,13 +22,13 @@ def data() -> CensusData:
     return census.synthetic(np.random.default_rng(0), states=3, counties=10, sizes=4, groups=10_000)
 
 
-@pytest.mark.parametrize("method", ["relaxed", "cumulative-relaxed"])
-def test_relaxations_release_at_a_tiny_epsilon(data: CensusData, method: str) -> None:
+@pytest.mark.parametrize("mechanism", ["relaxed", "cumulative-relaxed"])
+def test_relaxations_release_at_a_tiny_epsilon(data: CensusData, mechanism: str) -> None:
     """Clarabel said `infeasible` here (the reviewer's case): the QP is now centred on the
     noisy counts clipped into the domains and scaled by the widest domain."""
     for seed in range(3):
-        released = census.release(data, epsilon=1e-6, method=method, rng=seed)
-        final = released.statuses[f"post-processing ({census.METHODS[method].solver})"]
+        released = census.release(data, epsilon=1e-6, mechanism=mechanism, rng=seed)
+        final = released.statuses[f"post-processing ({census.MECHANISMS[mechanism].solver})"]
         assert final in ("feasible", "violated")  # a rounded relaxation is never optimal
         assert released.counts[0].sum() == data.total
 
@@ -72,12 +72,12 @@ def test_a_relaxation_without_a_point_falls_back_to_the_probe(
     data: CensusData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(cvxpy_backend, "solve_cvxpy", _claims_infeasible)
-    released = census.release(data, epsilon=1.0, method="relaxed", rng=4)
+    released = census.release(data, epsilon=1.0, mechanism="relaxed", rng=4)
     assert released.statuses == {
         "domain probe (pwl-dp)": "optimal",
         "post-processing (relaxed:clarabel)": "error",
         "fallback to the domain probe (pwl-dp)": "optimal",
     }
-    exact = census.release(data, epsilon=1.0, method="pwl-dp", rng=4)
+    exact = census.release(data, epsilon=1.0, mechanism="pwl-dp", rng=4)
     np.testing.assert_array_equal(released.counts, exact.counts)
     assert released.solution.status in CLAIMS_FEASIBLE and "fallback" in released.solution.info

@@ -179,9 +179,9 @@ def test_release_checks_the_method_limit_before_the_charge() -> None:
     data = census.synthetic(np.random.default_rng(0), states=2, counties=4, sizes=3, groups=2000)
     accountant = Accountant.pure(1)
     with pytest.raises(ValueError, match=r"refuses this instance.*nothing was charged"):
-        census.release(data, epsilon=1e-6, method="dp-table", accountant=accountant)
+        census.release(data, epsilon=1e-6, mechanism="dp-table", accountant=accountant)
     assert accountant.ledger == ()
-    assert census.release(data, epsilon=1, method="dp-table").satisfies_pgsr
+    assert census.release(data, epsilon=1, mechanism="dp-table").satisfies_pgsr
 
 
 @pytest.mark.parametrize("failure", ["raise", "no point"])
@@ -200,7 +200,7 @@ def test_release_failure_after_the_charge_keeps_the_measurement(
     monkeypatch.setattr(census_mechanism, "post_process", planted)
     accountant = Accountant.pure(1)
     with pytest.raises(ReleaseError, match="post-processing with 'cpsat' failed") as caught:
-        census.release(tiny(), epsilon=1, method="cpsat", accountant=accountant, rng=4)
+        census.release(tiny(), epsilon=1, mechanism="cpsat", accountant=accountant, rng=4)
     error = caught.value
     assert accountant.spent == 1 and error.budget == accountant.report()
     assert isinstance(error.measurement, census.Measurement)
@@ -211,7 +211,7 @@ def test_release_failure_after_the_charge_keeps_the_measurement(
 def test_release_relaxed_at_a_tiny_epsilon_is_a_release_or_a_release_error() -> None:
     accountant = Accountant.pure(1)
     try:
-        released = census.release(tiny(), epsilon=1e-6, method="relaxed", accountant=accountant)
+        released = census.release(tiny(), epsilon=1e-6, mechanism="relaxed", accountant=accountant)
     except ReleaseError as error:
         assert isinstance(error.measurement, census.Measurement)
     else:
@@ -291,5 +291,7 @@ def test_time_limit_must_be_positive() -> None:
     accountant = Accountant.pure(1)
     for bad in (-1, 0, float("nan"), "1"):
         with pytest.raises(ValueError, match="time_limit"):
-            census.release(tiny(), epsilon=1, method="cpsat", time_limit=bad, accountant=accountant)
+            census.release(
+                tiny(), epsilon=1, mechanism="cpsat", time_limit=bad, accountant=accountant
+            )
     assert accountant.ledger == ()

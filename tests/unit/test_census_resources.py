@@ -37,11 +37,11 @@ def test_dp_memory_past_the_limit_is_refused_before_the_charge() -> None:
     assert estimate.bytes == pytest.approx(8 * 304 * (2 * np.ceil(3 * sd[0]) + 1), rel=1e-9)
 
 
-@pytest.mark.parametrize("method", ["pwl-dp", "relaxed", "cumulative-relaxed", "chain-dp"])
-def test_cost_overflow_is_refused_before_the_charge(data: CensusData, method: str) -> None:
+@pytest.mark.parametrize("mechanism", ["pwl-dp", "relaxed", "cumulative-relaxed", "chain-dp"])
+def test_cost_overflow_is_refused_before_the_charge(data: CensusData, mechanism: str) -> None:
     accountant = Accountant.pure(1e-9)
     with pytest.raises(ValueError, match="64-bit cost tables would overflow"):
-        census.release(data, epsilon=1e-9, method=method, accountant=accountant)
+        census.release(data, epsilon=1e-9, mechanism=mechanism, accountant=accountant)
     assert not accountant.ledger
 
 

@@ -57,6 +57,22 @@ def test_the_file_round_trips_everything_public(released: census.Release, saved:
     assert "seed" not in text and "11" not in json.dumps(json.loads(text)["budget"])
 
 
+def test_the_file_names_the_mechanism_and_format_1_files_still_load(saved: Path) -> None:
+    """Format 2 stores the mechanism as ``mechanism``; a format-1 file, which stored it as
+    ``method``, loads and checks the same."""
+    record = json.loads(saved.read_text())
+    assert record["format"] == "dpopt-census-release/2" and record["mechanism"] == "pwl-dp"
+    assert "method" not in record
+    record["format"] = "dpopt-census-release/1"
+    record["method"] = record.pop("mechanism")
+    saved.write_text(json.dumps(record))
+    loaded = census.load_release(saved)
+    assert loaded.mechanism == "pwl-dp"
+    with pytest.warns(DeprecationWarning, match=r"SavedRelease.method is deprecated"):
+        assert loaded.method == "pwl-dp"
+    assert check_saved(saved, certificate=True).valid
+
+
 def test_a_saved_release_is_valid_and_certified(saved: Path, capsys) -> None:
     report = check_saved(saved, certificate=True)
     assert report.valid, report.violations
@@ -135,17 +151,17 @@ def test_a_changed_noisy_answer_is_caught_by_the_intervals_or_the_certificate(
 
 def test_a_heuristic_release_is_not_certified(tmp_path: Path) -> None:
     """topdown's counts meet every condition but are no optimum of Model 1: the certificate
-    says so, naming the method."""
-    release = census.release(_data(), epsilon=1.0, rng=11, method="topdown")
+    says so, naming the mechanism."""
+    release = census.release(_data(), epsilon=1.0, rng=11, mechanism="topdown")
     path = census.save_release(release, tmp_path / "topdown.json")
     assert check_saved(path).valid
     report = check_saved(path, certificate=True)
     assert any("topdown did not release an optimum" in v for v in report.violations)
 
 
-@pytest.mark.parametrize("method", ["cumulative-cpsat", "chain-dp"])
-def test_cumulative_releases_are_certified(method: str, tmp_path: Path) -> None:
-    release = census.release(_data(), epsilon=1.0, rng=3, method=method)
+@pytest.mark.parametrize("mechanism", ["cumulative-cpsat", "chain-dp"])
+def test_cumulative_releases_are_certified(mechanism: str, tmp_path: Path) -> None:
+    release = census.release(_data(), epsilon=1.0, rng=3, mechanism=mechanism)
     report = check_saved(census.save_release(release, tmp_path / "r.json"), certificate=True)
     assert report.valid, report.violations
 
@@ -278,7 +294,7 @@ def test_cumulative_counts_are_checked_at_their_stated_step(tmp_path: Path) -> N
     """Cumulative vectors have Δ = Q, the public step (Lemma 6), which the release states in
     its charge labels: a budget halved against it is named at that sensitivity."""
     data = dataclasses.replace(_data(), step=3)
-    release = census.release(data, epsilon=1.0, rng=3, method="chain-dp")
+    release = census.release(data, epsilon=1.0, rng=3, mechanism="chain-dp")
     assert release.measured[0].label == "census level 0: cumulative (Δ=3)"
     path = census.save_release(release, tmp_path / "cumulative.json")
     assert check_saved(path).valid

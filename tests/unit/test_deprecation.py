@@ -17,7 +17,7 @@ import pytest
 
 import dpopt
 import dpopt.solvers.hdmm.methods
-from dpopt import dgm, relational
+from dpopt import census, dgm, relational
 from dpopt.deprecation import keyword_alias, moved_modules, renamed, settings_of
 from dpopt.dgm.learning import plan_learning
 from dpopt.models.census.problems import PostProcess
@@ -165,6 +165,8 @@ def test_keyword_alias_reads_the_former_name_with_a_warning() -> None:
         assert keyword_alias("f", ("new", None), ("old", 2)) == 2
     with pytest.raises(TypeError, match="give new= or its former name old=, not both"):
         keyword_alias("f", ("new", 1), ("old", 2))
+    assert keyword_alias("f", ("new", None), ("old", None), default=3) == 3
+    assert keyword_alias("f", ("new", 0), ("old", None), default=3) == 0
 
 
 def test_dgm_learn_takes_settings_and_still_the_flat_keywords() -> None:
@@ -219,3 +221,56 @@ def test_the_former_compare_runner_is_the_suite_runs_module() -> None:
         "assert old.__name__ == 'dpopt.compare.suite_runs' and caught\n"
     )
     subprocess.run([sys.executable, "-c", attribute], check=True)
+
+
+def test_census_takes_mechanism_and_still_method() -> None:
+    """``mechanism=`` names the census mechanism; ``method=``, ``census.METHODS`` and
+    ``Release.method``, its former names, warn and answer the same."""
+    data = census.synthetic(np.random.default_rng(3), states=2, counties=4, sizes=3, groups=60)
+    given = census.release(data, epsilon=1, rng=5, mechanism="chain-dp")
+    with pytest.warns(DeprecationWarning, match=r"census.release\(method=\) is deprecated"):
+        former = census.release(data, epsilon=1, rng=5, method="chain-dp")
+    assert former.mechanism == given.mechanism == "chain-dp"
+    np.testing.assert_array_equal(former.counts, given.counts)
+    with pytest.warns(DeprecationWarning, match=r"Release.method is deprecated"):
+        assert given.method == "chain-dp"
+    with pytest.raises(TypeError, match="not both"):
+        census.release(data, epsilon=1, mechanism="pwl-dp", method="pwl-dp")
+    assert census.release(data, epsilon=1, rng=5).mechanism == "pwl-dp"  # the default
+    measured = given.measurement
+    with pytest.warns(DeprecationWarning, match=r"census.post_process\(method=\)"):
+        again = census.post_process(measured, method="chain-dp")
+    np.testing.assert_array_equal(again.counts, census.post_process(measured, "chain-dp").counts)
+    with pytest.warns(DeprecationWarning, match=r"census.build_problem\(method=\)"):
+        problem, _ = census.build_problem(measured, method="chain-dp")
+    assert type(problem) is type(census.build_problem(measured, mechanism="chain-dp")[0])
+    with pytest.raises(TypeError, match="not both"):
+        census.post_process(measured, "chain-dp", method="chain-dp")
+    with pytest.warns(DeprecationWarning, match=r"census.METHODS is deprecated"):
+        assert census.METHODS is census.MECHANISMS
+
+
+def test_relational_takes_fit_and_still_method() -> None:
+    """``fit=`` names the link fit; ``method=`` and ``relational.METHODS``, its former names,
+    warn and answer the same."""
+    data = relational.generate(30, 20, 40, d_max=3, seed=0)
+    settings = relational.LinkSettings(rounds=1, per_round=1, candidates=2, slices=1)
+    options = {"epsilon": 2, "delta": 1e-5, "settings": settings, "rng": 1}
+    given = relational.synthesize(data, fit="pgd", **options)
+    with pytest.warns(DeprecationWarning, match=r"synthesize\(method=\) is deprecated"):
+        former = relational.synthesize(data, method="pgd", **options)
+    assert former.links.equals(given.links) and former.budget == given.budget
+    left, right = data.codes("left"), data.codes("right")
+    links = relational.learn_links(data, left, right, fit="paper", **options)
+    with pytest.warns(DeprecationWarning, match=r"learn_links\(method=\) is deprecated"):
+        former_links = relational.learn_links(data, left, right, method="paper", **options)
+    np.testing.assert_array_equal(former_links.links, links.links)
+    assert links.weights == ()  # the slice fits, not the default shrinkage
+    for function, arguments in (
+        (relational.synthesize, (data,)),
+        (relational.learn_links, (data, left, right)),
+    ):
+        with pytest.raises(TypeError, match="not both"):
+            function(*arguments, fit="pgd", method="pgd", **options)
+    with pytest.warns(DeprecationWarning, match=r"relational.METHODS is deprecated"):
+        assert relational.METHODS == relational.FITS == ("shrinkage", "paper", "pgd")

@@ -134,7 +134,7 @@ def test_relational_curve_is_the_simulated_releases() -> None:
         ((10, 10, 5), {"seeds": 10**6}, "seeds must be an integer <= 1000"),
         ((10, 10, 5), {"epsilons": (float("inf"),)}, r"epsilons\[0\] must be finite"),
         ((10, 10, 5), {"table_epsilon": 1e-300}, "table_epsilon must be in"),
-        ((10, 10, 5), {"method": "magic"}, "method must be one of"),
+        ((10, 10, 5), {"fit": "magic"}, "fit must be one of"),
         ((10, 10, 5), {"seed": -1}, "seed must be an integer >= 0"),
         ((10, 10, 5), {"seed": 1.5}, "seed must be"),
         (

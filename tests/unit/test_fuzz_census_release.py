@@ -64,7 +64,7 @@ def test_release_blocks(case: tuple[str | None, dict[str, Any]]) -> None:
     one_hostile(
         {
             "epsilon": st.sampled_from([1, 0.5]),
-            "method": st.sampled_from(["pwl-dp", "topdown", "pava-dp", "chain-dp"]),
+            "mechanism": st.sampled_from(["pwl-dp", "topdown", "pava-dp", "chain-dp"]),
             "domain_sd": st.sampled_from([3.0, 0.5]),
             "level_weights": st.sampled_from([None, [1, 2, 1]]),
             "executor": st.just(None),

@@ -241,7 +241,7 @@ def _zcdp_release(
             "epsilon",
             "delta",
             "rng",
-            "method",
+            "fit",
             "settings",
             "table_share",
             "synthetic_left",
@@ -272,7 +272,7 @@ def test_relational_synthesize(target: str, bad: Any) -> None:
             "epsilon",
             "delta",
             "rng",
-            "method",
+            "fit",
             "settings",
             "accountant",
         ]

@@ -96,15 +96,15 @@ def test_census_measure(target: str, bad: Any) -> None:
 
 
 @FUZZ_SLOW
-@given(st.sampled_from(["measurement", "method", "domain_sd", "time_limit"]), BAD)
+@given(st.sampled_from(["measurement", "mechanism", "domain_sd", "time_limit"]), BAD)
 @example("domain_sd", float("inf"))  # the probe's hangs
 @example("domain_sd", 1e20)
 @example("measurement", None)
-@example("method", [])
+@example("mechanism", [])
 def test_census_post_process(target: str, bad: Any) -> None:
     """domain_sd = inf or 1e20 used to loop for ever doubling the domains."""
     measured = census.measure(data(), "counts", epsilon=1.0, rng=np.random.default_rng(2))
-    kwargs: dict[str, Any] = {"measurement": measured, "method": "pwl-dp"}
+    kwargs: dict[str, Any] = {"measurement": measured, "mechanism": "pwl-dp"}
     kwargs[target] = bad
     ok, result = outcome(lambda: census.post_process(**kwargs), target)
     if ok:
@@ -114,7 +114,7 @@ def test_census_post_process(target: str, bad: Any) -> None:
 @FUZZ_SLOW
 @given(
     st.sampled_from(
-        ["data", "epsilon", "method", "rng", "level_weights", "domain_sd", "time_limit"]
+        ["data", "epsilon", "mechanism", "rng", "level_weights", "domain_sd", "time_limit"]
     ),
     BAD,
 )

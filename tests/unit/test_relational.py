@@ -102,7 +102,7 @@ def test_learning_lowers_the_cross_error_when_noise_is_small() -> None:
 def test_slicing_keeps_the_edge_count_and_touches_only_the_slice(small: RelationalData) -> None:
     left, right = small.codes("left"), small.codes("right")
     result = learn(
-        small, left, right, 2.0, rounds=3, per_round=2, slice_cells=900, slices=3, method="pgd",
+        small, left, right, 2.0, rounds=3, per_round=2, slice_cells=900, slices=3, fit="pgd",
         rng=4,
     )  # fmt: skip
     slices = {f"links round {r} slice {s}" for r in (1, 2, 3) for s in (1, 2, 3)}
@@ -113,8 +113,8 @@ def test_slicing_keeps_the_edge_count_and_touches_only_the_slice(small: Relation
     assert len({tuple(p) for p in result.links}) == small.m
 
 
-@pytest.mark.parametrize("method", relational.METHODS)
-def test_one_to_many_gives_every_child_one_parent(method: str) -> None:
+@pytest.mark.parametrize("fit", relational.FITS)
+def test_one_to_many_gives_every_child_one_parent(fit: str) -> None:
     data = generate(60, 200, 200, d_max=10, seed=5)
     pairs = data.links.copy()
     # one parent per child: keep each right row's first link, add one for unlinked children
@@ -138,7 +138,7 @@ def test_one_to_many_gives_every_child_one_parent(method: str) -> None:
     )
     result = learn(
         tree, tree.codes("left"), tree.codes("right"), 2.0, rounds=2, per_round=2,
-        slice_cells=3000, slices=2, method=method, rng=2,
+        slice_cells=3000, slices=2, fit=fit, rng=2,
     )  # fmt: skip
     children = result.links[:, 1]
     assert np.array_equal(np.sort(children), np.arange(200))  # exactly one parent each (R3)
@@ -156,7 +156,7 @@ def test_one_to_many_gives_every_child_one_parent(method: str) -> None:
         ({"slices": 1.5}, "slices"),
         ({"k": 1}, "k"),
         ({"candidates": 2, "per_round": 3}, "candidates"),
-        ({"method": "bogus"}, "method"),
+        ({"fit": "bogus"}, "fit"),
         ({"rng": -1}, "rng"),
     ],
 )
@@ -200,9 +200,9 @@ def test_bad_budget_and_tables_charge_nothing(small: RelationalData) -> None:
         learn(small, frame, right, 1.0)
 
 
-@pytest.mark.parametrize("method", relational.METHODS)
+@pytest.mark.parametrize("fit", relational.FITS)
 def test_post_processing_never_reads_the_private_answers(
-    small: RelationalData, monkeypatch: pytest.MonkeyPatch, method: str
+    small: RelationalData, monkeypatch: pytest.MonkeyPatch, fit: str
 ) -> None:
     """The fits (the default whole-matrix fit and the paper's slices) and the rounding run
     with every private reader of the data raising (docs/design.md: post-processing sees only
@@ -229,7 +229,7 @@ def test_post_processing_never_reads_the_private_answers(
         monkeypatch.setattr(link_module, name, fit_guarded)
     result = learn(
         small, small.codes("left"), small.codes("right"), 1.0, rounds=2, per_round=2,
-        method=method, rng=0,
+        fit=fit, rng=0,
     )  # fmt: skip
     assert result.links.shape[0] == small.m
     assert result.statuses  # every fit reports its solver status
@@ -297,7 +297,7 @@ def test_synthesize_with_one_given_table_gives_its_share_to_the_links(
     ("options", "field"),
     [
         ({"settings": LinkSettings(rounds=200)}, "exceeds"),
-        ({"method": "bogus"}, "method"),
+        ({"fit": "bogus"}, "fit"),
         ({"delta": 2.0}, "delta"),
         ({"epsilon": 0.0}, "epsilon"),
         ({"table_share": 1.0}, "table_share"),
@@ -333,14 +333,14 @@ def test_budget_is_keyword_only_without_default(small: RelationalData) -> None:
         relational.synthesize(small, epsilon=1.0)  # type: ignore[call-arg]
 
 
-@pytest.mark.parametrize("method", relational.METHODS)
-def test_link_release_contract(small: RelationalData, method: str) -> None:
+@pytest.mark.parametrize("fit", relational.FITS)
+def test_link_release_contract(small: RelationalData, fit: str) -> None:
     """budget is the charged accountant's report; a status per round (or slice); the measured
     records are the charges, one by one, and compose to the spend."""
     ledger = Accountant.zcdp(1)
     result = learn(
         small, small.codes("left"), small.codes("right"), 1.0, rounds=2, per_round=2,
-        slices=2, method=method, accountant=ledger, rng=3,
+        slices=2, fit=fit, accountant=ledger, rng=3,
     )  # fmt: skip
     assert isinstance(result, ReleaseResult)
     assert result.budget == ledger.report()
@@ -351,7 +351,7 @@ def test_link_release_contract(small: RelationalData, method: str) -> None:
     answers = [m.answers for m in result.measured if m.noise == "discrete-gaussian"]
     assert answers == [small.workload_counts(w).size for w in result.selected]
     assert set(result.statuses.values()) <= set(STATUSES)
-    if method == "shrinkage":
+    if fit == "shrinkage":
         assert {"links round 1", "links round 2"} <= set(result.statuses)
     else:
         assert all(" slice " in key for key in result.statuses)

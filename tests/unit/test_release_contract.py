@@ -89,7 +89,7 @@ ENTRY_POINTS = {
         census.release,
         _census,
         lambda: Accountant.pure(10),
-        {"method": "bogus"},
+        {"mechanism": "bogus"},
         lambda r: [r.counts],
     ),
     "census.release_blocks": EntryPoint(
@@ -124,14 +124,14 @@ ENTRY_POINTS = {
         relational.synthesize,
         _synthesize,
         _zcdp,
-        {"method": "bogus"},
+        {"fit": "bogus"},
         lambda r: [r.links.to_numpy(), r.left.to_numpy(), r.right.to_numpy()],
     ),
     "relational.learn_links": EntryPoint(
         relational.learn_links,
         _learn_links,
         _zcdp,
-        {"method": "bogus"},
+        {"fit": "bogus"},
         lambda r: [r.links],
     ),
     "relational.tables.synthesize": EntryPoint(

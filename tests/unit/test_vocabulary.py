@@ -145,8 +145,23 @@ def test_no_cli_seed_is_the_noise_key_but_as_an_alias() -> None:
 
 def test_method_names_a_solver_or_algorithm() -> None:
     """``method`` is never a mechanism or a fit-strategy key of its own: the glossary gives it
-    one meaning, and the settings objects keep their own names."""
+    one meaning, the settings objects keep their own names, and no entry point's ``method``
+    defaults to a census mechanism (``mechanism=``) or a relational link fit (``fit=``): where
+    it remains beside them it is their deprecated alias, None unless given."""
     meaning = glossary()["method"]
     assert meaning.startswith("which solver or algorithm computes")
     for kind in (dgm.Settings, relational.LinkSettings):
         assert "method" not in inspect.signature(kind).parameters
+    keys = {*census.MECHANISMS, *relational.FITS}
+    functions = {
+        **ENTRY_POINTS,
+        "census.post_process": census.post_process,
+        "census.build_problem": census.build_problem,
+        "relational.links.plan": relational.links.plan,
+    }
+    for entry, function in functions.items():
+        method = inspect.signature(function).parameters.get("method")
+        assert method is None or method.default not in keys, (
+            f"{entry}: method= defaults to {method.default!r}, a mechanism or link-fit key"
+        )
+    assert {"mechanism", "fit"} <= set(glossary())
