@@ -1,4 +1,5 @@
-"""Expected error against ε before spending, DGM and relational (issue 26): the curves of
+"""Expected error against ε before spending, DGM and relational (docs/choosing-epsilon.md): the
+curves of
 :func:`dpopt.dgm.error_curve` and :func:`dpopt.relational.error_curve` beside their baselines.
 
 DGM: alarm with 10,000 records, marginal L1 of the default budget split and of the uniform
