@@ -1,4 +1,4 @@
-"""Eigen-Design: the adaptive L2 strategy of Li & Miklau (eigen-design spec; Program 2).
+"""Eigen-Design: the adaptive L2 strategy of Li & Miklau (docs/families/eigen.md; Program 2).
 
 :func:`design` eigen-decomposes WᵀW, weights the eigen-queries by Program 1 (a certified
 interior point, ``ipm``, or any exact method of
@@ -8,15 +8,15 @@ workload, an :class:`dpopt.hdmm.ProductStrategy` built factor by factor, never f
 product domain's Gram; :func:`dpopt.hdmm.measure`, :func:`~dpopt.hdmm.reconstruct` and
 :func:`~dpopt.hdmm.answer` take either unchanged (Gaussian noise). Every design runs
 through :func:`dpopt.solve` (``"eigen-design"``), whose method checks it against Theorems
-2–3: svdb ≤ error ≤ Program 1's value ≤ √(nσ₁·svdb) (spec §5 (c)), all in the unscaled error
-‖A‖₂²·tr[V(AᵀA)⁺] that :func:`dpopt.hdmm.expected_error` multiplies by the noise variance; a
-broken bound is the solve's status ``error``, and :func:`design` raises
+2–3: svdb ≤ error ≤ Program 1's value ≤ √(nσ₁·svdb) (docs/families/eigen.md#eigen-bounds), all in
+the unscaled error ‖A‖₂²·tr[V(AᵀA)⁺] that :func:`dpopt.hdmm.expected_error` multiplies by the noise
+variance; a broken bound is the solve's status ``error``, and :func:`design` raises
 :class:`~dpopt.SolverError` on it. A design is not a release (no data, no noise); the
 strategy to release at ε is :func:`dpopt.hdmm.release_strategy`'s choice. The paper's
 constant P = 2ln(2/δ)/ε² is not used: dpopt calibrates σ with the analytic Gaussian
-mechanism; ratios are unchanged (spec §8 items 2–3). :func:`plan_error`, :func:`plan_epsilon`
-and :func:`query_std` (those of :mod:`dpopt.hdmm`) give a design's error before spending and
-the ε for a target.
+mechanism; ratios are unchanged (docs/families/eigen.md#eigen-noise-constant). :func:`plan_error`,
+:func:`plan_epsilon` and :func:`query_std` (those of :mod:`dpopt.hdmm`) give a design's error before
+spending and the ε for a target.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from dpopt.validation import finite_array
 __all__ = ["DENSE_MAX_N", "bounds", "design", "plan_epsilon", "plan_error", "query_std"]
 
 plan_error, plan_epsilon, query_std = hdmm.plan_error, hdmm.plan_epsilon, hdmm.query_std
-"""Accuracy before spending works on a design as on any HDMM strategy (issue 26)."""
+"""Accuracy before spending works on a design as on any HDMM strategy (docs/choosing-epsilon.md)."""
 
 
 def _is_product(workload: Any) -> bool:
@@ -71,7 +71,8 @@ def design(
     completion : bool
         Program 2 steps 4–5 (default): fill every column up to the sensitivity.
     zero_tol : float
-        Eigenvalues ≤ ``zero_tol``·σ₁ are dropped (Sec. 4.1; spec §8 item 5).
+        Eigenvalues ≤ ``zero_tol``·σ₁ are dropped (Sec. 4.1;
+        docs/families/eigen.md#eigen-rank-deficient).
     method : str
         The :class:`~dpopt.models.eigen.weighting.EigenWeighting` method of Program 1 (``ipm``,
         or an exact cvxpy method such as ``cvxpy:clarabel`` for up to 512 eigen-queries); the

@@ -1,6 +1,6 @@
 """The public region hierarchy shared by census input, the PGSR models and the mechanisms.
 
-census-pgsr spec §1.3: regions 0..R−1 with ``parents[i]`` the parent of region i (−1 for the
+Fioretto et al., §2: regions 0..R−1 with ``parents[i]`` the parent of region i (−1 for the
 single root). A hierarchy is public: it is never measured.
 """
 

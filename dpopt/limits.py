@@ -553,8 +553,8 @@ Past it: the rest are counted, not listed."""
 # --- DGM (dpopt.dgm, dpopt.solvers.dgm) --------------------------------------------------------
 
 MAX_QUERY_CELLS = 4096
-"""Largest joint domain |dom(X ∪ Y)| of a random DGM evaluation query: the spec's sizes would
-ask for up to 10^17 exact answers on alarm.
+"""Largest joint domain |dom(X ∪ Y)| of a random DGM evaluation query: the paper's query sizes
+would ask for up to 10^17 exact answers on alarm.
 
 Unit: cells.
 Past it: the node is skipped when the query's nodes are drawn (``max_cells``)."""

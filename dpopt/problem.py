@@ -280,7 +280,8 @@ def load_methods(problem_type: type) -> None:
 
     The registry is a plugin point: solvers register themselves on import, so the core never
     names them; this only makes sure the built-in ones are loaded before a lookup, and only
-    those of the type looked up, so that importing a family loads no solver (issue 25).
+    those of the type looked up, so that importing a family loads no solver (CHANGELOG.md, 'fast
+    start').
     """
     instance("problem_type", problem_type, type)
     method_modules = importlib.import_module("dpopt.solvers").METHOD_MODULES

@@ -1,10 +1,10 @@
 """Per-query variances of least-squares answers, diag(W C Wᵀ), without forming W.
 
 The answers W x̂ of a linear release have covariance W C Wᵀ, C the covariance of x̂ (for
-least squares on a strategy A with unit noise, C = (AᵀA)⁺; hdmm spec §1, §4). This module
+least squares on a strategy A with unit noise, C = (AᵀA)⁺; McKenna et al., §3, §10). This module
 takes C as a sum of Kronecker products, C = Σₜ cₜ ⊗ᵢ Cₜᵢ — one dense term for a dense
 strategy, one product for a Kronecker strategy, 2^d products of I and 1·1ᵀ for a marginal
-strategy (spec §3.5: 𝔾⁺(u) = 𝔾(Y⁻¹κ_u⁺)) — and the workload as a :mod:`dpopt.workload`
+strategy (McKenna et al., §7–8: 𝔾⁺(u) = 𝔾(Y⁻¹κ_u⁺)) — and the workload as a :mod:`dpopt.workload`
 matrix, and returns each query's variance in W's row order, or their maximum:
 
 - a range block's query [a, b) has variance S(b, b) + S(a, a) − 2S(a, b) with S the 2-D

@@ -1,4 +1,4 @@
-"""Assertions for users' own code, decided by dpopt's exact models (issue 27).
+"""Assertions for users' own code, decided by dpopt's exact models (docs/testing-your-code.md).
 
 Import in a test suite::
 

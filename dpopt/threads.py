@@ -1,4 +1,6 @@
-"""The BLAS threading policy (issue 14): never much slower than one thread on a busy machine.
+"""The BLAS threading policy
+(docs/families/hdmm.md#at-scale-implicit-grams-and-the-threading-policy): never much slower than one
+thread on a busy machine.
 
 Idle OpenBLAS threads spin while another process holds the cores: beside one numpy job doing
 matrix products on 2 cores, a 64 × 1024 × 1024 product took 24–32 ms on two threads against

@@ -1,13 +1,13 @@
-"""The paper's accuracy experiment (census-pgsr §11, Table 7) on synthetic census-like data.
+"""The paper's accuracy experiment (Fioretto et al., §11, Table 7) on synthetic census-like data.
 
     python examples/census_accuracy.py [--quick] [--seeds 10] [--states 10] [--counties 200]
         [--sizes 30] [--groups 5000000] [--out examples/output] [--no-plot]
 
 For every mechanism and ε ∈ {0.1, 0.5, 1.0}: the L1 error per level (mean over regions ×
-sizes, spec G12) and the number of consistency violations #CV, averaged over the seeds (each
-seed draws fresh noise on the same data), every mechanism with the paper's objective
-(``objective="paper"``: Model 1 weighs every cell alike). The relaxations (M_H^R, M_C^R) run
-Clarabel, so the default instance is state/county sized rather than national. The plot of error
+sizes, docs/families/census.md#census-error) and the number of consistency violations #CV, averaged
+over the seeds (each seed draws fresh noise on the same data), every mechanism with the paper's
+objective (``objective="paper"``: Model 1 weighs every cell alike). The relaxations (M_H^R, M_C^R)
+run Clarabel, so the default instance is state/county sized rather than national. The plot of error
 vs ε per level goes to ``census_accuracy.png`` in ``--out``. Quickest run (``--quick``):
 ``--seeds 1 --states 2 --counties 6 --sizes 4 --groups 20000``. The seeds are a simulation's
 (each run's noise is seeded so that the table is reproducible): a real release takes

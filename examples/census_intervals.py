@@ -1,4 +1,4 @@
-"""Coverage of census confidence intervals after post-processing (issue 26).
+"""Coverage of census confidence intervals after post-processing (docs/choosing-epsilon.md).
 
 Four synthetic hierarchies (the last the six levels nation … block of the small block
 geography) × ε ∈ {0.1, 1, 10} × the counts query (post-processed by pwl-dp)
@@ -9,7 +9,7 @@ the empirical coverage per level of the hierarchy and per class of true count (0
 the median width of exact-pivot over raw, how often the released (post-processed) count lies
 in its interval, and the share of empty intervals.
 
-``--bootstrap B`` adds the parametric bootstrap the issue names (re-run the public mechanism
+``--bootstrap B`` adds the parametric bootstrap (re-run the public mechanism
 on the released counts B times with fresh noise and the same post-processing; the basic
 interval [R − q₉₇.₅(R* − R), R − q₂.₅(R* − R)] cut to ≥ 0) on the first shape, to show where
 intervals around the released counts fail: ``--bootstrap-releases`` releases per ε.

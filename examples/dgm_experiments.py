@@ -1,5 +1,5 @@
-"""The DGM paper's experiment (dgm-budget spec §5): the data-dependent budget split against the
-D-Ind baseline on the bnlearn networks, with the paper's Tables 1–2 beside our numbers.
+"""The DGM paper's experiment (Roy Chowdhury et al., Sec. 5): the data-dependent budget split
+against the D-Ind baseline on the bnlearn networks, with the paper's Tables 1–2 beside our numbers.
 
     python examples/dgm_experiments.py [--quick] [--seeds 10] [--records 10000] [--seed 0]
         [--out examples/output] [--no-plot]

@@ -1,4 +1,4 @@
-"""DGM pipeline performance (the issue's benchmarks): dgm.learn against pgmpy's own fit.
+"""DGM pipeline performance (the family's benchmarks): dgm.learn against pgmpy's own fit.
 
     python examples/dgm_scaling.py [--quick] [--busy] [--repeats 3]
 

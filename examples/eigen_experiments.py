@@ -1,4 +1,4 @@
-"""Eigen-Design's experiments (Li & Miklau, Sec. 5; spec §6) as ratios to the SVD bound.
+"""Eigen-Design's experiments (Li & Miklau, Sec. 5) as ratios to the SVD bound.
 
     python examples/eigen_experiments.py [--quick] [--n 256] [--seed 0]
         [--workloads all-range,prefix] [--no-opt0] [--no-sdp] [--out examples/output] [--no-csv]

@@ -1,4 +1,4 @@
-"""Eigen-Design performance (eigen-design spec §4, the issue's benchmarks): seconds, error, memory.
+"""Eigen-Design performance (Li & Miklau, Sec. 4): seconds, error, memory.
 
     python examples/eigen_scaling.py [--quick] [--busy] [--opt0-max 2048] [--repeats 3]
         [--out examples/output] [--no-plot]

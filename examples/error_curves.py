@@ -1,4 +1,5 @@
-"""Expected error against ε before spending, DGM and relational (issue 26): the curves of
+"""Expected error against ε before spending, DGM and relational (docs/choosing-epsilon.md): the
+curves of
 :func:`dpopt.dgm.plan_error_curve` and :func:`dpopt.relational.plan_error_curve` beside their
 baselines.
 

@@ -1,4 +1,5 @@
-"""HDMM rows of issues 14 and 25, whole process, on a quiet machine and beside a competing BLAS job.
+"""HDMM rows of the implicit-Gram and fast-start benchmarks, whole process, on a quiet machine and
+beside a competing BLAS job.
 
     python examples/hdmm_busy.py [--rows opt0-1024,opt0-2048,kron-2d-256,kron-cps,l2-256,l2-512]
         [--quiet-only] [--json PATH] [--quick]

@@ -4,8 +4,8 @@
         [--out examples/output] [--no-plot]
 
 OPT₀ Laplace: one objective + gradient evaluation of the p-Identity loss (p = n/16) on
-AllRange(n), median of 5 (spec §5.3: the paper's figure times 100 such evaluations).
-OPT_⊗: a full optimisation of a union of 10 ⊗AllRange(10) products (the paper's Fig. 3
+AllRange(n), median of 5 (McKenna et al., §11.1, Figures 2–3: the paper's figure times 100 such
+evaluations). OPT_⊗: a full optimisation of a union of 10 ⊗AllRange(10) products (the paper's Fig. 3
 workload, nᵢ = 10) for d = 2 … 10. Prints the growth exponents of a log-log fit and plots both
 curves to ``hdmm_scaling.png`` in ``--out``. Quickest run (``--quick``): ``--max-n 1024
 --max-d 3``.

@@ -1,4 +1,4 @@
-"""Whole-process import time of dpopt and of each family module (issue 25).
+"""Whole-process import time of dpopt and of each family module (CHANGELOG.md, 'fast start').
 
 Each row is ``python -c "import <module>"`` in fresh processes, interpreter start included:
 the median wall-clock and CPU (user + system) seconds of ``--runs`` processes, and the heavy

@@ -1,4 +1,5 @@
-"""Accuracy before spending, HDMM and Eigen-Design (issue 26): plans against simulated releases.
+"""Accuracy before spending, HDMM and Eigen-Design (docs/choosing-epsilon.md): plans against
+simulated releases.
 
 For each workload and strategy, :func:`dpopt.hdmm.plan_epsilon` returns the smallest ε whose
 release meets an RMSE target (80 % of the RMSE at ε = 1) and, separately, one that bounds

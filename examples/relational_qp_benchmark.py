@@ -1,4 +1,5 @@
-"""Relational link-table QP performance (relational-synth spec §2.3–2.4): measured, not asserted.
+"""Relational link-table QP performance (Alimohammadi et al., Algorithm 2, Theorem 2): measured, not
+asserted.
 
     python examples/relational_qp_benchmark.py [--quick] [--repeats 3] [--seed 0]
 
@@ -8,7 +9,8 @@
     sizes ≥ 10⁵ (p ≤ 1 means O(N), the worst-case bound is O(N log N)), and the time in units
     of one evaluation of φ (``clip(b + y, 0, 1).sum()``, timed at the same N): a constant
     ratio means a constant number of O(N) passes, whatever the memory hierarchy does to each.
-(b) One 1,000 × 1,000 slice (N = 10⁶) as in the paper's experiments (spec §2.2): 8 random
+(b) One 1,000 × 1,000 slice (N = 10⁶) as in the paper's experiments (Alimohammadi et al., Algorithm
+4): 8 random
     workloads of 49–484 cells each (one 1 per column per workload), m = 5,000 edges, â the
     marginals of a random link table plus 𝒩(0, 0.01²); ``dpopt.solve(problem, "pgd",
     max_iterations=100)``, with the time split into setup (σ_max) and iterations.

@@ -1,4 +1,4 @@
-"""A DP synthetic relational database end to end (relational-synth spec §0–§6).
+"""A DP synthetic relational database end to end (Alimohammadi et al., §3–8).
 
     python examples/relational_synthesis.py [--quick] [--movielens FOLDER] [--epsilon 2]
         [--seeds 5] [--sweep] [--seed 0] [--out examples/output] [--no-plot]

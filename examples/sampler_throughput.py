@@ -25,7 +25,7 @@ import numpy as np
 from dpopt import privacy
 
 SCALE = 2.0
-SIGMA = privacy.analytic_gaussian_sigma(1.0, 1e-6)  # hdmm spec §1: 4.2246789
+SIGMA = privacy.analytic_gaussian_sigma(1.0, 1e-6)  # McKenna et al., §3: 4.2246789
 
 
 def _best(run: Callable[[], object], repeat: int) -> float:

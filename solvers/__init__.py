@@ -5,7 +5,8 @@ A solver module registers its methods with the core registry when it is imported
 this package imports none of them. :data:`METHOD_MODULES` names, for each Problem type (by
 ``module.qualname``), the modules that register its built-in methods, in the order they list
 them; the registry imports them on the first lookup for that type (``dpopt.problem.
-load_methods``), so that importing a family loads only the solvers it uses (issue 25).
+load_methods``), so that importing a family loads only the solvers it uses (CHANGELOG.md, 'fast
+start').
 
 The modules' former names (``dpopt.solvers.pgsr_levels``, …: :data:`MOVED`) import the moved
 modules, with a DeprecationWarning, for one release; ``dpopt.solvers.hdmm`` is now the HDMM

@@ -1,4 +1,4 @@
-"""Shared fixtures: bounds that every correct HDMM product optimizer meets (hdmm spec §3.3–3.4).
+"""Shared fixtures: bounds that every correct HDMM product optimizer meets (McKenna et al., §6).
 
 OPT_⊗ and OPT_+ run seeded non-convex searches (Laplace p-Identity restarts inside OPT₀), so
 where they land moves with the seed and with the BLAS kernel's rounding. Their tests check
@@ -54,7 +54,7 @@ def factor_static_cost(gram: np.ndarray, noise: str) -> float:
 
 def union_total(errors: Sequence[float], noise: str) -> float:
     """Σⱼ Eⱼ/bⱼ² at the optimal shares: (Σ Eⱼ^{1/3})³ (Laplace) or (Σ √Eⱼ)² (Gaussian), increasing
-    in every Eⱼ (spec §3.4)."""
+    in every Eⱼ (McKenna et al., §6.2, Def. 19)."""
     if noise == "laplace":
         return math.fsum(np.cbrt(errors)) ** 3
     return math.fsum(np.sqrt(errors)) ** 2

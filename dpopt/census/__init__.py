@@ -1,4 +1,5 @@
-"""Census group-size release (PGSR): noisy measurement, then post-processing (census-pgsr spec).
+"""Census group-size release (PGSR): noisy measurement, then post-processing
+(docs/families/census.md).
 
 A release has two steps that never mix:
 
@@ -10,7 +11,8 @@ A release has two steps that never mix:
    n, and solves the post-processing Problem of the chosen mechanism (:data:`MECHANISMS`).
 
 :func:`release` runs both under the release contract (:mod:`dpopt.release`), and attaches
-an exact confidence interval to every count when asked (:func:`intervals`, issue 26);
+an exact confidence interval to every count when asked (:func:`intervals`,
+docs/choosing-epsilon.md);
 :func:`plan_epsilon` finds the ε for an accuracy target by simulated block releases;
 :func:`release_blocks` releases a block-level nation one state per partition on a Dask
 cluster; :func:`level_errors` scores a release against the truth.

@@ -1,5 +1,6 @@
 """Confidence intervals for every released census count: post-processing of the measurement,
-with exact coverage at every true count (issue 26; docs/families/census.md, "Intervals").
+with exact coverage at every true count (docs/choosing-epsilon.md; docs/families/census.md,
+"Intervals").
 
 A released count is a post-processed estimate whose error distribution depends on the truth
 (non-negativity bends it near 0, and the hierarchy couples regions), so intervals around it

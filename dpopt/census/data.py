@@ -1,6 +1,6 @@
 """Census group-size data: the hierarchy, the public size set and the private counts.
 
-census-pgsr spec §1. A :class:`CensusData` holds a region tree (regions numbered breadth-first,
+Fioretto et al., §2. A :class:`CensusData` holds a region tree (regions numbered breadth-first,
 0 the root), the public contiguous size set K, and the private count of groups of each size
 in each region, consistent up the tree. It is built from tabular counts or person records
 (:mod:`dpopt.census.ingest`), or by :func:`synthetic`: a seeded census-like national instance.
@@ -34,7 +34,8 @@ __all__ = [
 ]
 
 # US household sizes 1..7 (2010 Census SF1 shares, %); the tail beyond 7 continues
-# geometrically with the ratio of sizes 7 and 6, as in the paper's augmentation (spec §5).
+# geometrically with the ratio of sizes 7 and 6, as in the paper's augmentation (Fioretto et al.,
+# §11).
 HOUSEHOLD_SHARES = (26.7, 33.6, 15.7, 13.4, 6.2, 2.5, 1.9)
 
 
@@ -171,13 +172,14 @@ def valid_sizes(sizes: Any) -> np.ndarray:
     if values.min() < 0 or np.any(np.diff(values) != 1):
         raise ValueError(
             "sizes must be the contiguous public size set s_min, s_min+1, …, s_max with "
-            f"s_min >= 0 (spec G2), got {values.tolist()[:8]}…"
+            f"s_min >= 0 (docs/families/census.md#census-sizes), got {values.tolist()[:8]}…"
         )
     return values
 
 
 def household_distribution(sizes: int) -> np.ndarray:
-    """Shares of household sizes 1..``sizes``: SF1 shares, then a geometric tail (spec §5)."""
+    """Shares of household sizes 1..``sizes``: SF1 shares, then a geometric tail (Fioretto et al.,
+    §11)."""
     sizes = integer("sizes", sizes, minimum=1, maximum=MAX_HOUSEHOLD_SIZE)
     base = np.array(HOUSEHOLD_SHARES, dtype=np.float64)
     ratio = base[6] / base[5]

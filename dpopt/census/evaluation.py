@@ -1,4 +1,5 @@
-"""Census utility: released counts scored against the truth (census-pgsr spec G12)."""
+"""Census utility: released counts scored against the truth
+(docs/families/census.md#census-error)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ __all__ = ["level_errors"]
 
 
 def level_errors(data: CensusData, counts: np.ndarray) -> dict[str, Any]:
-    """L1 error of released counts against the truth, per level (spec G12).
+    """L1 error of released counts against the truth, per level
+    (docs/families/census.md#census-error).
 
     ``per_level`` is Σ|c − ĉ| over the level's regions and sizes, ``mean_per_level`` that sum
     divided by regions × sizes; ``consistency_violations`` is the paper's #CV.

@@ -1,6 +1,6 @@
 """A seeded synthetic block-level US geography, generated one state at a time.
 
-census-pgsr spec §1: the public hierarchy nation → state → county → tract → block group →
+Fioretto et al., §2: the public hierarchy nation → state → county → tract → block group →
 block and, in every region, the private number of households of each size 1..``sizes``. A
 :class:`Geography` is only the public *shape* (how many regions of each level every state
 has, its target share of empty blocks and its household total); :func:`state_data` draws one

@@ -1,6 +1,6 @@
 """Census input: :class:`~dpopt.census.data.CensusData` from tabular counts or person records.
 
-census-pgsr spec §1.1. :func:`from_frame` takes per-region group-size counts (one column per
+Fioretto et al., §2. :func:`from_frame` takes per-region group-size counts (one column per
 hierarchy level plus ``size`` and ``count``); :func:`from_records` takes person records (unit
 id, region path, optional quantity) and computes each unit's group size. The hierarchy and the
 size set are public: pass them explicitly (``hierarchy``, ``sizes``) so that neither is read off
@@ -28,7 +28,7 @@ __all__ = ["from_frame", "from_records"]
 
 
 def _frame_arg(name: str, value: Any) -> pd.DataFrame:
-    import pandas as pd  # loads on first use: import dpopt.census is cheap (issue 25)
+    import pandas as pd  # loads on first use: import dpopt.census stays cheap
 
     if not isinstance(value, pd.DataFrame):
         raise TypeError(f"{name} must be a pandas DataFrame, got {type(value).__name__}")
@@ -275,7 +275,8 @@ def from_frame(
         aggregate and must equal the sum of its leaves. Absent (region, size) pairs count 0;
         two rows with the same region and the same size are an error.
     levels : column names of the hierarchy levels below the root.
-    sizes : the public contiguous size set K (include 0 if groups can have size 0, spec G2).
+    sizes : the public contiguous size set K (include 0 if groups can have size 0,
+        docs/families/census.md#census-sizes).
     hierarchy : optional DataFrame with the ``levels`` columns listing every leaf region (the
         public geography); every cell must be given. Data rows outside it are rejected,
         regions without rows count 0.
@@ -426,15 +427,15 @@ def from_records(
     hierarchy: pd.DataFrame | None = None,
     top_code: bool = False,
 ) -> CensusData:
-    """Build :class:`CensusData` from person records (spec §1.1: tuples (u, g, r, q)).
+    """Build :class:`CensusData` from person records (Fioretto et al., §2: tuples (u, g, r, q)).
 
     Each record is one person: its ``unit`` (group id), its leaf region in the ``levels``
     columns and, optionally, a non-negative integer ``quantity`` q (default 1). A group's size
     is the sum of its members' q. With quantities a group can have size 0, so ``sizes`` must
-    then include 0 (spec G2), and ``quantity_bound`` Q is required: a public bound on one
-    person's quantity. Each q is clipped to [0, Q] (so one person moves a group's size by at
-    most Q, the data's ``step``, which sets the cumulative query's sensitivity). A unit whose
-    members are in different regions is an error, as
+    then include 0 (docs/families/census.md#census-sizes), and ``quantity_bound`` Q is required: a
+    public bound on one person's quantity. Each q is clipped to [0, Q] (so one person moves a
+    group's size by at most Q, the data's ``step``, which sets the cumulative query's sensitivity).
+    A unit whose members are in different regions is an error, as
     is an empty unit or level cell; unit and region ids follow the rules of :func:`from_frame`.
     """
     import pandas as pd
@@ -467,7 +468,7 @@ def from_records(
     if quantity is not None and size_set[0] > 0:
         raise ValueError(
             f"sizes must include 0 when {quantity!r} quantities are used: a group whose members "
-            "all have quantity 0 has size 0 (spec G2)"
+            "all have quantity 0 has size 0 (docs/families/census.md#census-sizes)"
         )
     units, _ = _path_names(records, [unit], _Ids([unit], "unit"), "row", complete=True)
     ids = _Ids(levels)

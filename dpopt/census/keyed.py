@@ -1,4 +1,4 @@
-"""Census noise keyed by region: the same release on any partitioning (census-pgsr spec §3.1).
+"""Census noise keyed by region: the same release on any partitioning (Fioretto et al., §5).
 
 :func:`dpopt.census.measure` draws every region's noise from one generator in region order, so
 its output depends on how the regions are laid out. A distributed release noises each state in

@@ -1,5 +1,5 @@
-"""The census measurement: exact discrete Laplace noise on every region's vector (census-pgsr
-spec §3, Lemmas 4 and 6, Theorem 1).
+"""The census measurement: exact discrete Laplace noise on every region's vector (Fioretto et al.,
+§5–9, Lemmas 4 and 6, Theorem 1).
 
 :func:`measure` is the only census step that reads the private :class:`CensusData`: it noises
 every region's group-size vector (Δ = 2, Lemma 4) or cumulative vector (Δ = the data's step Q,
@@ -126,9 +126,9 @@ class Plan:
 def plan(data: Any, query: Any, *, epsilon: Any, level_weights: Any = None) -> Plan:
     """Validate a measurement and compute every level's noise; nothing is charged or drawn.
 
-    Level l gets ε_l = ε·weight_l/Σweight (uniform by default, the paper's split; spec G11),
-    exact rationals that add up to ε, and each region of that level exact discrete Laplace
-    noise of scale λ = Δ/ε_l.
+    Level l gets ε_l = ε·weight_l/Σweight (uniform by default, the paper's split;
+    docs/families/census.md#census-level-budget), exact rationals that add up to ε, and each region
+    of that level exact discrete Laplace noise of scale λ = Δ/ε_l.
     """
     data = check_data(data)
     query = choice("query", query, QUERIES)

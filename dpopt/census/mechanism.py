@@ -1,4 +1,4 @@
-"""The census release: measure, then post-process (census-pgsr spec, Theorem 1).
+"""The census release: measure, then post-process (docs/families/census.md, Theorem 1).
 
 :func:`release` plans (validates the data, ε, the mechanism and its options, computes every
 level's noise, checks the accountant), charges the accountant, draws the noise
@@ -129,12 +129,13 @@ def release(
     Model 1 mechanisms, weighs every region's fit by the number of leaf regions it aggregates and
     releases the certified optimum of that Model 1 on 0 … n; ``"paper"`` is the paper's
     objective (every cell alike, domains widened until feasible), the only one of the
-    cumulative mechanisms. ``level_weights`` splits the budget over the levels (spec G11), which
-    is another matter. ``executor``: see :func:`~dpopt.census.post_process` (a Dask client is
-    accepted). ``interval_level`` (in (0, 1), e.g. 0.95) attaches an exact confidence interval
-    to every count (:func:`~dpopt.census.confidence.intervals` by ``interval_method``, with
-    ``interval_seed`` its own public randomisation): no further budget, computed from the
-    measurement. ``max_memory`` (bytes; default
+    cumulative mechanisms. ``level_weights`` splits the budget over the levels
+    (docs/families/census.md#census-level-budget), which is another matter. ``executor``: see
+    :func:`~dpopt.census.post_process` (a Dask client is accepted). ``interval_level`` (in (0, 1),
+    e.g. 0.95) attaches an exact confidence interval to every count
+    (:func:`~dpopt.census.confidence.intervals` by ``interval_method``, with ``interval_seed`` its
+    own public randomisation): no further budget, computed from the measurement. ``max_memory``
+    (bytes; default
     :data:`~dpopt.census.resources.DEFAULT_MEMORY_LIMIT`, 2 GiB; ``memory_limit`` is its
     deprecated former name): the release estimates the
     memory of its large allocations from the noise scales before the charge

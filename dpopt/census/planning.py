@@ -1,4 +1,5 @@
-"""The ε for a census accuracy target, found by simulation on public-shaped data (issue 26).
+"""The ε for a census accuracy target, found by simulation on public-shaped data
+(docs/choosing-epsilon.md).
 
 The error of a post-processed census release depends on the counts (non-negativity bends it
 where counts are small), so no closed form gives it. :func:`plan_epsilon` simulates instead:

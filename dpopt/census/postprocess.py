@@ -5,8 +5,8 @@
 takes: each noises one query (:mod:`dpopt.census.measurement`) and solves one post-processing
 Problem of :mod:`dpopt.models.census.problems` with one :func:`dpopt.solve` method.
 :func:`build_problem` builds that Problem with per-cell domains [c̃ − δ, c̃ + δ] ∩ [0, n],
-δ = ⌈m·sd⌉ (spec G4; m doubled until feasible, and for the default objective until certified
-optimal on [0, n]), and :func:`post_process` solves it.
+δ = ⌈m·sd⌉ (docs/families/census.md#census-domains; m doubled until feasible, and for the default
+objective until certified optimal on [0, n]), and :func:`post_process` solves it.
 
 The default objective of the Model 1 mechanisms is ``"leaf-weighted"``
 (:data:`~dpopt.models.census.problems.OBJECTIVES`): every region's squared errors weighted by the
@@ -15,9 +15,9 @@ optimum of Model 1 on [0, n]. The paper's Model 1 weighs every cell alike, which
 non-negativity bias the aggregates (docs/families/census.md, "What it gets you");
 ``objective="paper"`` keeps it, and is the only objective of Models 2 and 3.
 
-The chain DP (M_DP^CC) follows spec §4 option (a): the level-wise chain counts are a
-post-processing of the noisy per-region cumulative vectors (λ = L/ε), never noised directly
-with λ = L/ε, whose sensitivity is |H_l| (spec §4, G7).
+The chain DP (M_DP^CC) follows option (a) of docs/families/census.md#census-noise: the level-wise
+chain counts are a post-processing of the noisy per-region cumulative vectors (λ = L/ε), never
+noised directly with λ = L/ε, whose sensitivity is |H_l| (docs/families/census.md#census-noise).
 """
 
 from __future__ import annotations
@@ -75,13 +75,13 @@ MECHANISMS: dict[str, Mechanism] = {
     "dp-table": Mechanism("counts", PostProcess, "dp-table", "M_DP with explicit tables (§6)"),
     "cpsat": Mechanism("counts", PostProcess, "cpsat", "M_H, Model 1 QIP (§5)"),
     "relaxed": Mechanism("counts", PostProcess, "relaxed:clarabel", "M_H^R (§5)"),
-    "topdown": Mechanism("counts", PostProcess, "topdown", "TopDown-like (spec §3.9)"),
+    "topdown": Mechanism("counts", PostProcess, "topdown", "TopDown-like baseline"),
     "cumulative-cpsat": Mechanism("cumulative", CumulativePostProcess, "cpsat", "M_C (§9)"),
     "cumulative-relaxed": Mechanism(
         "cumulative", CumulativePostProcess, "relaxed:clarabel", "M_C^R (§9)"
     ),
     "pava-dp": Mechanism("cumulative", CumulativePostProcess, "pava-dp", "M_DP^C (§9.1)"),
-    "chain-dp": Mechanism("cumulative", ChainPostProcess, "chain-dp", "M_DP^CC (§9.2, §4 (a))"),
+    "chain-dp": Mechanism("cumulative", ChainPostProcess, "chain-dp", "M_DP^CC (§9.2)"),
 }
 """The census mechanisms, by the name ``mechanism=`` takes."""
 
@@ -145,7 +145,7 @@ def starting_delta(
 ) -> np.ndarray:
     """Each region's starting domain half-width δ = ⌈domain_sd·sd⌉, at most n, for a Problem
     type, from public facts only (``sd``: each region's noise sd; a Model 3 chain entry sums
-    |H_l| noisy entries of its level, spec §4)."""
+    |H_l| noisy entries of its level, docs/families/census.md#census-noise)."""
     region_sd = np.asarray(sd, dtype=np.float64)
     if problem is ChainPostProcess:
         depth = Tree(parents).depth
@@ -183,7 +183,8 @@ def _target(measurement: Measurement, spec: Mechanism) -> tuple[np.ndarray, np.n
     if spec.problem is not ChainPostProcess:
         return np.asarray(measurement.noisy), sd
     tree = measurement.tree
-    # A chain entry sums |H_l| independent noisy cumulative entries of its level (spec §4).
+    # A chain entry sums |H_l| independent noisy cumulative entries of its level
+    # (docs/families/census.md#census-noise).
     width = np.bincount(tree.depth)[tree.depth][:, None]
     chain = chain_from_counts(tree, decumulate(np.asarray(measurement.noisy)))
     return chain, sd * np.sqrt(width)
@@ -256,13 +257,14 @@ def build_problem(
     ``"pwl-dp"``; ``method`` is its deprecated former name) on settled domains, and the probe's
     solution.
 
-    Domains are [c̃ − δ, c̃ + δ] ∩ [0, n] with δ = ⌈domain_sd · sd⌉ (spec G4). Models 1 and 3:
-    while their exact DP finds the domains infeasible, δ doubles (at the latest the full range
-    0 … n is feasible); with an objective that widens until optimal (``"leaf-weighted"``, the
-    default of Model 1) δ also doubles until the node potentials certify the DP's point
-    optimal for Model 1 on 0 … n. Model 2 has no exact fast path, so its domains are widened to
-    contain the pava-dp answer (a feasible point computed from the noisy data alone), which
-    makes that answer feasible for the problem returned; the probe's solution is the one
+    Domains are [c̃ − δ, c̃ + δ] ∩ [0, n] with δ = ⌈domain_sd · sd⌉
+    (docs/families/census.md#census-domains). Models 1 and 3: while their exact DP finds the domains
+    infeasible, δ doubles (at the latest the full range 0 … n is feasible); with an objective that
+    widens until optimal (``"leaf-weighted"``, the default of Model 1) δ also doubles until the node
+    potentials certify the DP's point optimal for Model 1 on 0 … n. Model 2 has no exact fast path,
+    so its domains are widened to contain the pava-dp answer (a feasible point computed from the
+    noisy data alone), which makes that answer feasible for the problem returned; the probe's
+    solution is the one
     :func:`dpopt.solve` judged on the domains it ran on. The probe is the DP of :data:`PROBE`;
     its solution is returned so it need not be solved twice. ``objective``: see
     :func:`dpopt.census.release`.

@@ -1,5 +1,5 @@
 """A census release as one JSON file: what :func:`~dpopt.census.release` returned, without
-the private data (issue 27).
+the private data (docs/testing-your-code.md).
 
 :func:`save_release` writes the released counts, the public hierarchy, sizes and n, the noisy
 measurement the counts were post-processed from (noisy answers and their noise scales: DP

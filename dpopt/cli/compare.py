@@ -41,7 +41,7 @@ columns of the table (one row per instance and method):
              method's tol (floored by the problem's feasibility_tol) the row is violated
   seconds    wall time of the solve
   vs_ref     objective / reference, shown when instances carry a published reference
-             value (a spec's worked example, an HDMM paper table entry; '-' on rows
+             value (a worked example's optimum, an HDMM paper table entry; '-' on rows
              without one): 1.0 matches it, < 1 beats it. On the HDMM tables both are
              unscaled errors (RMSE squared, up to a constant), so 1.0404 is an RMSE 2 %%
              above the paper. --check fails if the best exact objective exceeds the

@@ -1,5 +1,6 @@
-"""The census (PGSR) compare suites: the spec's worked examples and synthetic hierarchies; the
-block-level experiments, and ``utility``: releases against the raw noisy counts across ε."""
+"""The census (PGSR) compare suites: the worked examples of tests/paper/test_census_spec.py and
+synthetic hierarchies; the block-level experiments, and ``utility``: releases against the raw noisy
+counts across ε."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ from dpopt.models.census.problems import ChainPostProcess, CumulativePostProcess
 
 __all__ = ["EXPERIMENTS", "RUNNING_EXAMPLE", "SUITES", "UTILITY_VARIANTS"]
 
-RUNNING_EXAMPLE = (-1, 0, 0)  # US → {GA, NY}, spec §1.3; sizes {1, 2, 3}, n = 6
+RUNNING_EXAMPLE = (-1, 0, 0)  # US → {GA, NY}, Fioretto et al., §2; sizes {1, 2, 3}, n = 6
 
 
 def _spec_instances() -> list[Instance]:
-    """Spec §6 tests 2, 3, 5 and 7 with their optima (domains [0, 6])."""
+    """Worked examples 2, 3, 5 and 7 (tests/paper/test_census_spec.py) with their optima (domains
+    [0, 6])."""
     domain = (0, 6)
     chain = np.zeros((3, 3), dtype=np.int64)
     order = [(1, 0), (2, 0), (0, 0), (1, 1), (2, 1), (0, 1), (1, 2), (2, 2), (0, 2)]

@@ -3,11 +3,11 @@
 ``dpopt compare --family census --suite blocks-kernel`` times both passes of the level-wise DP
 (:mod:`dpopt.solvers.census.levels`) on every size column of the Texas-shaped state of
 :func:`~dpopt.census.geography.us_blocks` at ε = 1, at the fixed domain half-widths the serial
-widening visits (3, 6 and 12 noise sds, spec G4), and reports microseconds per region × size
-cell. ``blocks-widening`` solves the same noisy national data (a scaled geography) with each
-widening rule of :mod:`dpopt.solvers.census.partitioned` and each objective
-(:data:`~dpopt.models.census.problems.OBJECTIVES`), and reports the L1 error per level against the
-truth (and the raw noisy counts'), the optimal cost, the domains reached, the optimality
+widening visits (3, 6 and 12 noise sds, docs/families/census.md#census-domains), and reports
+microseconds per region × size cell. ``blocks-widening`` solves the same noisy national data (a
+scaled geography) with each widening rule of :mod:`dpopt.solvers.census.partitioned` and each
+objective (:data:`~dpopt.models.census.problems.OBJECTIVES`), and reports the L1 error per level
+against the truth (and the raw noisy counts'), the optimal cost, the domains reached, the optimality
 certificates and the time. Everything runs in this process; nothing is written to disk.
 """
 

@@ -4,9 +4,10 @@ A census release (:func:`dpopt.census.release`) is a measurement (:func:`dpopt.c
 followed by post-processing (:func:`dpopt.census.post_process`). The trivial baseline is what a
 user could publish from the same measurement at the same ε without post-processing: the noisy
 counts themselves, or, for the mechanisms that noise cumulative counts, the differences of the
-noisy cumulative counts. Both are scored against the truth per level (census-pgsr §11 and G12):
-the mean L1 error per region × size cell, the root mean squared error per cell, and the paper's
-#CV (the (non-leaf region, size) pairs whose count differs from its children's sum).
+noisy cumulative counts. Both are scored against the truth per level (Fioretto et al., §11;
+docs/families/census.md#census-error): the mean L1 error per region × size cell, the root mean
+squared error per cell, and the paper's #CV (the (non-leaf region, size) pairs whose count differs
+from its children's sum).
 
 Mechanisms of one query share each measurement (one per ε and seed), so their rows compare
 post-processings of the same noisy counts; a :class:`Variant` is a mechanism with an objective
@@ -93,7 +94,7 @@ class Variant:
 
 def noisy_counts(measurement: census.Measurement) -> np.ndarray:
     """The raw counts the measurement gives without post-processing: its noisy counts, or the
-    differences of its noisy cumulative counts (census-pgsr §8). A :class:`census.Measurement`
+    differences of its noisy cumulative counts (Fioretto et al., §8). A :class:`census.Measurement`
     checks its own shapes (noisy is regions × sizes) when it is built."""
     if not isinstance(measurement, census.Measurement):
         raise TypeError(

@@ -1,4 +1,4 @@
-"""The DGM compare suites: the budget allocation on the spec's worked examples and random
+"""The DGM compare suites: the budget allocation on the worked examples and random
 weights, and the mechanism end to end (the paper's experiment; the default's utility against
 the uniform D-Ind split)."""
 
@@ -30,8 +30,8 @@ __all__ = [
     "utility_summary",
 ]
 
-SPEC_CHAIN_A = (0.01009451, 0.01187904, 0.00232367)  # dgm-budget spec, test T1
-SPEC_SQUARES_A = (0.001, 0.004, 0.009)  # dgm-budget spec, test T2
+SPEC_CHAIN_A = (0.01009451, 0.01187904, 0.00232367)  # T1, tests/oracle/test_dgm_budget.py
+SPEC_SQUARES_A = (0.001, 0.004, 0.009)  # T2, tests/oracle/test_dgm_budget.py
 
 
 def random_weights(rng: np.random.Generator, n: int, decades: float) -> np.ndarray:
@@ -206,10 +206,11 @@ def _utility(
 
 
 EXPERIMENTS: dict[str, Experiment] = {
-    # the paper's settings (spec §5): 4 networks × 5 ε × 10 seeds × 2 methods, 10,000 records
+    # the paper's settings (Roy Chowdhury et al., Sec. 5): 4 networks × 5 ε × 10 seeds × 2 methods,
+    # 10,000 records
     "paper": _paper(dgm_tables.NETWORKS, dgm_tables.EPSILONS, 10, 10_000),
     "paper-smoke": _paper(("asia", "sachs"), (1.0, 3.0), 2, 2_000),
-    # issue 22: the default against the uniform split, 5 networks × 3 ε × 10 seeds, 10,000
+    # "What it gets you": the default against the uniform split, 5 networks × 3 ε × 10 seeds, 10,000
     # records, 50 marginal and 50 conditional queries (the paper's 10 + 10 leave the ratio at
     # the mercy of which queries were drawn: docs/families/dgm.md)
     "utility": _utility(UTILITY_NETWORKS, UTILITY_EPSILONS, 10, 10_000, 100),

@@ -1,26 +1,28 @@
-"""The Eigen-Design compare suites (eigen-design spec §2, §4, §7): Program 1 and Program 2.
+"""The Eigen-Design compare suites (Li & Miklau, Sec. 3.1, Sec. 4; the worked examples of
+tests/paper/test_eigen_worked_cases.py): Program 1 and Program 2.
 
 Instances of three problem types run side by side:
 
 - :class:`~dpopt.models.eigen.weighting.EigenWeighting` — Program 1 on the eigen-queries of a
   workload Gram WᵀW = Qᵀdiag(σ)Q: costs cᵢ = σᵢ, squares Sᵢⱼ = Qᵢⱼ² (Program 2, step 2).
-  Eigenvalues σᵢ ≤ 1e-10·σ₁ are dropped with their eigen-queries (Sec. 4.1; spec §8 item 5),
-  so a rank-deficient workload (width-32 ranges) gives fewer queries than cells. Its methods:
-  ``ipm`` and the cvxpy encodings (literal 2×2 SDP, ``inv_pos``; up to 512 queries).
+  Eigenvalues σᵢ ≤ 1e-10·σ₁ are dropped with their eigen-queries (Sec. 4.1;
+  docs/families/eigen.md#eigen-rank-deficient), so a rank-deficient workload (width-32 ranges) gives
+  fewer queries than cells. Its methods: ``ipm`` and the cvxpy encodings (literal 2×2 SDP,
+  ``inv_pos``; up to 512 queries).
 - :class:`~dpopt.models.eigen.weighting.DesignWeighting` — the general weighting of an
-  overcomplete design set (spec §2, the prefix(4) example with the all-range design).
+  overcomplete design set (Li & Miklau, Sec. 3.1, the prefix(4) example with the all-range design).
 - Gaussian :class:`~dpopt.models.hdmm.matrix_mechanism.StrategySelection` — the whole mechanism, so
   ``eigen-design`` (Program 2, a heuristic within Theorem 3's factor of OPT) runs beside
   ``opt0-gaussian``, the exact SDP (``cvxpy:clarabel`` to n = 32, ``cvxpy:scs`` to 64) and
   the fixed baselines (Identity, H2, Privelet, HB). ``dpopt compare`` labels rows by the suite's
   family key ("eigen"), whatever the problem type's own family.
 
-The suites: ``smoke`` (spec §7 T5–T7 and the §2 design-set example with their optima as
-references, a random Program 1 at n = 20, strategy selection on AllRange(8) and Prefix(8)),
-``small`` (Program 1 at n = 64 and 128; strategy selection at n = 16 and 32: every exact model
-on sizes it solves in seconds, so that ``dpopt compare``, which runs every family's ``small``,
-stays within two minutes on 2 cores) and ``medium`` (Program 1 at n = 256, 512 and 1,024,
-n = 256 being the speed benchmark of ``ipm`` against ``cvxpy:clarabel`` and only ``ipm``
+The suites: ``smoke`` (worked examples T5–T7, tests/paper/test_eigen_worked_cases.py and the
+design-set example with their optima as references, a random Program 1 at n = 20, strategy selection
+on AllRange(8) and Prefix(8)), ``small`` (Program 1 at n = 64 and 128; strategy selection at n = 16
+and 32: every exact model on sizes it solves in seconds, so that ``dpopt compare``, which runs every
+family's ``small``, stays within two minutes on 2 cores) and ``medium`` (Program 1 at n = 256, 512
+and 1,024, n = 256 being the speed benchmark of ``ipm`` against ``cvxpy:clarabel`` and only ``ipm``
 running past 512 queries; strategy selection at n = 64, where the SCS SDPs take a minute).
 
 The ``utility`` experiment (:mod:`dpopt.compare.strategy_utility`) releases with Eigen-Design's
@@ -63,15 +65,17 @@ __all__ = [
 ]
 
 ZERO_TOL = 1e-10
-"""Eigenvalues at most this times σ₁ are zeros of a rank-deficient Gram (spec §8 item 5)."""
+"""Eigenvalues at most this times σ₁ are zeros of a rank-deficient Gram
+(docs/families/eigen.md#eigen-rank-deficient)."""
 
 WIDTH = 32
 """Width of the fixed-width range workload, as in HDMM's Tables 4–5."""
 
-# Spec §7, column "Prog1" (T5–T7), and §2's design-set example (exact optimum 6.874144).
+# Worked examples T5–T7 (tests/paper/test_eigen_worked_cases.py), column "Prog1", and the design-set
+# example (exact optimum 6.874144).
 SPEC_PROGRAM1 = {"T5": 16.881910, "T6": 8.230018, "T7": 84.871298}
 SPEC_PREFIX4_ALLRANGE_DESIGN = 6.874144
-SPEC_TOL = 1e-6  # the spec prints 6 decimals and asks for objectives at rtol 1e-6 (§7, T5)
+SPEC_TOL = 1e-6  # the worked examples print 6 decimals; objectives at rtol 1e-6 (T5)
 
 
 def one_d_workload(name: str, n: int) -> wl.Matrix:
@@ -88,7 +92,7 @@ def one_d_workload(name: str, n: int) -> wl.Matrix:
 def program1(workload: wl.Matrix) -> EigenWeighting:
     """Program 1 on the eigen-queries of ``workload`` (Program 2, steps 1–2): cᵢ = σᵢ and
     S = Q∘Q over the eigenpairs with σᵢ > ZERO_TOL·σ₁ (closed form for AllRange and Prefix,
-    spec §5 (e); a dense eigendecomposition otherwise)."""
+    docs/families/eigen.md#eigen-spectra; a dense eigendecomposition otherwise)."""
     values, vectors = wl.gram_eigenpairs(workload)
     kept = values > ZERO_TOL * values[0]
     return EigenWeighting(values[kept], vectors[kept] ** 2)
@@ -97,7 +101,7 @@ def program1(workload: wl.Matrix) -> EigenWeighting:
 def random_program1(rng: np.random.Generator, n: int, decades: float = 6.0) -> EigenWeighting:
     """Program 1 for a random orthonormal design (the Q factor of a Gaussian matrix, Haar
     distributed) with costs log-uniform over ``decades`` orders of magnitude (an eigenvalue
-    spread like all-range's at n ≈ 2,000, spec §2)."""
+    spread like all-range's at n ≈ 2,000, Li & Miklau, Sec. 3.1)."""
     instance("rng", rng, np.random.Generator)
     n = integer("n", n, minimum=1)
     decades = nonnegative_number("decades", decades)

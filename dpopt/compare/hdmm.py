@@ -1,6 +1,6 @@
-"""The HDMM compare suites (hdmm spec §5): smoke, the 1-D tables, the multi-dimensional tables,
-and the ``utility`` experiment: the default strategy, as released at each ε, against Identity.
-The residual strategies' instances (:mod:`dpopt.compare.residual`) join ``smoke`` and
+"""The HDMM compare suites (McKenna et al., §11): smoke, the 1-D tables, the multi-dimensional
+tables, and the ``utility`` experiment: the default strategy, as released at each ε, against
+Identity. The residual strategies' instances (:mod:`dpopt.compare.residual`) join ``smoke`` and
 ``small`` and make up ``marginals``."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def _smoke(rng: np.random.Generator) -> list[Instance]:
 
 
 def _opt0_timing(rng: np.random.Generator) -> list[Instance]:
-    """The issue's timing target: p-Identity, p = n/16, one restart, on AllRange(n)."""
+    """The timing target: p-Identity, p = n/16, one restart, on AllRange(n)."""
     return [
         Instance(
             f"allrange-{n}-one-restart",
@@ -106,7 +106,7 @@ def _paper_md_instances(rng: np.random.Generator) -> list[Instance]:
                 problem,
                 reference=tables.paper_reference(noise, paper[noise], rows),
                 reference_tol=tables.TABLE_TOL,
-                options={"opt-marginals": {"restarts": 3}},  # spec §5.2: 3 restarts on Adult
+                options={"opt-marginals": {"restarts": 3}},  # the paper's 3 restarts on Adult
             )
         )
     return out
@@ -121,7 +121,7 @@ SCALE_WORKLOADS: dict[str, Callable[[int], wl.Matrix]] = {
 
 
 def _scale(rng: np.random.Generator) -> list[Instance]:
-    """Issue 14's scale suite: OPT₀ Laplace (one restart, p = n/16) on the implicit Grams of
+    """The implicit-Gram scale suite: OPT₀ Laplace (one restart, p = n/16) on the implicit Grams of
     AllRange, Prefix and WidthRanges(32) at n = 1024 … 16,384, and the Gaussian L2 strategy
     (the Gaussian OPT₀ to n = 1024, Eigen-Design with closed-form eigenpairs where they exist)
     up to Eigen-Design's dense limit. Run it with ``--time-limit`` to bound the largest cells."""

@@ -1,11 +1,12 @@
-"""The relational link-table QP compare suites (relational-synth spec §2.1, §3.5, §7 T4/T5).
+"""The relational link-table QP compare suites (Alimohammadi et al., Eqs. (4)–(6), App. C, Algorithm
+7; worked examples T4/T5, tests/paper/test_relational_spec.py).
 
 Instances are relaxed QPs :class:`~dpopt.models.relational.qp.RelaxedLinkQP` (many-to-many)
 and :class:`~dpopt.models.relational.qp.OneToManyLinkQP` built like one slice of Algorithm 4:
 an n1 × n2 block of synthetic records with random categorical codes, K workloads whose query
 matrix has one 1 per column (cell (r, s) counts in cell c1[r]·|c2| + c2[s] of its workload,
 Lemma 1, row-major vec), and noisy answers â = (marginals of a random 0/1 link table with m
-edges) + Gaussian noise, not clipped (spec §2.2, Alg. 6).
+edges) + Gaussian noise, not clipped (Alimohammadi et al., Algorithm 4, Alg. 6).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ def workload_queries(
     """The stacked queries of ``workloads`` random cross-table workloads over the row-major
     n1 × n2 cells, factored (:class:`~dpopt.models.relational.link_queries.LinkQueries`): each draws
     |c1|, |c2| uniformly in ``cells`` (inclusive) and one code per row and per column; one 1
-    per column per workload (spec §1.2). ``.sparse()`` is the same matrix formed."""
+    per column per workload (Alimohammadi et al., Def. 2, Lemma 1). ``.sparse()`` is the same matrix
+    formed."""
     instance("rng", rng, np.random.Generator)
     n1, n2 = integer("n1", n1, minimum=1), integer("n2", n2, minimum=1)
     workloads = integer("workloads", workloads, minimum=1)
@@ -88,7 +90,8 @@ def random_slice(
 
 
 def _spec_cases() -> list[Instance]:
-    """Spec §7 T4 (Q̂ = I₄, m = 2, optimum 0.125 and 0) and T5 (duplicated rows, optimum 0)."""
+    """Worked examples T4 (Q̂ = I₄, m = 2, optimum 0.125 and 0) and T5 (duplicated rows, optimum
+    0)."""
     duplicated = np.array([[1, 0, 1, 0], [0, 1, 0, 1], [0, 0, 0, 0], [0, 0, 0, 0]], dtype=float)
     return [
         Instance(
@@ -162,13 +165,13 @@ def _figure(
 
 
 MOVIELENS = (6040, 3883, 10_000)
-"""The paper's pruned MovieLens shape (spec §6): users, movies, links (d_max 10)."""
+"""The paper's pruned MovieLens shape (Alimohammadi et al., §8): users, movies, links (d_max 10)."""
 SMALL = (600, 400, 1000)
-"""A tenth of it in each table (d_max 3): the quick size of issue 22's targets."""
+"""A tenth of it in each table (d_max 3): the quick size of the "What it gets you" targets."""
 WITH_FLOOR = (*relational_figure.EPSILONS, relational_figure.NOISE_FREE)
 EXPERIMENTS: dict[str, Experiment] = {
-    # spec §6's Fig. 3 on the MovieLens shape: the default fit against random links, and the
-    # noise-free floor
+    # the paper's Fig. 3 (Alimohammadi et al., §8) on the MovieLens shape: the default fit against
+    # random links, and the noise-free floor
     "paper": _figure(WITH_FLOOR, 5, MOVIELENS, 10, ("shrinkage",)),
     # the paper's Algorithm 2 as printed, 8 slices a round (the paper's MovieLens setting)
     "paper-algorithm": _figure(relational_figure.EPSILONS, 5, MOVIELENS, 10, ("paper",)),

@@ -6,19 +6,19 @@ For each workload, noise and ε the experiment compares a strategy chosen by a d
 baseline, the Identity strategy (every cell answered with noise, the workload summed from the
 noisy cells), in two ways:
 
-- **expected** — the matrix mechanism's error formula (hdmm spec §1):
+- **expected** — the matrix mechanism's error formula (McKenna et al., §3):
   RMSE = √(c·E/m), E the strategy's unscaled error ‖A‖²·tr[(AᵀA)⁺WᵀW], m the number of
   queries, c = 2/ε² (Laplace) or σ(ε, δ)² (analytic Gaussian). The ratio of two strategies
   does not depend on ε (c cancels) unless the strategy released changes with ε;
-- **simulated** — ``releases`` real releases per cell (hdmm spec §4): :func:`dpopt.hdmm.measure`
-  with the library's exact discrete noise, least squares by :func:`dpopt.hdmm.reconstruct`,
-  and the total squared error ‖W(x̂ − x)‖² = (x̂ − x)ᵀWᵀW(x̂ − x) from the workload's Gram
-  terms (so no query is ever listed). It is compared with the release's own expected error
-  c′·E′: c′ is the variance the measurement reports having drawn (``Measurement.variance``),
-  the discrete noise on the measurement's public grid, not the continuous c of the formula;
-  E′ is the error of the strategy as measured, its factors rounded to the grid 2⁻²⁰
-  (:func:`measured_trace`; E itself for union and marginal strategies). E′ differs from E
-  where the strategy has singular values near the grid's spacing. A residual release
+- **simulated** — ``releases`` real releases per cell (McKenna et al., §10):
+  :func:`dpopt.hdmm.measure` with the library's exact discrete noise, least squares by
+  :func:`dpopt.hdmm.reconstruct`, and the total squared error ‖W(x̂ − x)‖² = (x̂ − x)ᵀWᵀW(x̂ − x)
+  from the workload's Gram terms (so no query is ever listed). It is compared with the release's own
+  expected error c′·E′: c′ is the variance the measurement reports having drawn
+  (``Measurement.variance``), the discrete noise on the measurement's public grid, not the
+  continuous c of the formula; E′ is the error of the strategy as measured, its factors rounded to
+  the grid 2⁻²⁰ (:func:`measured_trace`; E itself for union and marginal strategies). E′ differs
+  from E where the strategy has singular values near the grid's spacing. A residual release
   (docs/families/hdmm.md, "Marginals at scale") draws a different variance per block: its c′
   is the release's exact expected total squared error over E (so c′·E is that error), and
   its squared error is that of the released marginals against W x.
@@ -113,7 +113,8 @@ def squared_error(
 ) -> float:
     """‖W(x̂ − x)‖² from WᵀW = Σⱼ wⱼ² ⊗ᵢ Vᵢ⁽ʲ⁾ (:func:`dpopt.workload.union_of_kron_terms`).
 
-    A list of estimates (an OPT_+ strategy, hdmm spec §3.4) answers term j from estimate j.
+    A list of estimates (an OPT_+ strategy, McKenna et al., §6.2, Def. 19) answers term j from
+    estimate j.
     """
     terms = _terms(terms)
     x = finite_array("x", x, ndim=1)
@@ -140,7 +141,7 @@ def measured_trace(
     terms: Sequence[tuple[float, Sequence[np.ndarray]]],
 ) -> float | None:
     """tr[(AᵀA)⁺WᵀW] of the strategy A exactly as it was measured, its factors rounded to the
-    public grid (hdmm spec §4), when A is one Kronecker block; None for a union (OPT_+), a
+    public grid (McKenna et al., §10), when A is one Kronecker block; None for a union (OPT_+), a
     marginal or a residual strategy. The release's expected total squared error is
     ``measurement.variance`` times this (least squares by A⁺, as :func:`dpopt.hdmm.reconstruct`
     does)."""

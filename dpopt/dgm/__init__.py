@@ -1,5 +1,5 @@
 """DGM: differentially private parameter learning for discrete Bayesian networks
-(dgm-budget spec; Roy Chowdhury, Rekatsinas & Jha 2019), with the budget split optimised.
+(docs/families/dgm.md; Roy Chowdhury, Rekatsinas & Jha 2019), with the budget split optimised.
 
 The family's public API:
 

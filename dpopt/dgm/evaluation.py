@@ -1,7 +1,8 @@
-"""The DGM paper's error metrics (dgm-budget spec §4, §5 "Metrics", §7 items 9–10).
+"""The DGM paper's error metrics (Roy Chowdhury et al., Sec. 4, App. A.3, Sec. 5 "Metrics",
+docs/families/dgm.md#dgm-metrics).
 
 A private network is scored against a reference — the non-private MLE on the same data
-(:func:`dpopt.dgm.maximum_likelihood`, spec §7 item 9) — on
+(:func:`dpopt.dgm.maximum_likelihood`, docs/families/dgm.md#dgm-metrics) — on
 
 - its parameters: per CPD, L1 = Σ|Θ − Θ̃| and KL = Σ Θ̃·ln(Θ̃/Θ) over all entries (KL of the
   noisy from the reference, the paper's direction), averaged over nodes;
@@ -10,10 +11,11 @@ A private network is scored against a reference — the non-private MLE on the s
 - MAP queries argmax_x P[X = x | Y = y]: the share answered as the reference answers them
   (ties broken by the first assignment in the states' order);
 - the scale-normalized error μ = (δ_L1 − LB)/(UB − LB) of Sec. 5.2 with the bounds of
-  Theorems 4.1–4.2 over the CPD entries (LB is a diagnostic only: spec §4 shows it can fail).
+  Theorems 4.1–4.2 over the CPD entries (LB is a diagnostic only: Roy Chowdhury et al., Sec. 4, App.
+  A.3 shows it can fail).
 
-Reference probabilities of 0 are floored at :data:`KL_FLOOR` in KL (spec §7 item 9), and the
-number of entries where that happened is reported.
+Reference probabilities of 0 are floored at :data:`KL_FLOOR` in KL
+(docs/families/dgm.md#dgm-metrics), and the number of entries where that happened is reported.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ __all__ = [
 ]
 
 KL_FLOOR = 1e-12
-"""Reference probabilities below this count as this in KL (spec §7 item 9)."""
+"""Reference probabilities below this count as this in KL (docs/families/dgm.md#dgm-metrics)."""
 
 
 def _kl(private: np.ndarray, reference: np.ndarray) -> tuple[float, int]:
@@ -85,8 +87,9 @@ def _same_structure(reference: Network, private: Network) -> None:
 
 
 def parameter_errors(reference: Network, private: Network) -> dict[str, float]:
-    """Mean over nodes of the CPD's L1 and KL(private ‖ reference) (spec §7 item 9), and of
-    the L1 with each parent row weighted by its reference probability P[pa]:
+    """Mean over nodes of the CPD's L1 and KL(private ‖ reference)
+    (docs/families/dgm.md#dgm-metrics), and of the L1 with each parent row weighted by its reference
+    probability P[pa]:
 
     - ``l1``: Σ_{x, pa} |Θ − Θ̃|, the paper's unweighted sum over every CPD row;
     - ``weighted_l1``: Σ_pa P[pa]·Σ_x |Θ − Θ̃| = E_{pa∼P} ‖Θ(·|pa) − Θ̃(·|pa)‖₁, the term node i
@@ -140,7 +143,7 @@ def random_queries(
     evidence_values: bool = False,
     max_cells: int = MAX_QUERY_CELLS,
 ) -> list[Query]:
-    """``count`` random queries (spec §7 item 9 [REC]): |X| uniform in 1..n−1 and, when
+    """``count`` random queries (docs/families/dgm.md#dgm-metrics): |X| uniform in 1..n−1 and, when
     ``conditional``, |Y| uniform in 1..n−|X|, disjoint. Nodes are taken in random order,
     skipping any that would take |dom(X ∪ Y)| past ``max_cells``; the first |X| taken are X
     (at most all but one when conditional), the rest Y. With ``evidence_values`` the values of
@@ -203,7 +206,8 @@ def query_errors(
     reference: Network | Inference, private: Network | Inference, queries: Sequence[Query]
 ) -> dict[str, float]:
     """Mean over queries of L1 and KL(private ‖ reference) of P[X | Y] over (x, y) with
-    P(y) > 0 (spec §5 "Metrics", §7 item 9), and of the P(y)-weighted L1:
+    P(y) > 0 (Roy Chowdhury et al., Sec. 5 "Metrics", docs/families/dgm.md#dgm-metrics), and of the
+    P(y)-weighted L1:
 
     - ``l1``: Σ_{x,y} |P[x|y] − P̃[x|y]|, the paper's sum, which grows with |dom Y| and is
       dominated by evidence values y that almost never occur;
@@ -261,7 +265,7 @@ def map_accuracy(
 
 def error_bounds(reference: Network, private: Network) -> dict[str, float]:
     """The bounds of Thm 4.1 (LB = √(η−1)·δmin·φmin^(η−2)) and Thm 4.2 (UB = 2ηd^κ·δmax)
-    over every CPD entry, δ = |Θ − Θ̃| and φ = Θ (spec §7 item 10)."""
+    over every CPD entry, δ = |Θ − Θ̃| and φ = Θ (docs/families/dgm.md#dgm-metrics)."""
     _same_structure(reference, private)
     theta = np.concatenate([c.ravel() for c in _cpds(reference)])
     noisy = np.concatenate([c.ravel() for c in _cpds(private)])

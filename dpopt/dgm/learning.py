@@ -1,6 +1,6 @@
 """DP parameter learning for Bayesian networks, with a budget split chosen per objective.
 
-dgm-budget spec §2–3 (Roy Chowdhury, Rekatsinas & Jha 2019, Algorithms 1–2 as the spec
+Roy Chowdhury et al., Sec. 3 (Roy Chowdhury, Rekatsinas & Jha 2019, Algorithms 1–2 as
 rebuilds them). :func:`learn` runs the mechanism on a network and a DataFrame. Every node i
 has a count table T_i over its family S_i = Pa_i ∪ {X_i}; the objective decides how ε^B is
 split over the tables:
@@ -28,10 +28,10 @@ Both solve :class:`BudgetAllocation` (Eq. 5, min Σ a_i/ε_i s.t. Σ ε_i = E) t
 consistent (Eqs. 17–18), clip and renormalize into CPDs. ``baseline=True`` is the paper's
 D-Ind: ε^B/n on every table, no Stage I.
 
-Neighbours differ by adding or removing one record (spec §7 item 1): each record falls in one
-cell of each table, so each table has L1 sensitivity 1 and the tables compose sequentially.
-The accountant is charged (ε^I, then) ε_i per measured table: exactly ε^B in all, and nothing
-before every input is validated.
+Neighbours differ by adding or removing one record (docs/families/dgm.md#dgm-neighbours): each
+record falls in one cell of each table, so each table has L1 sensitivity 1 and the tables compose
+sequentially. The accountant is charged (ε^I, then) ε_i per measured table: exactly ε^B in all, and
+nothing before every input is validated.
 """
 
 from __future__ import annotations
@@ -89,16 +89,17 @@ OBJECTIVES = ("query", "paper")
 public facts only) and ``"paper"`` (Eqs. 5–7 with Stage I)."""
 
 STAGE_ONE_SHARE = Fraction(1, 10)
-"""ε^I = 0.1·ε^B, the paper's setting (spec §1)."""
+"""ε^I = 0.1·ε^B, the paper's setting (Roy Chowdhury et al., Sec. 3.1)."""
 SAMPLING_RATE = Fraction(1, 10)
-"""β = 0.1, the paper's setting (spec §1)."""
+"""β = 0.1, the paper's setting (Roy Chowdhury et al., Sec. 3.1)."""
 FLOOR_RANGE = (1e-6, 1e6)
 """The range [low, high] of the floor τ of Eq. 6: inverting a count clipped at τ and squaring
 it stays a finite, positive float, so that the estimated errors δ̃ (and the a_i of the
 allocation) are finite and > 0 (outside it 1e-300 gives NaN and 1e300 gives 0)."""
 
 
-# Hand-checked cases of the spec (§6.1 T1 three-node chain, T2 perfect squares).
+# Hand-checked worked examples (T1 three-node chain, T2 perfect squares;
+# tests/oracle/test_dgm_budget.py).
 def allocate_budget(a: Any, total: Any, *, method: str = "auto") -> list[Fraction]:
     """Split ``total`` over nodes by the optimal allocation of Eq. 5 (closed form Eq. 10).
 
@@ -133,9 +134,9 @@ def amplified(epsilon: Any, rate: Any) -> float:
 
 
 def subsample_epsilon(epsilon_one: Fraction, rate: Fraction) -> Fraction:
-    """ε_s = ln(1 + (e^{ε^I} − 1)/β) (spec §2.1): the ε Stage I may spend on its β-subsample
-    so that amplification costs ε^I = ``epsilon_one``, rounded down to a multiple of 2⁻⁴⁸ so
-    that its amplified cost never exceeds ε^I; the check runs in 60-digit decimal
+    """ε_s = ln(1 + (e^{ε^I} − 1)/β) (Roy Chowdhury et al., Algorithm 2): the ε Stage I may spend on
+    its β-subsample so that amplification costs ε^I = ``epsilon_one``, rounded down to a multiple of
+    2⁻⁴⁸ so that its amplified cost never exceeds ε^I; the check runs in 60-digit decimal
     arithmetic."""
     epsilon_one, rate = exact_fraction("epsilon_one", epsilon_one), exact_fraction("rate", rate)
     if rate > 1:
@@ -158,7 +159,8 @@ def subsample_epsilon(epsilon_one: Fraction, rate: Fraction) -> Fraction:
 
 
 def _query_sizes(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """P[|Q| = s], s = 0..n, for the two query kinds of spec §7 item 9: a marginal P[X] with
+    """P[|Q| = s], s = 0..n, for the two query kinds of docs/families/dgm.md#dgm-metrics: a marginal
+    P[X] with
     |X| uniform on 1..n−1, and a conditional P[X | Y] with |Y| uniform on 1..n−|X| (Q = X ∪ Y)."""
     marginal, conditional = np.zeros(n + 1), np.zeros(n + 1)
     for x in range(1, n):
@@ -375,7 +377,8 @@ def learn(
     settings: Settings | None = None,
     **former: Any,
 ) -> Learned:
-    """Learn the CPDs of ``network`` from ``data`` under ``epsilon``-DP (spec §2.1).
+    """Learn the CPDs of ``network`` from ``data`` under ``epsilon``-DP (Roy Chowdhury et al.,
+    Algorithm 2).
 
     Plans first (every input and option validated, the allocation method tried on a public
     instance, the accountant checked), then charges and draws: bad input charges nothing.
@@ -548,7 +551,7 @@ def _measured_shares(
 
 def _paper(run: _Run, eps: Fraction, first: Fraction, sample_eps: Fraction) -> Learned:
     """Stage I at ε^I = ``first`` (ε_s = ``sample_eps`` on the subsample), Eqs. 6–7 and the
-    allocation of Eq. 5 (spec §2.1 lines 1–13), then Stage II."""
+    allocation of Eq. 5 (Roy Chowdhury et al., Algorithm 2 lines 1–13), then Stage II."""
     structure, nodes, settings = run.structure, len(run.structure.nodes), run.settings
     rate = settings.sampling_rate
     per_table = [sample_eps / nodes] * nodes
@@ -614,8 +617,8 @@ def _stage_two(
 ) -> Learned:
     """Measure every table with a budget > 0 on the full data and post-process. A table
     left out enters the consistency step as zeros of weight 0, so that it ends up as the
-    marginal of the measured tables that contain its family (spec §2.3). After Stage I
-    (``earlier``, ``first_tables``) or the Stage-II draw a failure is a
+    marginal of the measured tables that contain its family (Roy Chowdhury et al., App. A.2.1).
+    After Stage I (``earlier``, ``first_tables``) or the Stage-II draw a failure is a
     :class:`~dpopt.release.ReleaseError` carrying the paid-for :class:`Measurement`."""
     structure = run.structure
     label = "dgm D-Ind" if objective is None else "dgm Stage II"

@@ -1,7 +1,7 @@
 """Discrete Bayesian networks: the public structure and domains, CPDs, records and counts.
 
-dgm-budget spec §1: a DAG over discrete attributes X_1..X_n, each with a public domain (every
-state, also those the data never shows), CPDs Θ[x_i | x_pa_i], and per node the contingency
+Roy Chowdhury et al., Sec. 3.1: a DAG over discrete attributes X_1..X_n, each with a public domain
+(every state, also those the data never shows), CPDs Θ[x_i | x_pa_i], and per node the contingency
 table T_i over S_i = Pa_i ∪ {X_i}. Here a node's CPD and its table are arrays of shape
 ``(*cards[parents[i]], cards[i])``: parents first, in the node's evidence order, then the node.
 
@@ -287,7 +287,8 @@ class Network:
 
     @cached_property
     def heights(self) -> np.ndarray:
-        """h_i: edges on the longest directed path from X_i to a sink (spec §7 item 7)."""
+        """h_i: edges on the longest directed path from X_i to a sink
+        (docs/families/dgm.md#dgm-height)."""
         height = np.zeros(len(self.nodes), dtype=np.int64)
         for i in reversed(range(len(self.nodes))):
             if self.children[i]:
@@ -336,11 +337,11 @@ class Network:
     def mean_sensitivity(self) -> np.ndarray:
         """Δ^N_i of Eq. 8 from the CPDs (uniform ones if the network has none), 0 for a leaf.
 
-        By the definition (Eq. 9 as spec §3.3 reads it): Σ_y ∂P[Y=y]/∂Θ[x_i|x_pa_i] is the
-        sum over every assignment of Γ(Y) ∪ {Y} agreeing with (x_i, x_pa_i) of the product of
-        the other CPD entries, i.e. one tensor contraction of the CPDs of Γ(Y) ∪ {Y} without
-        X_i's, left open on (Pa_i, X_i); Δ_i averages it over the cells of S_i, over the
-        children Y (each weighted 1/|dom Y|). Spec §3.3 proves it equals
+        By the definition (Eq. 9 as Roy Chowdhury et al., Eqs. 7–9 reads it): Σ_y
+        ∂P[Y=y]/∂Θ[x_i|x_pa_i] is the sum over every assignment of Γ(Y) ∪ {Y} agreeing with (x_i,
+        x_pa_i) of the product of the other CPD entries, i.e. one tensor contraction of the CPDs of
+        Γ(Y) ∪ {Y} without X_i's, left open on (Pa_i, X_i); Δ_i averages it over the cells of S_i,
+        over the children Y (each weighted 1/|dom Y|). Eqs. 7–9 (Roy Chowdhury et al.) make it equal
         (1/|dom Pa_i|)·mean_Y 1/|dom Y| for any CPDs; the tests use that as the oracle.
         """
         from opt_einsum import contract
@@ -389,7 +390,8 @@ class Network:
 
     def treewidth(self) -> int:
         """κ: an upper bound on the treewidth of the moral graph, the width of the greedy
-        min-fill-in elimination order (exact on the small networks; spec §7 item 8)."""
+        min-fill-in elimination order (exact on the small networks;
+        docs/families/dgm.md#dgm-treewidth)."""
         moral: dict[int, set[int]] = {v: set() for v in range(len(self.nodes))}
         for i, given in enumerate(self.parents):
             family = (*given, i)
@@ -399,7 +401,8 @@ class Network:
 
     @property
     def free_parameters(self) -> int:
-        """Σ_i (|dom X_i| − 1)·|dom Pa_i| (the 'Parameters' column of spec §5)."""
+        """Σ_i (|dom X_i| − 1)·|dom Pa_i| (the 'Parameters' column of Roy Chowdhury et al., Sec.
+        5)."""
         return int(
             sum(
                 (self.cards[i] - 1) * np.prod(self.table_shape(i)[:-1])

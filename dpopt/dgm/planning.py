@@ -1,4 +1,4 @@
-"""Expected error against ε from public parameters, before spending (issue 26).
+"""Expected error against ε from public parameters, before spending (docs/choosing-epsilon.md).
 
 What is public before a DGM release is the network's structure, its domains and the number of
 records; the CPDs are what the release learns. :func:`plan_error_curve` simulates: for each seed it

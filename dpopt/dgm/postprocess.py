@@ -1,4 +1,5 @@
-"""Post-processing of a Bayesian network's noisy count tables (dgm-budget spec §2.2–2.3, §3.2).
+"""Post-processing of a Bayesian network's noisy count tables (Roy Chowdhury et al., Algorithm 1,
+App. A.2.1, Eq. 6).
 
 Every function here reads noisy tables and public structure only. A table ``tables[i]`` has
 axes (parents of node i in evidence order, node i), as in :mod:`dpopt.bayesnet`; ``families[i]``
@@ -6,9 +7,11 @@ lists the node indices of those axes.
 
 - :func:`to_marginals` — Algorithm 1 line 4: M̃_i = T̃_i / Σ T̃_i.
 - :func:`make_consistent` — lines 5–6, Appendix A.2.1 Eqs. 17–18 over the intersection-closed
-  family of attribute sets, in order of size then lexicographically (spec §2.3).
-- :func:`conditionals` — lines 7–10 with the spec's [REC] order: divide each parent row by its
-  sum, clip negatives to 0 and renormalize; a row summing to ≤ 0 becomes uniform.
+  family of attribute sets, in order of size then lexicographically (Roy Chowdhury et al., App.
+  A.2.1).
+- :func:`conditionals` — lines 7–10 in dpopt's order (docs/families/dgm.md#dgm-normalisation):
+  divide each parent row by its sum, clip negatives to 0 and renormalize; a row summing to ≤ 0
+  becomes uniform.
 - :func:`estimated_errors` — δ̃_i of Eq. 6 from the raw Stage-I tables and CPDs.
 """
 
@@ -33,14 +36,16 @@ __all__ = [
 ]
 
 CONSISTENCY_WEIGHTS = ("epsilon", "inverse-variance")
-"""Eq. 17 weights: the paper's ε_t, or ε_t²·|dom A|/|dom S_t| (spec §7 item 6)."""
+"""Eq. 17 weights: the paper's ε_t, or ε_t²·|dom A|/|dom S_t|
+(docs/families/dgm.md#dgm-consistency-weights)."""
 
 
 def to_marginals(tables: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """M̃_i = T̃_i / Σ_cells T̃_i, no clipping (spec §2.2 line 4 [REC]).
+    """M̃_i = T̃_i / Σ_cells T̃_i, no clipping (Roy Chowdhury et al., Algorithm 1 line 4;
+    docs/families/dgm.md#dgm-normalisation).
 
     A table whose noisy total is ≤ 0 carries no usable scale; it becomes the uniform
-    distribution over its cells (the spec is silent; this keeps every M̃_i summing to 1).
+    distribution over its cells (the paper is silent; this keeps every M̃_i summing to 1).
     """
     marginals = []
     for values in _tables("tables", tables):
@@ -51,7 +56,8 @@ def to_marginals(tables: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 def intersection_family(families: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
     """Every intersection of some of the attribute sets, ∅ included, smallest first then
-    lexicographically (spec §2.3 steps 1–2; the sets themselves are intersections of one)."""
+    lexicographically (Roy Chowdhury et al., App. A.2.1 steps 1–2; the sets themselves are
+    intersections of one)."""
     closed = {tuple(sorted(f)) for f in _families(families)} | {()}
     frontier = set(closed)
     while frontier:
@@ -80,9 +86,9 @@ def make_consistent(
     For every set A of :func:`intersection_family` in order, the tables containing A get the
     weighted average of their A-marginals (Eq. 17, weights ``budgets[t]`` or inverse-variance)
     and each spreads the gap evenly over its cells (Eq. 18). Afterwards every two tables agree
-    on their shared attributes; earlier sets stay consistent (spec §2.3). Tables that start
-    with equal totals (normalized marginals) keep them; otherwise the step over ∅ replaces
-    each total by the weighted average.
+    on their shared attributes; earlier sets stay consistent (Roy Chowdhury et al., App. A.2.1).
+    Tables that start with equal totals (normalized marginals) keep them; otherwise the step over ∅
+    replaces each total by the weighted average.
 
     A table of budget 0 (not measured) has no say in any average; at the step over its own
     attribute set it is replaced by the average of the others, so it ends up their marginal.
@@ -130,7 +136,8 @@ Eq. 18's updates leave ~1e-17 of rounding in rows that are exactly empty."""
 
 
 def conditionals(marginals: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Θ̃[x_i | x_pa] from consistent marginals (spec §2.2 lines 7–10 and §7 item 5).
+    """Θ̃[x_i | x_pa] from consistent marginals (Roy Chowdhury et al., Algorithm 1 lines 7–10 and
+    docs/families/dgm.md#dgm-normalisation).
 
     Each parent row is divided by its sum, negatives clipped to 0, and the row renormalized;
     a row whose sum is ≤ 0 (or at most :data:`ZERO_ROW` of the table's mass) becomes uniform
@@ -150,12 +157,13 @@ def conditionals(marginals: Sequence[np.ndarray]) -> list[np.ndarray]:
 def estimated_errors(
     tables: Sequence[np.ndarray], cpds: Sequence[np.ndarray], *, floor: float = 1.0
 ) -> np.ndarray:
-    """δ̃_i of Eq. 6 (the √2 dropped, spec §3.2):
+    """δ̃_i of Eq. 6 (the √2 dropped, Roy Chowdhury et al., Eq. 6):
 
     (1/|dom S_i|)·Σ Θ̂[x_i|x_pa]·sqrt(1/T̂[x_pa]² + 1/T̂[x_i, x_pa]²),
 
     T̂ the raw Stage-I noisy table, T̂[x_pa] its row sums (the table total at a root), every
-    count clipped below at ``floor`` τ before it is inverted (spec §7 item 3).
+    count clipped below at ``floor`` τ before it is inverted
+    (docs/families/dgm.md#dgm-error-estimate).
     """
     tables, cpds = _tables("tables", tables), _tables("cpds", cpds)
     floor = positive_number("floor", floor)

@@ -1,13 +1,14 @@
-"""HDMM: the matrix mechanism with optimised strategies (hdmm spec; McKenna et al.).
+"""HDMM: the matrix mechanism with optimised strategies (docs/families/hdmm.md; McKenna et al.).
 
-- :func:`expected_error`, :func:`rmse`, :func:`svd_bound` — spec §1: TSE = c·‖A‖²·‖WA⁺‖_F²
-  with c = 2/ε² (Laplace) or σ(ε,δ)² (Gaussian, analytic calibration), RMSE = √(TSE/m).
+- :func:`expected_error`, :func:`rmse`, :func:`svd_bound` — McKenna et al., §3: TSE =
+  c·‖A‖²·‖WA⁺‖_F² with c = 2/ε² (Laplace) or σ(ε,δ)² (Gaussian, analytic calibration), RMSE =
+  √(TSE/m).
 - :func:`optimize` — OPT₀ on a workload whose Gram fits as an explicit n × n matrix (the 1-D
   workloads of Tables 4–5): the best of Identity, Total, IdTotal and the optimised template;
   :func:`optimize_product` — OPT_⊗, OPT_+ and OPT_M on a union of Kronecker products. Both
   record their solves' statuses on the strategy and refuse a solve without a feasible point.
-- :func:`measure`, :func:`reconstruct`, :func:`answer` — spec §4: y = Ax + noise, x̂ = A⁺y,
-  answers Wx̂, with the budget charged to an accountant. :func:`measure` and :func:`answer`
+- :func:`measure`, :func:`reconstruct`, :func:`answer` — McKenna et al., §10: y = Ax + noise, x̂ =
+  A⁺y, answers Wx̂, with the budget charged to an accountant. :func:`measure` and :func:`answer`
   follow the release contract (:mod:`dpopt.release`): ``epsilon`` and ``delta``
   keyword-only (``delta`` for Gaussian noise only), ``rng`` a Generator, an int or None,
   ``method=`` the strategy optimizer; their results carry ``budget``, ``statuses`` and
@@ -16,8 +17,8 @@
   of the exact discrete noise a release at ε draws, its expected error, and the choice
   between a strategy and Identity at ε that :func:`optimize` makes when given ε.
 - :func:`plan_error`, :func:`plan_epsilon`, :func:`query_std` — accuracy before the budget
-  is spent (issue 26): a release's RMSE and largest per-query standard deviation at ε, the
-  smallest ε that meets a target for either, and every query's standard deviation.
+  is spent (docs/choosing-epsilon.md): a release's RMSE and largest per-query standard deviation at
+  ε, the smallest ε that meets a target for either, and every query's standard deviation.
 
 Workloads are dense arrays or :mod:`dpopt.workload` matrices (anything with ``shape`` and
 ``gram()``); strategies are dense arrays.

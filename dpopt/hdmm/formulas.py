@@ -1,4 +1,4 @@
-"""The error formulas of the matrix mechanism (hdmm spec §1): the noise constant, the expected
+"""The error formulas of the matrix mechanism (McKenna et al., §3): the noise constant, the expected
 error and RMSE of a strategy, the SVD bound.
 """
 
@@ -55,8 +55,8 @@ def checked_delta(noise: Noise, delta: Any) -> Any:
 
 
 def noise_variance(noise: str, epsilon: float, delta: float | None = None) -> float:
-    """Per-query noise variance of a unit-sensitivity strategy: 2/ε² or σ(ε, δ)² (spec §1);
-    ``delta`` is required for Gaussian noise and refused for Laplace. An ε whose variance is
+    """Per-query noise variance of a unit-sensitivity strategy: 2/ε² or σ(ε, δ)² (McKenna et al.,
+    §3); ``delta`` is required for Gaussian noise and refused for Laplace. An ε whose variance is
     not a finite float > 0 (2/ε² overflows below about 1e-154 and underflows to 0 above about
     1e154) is refused with a ValueError naming ``epsilon``."""
     kind = noise_kind(noise)
@@ -82,7 +82,7 @@ def expected_error(
     epsilon: float,
     delta: float | None = None,
 ) -> float:
-    """Expected total squared error of answering W from A by least squares (spec §1).
+    """Expected total squared error of answering W from A by least squares (McKenna et al., §3).
 
     TSE = c · ‖A‖² · tr[(AᵀA)⁺ WᵀW]; +inf if A does not support W. ``epsilon`` and
     ``delta`` as in :func:`measure`: keyword-only, ``delta`` for Gaussian noise only. An ε
@@ -131,7 +131,7 @@ def svd_bound(workload: Any) -> float:
 
     A marginal workload (:class:`~dpopt.workload.Marginals`, or a stack of weighted
     :class:`~dpopt.workload.Marginal` blocks) is bounded in closed form without densifying its
-    Gram (corrected Thm 12, spec §3.5); any other workload through its dense Gram.
+    Gram (corrected Thm 12, McKenna et al., §7–8); any other workload through its dense Gram.
     """
     weights = _marginal_weights(workload)
     if weights is not None:
@@ -145,7 +145,7 @@ def svd_bound(workload: Any) -> float:
 
 
 def _marginal_weights(workload: Any) -> np.ndarray | None:
-    """The marginal weights w of a marginal workload (spec §3.5), None for any other."""
+    """The marginal weights w of a marginal workload (McKenna et al., §7–8), None for any other."""
     if not isinstance(workload, wl.Matrix):
         return None
     try:

@@ -1,6 +1,6 @@
 """The exact noise a release of a strategy draws, chosen before any data is read: the grid and
 the discrete noise of its stacked blocks, its variance and expected error, and the choice
-between a strategy and Identity at ε (hdmm spec §4).
+between a strategy and Identity at ε (McKenna et al., §10).
 """
 
 from __future__ import annotations
@@ -85,8 +85,8 @@ def release_variance(
     noise: str | None = None,
 ) -> float:
     """c′: the variance of the exact noise a release of ``strategy`` at (ε, δ) draws, per
-    unit of squared sensitivity; the release's counterpart of :func:`noise_variance` (spec §1,
-    §4), computed from public quantities only (no data, no privacy cost).
+    unit of squared sensitivity; the release's counterpart of :func:`noise_variance` (McKenna et
+    al., §3, §10), computed from public quantities only (no data, no privacy cost).
 
     A strategy with integer answers (Identity, Total) gets integer noise: the discrete
     Laplace's 2e^−ε/(1 − e^−ε)², below the formula's 2/ε² (×0.92 at ε = 1, ×0.0045 at
@@ -104,8 +104,8 @@ def release_variance(
 def release_error(strategy: AnyStrategy, *, epsilon: float, delta: float | None = None) -> float:
     """Expected total squared error of a release of ``strategy`` at (ε, δ): c′·E, with c′ the
     variance of the noise the release draws (:func:`release_variance`) and E the strategy's
-    unscaled error (spec §1; E′ of the strategy rounded to the 2⁻²⁰ grid differs from E by
-    ~1e-6 relative on well-conditioned strategies)."""
+    unscaled error (McKenna et al., §3; E′ of the strategy rounded to the 2⁻²⁰ grid differs from E
+    by ~1e-6 relative on well-conditioned strategies)."""
     if not isinstance(strategy, Strategy | ProductStrategy):
         raise TypeError(f"strategy must be an hdmm Strategy or ProductStrategy, got {strategy!r}")
     return release_variance(strategy, epsilon=epsilon, delta=delta) * strategy.error

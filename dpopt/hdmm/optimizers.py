@@ -1,5 +1,5 @@
-"""The strategy optimizers: OPT₀ (:func:`optimize`, hdmm spec §3.1–3.2) and OPT_⊗, OPT_+, OPT_M
-and the residual strategies of marginal workloads (:func:`optimize_product`, §3.3–3.7).
+"""The strategy optimizers: OPT₀ (:func:`optimize`, McKenna et al., §4.2–4.3) and OPT_⊗, OPT_+,
+OPT_M and the residual strategies of marginal workloads (:func:`optimize_product`, §3.3–3.7).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def optimize(
     epsilon: float | None = None,
     delta: float | None = None,
 ) -> Strategy:
-    """OPT₀ (spec §3.1–3.2) on the workload's Gram; never worse than Identity.
+    """OPT₀ (McKenna et al., §4.2–4.3) on the workload's Gram; never worse than Identity.
 
     ``method`` (:data:`OPT0_METHODS`) chooses the solver. Laplace (``opt0-laplace``):
     ``restarts`` seeded p-Identity runs (p = max(1, n/16) by default) through the optional
@@ -172,7 +172,7 @@ def optimize_product(
     ``method="auto"``: for Gaussian noise on a marginal workload (:mod:`dpopt.workload`
     Marginal, Marginals, and Weighted and VStack of them) the residual strategy, optimal over
     every strategy for the sum of variances (docs/families/hdmm.md, "Marginals at scale");
-    otherwise the best of OPT_⊗, OPT_+, OPT_M and Identity (OPT_HDMM, spec §3.7), so never
+    otherwise the best of OPT_⊗, OPT_+, OPT_M and Identity (OPT_HDMM, McKenna et al., §9), so never
     worse than Identity. ``objective`` is the residual strategy's: ``"sum"`` (the total
     squared error) or ``"max"`` (the largest variance of a weighted workload row); the other
     methods minimise the total squared error only. ``restarts`` is per OPT₀ call inside

@@ -39,11 +39,11 @@ __all__ = [
     "query_std",
 ]
 
-# --- accuracy before spending (issue 26) ------------------------------------------------------
+# --- accuracy before spending (docs/choosing-epsilon.md) ------------------------------------------
 
 
 def _marginal_covariance(theta: np.ndarray, sizes: tuple[int, ...]) -> Covariance:
-    """(𝕄(θ)ᵀ𝕄(θ))⁺ = 𝔾(v) as Σₐ vₐ ⊗ᵢ(aᵢ ? I : 1·1ᵀ) (spec §3.5)."""
+    """(𝕄(θ)ᵀ𝕄(θ))⁺ = 𝔾(v) as Σₐ vₐ ⊗ᵢ(aᵢ ? I : 1·1ᵀ) (McKenna et al., §7–8)."""
     v = pinv_coefficients(theta**2, sizes)
     bits = key_bits(len(sizes))
     return Covariance(
@@ -194,7 +194,7 @@ def plan_error(
     :func:`dpopt.eigen.design` result) at (ε, δ), before any data is read.
 
     Var(wᵢᵀx̂) = c′·wᵢᵀ(AᵀA)⁺wᵢ with c′ the variance of the discrete noise drawn
-    (spec §1, §4); the maximum over queries is taken on the implicit workload
+    (McKenna et al., §3, §10); the maximum over queries is taken on the implicit workload
     (:mod:`dpopt.query_variance`), never forming it. ``delta`` as in :func:`measure`.
     A plan that would take more than ``max_memory`` bytes (default
     :data:`~dpopt.planning.MEMORY_BUDGET`, estimated by

@@ -1,4 +1,4 @@
-"""The HDMM release (hdmm spec §4): :func:`measure` answers a strategy with exact noise,
+"""The HDMM release (McKenna et al., §10): :func:`measure` answers a strategy with exact noise,
 :func:`reconstruct` is least squares, :func:`answer` optimizes, measures and answers the
 workload; all follow the release contract (:mod:`dpopt.release`).
 """
@@ -101,7 +101,7 @@ def measure(
     rng: Rng = None,
     accountant: Accountant | None = None,
 ) -> Measurement:
-    """Answer the strategy on the histogram ``x`` with exact noise (spec §4).
+    """Answer the strategy on the histogram ``x`` with exact noise (McKenna et al., §10).
 
     The answers are computed exactly in integer arithmetic on the strategy rounded to a public
     grid (:class:`~dpopt.privacy.ExactStack`) and released on a public grid with discrete
@@ -165,7 +165,7 @@ def reconstruct(measurement: Measurement) -> np.ndarray | list[np.ndarray]:
     """Least squares from a measurement (post-processing: reads only the measurement).
 
     One block: x̂ = A⁺y (for a Kronecker block, ⊗Aᵢ⁺ applied to y). A marginal strategy:
-    the global x̂ = 𝔾⁺(θ²)𝕄ᵀ(θ)y (spec §4). Several blocks (OPT_+): one local estimate
+    the global x̂ = 𝔾⁺(θ²)𝕄ᵀ(θ)y (McKenna et al., §10). Several blocks (OPT_+): one local estimate
     per block, x̂ⱼ = (⊗Aᵢ⁽ʲ⁾)⁺yⱼ, returned as a list.
     """
     from dpopt.solvers.hdmm.marginals import marginal_reconstruct
@@ -275,7 +275,7 @@ def answer(
     out_dir: Any = None,
 ) -> Answered:
     """Optimise a strategy for this ε (data-independent, free), measure it, reconstruct, and
-    answer W x̂ (spec §4).
+    answer W x̂ (McKenna et al., §10).
 
     A Gaussian marginal workload (``method="residual"``, or ``"auto"``) is answered by its
     residual strategy (``objective`` ``"sum"`` or ``"max"``, :func:`optimize_product`) from

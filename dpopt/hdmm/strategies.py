@@ -51,16 +51,16 @@ class Strategy:
 
 @dataclass(frozen=True)
 class ProductStrategy:
-    """An optimised strategy on a multi-dimensional domain (spec §3.3–3.7): the model's
+    """An optimised strategy on a multi-dimensional domain (McKenna et al., §6–9): the model's
     :class:`~dpopt.models.hdmm.matrix_mechanism.ProductPoint`, the template that won, its unscaled
     error and every template's error.
 
     One block is an OPT_⊗ (or Identity) strategy answered by global least squares; several
-    blocks are an OPT_+ strategy answered by local least squares per block (spec §3.4, with
-    the 1/cⱼ the paper omits, §7 item 8); ``theta`` marks an OPT_M strategy. Every factor has
-    unit sensitivity, so the stacked strategy's sensitivity is Σbⱼ (Laplace) or √Σbⱼ²
-    (Gaussian), both 1 by construction. ``statuses`` holds the status of every template's
-    solve, by method name.
+    blocks are an OPT_+ strategy answered by local least squares per block (McKenna et al., §6.2,
+    Def. 19, with the 1/cⱼ the paper omits, docs/families/hdmm.md#hdmm-union-error); ``theta`` marks
+    an OPT_M strategy. Every factor has unit sensitivity, so the stacked strategy's sensitivity is
+    Σbⱼ (Laplace) or √Σbⱼ² (Gaussian), both 1 by construction. ``statuses`` holds the status of
+    every template's solve, by method name.
     """
 
     noise: Noise

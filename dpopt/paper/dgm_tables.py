@@ -1,11 +1,12 @@
-"""The DGM paper's experiment (dgm-budget spec §5): the data-dependent split against D-Ind.
+"""The DGM paper's experiment (Roy Chowdhury et al., Sec. 5): the data-dependent split against
+D-Ind.
 
 On each network, records are drawn from its CPDs (seeded); the reference is the non-private
-MLE on those records (spec §7 item 9). For every ε and seed both mechanisms — the paper's
-objective (``objective="paper"``, "ours") and D-Ind — learn a private network, scored by
+MLE on those records (docs/families/dgm.md#dgm-metrics). For every ε and seed both mechanisms — the
+paper's objective (``objective="paper"``, "ours") and D-Ind — learn a private network, scored by
 :func:`dpopt.dgm.evaluate` on the same random queries (10 marginal, 10
-conditional, 20 MAP; spec §5 "Protocol"). The paper's Table 1 (MAP accuracy) and Table 2
-(mean μ at ε = 1) stand beside our means. :func:`run` takes other mechanisms too (the
+conditional, 20 MAP; Roy Chowdhury et al., Sec. 5 "Protocol"). The paper's Table 1 (MAP accuracy)
+and Table 2 (mean μ at ε = 1) stand beside our means. :func:`run` takes other mechanisms too (the
 ``utility`` compare suite runs the default objective with it).
 """
 

@@ -1,31 +1,32 @@
-"""Eigen-Design's experiments (eigen-design spec §6; Li & Miklau, Sec. 5) as error ratios to
+"""Eigen-Design's experiments (Li & Miklau, Sec. 5) as error ratios to
 the singular value bound.
 
 For each workload W the row gives, per method, √(E/svdb) where E = ‖A‖₂²·tr[WᵀW (AᵀA)⁺] is
-the unscaled total error of the method's strategy A (Eq. (1) without P, spec §1 and §8 item 1)
-and svdb = (Σ√σᵢ)²/n the Theorem 2 bound over the eigenvalues σ of WᵀW (spec §5). Every
-column is a ratio to the same bound, so the paper's constant P and its 1/m cancel (spec §8
-items 1–2) and a ratio of two columns is the paper's "error reduction factor" (Table 2).
-The columns:
+the unscaled total error of the method's strategy A (Eq. (1) without P, Li & Miklau, Sec. 2;
+docs/families/eigen.md#eigen-error-convention) and svdb = (Σ√σᵢ)²/n the Theorem 2 bound over the
+eigenvalues σ of WᵀW (Li & Miklau, Sec. 2.4, Theorem 2). Every column is a ratio to the same bound,
+so the paper's constant P and its 1/m cancel (docs/families/eigen.md#eigen-error-convention;
+docs/families/eigen.md#eigen-noise-constant) and a ratio of two columns is the paper's "error
+reduction factor" (Table 2). The columns:
 
 - ``eigen`` — Eigen-Design (Program 2, :func:`dpopt.eigen.design`);
 - ``opt0`` — HDMM's Gaussian OPT₀ (:func:`dpopt.hdmm.optimize` with ``"gaussian"``), a
   convex program solved to a local (so global) optimum, not the paper's;
-- ``sdp`` — the exact optimum OptError (spec §1, derived SDP) where n ≤ 64: ``cvxpy:clarabel``
-  up to n = 16 and ``cvxpy:scs`` up to 64 (Clarabel takes ~7 s per instance at n = 32, SCS
-  ~1 s; both are recovered strategies whose error the model recomputes);
-- ``identity``, ``haar`` and ``hierarchical`` — the baselines of spec §6/§8 item 13: A = I,
-  the unnormalised ±1 Haar matrix (Privelet, Fig. 2) and the binary tree of dyadic sums (Hay
-  et al.), per attribute and combined by the Kronecker product on a multi-dimensional domain;
-  Haar and Hierarchical need every attribute size to be a power of 2 ("-" otherwise). Fourier
-  and DataCube are not implemented.
+- ``sdp`` — the exact optimum OptError (Li & Miklau, Sec. 2, derived SDP) where n ≤ 64:
+  ``cvxpy:clarabel`` up to n = 16 and ``cvxpy:scs`` up to 64 (Clarabel takes ~7 s per instance at n
+  = 32, SCS ~1 s; both are recovered strategies whose error the model recomputes);
+- ``identity``, ``haar`` and ``hierarchical`` — the baselines of Li & Miklau, Sec. 5;
+  docs/families/eigen.md#eigen-baselines: A = I, the unnormalised ±1 Haar matrix (Privelet, Fig. 2)
+  and the binary tree of dyadic sums (Hay et al.), per attribute and combined by the Kronecker
+  product on a multi-dimensional domain; Haar and Hierarchical need every attribute size to be a
+  power of 2 ("-" otherwise). Fourier and DataCube are not implemented.
 - ``thm3`` — Theorem 3's bound (nσ₁/svdb)^{1/4} on the ``eigen`` column; ``best`` — the
   method with the smallest ratio; ``factor`` — best baseline / eigen (Table 2's "best
   factor"; below 1 when a baseline beats Eigen-Design).
 
-The workloads (spec §6 and §8 item 12; the paper leaves sizes, samplers and seeds open, so
-each choice is stated here). ``cells`` is the domain size n, a power of 2 (2,048 is the
-paper's Table 2 size; the default of :func:`experiment_rows` is 256):
+The workloads (Li & Miklau, Sec. 5; docs/families/eigen.md#eigen-workloads; the paper leaves sizes,
+samplers and seeds open, so each choice is stated here). ``cells`` is the domain size n, a power of
+2 (2,048 is the paper's Table 2 size; the default of :func:`experiment_rows` is 256):
 
 - ``all-range`` — every range [i, j] of a 1-D domain of n cells (Fig. 3a);
 - ``permuted-range`` — all ranges with the cells permuted by a seeded permutation (Table 2,
@@ -37,16 +38,16 @@ paper's Table 2 size; the default of :func:`experiment_rows` is 256):
   on the n − ℓ + 1 positions;
 - ``range-marginals-1`` and ``range-marginals-2`` — the 1- and 2-way range marginals on a 3-D
   domain (Table 2): for each attribute set S of that size, ⊗ₐ (AllRange(dₐ) if a ∈ S else
-  1ᵀ) (spec §5 (e)), all such S stacked;
+  1ᵀ) (docs/families/eigen.md#eigen-spectra), all such S stacked;
 - ``marginals-2`` — all 2-way marginals on the same 3-D domain (Fig. 3c);
 - ``random-predicate`` — n predicate queries, each including every cell independently with
-  probability ½ (spec §8 item 12; Table 2, "Predicate (uniform random)").
+  probability ½ (docs/families/eigen.md#eigen-workloads; Table 2, "Predicate (uniform random)").
 
 The 3-D domain has n = 2^b cells split as evenly as possible, the larger attributes last:
-(8, 16, 16) for n = 2,048 (the Census shape of spec §6), (4, 8, 8) for 256. The permuted
+(8, 16, 16) for n = 2,048 (the Census shape of Li & Miklau, Sec. 5), (4, 8, 8) for 256. The permuted
 workload is represented by a Gram factor (an n × n matrix F with FᵀF = WᵀW): every column
-depends on W only through WᵀW (spec §1), and its row count m = n(n+1)/2 is kept for the table.
-All random draws come from numpy Generators seeded by (``seed``, workload index).
+depends on W only through WᵀW (Li & Miklau, Sec. 2), and its row count m = n(n+1)/2 is kept for the
+table. All random draws come from numpy Generators seeded by (``seed``, workload index).
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ def domain_3d(cells: int) -> tuple[int, int, int]:
 
 def range_marginals(domain: Sequence[int], k: int) -> wl.VStack:
     """All k-way range marginals: for each k-subset S of the attributes,
-    ⊗ₐ (AllRange(dₐ) if a ∈ S else Total(dₐ)) (spec §5 (e)), stacked."""
+    ⊗ₐ (AllRange(dₐ) if a ∈ S else Total(dₐ)) (docs/families/eigen.md#eigen-spectra), stacked."""
     blocks: list[wl.Matrix] = [
         wl.Kron([wl.AllRange(d) if a in chosen else wl.Total(d) for a, d in enumerate(domain)])
         for chosen in itertools.combinations(range(len(domain)), k)
@@ -203,7 +204,8 @@ def workload(name: str, cells: int, seed: int = 0) -> RatioWorkload:
 def kron_error(factors: Sequence[np.ndarray], gram: np.ndarray) -> float:
     """Unscaled Gaussian error of the strategy A = A₁ ⊗ … ⊗ A_d on the Gram V, without
     forming A: ‖A‖₂² = ∏ᵢ max column norm² of Aᵢ and (AᵀA)⁺ = ⊗ᵢ (AᵢᵀAᵢ)⁺, so the error is
-    ∏ᵢ‖Aᵢ‖₂² · Σ V ∘ (⊗ᵢ (AᵢᵀAᵢ)⁺) (spec §1, Eq. (1)). Every Aᵢ here has full column rank."""
+    ∏ᵢ‖Aᵢ‖₂² · Σ V ∘ (⊗ᵢ (AᵢᵀAᵢ)⁺) (Li & Miklau, Sec. 2, Eq. (1)). Every Aᵢ here has full column
+    rank."""
     factors = [
         float_array(f"factors[{i}]", a, ndim=2)
         for i, a in enumerate(sequence("factors", factors, "strategy matrices"))

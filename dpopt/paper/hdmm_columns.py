@@ -1,4 +1,4 @@
-"""Baseline columns of HDMM Tables 6–7 for any union of Kronecker products (hdmm spec §5.2).
+"""Baseline columns of HDMM Tables 6–7 for any union of Kronecker products (McKenna et al., §11.2).
 
 - :func:`table_variance`: the tables' noise variance at ε = 1 (δ = 1e-6 for Gaussian noise,
   exact σ); :func:`table_rmse`: an unscaled error as the tables' RMSE.
@@ -38,25 +38,26 @@ TABLE_DELTA = 1e-6
 
 
 def table_variance(noise: str) -> float:
-    """The noise variance of the tables' RMSE: 2 (Laplace at ε = 1) or σ(1, 1e-6)² (spec §1)."""
+    """The noise variance of the tables' RMSE: 2 (Laplace at ε = 1) or σ(1, 1e-6)² (McKenna et al.,
+    §3)."""
     kind = noise_kind(noise)
     return noise_variance(kind, 1.0, TABLE_DELTA if kind == "gaussian" else None)
 
 
 def table_rmse(noise: str, error: float, rows: int) -> float:
     """RMSE at ε = 1 (δ = 1e-6) of an unscaled error: √(variance·error/m), variance 2 or σ²
-    (spec §1); the inverse of ``hdmm_tables.paper_reference``."""
+    (McKenna et al., §3); the inverse of ``hdmm_tables.paper_reference``."""
     return math.sqrt(table_variance(noise) * error / rows)
 
 
 def identity_rmse(workload: wl.Matrix, noise: str) -> float:
     """Identity column: A = I has unit sensitivity and error tr(WᵀW) = Σⱼ wⱼ² ∏ᵢ tr Vᵢ⁽ʲ⁾,
-    computed from the Kronecker terms without forming W (spec §5.2, §3.3)."""
+    computed from the Kronecker terms without forming W (McKenna et al., §11.2, §6.1)."""
     return table_rmse(noise, identity_error(_terms_of(workload)), workload.shape[0])
 
 
 def union_sensitivity(workload: wl.Matrix, noise: str) -> float:
-    """The paper's sensitivity of a union of Kronecker products (spec §5.2): Σⱼ ‖𝕎ⱼ‖_𝓛
+    """The paper's sensitivity of a union of Kronecker products (McKenna et al., §11.2): Σⱼ ‖𝕎ⱼ‖_𝓛
     (Laplace) or √(Σⱼ ∏ᵢ max diag Vᵢ⁽ʲ⁾) (Gaussian), from Theorem 3 per term.
 
     An upper bound on the exact maximum column norm (``workload.sensitivity_l1()``), equal
@@ -72,8 +73,8 @@ def union_sensitivity(workload: wl.Matrix, noise: str) -> float:
 
 
 def workload_rmse(workload: wl.Matrix, noise: str) -> float:
-    """The "Laplace" column (spec §5.2): A = W answered directly, error m·‖W‖² (Prop. 3) with
-    the union sensitivity, so RMSE = √2·‖W‖_𝓛 (Laplace) or σ·‖W‖_𝒢 (Gaussian)."""
+    """The "Laplace" column (McKenna et al., §11.2): A = W answered directly, error m·‖W‖² (Prop. 3)
+    with the union sensitivity, so RMSE = √2·‖W‖_𝓛 (Laplace) or σ·‖W‖_𝒢 (Gaussian)."""
     sensitivity = union_sensitivity(workload, noise)  # validates both arguments
     rows = workload.shape[0]
     return table_rmse(noise, rows * sensitivity**2, rows)

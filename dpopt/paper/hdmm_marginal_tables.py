@@ -1,13 +1,16 @@
-"""HDMM Tables 6–7, Adult (14-D) and Loans (12-D) rows (hdmm spec §5.2).
+"""HDMM Tables 6–7, Adult (14-D) and Loans (12-D) rows (McKenna et al., §11.2).
 
 The four workloads, the paper's values, and every column but DataCube recomputed at ε = 1
 (δ = 1e-6 for Gaussian noise) without materialising the 6.4e17-cell domain: everything comes
-from the Gram terms Σⱼ wⱼ² ⊗ᵢ Vᵢ⁽ʲ⁾ (spec §2) or the marginal weights (spec §3.5).
+from the Gram terms Σⱼ wⱼ² ⊗ᵢ Vᵢ⁽ʲ⁾ (McKenna et al., §5) or the marginal weights (McKenna et al.,
+§7–8).
 
-- Identity: tr(WᵀW) = Σⱼ wⱼ² ∏ᵢ tr Vᵢ⁽ʲ⁾ (spec §5.2).
-- "Laplace": A = W answered directly, RMSE √2‖W‖₁ or σ‖W‖₂ (Prop. 3, spec §5.2).
-- SVDB: the corrected Theorem 12 on the marginal weights (spec §3.5, §7 item 2).
-- OPT_⊗ (spec §3.3), OPT_+ (spec §3.4), OPT_M (spec §3.5) and HDMM, their minimum (spec §3.7).
+- Identity: tr(WᵀW) = Σⱼ wⱼ² ∏ᵢ tr Vᵢ⁽ʲ⁾ (McKenna et al., §11.2).
+- "Laplace": A = W answered directly, RMSE √2‖W‖₁ or σ‖W‖₂ (Prop. 3, McKenna et al., §11.2).
+- SVDB: the corrected Theorem 12 on the marginal weights (McKenna et al., §7–8;
+  docs/families/hdmm.md#hdmm-marginal-error).
+- OPT_⊗ (McKenna et al., §6.1), OPT_+ (McKenna et al., §6.2, Def. 19), OPT_M (McKenna et al., §7–8)
+  and HDMM, their minimum (McKenna et al., §9).
 
 Where the results differ from the printed tables, ``tests/paper/test_hdmm_marginal_tables.py``
 says why, row by row.
@@ -49,9 +52,10 @@ __all__ = [
 ADULT_DOMAIN = (100, 100, 100, 99, 85, 42, 16, 15, 9, 7, 6, 5, 2, 2)
 LOANS_DOMAIN = (101, 101, 101, 101, 3, 8, 36, 6, 51, 4, 5, 15)
 """loan_amt, int_rate, annual_inc, installment (the 101-attributes), term, grade, sub_grade,
-home_ownership, state, settlement, loan_status, purpose (spec §5.2)."""
+home_ownership, state, settlement, loan_status, purpose (McKenna et al., §11.2)."""
 LOANS_SMALL_CELLS = 5000
-"""A "small" marginal has ∏nᵢ ≤ 5000 cells (no subset has exactly 5000: spec §7 item 11)."""
+"""A "small" marginal has ∏nᵢ ≤ 5000 cells (no subset has exactly 5000:
+docs/families/hdmm.md#hdmm-loans-marginals)."""
 
 COLUMNS = ("identity", "laplace", "datacube", "kron", "union", "marginals", "hdmm", "svdb")
 """Table 6/7 columns: Identity, Laplace (Gaussian in Table 7), DataCube, OPT_⊗, OPT_+,
@@ -71,7 +75,7 @@ def _row(*values: float | None) -> dict[str, float | None]:
 
 
 PAPER: dict[tuple[str, str, str], dict[str, float | None]] = {
-    # Table 6, Laplace, ε = 1 (spec §5.2); None where the paper prints "–".
+    # Table 6, Laplace, ε = 1 (McKenna et al., §11.2); None where the paper prints "–".
     ("laplace", "adult", "3d-marginals"): _row(
         5352117.26, 664.68, 494.06, 872.58, 306.33, 225.35, 225.35, 15.08
     ),
@@ -100,14 +104,14 @@ PAPER: dict[tuple[str, str, str], dict[str, float | None]] = {
 }
 
 
-# --- workloads (spec §2, §5.2) ------------------------------------------------------------------
+# --- workloads (McKenna et al., §5, §11.2) --------------------------------------------------------
 
 
 def product_query(
     domain: Sequence[int], attrs: Iterable[int], prefix: Iterable[int] = ()
 ) -> wl.Kron:
     """⊗ᵢ: Prefix on the ``attrs`` listed in ``prefix``, Identity on the other ``attrs``, Total
-    elsewhere — a marginal, or a prefix-marginal (spec §2, Ex. 7)."""
+    elsewhere — a marginal, or a prefix-marginal (McKenna et al., §5, Ex. 7)."""
     sizes = domain_sizes(domain)
     attrs, prefix = (
         _attributes(name, v, len(sizes)) for name, v in (("attrs", attrs), ("prefix", prefix))
@@ -128,7 +132,7 @@ def _attributes(name: str, values: Any, d: int) -> set[int]:
 
 
 def adult_workload(name: str) -> wl.VStack:
-    """Adult (14-D), spec §5.2: "3d-marginals", every 0/1/2/3-way marginal (470, m =
+    """Adult (14-D), McKenna et al., §11.2: "3d-marginals", every 0/1/2/3-way marginal (470, m =
     21,043,262); "2d-prefix-marginals", the 91 2-way pairs with Prefix on attributes 1–5 and
     Identity on the others (m = 148,137)."""
     d = len(ADULT_DOMAIN)
@@ -142,8 +146,8 @@ def adult_workload(name: str) -> wl.VStack:
 
 
 def loans_workload(name: str) -> wl.VStack:
-    """Loans (12-D), spec §5.2: "small-marginals", every attribute subset with ∏nᵢ ≤ 5000
-    (188 marginals of orders 0–5, m = 279,751); "small-prefix-marginals", the same subsets
+    """Loans (12-D), McKenna et al., §11.2: "small-marginals", every attribute subset with ∏nᵢ ≤
+    5000 (188 marginals of orders 0–5, m = 279,751); "small-prefix-marginals", the same subsets
     with Prefix on the four 101-attributes."""
     if name not in ("small-marginals", "small-prefix-marginals"):
         raise ValueError(
@@ -205,7 +209,8 @@ def reproduce(
     """RMSE of the requested columns of one row (default: every column the paper prints,
     except DataCube, which is not implemented). "hdmm" is the minimum of OPT_⊗, OPT_+, OPT_M.
 
-    ``restarts`` per OPT₀ call, ``marginal_restarts`` random OPT_M starts (spec §5.2 used 3).
+    ``restarts`` per OPT₀ call, ``marginal_restarts`` random OPT_M starts (McKenna et al., §11.2
+    used 3).
     """
     key = (noise_kind(noise), dataset, name)
     if key not in PAPER:

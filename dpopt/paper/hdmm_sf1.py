@@ -1,11 +1,12 @@
-"""Census SF1 / SF1+ workloads of HDMM Tables 6–7 (hdmm spec §5.2).
+"""Census SF1 / SF1+ workloads of HDMM Tables 6–7 (McKenna et al., §11.2).
 
-- Building blocks (spec §5.2): ``race1`` 7×64, ``race2`` 70×64, ``white``, ``is_hisp``,
+- Building blocks (McKenna et al., §11.2): ``race1`` 7×64, ``race2`` 70×64, ``white``, ``is_hisp``,
   ``not_hisp``, ``adult``, ``age1`` (23 ranges), ``age3`` (103 rows), each a small dense
   matrix in ``wl.Explicit``.
 - :func:`sf1_workload`: the 33 product terms on (sex 2, hispanic 2, race 64, age 115), m = 4151;
   :func:`sf1_plus_workload`: the same terms ⊗ [I₅₁; T₅₁] (state), m = 215,852. The tables use
-  this 4-D domain (relationship(17) dropped; spec §7 item 9) and keep P1 repeated, as listed.
+  this 4-D domain (relationship(17) dropped; docs/families/hdmm.md#hdmm-census-domain) and keep P1
+  repeated, as listed.
 - Their baseline columns are computed by :mod:`dpopt.hdmm_columns`.
 """
 
@@ -29,7 +30,7 @@ __all__ = [
 SF1_DOMAIN = (2, 2, 64, 115)  # sex, hispanic, race (6 race bits merged), age
 STATES = 51
 
-# Tables 6 (Laplace) and 7 (Gaussian), Census rows, RMSE at ε = 1 (δ = 1e-6); spec §5.2.
+# Tables 6 (Laplace) and 7 (Gaussian), Census rows, RMSE at ε = 1 (δ = 1e-6); McKenna et al., §11.2.
 # "workload" is the A = W column headed "Laplace" (the Gaussian mechanism in Table 7).
 PAPER_SF1 = {
     ("laplace", "sf1"): {
@@ -70,7 +71,7 @@ AGE1_CUTS = (
     *(0, 5, 10, 15, 18, 20, 21, 22, 25, 30, 35, 40, 45),
     *(50, 55, 60, 62, 65, 67, 70, 75, 80, 85, 115),
 )
-"""age1: the 23 ranges [cuts[k], cuts[k+1]) of spec §5.2."""
+"""age1: the 23 ranges [cuts[k], cuts[k+1]) of McKenna et al., §11.2."""
 
 
 def _ranges(cuts: np.ndarray, n: int) -> np.ndarray:
@@ -80,7 +81,8 @@ def _ranges(cuts: np.ndarray, n: int) -> np.ndarray:
 
 
 def sf1_blocks() -> dict[str, wl.Explicit]:
-    """The SF1 predicate blocks of spec §5.2 (race code = 6 bits, one per race; bit k = 2^k)."""
+    """The SF1 predicate blocks of McKenna et al., §11.2 (race code = 6 bits, one per race; bit k =
+    2^k)."""
     codes = np.arange(64)
     races = np.array([bin(c).count("1") for c in codes])
     single = (codes[None, :] == 2 ** np.arange(6)[:, None]).astype(np.float64)
@@ -106,8 +108,8 @@ def sf1_blocks() -> dict[str, wl.Explicit]:
     return {name: wl.Explicit(matrix) for name, matrix in blocks.items()}
 
 
-# The 33 terms (sex, hispanic, race, age) of spec §5.2, table by table: "I" Identity, "T"
-# Total, "IT" [I; T], anything else a block of sf1_blocks. P1 is repeated as listed.
+# The 33 terms (sex, hispanic, race, age) of McKenna et al., §11.2, table by table: "I" Identity,
+# "T" Total, "IT" [I; T], anything else a block of sf1_blocks. P1 is repeated as listed.
 P1 = ("T", "T", "T", "T")
 SF1_TERMS = (
     P1,
@@ -168,10 +170,11 @@ def _terms(extra: tuple[wl.Matrix, ...]) -> wl.VStack:
 
 
 def sf1_workload() -> wl.VStack:
-    """SF1: the 33 product terms on (2, 2, 64, 115), m = 4151 (spec §5.2)."""
+    """SF1: the 33 product terms on (2, 2, 64, 115), m = 4151 (McKenna et al., §11.2)."""
     return _terms(())
 
 
 def sf1_plus_workload() -> wl.VStack:
-    """SF1+: every SF1 term ⊗ [I₅₁; T₅₁] (national and per-state), m = 215,852 (spec §5.2)."""
+    """SF1+: every SF1 term ⊗ [I₅₁; T₅₁] (national and per-state), m = 215,852 (McKenna et al.,
+    §11.2)."""
     return _terms((wl.IdentityTotal(STATES),))

@@ -1,4 +1,4 @@
-"""HDMM's 1-D and multi-dimensional tables (hdmm spec §5): the paper's values and workloads.
+"""HDMM's 1-D and multi-dimensional tables (McKenna et al., §11): the paper's values and workloads.
 
 Tables 4–5: OPT₀ RMSE on 1-D range workloads; Tables 6–7: HDMM RMSE on CPS, Census SF1,
 Adult and Loans. The compare suites ``tables`` and ``tables-md`` (:mod:`dpopt.compare.hdmm`)
@@ -31,7 +31,7 @@ __all__ = [
     "paper_reference",
 ]
 
-# Table 4 (Laplace) and Table 5 (Gaussian) OPT₀ RMSE at ε = 1 (δ = 1e-6), spec §5.1.
+# Table 4 (Laplace) and Table 5 (Gaussian) OPT₀ RMSE at ε = 1 (δ = 1e-6), McKenna et al., §11.1.
 PAPER_OPT0: dict[tuple[Noise, str], dict[int, float]] = {
     ("laplace", "all-range"): {64: 5.55, 256: 8.07, 1024: 11.08},
     ("laplace", "prefix"): {64: 5.32, 256: 7.35, 1024: 9.58},
@@ -83,7 +83,7 @@ def paper_reference(noise: Noise, rmse_value: float, rows: int) -> float:
     return rmse_value * rmse_value * integer("rows", rows, minimum=1) / variance
 
 
-# Tables 6–7 (spec §5.2), CPS rows: paper HDMM RMSE at ε = 1 (δ = 1e-6 for Gaussian).
+# Tables 6–7 (McKenna et al., §11.2), CPS rows: paper HDMM RMSE at ε = 1 (δ = 1e-6 for Gaussian).
 CPS_DOMAIN = (50, 100, 7, 4, 2)
 PAPER_CPS: dict[tuple[Noise, str], float] = {
     ("laplace", "all-marginals"): 4.84,
@@ -106,7 +106,7 @@ def cps_workload(name: str) -> wl.Matrix:
 
 def marginal_table_workloads() -> list[tuple[str, Noise, wl.Matrix, dict[Noise, float]]]:
     """(table label, noise, workload, paper HDMM RMSE per noise) of the Census, Adult and Loans
-    rows of Tables 6–7 (spec §5.2)."""
+    rows of Tables 6–7 (McKenna et al., §11.2)."""
     out: list[tuple[str, wl.Matrix, dict[Noise, float]]] = [
         (f"census-{name}", workload, {n: sf1.PAPER_SF1[n, name]["hdmm"] for n in NOISES})
         for name, workload in (("sf1", sf1.sf1_workload()), ("sf1+", sf1.sf1_plus_workload()))

@@ -1,15 +1,16 @@
-"""The relational-synth paper's Fig. 3 experiment (spec §6): cross-table 3-way error against
-ε_rel, for each link fit beside uniformly random links between the same synthetic tables.
+"""The relational-synth paper's Fig. 3 experiment (Alimohammadi et al., §8): cross-table 3-way error
+against ε_rel, for each link fit beside uniformly random links between the same synthetic tables.
 
 Each seed builds a users × movies database with the MovieLens-1M schema and planted
 cross-table correlations (:func:`dpopt.relational.generate`, 6,040 × 3,883 with 10,000
 links and d_max = 10 by default: the shape of the paper's pruned MovieLens) and synthesizes
 both tables once with the built-in MST at ε = 1 each (the paper's per-table budget). Then for
 every ε_rel and every link fit (``methods``, :data:`dpopt.relational.FITS`) it learns the links
-(δ_rel = 1e-5, T = 15, K = 3, α = 0.2) and scores them on the spec's three cross metrics
-(§8 item 12: 100·mean L1, mean TV, Def. 3 mse over every cross 3-way workload), beside
-uniformly random links with the same count between the same tables — the trivial baseline:
-what a user gets without spending ε_rel. ``ratio`` is learned / random mean L1.
+(δ_rel = 1e-5, T = 15, K = 3, α = 0.2) and scores them on three cross metrics
+(docs/families/relational.md#relational-metrics) (docs/families/relational.md#relational-metrics:
+100·mean L1, mean TV, Def. 3 mse over every cross 3-way workload), beside uniformly random links
+with the same count between the same tables — the trivial baseline: what a user gets without
+spending ε_rel. ``ratio`` is learned / random mean L1.
 
 :data:`NOISE_FREE` (ε_rel = 10⁶, where the discrete Gaussian's σ per count is ~10⁻³ and
 almost every draw is 0) stands for the same pipeline with the link answers unnoised: the
@@ -44,7 +45,7 @@ __all__ = [
 EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0)
 NOISE_FREE = 1e6
 """The ε_rel that stands for unnoised link answers (module docstring)."""
-PAPER_MOVIELENS = {  # spec §6, Fig. 3 read off the plot (±0.2): ε_rel → (AIM, MST) error %
+PAPER_MOVIELENS = {  # the paper's Fig. 3 read off the plot (±0.2): ε_rel → (AIM, MST) error %
     0.1: (18.0, 18.9),
     0.5: (15.2, 15.9),
     1.0: (12.6, 13.1),

@@ -1,7 +1,7 @@
 """Noise calibration and conversions between privacy definitions.
 
 - The analytic Gaussian σ(ε, δ) (Balle & Wang 2018, Theorem 8) of the *continuous* Gaussian
-  mechanism: the noise scale of the HDMM paper's error formulas (hdmm spec §1).
+  mechanism: the noise scale of the HDMM paper's error formulas (McKenna et al., §3).
 - zCDP → (ε, δ): the closed form of Bun & Steinke (2016, Prop. 1.3) and the tight conversion
   of Canonne, Kamath & Steinke (2020, Corollary 13), :func:`cdp_delta` / :func:`cdp_rho`.
 
@@ -85,7 +85,7 @@ def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> fl
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
     """Smallest σ making N(0, σ²) (ε, δ)-DP for L2 sensitivity Δ (Balle & Wang 2018).
 
-    σ = 4.2246789 at ε = 1, δ = 1e-6, Δ = 1 (hdmm spec §1). δ(σ) decreases in σ, so the
+    σ = 4.2246789 at ε = 1, δ = 1e-6, Δ = 1 (McKenna et al., §3). δ(σ) decreases in σ, so the
     root is bracketed by growing an interval geometrically (a bounded number of times) and
     found with Brent's method; a root whose δ float64 cannot resolve, or a σ that overflows,
     is refused with a ValueError.
@@ -165,8 +165,8 @@ def _cdp_delta(rho: float, epsilon: float) -> float:
 def cdp_rho(epsilon: float, delta: float) -> float:
     """The largest ρ (to one part in 10¹², rounded down) whose :func:`cdp_delta` at ε is ≤ δ.
 
-    This is the ρ-zCDP budget that a target (ε, δ) allows (the [CODE] conversion of the
-    relational-synth spec: 0.008506 at ε = 0.5, δ = 1e−5).
+    This is the ρ-zCDP budget that a target (ε, δ) allows (the authors' code's conversion of the
+    the relational worked numbers: 0.008506 at ε = 0.5, δ = 1e−5).
     """
     epsilon = positive_number("epsilon", epsilon)
     if epsilon > _MAX_CONVERTED_EPSILON:

@@ -1,5 +1,5 @@
 """DP synthetic relational databases: two synthetic tables and a private link table between
-them (relational-synth spec; docs/families/relational.md).
+them (docs/families/relational.md).
 
 The public API of the family:
 

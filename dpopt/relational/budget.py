@@ -2,7 +2,7 @@
 learner: the (ε, δ) → ρ conversion of Theorem 1, the rational bound on √2 its sensitivities
 use, and the :class:`~dpopt.release.Measured` records of what a release drew.
 
-Theorem 1 (relational-synth spec §5): a ρ-zCDP mechanism is (ε, δ)-DP for
+Theorem 1 (docs/families/relational.md#relational-public): a ρ-zCDP mechanism is (ε, δ)-DP for
 ρ = (√(ε + ln(1/δ)) − √ln(1/δ))² (the closed form; rounded down here, so never above it).
 Every part of a relational release (each table's MST, the links) is zCDP, so the parts
 compose by adding their ρ: one zCDP accountant of ρ(ε, δ) pays for the whole release, which is

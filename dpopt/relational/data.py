@@ -1,21 +1,22 @@
-"""Relational databases of two categorical tables and a link table (relational-synth spec §1).
+"""Relational databases of two categorical tables and a link table (Alimohammadi et al., §2).
 
 A :class:`RelationalData` is the private input of :func:`dpopt.relational.learn_links`: two
 tables ``left`` (𝒟1, n1 rows, d1 attributes) and ``right`` (𝒟2, n2 rows, d2 attributes) of
 categorical attributes with public, declared domains, and m links (row i of left, row j of
-right), each pair at most once, every row with at most ``d_max`` links (spec §1.1). It stores
-integer codes only (never DataFrames) and answers cross-table workloads: a workload (S1, S2)
-with S1 ⊆ left columns, S2 ⊆ right columns, both non-empty, has as answer the edge-weighted
-joint distribution of S1 ∪ S2 over the links (spec §1.2, Lemma 1).
+right), each pair at most once, every row with at most ``d_max`` links (Alimohammadi et al., §2.1).
+It stores integer codes only (never DataFrames) and answers cross-table workloads: a workload (S1,
+S2) with S1 ⊆ left columns, S2 ⊆ right columns, both non-empty, has as answer the edge-weighted
+joint distribution of S1 ∪ S2 over the links (Alimohammadi et al., Def. 2, Lemma 1).
 
 It is built from pandas DataFrames of the two tables and a link table
 (:meth:`RelationalData.from_frames`), or by :mod:`dpopt.relational.datasets` (a seeded
-generator, the MovieLens-1M files pruned to d_max as in spec §6).
+generator, the MovieLens-1M files pruned to d_max as in Alimohammadi et al., §8).
 
-Domains, m, n1, n2, d_max and the relationship type are public (spec §5). Domains must be
-declared (spec §8 item 8: domains read off the private data leak which values occur); the
-pruning to d_max is pre-processing of the real data and is not itself DP-analysed: the pruned
-database is the protected input (spec §8 item 9).
+Domains, m, n1, n2, d_max and the relationship type are public
+(docs/families/relational.md#relational-public). Domains must be declared
+(docs/families/relational.md#relational-domains: domains read off the private data leak which values
+occur); the pruning to d_max is pre-processing of the real data and is not itself DP-analysed: the
+pruned database is the protected input (docs/families/relational.md#relational-degree-cap).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ SIDES = ("left", "right")
 RELATIONSHIPS = ("many-to-many", "one-to-many")
 
 Workload = tuple[tuple[str, ...], tuple[str, ...]]
-"""A cross-table workload (S1 left columns, S2 right columns), spec §1.2."""
+"""A cross-table workload (S1 left columns, S2 right columns), Alimohammadi et al., Def. 2, Lemma
+1."""
 
 
 def _side(side: Any) -> str:
@@ -55,7 +57,8 @@ def _read_only(arr: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class RelationalData:
-    """Two categorical tables and the links between them, as integer codes (spec §1.1).
+    """Two categorical tables and the links between them, as integer codes (Alimohammadi et al.,
+    §2.1).
 
     Parameters
     ----------
@@ -63,7 +66,8 @@ class RelationalData:
         The attribute names of each table, in order (distinct strings, at least one each).
     left_domains, right_domains
         Per attribute, the tuple of its declared values; code ``c`` of a column stands for
-        ``domain[c]``. Domains are public (spec §5, §8 item 8).
+        ``domain[c]``. Domains are public (docs/families/relational.md#relational-public;
+        docs/families/relational.md#relational-domains).
     left_codes, right_codes
         ``(n, d)`` integer arrays of codes, ``0 ≤ codes[:, j] < len(domain_j)``.
     links
@@ -72,8 +76,9 @@ class RelationalData:
     d_max
         The public degree bound: every row of either table has at most ``d_max`` links.
     relationship
-        ``"many-to-many"`` (spec §1.1, the paper's main case) or ``"one-to-many"`` (App. C):
-        the **right** table holds the children, each linked to exactly one left parent (R3).
+        ``"many-to-many"`` (Alimohammadi et al., §2.1, the paper's main case) or ``"one-to-many"``
+        (App. C): the **right** table holds the children, each linked to exactly one left parent
+        (R3).
 
     The constructor validates everything and raises a :class:`ValueError` naming the field.
     Arrays are stored read-only; the object is immutable.
@@ -164,27 +169,29 @@ class RelationalData:
         right_id: str | None = None,
         relationship: str = "many-to-many",
     ) -> RelationalData:
-        """Build from DataFrames (spec §1.1).
+        """Build from DataFrames (Alimohammadi et al., §2.1).
 
         Parameters
         ----------
         left, right
             The two tables. Every column except the id column is a categorical attribute:
             pandas Categorical, strings, integers or booleans. Floating-point columns are
-            refused (spec §1.1: continuous attributes must be binned first), and so are
-            missing values.
+            refused (Alimohammadi et al., §2.1: continuous attributes must be binned first), and so
+            are missing values.
         links
             The link table: a DataFrame whose columns ``left_id`` and ``right_id`` (when both
             named and present) or else whose first two columns hold (left id, right id) pairs,
             or a ``(m, 2)`` array of such pairs. Every id must exist in its table, each pair at
             most once, and no row may have more than ``d_max`` links.
         d_max
-            The public degree bound (spec §1.1). Prune first (e.g. as :func:`load_movielens`).
+            The public degree bound (Alimohammadi et al., §2.1). Prune first (e.g. as
+            :func:`load_movielens`).
         domains
-            The public domains, ``{"left": {column: [values, ...]}, "right": {...}}`` (spec §8
-            item 8). A column missing from it takes the categories of its pandas Categorical,
-            or ``(False, True)`` when boolean; any other column is an error. The string
-            ``"from-data"`` instead reads every non-Categorical domain off the data, sorted.
+            The public domains, ``{"left": {column: [values, ...]}, "right": {...}}``
+            (docs/families/relational.md#relational-domains). A column missing from it takes the
+            categories of its pandas Categorical, or ``(False, True)`` when boolean; any other
+            column is an error. The string ``"from-data"`` instead reads every non-Categorical
+            domain off the data, sorted.
             **Warning:** reading domains from the private data leaks which values occur (and
             that every occurring value occurs); the DP guarantee of :mod:`dpopt.relational`
             assumes public domains, so use it only for tests or public data.
@@ -193,7 +200,8 @@ class RelationalData:
             ``None`` the table's index is the id. Ids must be unique and not missing.
         relationship
             ``"many-to-many"`` or ``"one-to-many"``; in the latter the **right** table holds the
-            children, and each right row must be linked to exactly one left row (spec §3.5, R3).
+            children, and each right row must be linked to exactly one left row (Alimohammadi et
+            al., App. C, Algorithm 7, R3).
 
         Returns
         -------
@@ -268,7 +276,7 @@ class RelationalData:
 
     @property
     def m(self) -> int:
-        """The number of links (public, spec §5)."""
+        """The number of links (public, docs/families/relational.md#relational-public)."""
         return int(self.links.shape[0])
 
     @property
@@ -362,7 +370,8 @@ class RelationalData:
     # ----------------------------------------------------------------- workloads
 
     def cross_workloads(self, k: int) -> list[Workload]:
-        """All cross-table k-way workloads (S1, S2), |S1| + |S2| = k, 0 < |S1| < k (spec §1.2).
+        """All cross-table k-way workloads (S1, S2), |S1| + |S2| = k, 0 < |S1| < k (Alimohammadi et
+        al., Def. 2, Lemma 1).
 
         Ordered by |S1| ascending, then S1 and S2 in the columns' combination order. For k = 3
         there are d1·C(d2, 2) + C(d1, 2)·d2 of them.
@@ -386,7 +395,7 @@ class RelationalData:
                 f"workload must be a pair (S1, S2) of column tuples, got {w!r}"
             ) from None
         if not s1 or not s2:
-            raise ValueError(f"workload {w!r}: both S1 and S2 must be non-empty (spec §1.2)")
+            raise ValueError(f"workload {w!r}: both S1 and S2 must be non-empty")
         positions = []
         for side, names in (("left", s1), ("right", s2)):
             own = self.columns(side)
@@ -404,8 +413,9 @@ class RelationalData:
 
     def marginal(self, w: Workload, left_codes: Any, right_codes: Any, links: Any) -> np.ndarray:
         """The edge-weighted distribution of workload ``w`` on any database given by codes
-        (spec §1.2, Lemma 1): cell index mixed radix, S1 attributes first then S2, first
-        attribute slowest ([DERIVED]). ``links`` are (left row, right row) pairs, m ≥ 1.
+        (Alimohammadi et al., Def. 2, Lemma 1): cell index mixed radix, S1 attributes first then S2,
+        first attribute slowest (docs/families/relational.md#relational-factored-queries). ``links``
+        are (left row, right row) pairs, m ≥ 1.
         """
         left = self.encode("left", left_codes)
         right = self.encode("right", right_codes)
@@ -417,8 +427,8 @@ class RelationalData:
     ) -> tuple[np.ndarray, np.ndarray, int, int]:
         """Each row's code in workload ``w`` for (already encoded) code arrays of the two
         tables, and the two code ranges: link (r, s) falls in cell left[r]·size2 + right[s]
-        (spec §1.2 [DERIVED]: Q̂_w is the Kronecker product of the two groupings, never
-        formed)."""
+        (docs/families/relational.md#relational-factored-queries: Q̂_w is the Kronecker product of
+        the two groupings, never formed)."""
         s1, s2, size1, size2 = self._workload_axes(w)
         return (
             _mixed_radix(left, s1, self.cards("left")),
@@ -444,13 +454,14 @@ class RelationalData:
 
     def workload_answer(self, w: Workload) -> np.ndarray:
         """P_w of the real database: the links' joint distribution over w's cells, summing to 1
-        (spec §1.2; cell order as :meth:`marginal`). Reads private data."""
+        (Alimohammadi et al., Def. 2, Lemma 1; cell order as :meth:`marginal`). Reads private
+        data."""
         return self.workload_counts(w) / self.m
 
     def table_marginal(self, side: str, columns: Sequence[str], codes: Any = None) -> np.ndarray:
-        """The row-weighted joint distribution of ``columns`` of one table (spec §1.2,
-        single-table query), mixed radix with the first column slowest. ``codes`` defaults
-        to the stored table (a synthetic frame or code array may be given)."""
+        """The row-weighted joint distribution of ``columns`` of one table (Alimohammadi et al.,
+        Def. 2, Lemma 1, single-table query), mixed radix with the first column slowest. ``codes``
+        defaults to the stored table (a synthetic frame or code array may be given)."""
         side = _side(side)
         array = self.codes(side) if codes is None else self.encode(side, codes)
         own = self.columns(side)
@@ -498,7 +509,8 @@ def _is_missing(value: Any) -> bool:
 
 
 def _check_links(links: np.ndarray, n_left: int, n_right: int, d_max: int, name: str) -> None:
-    """No repeated pair (R1) and no degree above d_max on either side (spec §1.1)."""
+    """No repeated pair (R1) and no degree above d_max on either side (Alimohammadi et al.,
+    §2.1)."""
     if links.shape[0] == 0:
         raise ValueError(f"{name} must not be empty (m ≥ 1)")
     key = links[:, 0] * n_right + links[:, 1]
@@ -577,7 +589,7 @@ def _encode_frame(
         if _is_float_column(series):
             raise ValueError(
                 f"{where} holds floating-point values; attributes must be categorical "
-                "(bin continuous attributes first, spec §1.1)"
+                "(bin continuous attributes first, Alimohammadi et al., §2.1)"
             )
         if isinstance(domains, Mapping) and name in domains:
             domain = tuple(domains[name])
@@ -590,7 +602,7 @@ def _encode_frame(
         else:
             raise ValueError(
                 f"{where} has no declared domain: pass domains={{{side!r}: {{{name!r}: [...]}}}} "
-                "or make it a pandas Categorical (spec §8 item 8: domains read from private "
+                "or make it a pandas Categorical (domains read from private "
                 "data leak; domains='from-data' opts in)"
             )
         _check_domain(where, domain)
@@ -618,7 +630,7 @@ def _codes_in_domain(where: str, series: pd.Series, domain: Sequence[Any]) -> np
     if _is_float_column(series):
         raise ValueError(
             f"{where} holds floating-point values; attributes must be categorical "
-            "(bin continuous attributes first, spec §1.1)"
+            "(bin continuous attributes first, Alimohammadi et al., §2.1)"
         )
     values = series.astype(object) if isinstance(series.dtype, pd.CategoricalDtype) else series
     codes = pd.Index(list(domain), dtype=object).get_indexer(values.to_numpy()).astype(np.int64)

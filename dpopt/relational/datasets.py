@@ -1,9 +1,9 @@
-"""Relational databases to run the mechanism on (relational-synth spec §6): a seeded users ×
+"""Relational databases to run the mechanism on (Alimohammadi et al., §8): a seeded users ×
 movies generator with planted cross-table correlations, and the MovieLens-1M reader.
 
 Both build a :class:`~dpopt.relational.data.RelationalData` under the public MovieLens-1M
 schema (users left: gender, age bucket, occupation; movies right: the 18 genre flags). Their
-domains are declared, never read off the data (spec §8 item 8).
+domains are declared, never read off the data (docs/families/relational.md#relational-domains).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ MOVIELENS_GENRES = (
     "War",
     "Western",
 )
-"""The 18 MovieLens-1M genres, each a binary flag of the movies table (spec §6)."""
+"""The 18 MovieLens-1M genres, each a binary flag of the movies table (Alimohammadi et al., §8)."""
 MOVIELENS_AGES = (1, 18, 25, 35, 45, 50, 56)
 """The public MovieLens-1M age buckets."""
 MOVIELENS_OCCUPATIONS = tuple(range(21))
@@ -81,15 +81,15 @@ def generate(
 ) -> RelationalData:
     """A seeded users × movies instance with planted cross-table correlations.
 
-    The schema is MovieLens-1M's (spec §6): users (left) have gender (F/M), age (7 buckets) and
-    occupation (21 values); movies (right) have the 18 binary genre flags of
+    The schema is MovieLens-1M's (Alimohammadi et al., §8): users (left) have gender (F/M), age (7
+    buckets) and occupation (21 values); movies (right) have the 18 binary genre flags of
     :data:`MOVIELENS_GENRES`. Each user has a latent favourite genre, a fixed function of
     (gender, age) with probability 0.8 and uniform otherwise; each link picks, with probability
     ``strength``, a movie of the user's favourite genre (else any movie), so cross marginals
     such as age × genre depart from independence. ``strength = 0`` links uniformly at random.
 
-    Links are unique and every row has at most ``d_max`` of them (spec §1.1). Draws are
-    vectorised in rounds; ``links`` must be at most 90% of min(n_left, n_right)·d_max.
+    Links are unique and every row has at most ``d_max`` of them (Alimohammadi et al., §2.1). Draws
+    are vectorised in rounds; ``links`` must be at most 90% of min(n_left, n_right)·d_max.
 
     Parameters
     ----------
@@ -224,19 +224,20 @@ def _read_dat(path: Path, columns: int) -> pd.DataFrame:
 
 
 def load_movielens(folder: str | Path, *, d_max: int = 10) -> RelationalData:
-    """The MovieLens-1M database: users (left) × movies (right), ratings as links (spec §6).
+    """The MovieLens-1M database: users (left) × movies (right), ratings as links (Alimohammadi et
+    al., §8).
 
     Reads ``users.dat`` (UserID::Gender::Age::Occupation::Zip-code), ``movies.dat``
     (MovieID::Title::Genres, genres '|'-separated) and ``ratings.dat``
     (UserID::MovieID::Rating::Timestamp), latin-1. The zip code, title, rating and timestamp
     are dropped; movies get the 18 binary genre flags of :data:`MOVIELENS_GENRES`. Domains are
     the public MovieLens schema (gender F/M, ages 1/18/25/35/45/50/56, occupation 0–20,
-    flags 0/1), not read from the data (spec §8 item 8).
+    flags 0/1), not read from the data (docs/families/relational.md#relational-domains).
 
-    Links are pruned as [CODE] does (spec §6): a repeated (user, movie) pair keeps its first
-    rating; then the first ``d_max`` ratings of each movie are kept, then the first ``d_max``
-    of each user, in file order (with d_max = 10, 10,075 links on ML-1M). The pruned database
-    is the protected input (spec §8 item 9).
+    Links are pruned as the authors' code does (Alimohammadi et al., §8): a repeated (user, movie)
+    pair keeps its first rating; then the first ``d_max`` ratings of each movie are kept, then the
+    first ``d_max`` of each user, in file order (with d_max = 10, 10,075 links on ML-1M). The pruned
+    database is the protected input (docs/families/relational.md#relational-degree-cap).
     """
     import pandas as pd
 

@@ -1,19 +1,20 @@
-"""Error metrics of a synthetic relational database (relational-synth spec §6 "Metric", §8
-item 12, §4.2 Def. 3).
+"""Error metrics of a synthetic relational database (Alimohammadi et al., §8 and Def. 3;
+docs/families/relational.md#relational-metrics).
 
 A synthetic database ``(left, right, links)`` — two synthetic tables under the real tables'
 columns and domains (DataFrames or code arrays) and its link table of (left row, right row)
 pairs — is scored against the real :class:`~dpopt.relational.data.RelationalData` over **all**
 cross-table k-way workloads 𝒲 (k = 3 by default), on the final discrete database:
 
-- ``error_percent`` = 100 · mean_w ‖P_w(ℬ) − P_w(ℬ_syn)‖₁, the [CODE]-style "average %
-  workload error" of the paper's figures (spec §6);
+- ``error_percent`` = 100 · mean_w ‖P_w(ℬ) − P_w(ℬ_syn)‖₁, the authors' code's "average %
+  workload error" of the paper's figures (Alimohammadi et al., §8);
 - ``mean_l1`` = mean_w ‖P_w(ℬ) − P_w(ℬ_syn)‖₁ and ``mean_tv`` = half of it;
 - ``mse`` = (1/|𝒲|)·‖(1/m_syn)·Q̂·vec(B_syn) − a‖²₂ (Def. 3), i.e. the mean over workloads
   of ‖P_w(ℬ) − P_w(ℬ_syn)‖²₂, since Q̂ stacks every workload's queries.
 
 Single-table errors (:func:`table_errors`) are the mean L1 distance between the real and the
-synthetic table's 1-way and 2-way marginals (row-weighted, spec §1.2 single-table queries).
+synthetic table's 1-way and 2-way marginals (row-weighted, Alimohammadi et al., Def. 2, Lemma 1
+single-table queries).
 
 These read the real data and are for evaluation only, not part of a DP release.
 """
@@ -34,7 +35,8 @@ __all__ = ["cross_errors", "evaluate", "table_errors"]
 def cross_errors(
     data: RelationalData, left: Any, right: Any, links: Any, *, k: int = 3
 ) -> dict[str, Any]:
-    """Errors of a synthetic database over all cross k-way workloads (spec §6, §8 item 12).
+    """Errors of a synthetic database over all cross k-way workloads (Alimohammadi et al., §8;
+    docs/families/relational.md#relational-metrics).
 
     Parameters
     ----------
@@ -110,7 +112,8 @@ def evaluate(
     data: RelationalData, left: Any, right: Any, links: Any, *, k: int = 3
 ) -> dict[str, Any]:
     """All metrics: ``cross`` (:func:`cross_errors`) and ``left``/``right``
-    (:func:`table_errors`) of a synthetic database (spec §8 item 12)."""
+    (:func:`table_errors`) of a synthetic database
+    (docs/families/relational.md#relational-metrics)."""
     return {
         "cross": cross_errors(data, left, right, links, k=k),
         "left": table_errors(data, "left", left),

@@ -12,8 +12,8 @@ Each round of :func:`dpopt.relational.learn_links` with ``fit="shrinkage"``:
    uniformly random links between the two synthetic tables, the independence of their marginals).
    Its iterate after t steps, β_t, is a regularised fit (early stopping damps the directions the
    answers determine least, as a ridge penalty toward β₀ would): t = 0 is the prior, t → ∞ the QP
-   optimum, which fits the noise. No slicing and no top-k choice of workloads (spec §2.2's
-   experiment rules, which measured worse even without noise).
+   optimum, which fits the noise. No slicing and no top-k choice of workloads (Alimohammadi et al.,
+   Algorithm 4's experiment rules, which measured worse even without noise).
 2. **The choice of t and λ.** The links are drawn from β = β₀ + λ(β_t − β₀), a point of Ω
    whose answers are prior + λ(ŷ_t − prior). Each workload joins one of K folds when it is
    measured; fold f's path is fitted on every workload but fold f's, so the noise of a

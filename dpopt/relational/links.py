@@ -1,4 +1,4 @@
-"""The link learner: a private link table between two synthetic tables (relational-synth spec
+"""The link learner: a private link table between two synthetic tables (Alimohammadi et al.,
 §2; Alimohammadi et al., Algorithms 1 and 4–6).
 
 Given the real database (two tables and their links,
@@ -17,9 +17,9 @@ Given the real database (two tables and their links,
    slices over the measured workloads with the largest current error (Algorithm 2 as
    printed, or the certified ``pgd``), each slice rounded with the unbiased sampler.
 
-Privacy (Theorem 1 / spec §2.2): (ε_rel, δ_rel) gives ρ_rel = (√(ε + ln(1/δ)) − √ln(1/δ))²;
-each of the K·T workloads gets ρ_w = ρ_rel/(K·T) (the spec's ε0 = √(2ρ_w)); a pick runs the
-exponential mechanism at ε_EM ≤ √(8αρ_w) (ε²/8-zCDP, the spec's 2√α·ε0) and a measurement
+Privacy (Theorem 1 / Alimohammadi et al., Algorithm 4): (ε_rel, δ_rel) gives ρ_rel = (√(ε + ln(1/δ))
+− √ln(1/δ))²; each of the K·T workloads gets ρ_w = ρ_rel/(K·T) (ε0 = √(2ρ_w)); a pick runs the
+exponential mechanism at ε_EM ≤ √(8αρ_w) (ε²/8-zCDP, 2√α·ε0) and a measurement
 costs (1−α)ρ_w, so the zCDP accountant is charged at most ρ_rel, in exact arithmetic.
 Neighbours change one row's values and its ≤ d_max links with m fixed (bounded DP); m, n1, n2,
 d_max and the domains are public. Everything after a measurement is post-processing of the
@@ -93,8 +93,9 @@ _EPS_BITS = 40  # ε of the exponential mechanism is rounded down to a multiple 
 
 
 def workload_budget(rho: Fraction, workloads: int, alpha: Fraction) -> tuple[Fraction, Fraction]:
-    """(ε_EM, ρ_Gauss) of one workload (spec §2.2, Alg. 4): ρ_w = ρ/workloads, ε_EM the largest
-    multiple of 2^-40 with ε_EM²/8 ≤ αρ_w, ρ_Gauss = (1 − α)ρ_w. Their sum is ≤ ρ_w."""
+    """(ε_EM, ρ_Gauss) of one workload (Alimohammadi et al., Algorithm 4, Alg. 4): ρ_w =
+    ρ/workloads, ε_EM the largest multiple of 2^-40 with ε_EM²/8 ≤ αρ_w, ρ_Gauss = (1 − α)ρ_w. Their
+    sum is ≤ ρ_w."""
     rho, alpha = exact_fraction("rho", rho), exact_fraction("alpha", alpha)
     if not alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
@@ -109,13 +110,14 @@ def workload_budget(rho: Fraction, workloads: int, alpha: Fraction) -> tuple[Fra
 @dataclass(frozen=True)
 class LinkSettings:
     """The link learner's settings, validated once on construction (``ValueError`` naming the
-    field); the defaults are spec §2.5's.
+    field); the defaults are docs/families/relational.md#relational-settings's.
 
     Attributes
     ----------
     m_syn : int or None
-        Edges of the synthetic link table; None: ⌊m·√(n1s·n2s/(n1·n2))⌋ (spec §8 item 7).
-        One-to-many: always n2s, one parent per synthetic child.
+        Edges of the synthetic link table; None: ⌊m·√(n1s·n2s/(n1·n2))⌋
+        (docs/families/relational.md#relational-public). One-to-many: always n2s, one parent per
+        synthetic child.
     rounds, per_round : int
         T rounds of K workloads each (T·K ≤ the number of cross workloads).
     alpha : float
@@ -126,10 +128,10 @@ class LinkSettings:
         The exponential mechanism's candidate pool per round (a random subsample of the
         unmeasured workloads, ≥ ``per_round``).
     workloads_in_qp, slice_cells, slices : int
-        The slice fits' settings (``fit="paper"`` or ``"pgd"``; spec §2.2 experiment rules,
-        §8 item 11): the measured workloads with the largest current error that each slice
-        fits, the cells of a slice (all of B when it is smaller), slices per round (8, the
-        paper's for MovieLens).
+        The slice fits' settings (``fit="paper"`` or ``"pgd"``; Alimohammadi et al., Algorithm 4
+        experiment rules, docs/families/relational.md#relational-settings): the measured workloads
+        with the largest current error that each slice fits, the cells of a slice (all of B when it
+        is smaller), slices per round (8, the paper's for MovieLens).
     pgd_iterations : int
         The projected-gradient steps per fit: Algorithm 2's fixed count for ``paper``, the
         cap of each certified run otherwise (the default fit's runs are warm-started from the
@@ -252,9 +254,10 @@ class LinkResult:
 
 
 class _Cells:
-    """One workload's code of every synthetic row (spec §1.2 [DERIVED]): link (r, s) falls in
-    cell left[r]·right_size + right[s]; its query block over a slice is the Kronecker product
-    of the two groupings (:class:`~dpopt.models.relational.link_queries.LinkQueries`)."""
+    """One workload's code of every synthetic row
+    (docs/families/relational.md#relational-factored-queries): link (r, s) falls in cell
+    left[r]·right_size + right[s]; its query block over a slice is the Kronecker product of the two
+    groupings (:class:`~dpopt.models.relational.link_queries.LinkQueries`)."""
 
     def __init__(self, data: RelationalData, left: np.ndarray, right: np.ndarray, w: Workload):
         self.left, self.right, self.left_size, self.right_size = data.cell_codes(w, left, right)
@@ -318,7 +321,8 @@ class _Links:
 def _initial_links(
     n_left: int, n_right: int, m_syn: int, one_to_many: bool, rng: np.random.Generator
 ) -> _Links:
-    """m_syn uniformly random cells ([CODE] init, spec §2.2); one random parent per child."""
+    """m_syn uniformly random cells (the authors' code's start; Alimohammadi et al., Algorithm 4);
+    one random parent per child."""
     linked = np.zeros(n_left * n_right, dtype=bool)
     if one_to_many:
         linked[np.arange(n_right) * n_left + rng.integers(0, n_left, n_right)] = True
@@ -526,7 +530,7 @@ def learn_links(
         name.
     settings : LinkSettings, optional
         Rounds, workloads per round, α, k, the candidate pool, m_syn and the slice fits'
-        settings; default ``LinkSettings()`` (spec §2.5).
+        settings; default ``LinkSettings()`` (docs/families/relational.md#relational-settings).
     accountant : Accountant, optional
         A zCDP accountant to charge; else one of ρ_rel is made. Checked before anything runs.
     progress : bool
@@ -628,7 +632,8 @@ def _select_and_measure(
 def _errors(
     cells: dict[Workload, _Cells], links: _Links, measured: dict[Workload, np.ndarray]
 ) -> dict[Workload, float]:
-    """‖â_w − P_w(B_syn)‖₁ of every measured workload on the current links ([CODE], §2.2)."""
+    """‖â_w − P_w(B_syn)‖₁ of every measured workload on the current links (the authors' code;
+    Alimohammadi et al., Algorithm 4)."""
     rows, cols = links.pairs()
     return {w: float(np.abs(a - cells[w].marginal(rows, cols)).sum()) for w, a in measured.items()}
 
@@ -637,9 +642,9 @@ def _slice_axes(
     links: _Links, slice_cells: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """Random (left rows, right rows) of one slice with about ``slice_cells`` cells; a fifth of
-    the smaller side comes from endpoints of existing links so the slice holds edges (spec
-    §2.2, [CODE]). One-to-many slices take whole child rows (every parent) so each child's
-    simplex constraint stays inside the slice."""
+    the smaller side comes from endpoints of existing links so the slice holds edges (Alimohammadi
+    et al., Algorithm 4, as the authors' code does). One-to-many slices take whole child rows (every
+    parent) so each child's simplex constraint stays inside the slice."""
     n_left, n_right = links.n_left, links.n_right
     if links.one_to_many:
         children = min(n_right, max(1, slice_cells // n_left))
@@ -670,15 +675,15 @@ def _fit_slice(
 ) -> Status | None:
     """The paper's fits (``paper``, ``pgd``): re-solve the QP on one slice over the measured
     workloads with the largest current error and round it back (UBS, or one parent per
-    child), keeping the slice's edge count (spec §2.2, §3, App. C). Post-processing: reads
-    the noisy answers and the synthetic tables. Returns the fit's status (None for a slice
-    without edges, which is skipped)."""
+    child), keeping the slice's edge count (Alimohammadi et al., Algorithm 4, §5, App. C).
+    Post-processing: reads the noisy answers and the synthetic tables. Returns the fit's status
+    (None for a slice without edges, which is skipped)."""
     settings = plan.settings
     left, right = _slice_axes(links, settings.slice_cells, rng)
     index = links.cells(left, right)
     current = links.linked[index]
     m_slice = int(current.sum())
-    if m_slice == 0:  # [CODE]: a slice without edges is skipped
+    if m_slice == 0:  # as in the authors' code, a slice without edges is skipped
         return None
     errors = _errors(cells, links, measured)
     chosen = sorted(errors, key=errors.__getitem__, reverse=True)[: settings.workloads_in_qp]

@@ -1,4 +1,4 @@
-"""Expected error against ε_rel from public parameters, before spending (issue 26).
+"""Expected error against ε_rel from public parameters, before spending (docs/choosing-epsilon.md).
 
 Before a link release the public facts are the table sizes, the number of links m and the
 degree bound d_max. :func:`plan_error_curve` simulates a database of that shape with planted
@@ -6,8 +6,9 @@ cross-table correlations (:func:`~dpopt.relational.generate`, the MovieLens-1M s
 synthesizes both tables once (the built-in MST at ``table_epsilon`` each, as the paper's
 experiment does), learns the links at each ε_rel (:func:`~dpopt.relational.learn_links`) and
 scores them on every cross 3-way workload beside uniformly random links between the same
-tables — the trivial baseline (spec §6, §8 item 12). ``ratio`` (learned / random mean L1)
-below 1 is where the mechanism beats its baseline. Nothing private is read.
+tables — the trivial baseline (Alimohammadi et al., §8;
+docs/families/relational.md#relational-metrics). ``ratio`` (learned / random mean L1) below 1 is
+where the mechanism beats its baseline. Nothing private is read.
 
 The link learner works on the whole left × right link matrix and codes every row for each of
 the cross workloads, so a simulated release's memory grows with the product of the table

@@ -1,10 +1,11 @@
-"""Rounding a fractional link table (relational-synth spec §3).
+"""Rounding a fractional link table (Alimohammadi et al., §5).
 
-- :func:`unbiased_sample` — Algorithm 3 (UBS) as the spec corrects it (§3.2, §8 item 1): a set
-  of exactly m cells, cell i in it with probability exactly x_i. Greedy order-preserving
-  merge into groups of mass ≤ 1, recursion on the complement to choose the L − m groups left
-  out, then one cell per kept group with probability x_i/p_j. O(N) work plus O(L log N) per
-  level with L ≤ 2m − 1 (Theorem 4); the output indicators are negatively associated.
+- :func:`unbiased_sample` — Algorithm 3 (UBS) as corrected
+  (docs/families/relational.md#relational-ubs): a set of exactly m cells, cell i in it with
+  probability exactly x_i. Greedy order-preserving merge into groups of mass ≤ 1, recursion on the
+  complement to choose the L − m groups left out, then one cell per kept group with probability
+  x_i/p_j. O(N) work plus O(L log N) per level with L ≤ 2m − 1 (Theorem 4); the output indicators
+  are negatively associated.
 - :func:`sample_rows` — the one-to-many variant (App. C): one column per row from
   Categorical(row), so every child has exactly one parent.
 - :func:`block_counts`, :func:`links_in_blocks`, :func:`parents_in_blocks` — the same guarantees for
@@ -35,14 +36,15 @@ __all__ = [
 ]
 
 SUM_TOL = 1e-9
-"""|Σx − m| ≤ SUM_TOL·max(1, m) is accepted (spec §8 item 1); the residual is then moved onto
-the entry with the most slack."""
+"""|Σx − m| ≤ SUM_TOL·max(1, m) is accepted (docs/families/relational.md#relational-ubs); the
+residual is then moved onto the entry with the most slack."""
 
 
 def _repaired(x: np.ndarray, m: int) -> np.ndarray:
-    """x with its sum made m (spec §8 item 1): the residual goes onto the entry with the most
-    room among those with mass > 0, then is clipped, so that an entry of probability 0 (a cell,
-    or a group of mass 1 in the complement) keeps probability 0 (§8 item 14)."""
+    """x with its sum made m (docs/families/relational.md#relational-ubs): the residual goes onto
+    the entry with the most room among those with mass > 0, then is clipped, so that an entry of
+    probability 0 (a cell, or a group of mass 1 in the complement) keeps probability 0
+    (docs/families/relational.md#relational-zero-cells)."""
     residual = m - float(x.sum())
     if residual == 0:
         return x
@@ -75,8 +77,8 @@ range (cumulative = cumsum(x)). The sampler's only randomness, so tests can enum
 
 
 def _ubs(x: np.ndarray, m: int, pick: Pick) -> np.ndarray:
-    """Indices chosen from x ∈ [0,1]^N with Σx = m (spec §3.2), all randomness through
-    ``pick``."""
+    """Indices chosen from x ∈ [0,1]^N with Σx = m (docs/families/relational.md#relational-ubs), all
+    randomness through ``pick``."""
     size = x.size
     if m == 0:
         return np.empty(0, dtype=np.int64)
@@ -103,13 +105,15 @@ def _draw_within(cumulative: np.ndarray, start: int, end: int, rng: np.random.Ge
     target = base + rng.random() * (window[-1] - base)
     index = int(np.searchsorted(window, target, side="right"))
     # u·mass can round up to the whole mass: the last entry with mass > 0, never a trailing
-    # zero (spec §8 item 14: a zero-probability cell is never picked)
+    # zero (docs/families/relational.md#relational-zero-cells: a zero-probability cell is never
+    # picked)
     last = int(np.searchsorted(window, window[-1], side="left"))
     return start + min(index, last)
 
 
 def unbiased_sample(x: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
-    """Exactly ``m`` distinct indices, index i with probability x_i (spec §3.2, Theorem 4).
+    """Exactly ``m`` distinct indices, index i with probability x_i
+    (docs/families/relational.md#relational-ubs, Theorem 4).
 
     ``x`` must lie in [0, 1] and sum to the integer ``m`` within :data:`SUM_TOL`.
     """
@@ -130,8 +134,8 @@ def unbiased_sample(x: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarr
 
 def sample_rows(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One column per row, column j of row i with probability rows[i, j] (rows sum to 1):
-    the one-to-many rounding of spec §3.5 (App. C), one uniform draw per row; a column of
-    probability 0 is never chosen."""
+    the one-to-many rounding of Alimohammadi et al., App. C, Algorithm 7 (App. C), one uniform draw
+    per row; a column of probability 0 is never chosen."""
     instance("rng", rng, np.random.Generator)
     table = finite_array("rows", rows, ndim=2)
     if np.any(table < 0):

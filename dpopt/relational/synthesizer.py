@@ -1,4 +1,4 @@
-"""A DP synthetic relational database end to end (relational-synth spec §0): synthetic tables,
+"""A DP synthetic relational database end to end (Alimohammadi et al., §3): synthetic tables,
 then a private link table between them, under one budget.
 
 :func:`synthesize` takes the whole release's (ε, δ) and pays for every part from one zCDP
@@ -96,7 +96,7 @@ def synthesize(
     links: link_learner.LinkSettings | None = None,
     method: str | None = None,
 ) -> SyntheticDatabase:
-    """An (ε, δ)-DP synthetic relational database (spec §0; module docstring).
+    """An (ε, δ)-DP synthetic relational database (Alimohammadi et al., §3; module docstring).
 
     Parameters
     ----------
@@ -115,9 +115,9 @@ def synthesize(
         :func:`~dpopt.relational.learn_links` takes them.
     table_share : float
         The share of ρ spent on the tables, in (0, 1): ``table_share``/2 to each table
-        synthesized here, by MST with as many rows as the real table (public, spec §5) for
-        neighbours that change one row's values. (0.3 is about the split of the paper's
-        setting, ε = 1 per table beside ε_rel = 2.)
+        synthesized here, by MST with as many rows as the real table (public,
+        docs/families/relational.md#relational-public) for neighbours that change one row's values.
+        (0.3 is about the split of the paper's setting, ε = 1 per table beside ε_rel = 2.)
     synthetic_left, synthetic_right : DataFrame or int array, optional
         Your own synthetic tables (under the real columns and declared domains), used as they
         are and costing nothing here.
@@ -173,7 +173,7 @@ def synthesize(
         for side in SIDES
         if given[side] is None
     }
-    real_rows = {"left": data.n_left, "right": data.n_right}  # public (spec §5)
+    real_rows = {"left": data.n_left, "right": data.n_right}  # public
     sizes = [
         rows if (table := given[side]) is None else table.shape[0]
         for side, rows in real_rows.items()

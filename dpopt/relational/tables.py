@@ -1,8 +1,8 @@
 """A built-in DP synthesizer for one categorical table: MST on integer codes.
 
-relational-synth spec §5 needs a single-table DP synthesizer for each table of the relational
-database (the paper uses MST or AIM through smartnoise-synth, whose private-pgm dependency
-needs JAX). This module is a small MST (McKenna, Miklau & Sheldon 2021, "Winning the NIST
+docs/families/relational.md#relational-public needs a single-table DP synthesizer for each table of
+the relational database (the paper uses MST or AIM through smartnoise-synth, whose private-pgm
+dependency needs JAX). This module is a small MST (McKenna, Miklau & Sheldon 2021, "Winning the NIST
 Contest", §4), written from the description of the method, with the project's exact samplers:
 
 1. **measure 1-way** — every attribute's count vector with the exact discrete Gaussian;
@@ -613,7 +613,8 @@ def synthesize(
     accountant: Accountant | None = None,
     neighbours: str = "add-remove",
 ) -> SyntheticTable:
-    """An (ε, δ)-DP synthetic version of a categorical table (MST; module docstring, spec §5).
+    """An (ε, δ)-DP synthetic version of a categorical table (MST; module docstring,
+    docs/families/relational.md#relational-public).
 
     Parameters
     ----------

@@ -1,9 +1,9 @@
 """Implicit (structured) query matrices for HDMM: 1-D building blocks and their combinators.
 
 A workload or strategy is a :class:`Matrix`: it answers ``matvec``/``rmatvec`` without being
-materialised, gives its Gram matrix WᵀW in structured form (hdmm spec §2) and its sensitivities
-as maximum column norms (hdmm spec §1). Kronecker order is numpy's ``np.kron``: attribute 1 is
-the slowest index (hdmm spec §1, §4).
+materialised, gives its Gram matrix WᵀW in structured form (McKenna et al., §5) and its
+sensitivities as maximum column norms (McKenna et al., §3). Kronecker order is numpy's ``np.kron``:
+attribute 1 is the slowest index (McKenna et al., §3, §10).
 """
 
 from dpopt.workload.blocks import (

@@ -1,5 +1,5 @@
-"""The 1-D building blocks of workloads (hdmm spec §2): Identity, Total, IdentityTotal, Prefix,
-Suffix, AllRange and WidthRanges, with the closed-form eigenpairs of the range workloads.
+"""The 1-D building blocks of workloads (McKenna et al., §5): Identity, Total, IdentityTotal,
+Prefix, Suffix, AllRange and WidthRanges, with the closed-form eigenpairs of the range workloads.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ __all__ = [
     "gram_eigenpairs",
 ]
 
-# --- 1-D building blocks (hdmm spec §2) -------------------------------------------------------
+# --- 1-D building blocks (McKenna et al., §5) -----------------------------------------------------
 
 
 class Identity(Block):
@@ -132,7 +132,7 @@ class Prefix(Block):
 
     def gram_eigenpairs(self) -> tuple[np.ndarray, np.ndarray]:
         """σₖ = 1/(4 sin²((2k−1)π/(2(2n+1)))), qₖ(j) ∝ cos((2k−1)(2j−1)π/(2(2n+1))) for
-        k, j = 1 … n (eigen-design spec §5 (e)); σ descending, eigenvectors as rows."""
+        k, j = 1 … n (docs/families/eigen.md#eigen-spectra); σ descending, eigenvectors as rows."""
         k = np.arange(1, self.n + 1)
         angle = np.pi / (2 * (2 * self.n + 1))
         # the integer argument is reduced mod the period first: sin/cos of a large float lose
@@ -223,7 +223,7 @@ class AllRange(Block):
 
     def gram_eigenpairs(self) -> tuple[np.ndarray, np.ndarray]:
         """σₖ = (n+1)/(4 sin²(kπ/(2(n+1)))) with the DST-I eigenvectors
-        qₖ(j) = √(2/(n+1))·sin(jkπ/(n+1)), k, j = 1 … n (eigen-design spec §5 (e));
+        qₖ(j) = √(2/(n+1))·sin(jkπ/(n+1)), k, j = 1 … n (docs/families/eigen.md#eigen-spectra);
         σ descending, eigenvectors as rows."""
         k = np.arange(1, self.n + 1)
         values = (self.n + 1) / (4.0 * np.sin(k * np.pi / (2 * (self.n + 1))) ** 2)

@@ -1,4 +1,4 @@
-"""The implicit matrix and its combinators (hdmm spec §1–2, §4): :class:`Matrix` (matvec,
+"""The implicit matrix and its combinators (McKenna et al., §3, §5, §10): :class:`Matrix` (matvec,
 rmatvec, Gram, sensitivities, densification), an explicit matrix, a 1-D block and its Gram,
 Kronecker products, stacks, sums and weighted copies, the union-of-Kronecker-products form the
 product optimizers take, and the size limits every implicit workload shares.
@@ -85,7 +85,7 @@ def exact_log(name: str, n: int, base: int) -> int:
 
 
 class Matrix(ABC):
-    """An m×n query matrix given implicitly (hdmm spec §2)."""
+    """An m×n query matrix given implicitly (McKenna et al., §5)."""
 
     @property
     @abstractmethod
@@ -147,7 +147,7 @@ class Matrix(ABC):
         return self._dense()
 
     def gram(self) -> Matrix:
-        """WᵀW (hdmm spec §2); explicit unless a subclass knows its structure."""
+        """WᵀW (McKenna et al., §5); explicit unless a subclass knows its structure."""
         d = self.dense()
         return Explicit(d.T @ d)
 
@@ -171,8 +171,8 @@ class Matrix(ABC):
         return np.abs(d).sum(axis=0) if kind == "l1" else (d * d).sum(axis=0)
 
     def _norm_terms(self, kind: str) -> Terms:
-        """Column norms as Σ c·⊗ᵢ vᵢ over the union's Kronecker terms, multiplied out (hdmm
-        spec §1, Thm 3; at most MAX_TERMS terms)."""
+        """Column norms as Σ c·⊗ᵢ vᵢ over the union's Kronecker terms, multiplied out (McKenna et
+        al., §3, Thm 3; at most MAX_TERMS terms)."""
         return _kron_terms(
             self, lambda m: _leaf_norms(m, kind), abs if kind == "l1" else _square, _sum_1d
         )
@@ -197,11 +197,11 @@ class Matrix(ABC):
         return out
 
     def column_norms_l1(self) -> np.ndarray:
-        """Σᵢ |Wᵢⱼ| for every column j (hdmm spec §1)."""
+        """Σᵢ |Wᵢⱼ| for every column j (McKenna et al., §3)."""
         return self._column_norms("l1")
 
     def column_norms_l2_squared(self) -> np.ndarray:
-        """Σᵢ Wᵢⱼ² for every column j, i.e. diag(WᵀW) (hdmm spec §1)."""
+        """Σᵢ Wᵢⱼ² for every column j, i.e. diag(WᵀW) (McKenna et al., §3)."""
         return self._column_norms("l2sq")
 
     def _sensitivity(self, kind: str) -> float:
@@ -222,11 +222,11 @@ class Matrix(ABC):
         return value
 
     def sensitivity_l1(self) -> float:
-        """‖W‖_𝓛: the maximum column L1 norm (hdmm spec §1)."""
+        """‖W‖_𝓛: the maximum column L1 norm (McKenna et al., §3)."""
         return self._sensitivity("l1")
 
     def sensitivity_l2(self) -> float:
-        """‖W‖_𝒢: the maximum column L2 norm (hdmm spec §1)."""
+        """‖W‖_𝒢: the maximum column L2 norm (McKenna et al., §3)."""
         return math.sqrt(self._sensitivity("l2sq"))
 
 
@@ -235,7 +235,7 @@ def _square(w: float) -> float:
 
 
 class Block(Matrix):
-    """A 1-D 0/1 query block on n cells with a closed-form Gram (hdmm spec §2)."""
+    """A 1-D 0/1 query block on n cells with a closed-form Gram (McKenna et al., §5)."""
 
     def __init__(self, n: int) -> None:
         self.n = positive_size("n", n)
@@ -252,7 +252,7 @@ class Block(Matrix):
 
     @abstractmethod
     def _gram_array(self) -> np.ndarray:
-        """The closed-form n×n Gram (hdmm spec §2 table)."""
+        """The closed-form n×n Gram (McKenna et al., §5)."""
 
     def gram(self) -> BlockGram:
         """WᵀW as an implicit operator (:class:`BlockGram`): O(n) products, dense on request."""
@@ -280,10 +280,10 @@ class Block(Matrix):
 
 
 class BlockGram(Matrix):
-    """WᵀW of a 1-D block as an implicit symmetric n × n operator (hdmm spec §2).
+    """WᵀW of a 1-D block as an implicit symmetric n × n operator (McKenna et al., §5).
 
     Range, prefix and width-k Grams are semiseparable or banded, so a product costs O(n) per
-    column instead of the dense O(n²) (issue 14: the OPT₀ losses use it); ``dense()`` builds
+    column instead of the dense O(n²) (the OPT₀ losses use it); ``dense()`` builds
     the closed-form array, refused past DENSE_LIMIT entries like every ``dense()``.
     """
 
@@ -381,7 +381,7 @@ class Explicit(Matrix):
         return np.asarray(values.sum(axis=0), dtype=np.float64).ravel()
 
 
-# --- combinators (hdmm spec §2, §4) -----------------------------------------------------------
+# --- combinators (McKenna et al., §5, §10) --------------------------------------------------------
 
 
 def _gram_size(matrix: Matrix) -> None:
@@ -434,7 +434,7 @@ def _matrices(name: str, items: Iterable[Matrix]) -> list[Matrix]:
 
 
 class Kron(Matrix):
-    """A₁ ⊗ … ⊗ A_d in np.kron order (attribute 1 slowest; hdmm spec §2, §4)."""
+    """A₁ ⊗ … ⊗ A_d in np.kron order (attribute 1 slowest; McKenna et al., §5, §10)."""
 
     def __init__(self, factors: Iterable[Matrix]) -> None:
         self.factors = _matrices("factors", factors)
@@ -450,7 +450,7 @@ class Kron(Matrix):
         )
 
     def _kron_apply(self, x: np.ndarray, transpose: bool) -> np.ndarray:
-        """hdmm spec §4: X = xᵀ; for Aᵢ from last to first, X ← Aᵢ·reshape(X, (−1, nᵢ))ᵀ.
+        """McKenna et al., §10: X = xᵀ; for Aᵢ from last to first, X ← Aᵢ·reshape(X, (−1, nᵢ))ᵀ.
 
         A batch of k columns rides along as the slowest axis and ends up the fastest.
         """
@@ -471,7 +471,7 @@ class Kron(Matrix):
         return reduce(np.kron, [f._dense() for f in self.factors])
 
     def gram(self) -> Kron:
-        """(⊗Aᵢ)ᵀ(⊗Aᵢ) = ⊗ AᵢᵀAᵢ (hdmm spec §2, Prop. 6)."""
+        """(⊗Aᵢ)ᵀ(⊗Aᵢ) = ⊗ AᵢᵀAᵢ (McKenna et al., §5, Prop. 6)."""
         return Kron([f.gram() for f in self.factors])
 
     def trace(self) -> float:
@@ -490,7 +490,7 @@ class Kron(Matrix):
 
 
 class VStack(Matrix):
-    """The union [W₁; W₂; …] of blocks over the same n cells (hdmm spec §2)."""
+    """The union [W₁; W₂; …] of blocks over the same n cells (McKenna et al., §5)."""
 
     def __init__(self, blocks: Iterable[Matrix]) -> None:
         self.blocks = _matrices("blocks", blocks)
@@ -518,7 +518,7 @@ class VStack(Matrix):
         return np.vstack([b._dense() for b in self.blocks])
 
     def gram(self) -> Sum:
-        """Σⱼ WⱼᵀWⱼ (hdmm spec §2)."""
+        """Σⱼ WⱼᵀWⱼ (McKenna et al., §5)."""
         return Sum([b.gram() for b in self.blocks])
 
 
@@ -559,7 +559,7 @@ class Sum(Matrix):
 
 
 class Weighted(Matrix):
-    """w·W for a weight w > 0 (hdmm spec §2: the Gram carries w²)."""
+    """w·W for a weight w > 0 (McKenna et al., §5: the Gram carries w²)."""
 
     def __init__(self, matrix: Matrix, weight: float) -> None:
         if not isinstance(matrix, Matrix):
@@ -609,7 +609,7 @@ def _kron_terms(
     scale: Callable[[float], float],
     collapse: Collapse,
 ) -> Terms:
-    """Expand Weighted/VStack/Kron structure into Σ c·⊗ᵢ leaf(blockᵢ) (hdmm spec §2).
+    """Expand Weighted/VStack/Kron structure into Σ c·⊗ᵢ leaf(blockᵢ) (McKenna et al., §5).
 
     A Kron multiplies its factors' term lists out, which is exponential in the number of
     factors that are unions; ``collapse(factor, terms, count)`` may replace a factor's
@@ -688,7 +688,7 @@ def _domain(matrix: Matrix) -> tuple[int, ...]:
 
 
 def union_of_kron_terms(matrix: Matrix) -> list[tuple[float, list[np.ndarray]]]:
-    """WᵀW as Σⱼ wⱼ² ⊗ᵢ Vᵢ⁽ʲ⁾: (wⱼ², [dense nᵢ×nᵢ Gram per attribute]) terms (hdmm spec §2).
+    """WᵀW as Σⱼ wⱼ² ⊗ᵢ Vᵢ⁽ʲ⁾: (wⱼ², [dense nᵢ×nᵢ Gram per attribute]) terms (McKenna et al., §5).
 
     Identical 1-D blocks share one read-only Gram array across terms. A Kron of unions
     multiplies out; where that would pass MAX_TERMS terms, a one-attribute union factor is

@@ -1,5 +1,5 @@
-"""Marginal workloads (hdmm spec §2, §3.5): one marginal, all k-way marginals, and their weights
-by marginal key.
+"""Marginal workloads (McKenna et al., §5, §7–8): one marginal, all k-way marginals, and their
+weights by marginal key.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ __all__ = [
     "marginal_weights",
 ]
 
-# --- marginals (hdmm spec §2, §3.5) -----------------------------------------------------------
+# --- marginals (McKenna et al., §5, §7–8) ---------------------------------------------------------
 
 
 def _sequence(name: str, value: Any, what: str) -> tuple:
@@ -70,14 +70,16 @@ def _attrs_arg(attrs: Iterable[int], d: int) -> tuple[int, ...]:
 
 
 def marginal_key(domain: Sequence[int], attrs: Iterable[int]) -> int:
-    """Key a of the marginal on ``attrs`` (0-based): attribute 1 is the MSB (hdmm spec §3.5)."""
+    """Key a of the marginal on ``attrs`` (0-based): attribute 1 is the MSB (McKenna et al.,
+    §7–8)."""
     d = len(_domain_arg(domain))
     return sum(1 << (d - 1 - a) for a in _attrs_arg(attrs, d))
 
 
 class Marginal(Kron):
-    """⊗ᵢ (I if i ∈ attrs else T): the marginal on ``attrs`` (hdmm spec §2, Ex. 7). Its factors
-    are made when first used: a marginal on hundreds of attributes costs its attribute tuple."""
+    """⊗ᵢ (I if i ∈ attrs else T): the marginal on ``attrs`` (McKenna et al., §5, Ex. 7). Its
+    factors are made when first used: a marginal on hundreds of attributes costs its attribute
+    tuple."""
 
     def __init__(self, domain: Sequence[int], attrs: Iterable[int]) -> None:
         sizes = _domain_arg(domain)
@@ -261,7 +263,7 @@ def _marginal_attrs(block: Matrix) -> tuple[int, ...]:
 
 
 def marginal_weights(matrix: Matrix) -> np.ndarray:
-    """w(a) = Σ weight² over the marginals with key a, length 2^d (hdmm spec §3.5)."""
+    """w(a) = Σ weight² over the marginals with key a, length 2^d (McKenna et al., §7–8)."""
     d = len(domain(matrix))
     if d > MAX_ATTRIBUTES:
         raise ValueError(

@@ -1,4 +1,4 @@
-"""Census group-size post-processing (census-pgsr spec §3): the Problem types and their exact
+"""Census group-size post-processing (Fioretto et al., §5–9): the Problem types and their exact
 models (:mod:`~dpopt.models.census.problems`), and Model 1's optimality certificate
 (:mod:`~dpopt.models.census.optimality`)."""
 

@@ -1,4 +1,5 @@
-"""Model 1's exact optimality check by node potentials (census-pgsr §3.1, spec G4).
+"""Model 1's exact optimality check by node potentials (Fioretto et al., §5;
+docs/families/census.md#census-domains).
 
 Model 1 is a separable convex cost flow: a dummy root s sends the public total n down k copies of
 the region tree (one per group size); the flow on the arc into cell (r, size) is its count x and

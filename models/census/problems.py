@@ -1,6 +1,6 @@
 """Census group-size release (PGSR) post-processing problems and their exact models.
 
-census-pgsr spec §3. A hierarchy of regions is given by ``parents`` (``parents[i]`` is region
+Fioretto et al., §5–9. A hierarchy of regions is given by ``parents`` (``parents[i]`` is region
 i's parent, −1 for the single root); counts are integer arrays of shape (regions, sizes).
 
 - :class:`PostProcess`, Model 1 (H1–H4): integer counts within per-cell domains, each parent
@@ -10,12 +10,13 @@ i's parent, −1 for the single root); counts are integer arrays of shape (regio
 - :class:`CumulativePostProcess`, Model 2 (C1–C5): the same on per-region cumulative counts
   Γ, non-decreasing along sizes, with the root's last entry equal to the total.
 - :class:`ChainPostProcess`, Model 3 (C6–C10): level-wise chain cumulative counts over the
-  post-order of the size-major tree H_DP, with the spec's corrected rule (G6): equality between
-  a node and its last child, ≤ between other consecutive nodes.
+  post-order of the size-major tree H_DP, with the corrected rule
+  (docs/families/census.md#census-chain-order): equality between a node and its last child, ≤
+  between other consecutive nodes.
 
 Exact models here: CP-SAT for all three (the references) and the cvxpy convex relaxation of
-Models 1 and 2 (the paper's M_H^R and M_C^R), whose point is rounded half up (spec G9) and
-never repaired.
+Models 1 and 2 (the paper's M_H^R and M_C^R), whose point is rounded half up
+(docs/families/census.md#census-rounding) and never repaired.
 """
 
 from __future__ import annotations
@@ -261,14 +262,14 @@ class CumulativePostProcess(_CensusCounts):
 @dataclass(frozen=True, eq=False)
 class ChainPostProcess(_CensusCounts):
     """Model 3 (C6–C10): ``noisy[r, s]`` is the noisy level-wise chain count of H_DP node
-    (r, s); every leaf must be at the same depth (spec §3.8)."""
+    (r, s); every leaf must be at the same depth (Fioretto et al., §9.2)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not self.tree.uniform_depth:
             raise ValueError(
                 "parents: the chain model needs every leaf at the same depth "
-                "(pad shallow leaves with pass-through children, spec G10)"
+                "(pad shallow leaves with pass-through children)"
             )
 
     @cached_property
@@ -295,7 +296,7 @@ class ChainPostProcess(_CensusCounts):
         )
 
 
-# --- conversions between counts, cumulative counts and chain counts (spec §3.5, §3.8) -------
+# --- conversions between counts, cumulative counts and chain counts (Fioretto et al., §8, §9.2) ---
 
 
 def cumulative(counts: Any) -> np.ndarray:
@@ -326,7 +327,7 @@ def _chain_levels(tree: Tree, sizes: int) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def chain_from_counts(tree: Tree, counts: np.ndarray) -> np.ndarray:
-    """Level-wise chain cumulative counts C(x_i) = c_i + Σ_{j<i, same level} c_j (§3.8).
+    """Level-wise chain cumulative counts C(x_i) = c_i + Σ_{j<i, same level} c_j (§9.2).
 
     The chain walks H_DP in post-order, size-major; the result is indexed like ``counts``.
     Linear in ``counts``, so it also turns noisy counts into a noisy chain.
@@ -367,8 +368,9 @@ def _cpsat_base(problem: _CensusCounts) -> tuple[cp_model.CpModel, np.ndarray]:
 
     On the integers (v − t)² is the maximum of its chords through (u, (u−t)²) and
     (u+1, (u+1−t)²), so ``sq ≥ (2(u−t)+1)(v−u) + (u−t)²`` for every u, minimised, equals the
-    square at every integer v (spec G15: the separable convex objective as a PWL epigraph).
-    The chords make the LP relaxation tight, which is what lets CP-SAT prove optimality.
+    square at every integer v (docs/families/census.md#census-exact-references: the separable convex
+    objective as a PWL epigraph). The chords make the LP relaxation tight, which is what lets CP-SAT
+    prove optimality.
     """
     from ortools.sat.python import cp_model
 
@@ -425,7 +427,8 @@ def cpsat_model_2(problem: CumulativePostProcess) -> CpsatBuild:
 
 
 def cpsat_model_3(problem: ChainPostProcess) -> CpsatBuild:
-    """Model 3 (C6–C10) in CP-SAT, with C8 equality only for last-child pairs (spec G6)."""
+    """Model 3 (C6–C10) in CP-SAT, with C8 equality only for last-child pairs
+    (docs/families/census.md#census-chain-order)."""
     instance("problem", problem, ChainPostProcess)
     model, cells = _cpsat_base(problem)
     chain = [cells[r, s] for r, s in problem.chain]
@@ -493,10 +496,11 @@ def reachable(tree: Tree, lower: Any, upper: Any) -> tuple[np.ndarray, np.ndarra
     """The values the root can take with every cell within [lower, upper] and every parent the
     sum of its children, or None when some region can take none.
 
-    Each region's window is its domain ∩ [Σ children's lowest, Σ children's highest] (spec G4:
-    feasibility propagated bottom-up), the range of the DP's table C_x; a window is empty exactly
-    where the DP raises :class:`~dpopt.solvers.census.cost_tables.Infeasible`. Arrays are
-    (regions,) or (regions, sizes); the result has one entry per column.
+    Each region's window is its domain ∩ [Σ children's lowest, Σ children's highest]
+    (docs/families/census.md#census-domains: feasibility propagated bottom-up), the range of the
+    DP's table C_x; a window is empty exactly where the DP raises
+    :class:`~dpopt.solvers.census.cost_tables.Infeasible`. Arrays are (regions,) or (regions,
+    sizes); the result has one entry per column.
     """
     instance("tree", tree, Tree)
     low, high = (np.array(integer_array(n, b)) for n, b in (("lower", lower), ("upper", upper)))
@@ -514,7 +518,8 @@ def reachable(tree: Tree, lower: Any, upper: Any) -> tuple[np.ndarray, np.ndarra
 
 
 def round_half_up(x: np.ndarray) -> np.ndarray:
-    """⌊x + 0.5⌋, the rounding of the relaxed baselines (spec G9)."""
+    """⌊x + 0.5⌋, the rounding of the relaxed baselines
+    (docs/families/census.md#census-rounding)."""
     return np.floor(np.asarray(x) + 0.5).astype(np.int64)
 
 
@@ -524,11 +529,12 @@ def active_bounds(x: np.ndarray, lower: Any, upper: Any, total: int) -> int:
 
 
 def domain_certificate(problem: PostProcess, x: np.ndarray) -> dict[str, Any]:
-    """What the domains D did to the point ``x`` of Model 1 (spec G4): ``active_bounds``, the
-    cells on a domain bound tighter than Model 1's own [0, n]; ``restricted_optimal``, whether
-    x is optimal with the domains (checks the solver); ``unrestricted_optimal``, whether x is
-    also optimal for Model 1 on [0, n]. Both are decided exactly by node potentials
-    (:mod:`dpopt.models.census.optimality`); x must be feasible."""
+    """What the domains D did to the point ``x`` of Model 1
+    (docs/families/census.md#census-domains): ``active_bounds``, the cells on a domain bound tighter
+    than Model 1's own [0, n]; ``restricted_optimal``, whether x is optimal with the domains (checks
+    the solver); ``unrestricted_optimal``, whether x is also optimal for Model 1 on [0, n]. Both are
+    decided exactly by node potentials (:mod:`dpopt.models.census.optimality`); x must be
+    feasible."""
     instance("problem", problem, PostProcess)
     x = integer_array("x", x, ndim=2)
     if x.shape != problem.noisy.shape:
@@ -549,7 +555,7 @@ class Objective:
     ``weighted``: each region weighted by :func:`leaf_weights` (else all 1, the paper's H1).
     ``widen_until_optimal``: the domains double until the node potentials certify that the
     optimum within them is the optimum of Model 1 on [0, n] (else only until feasible, the
-    paper's M_DP, spec G4).
+    paper's M_DP, docs/families/census.md#census-domains).
     """
 
     name: str
@@ -565,7 +571,8 @@ OBJECTIVES: dict[str, Objective] = {
     for objective in (
         # Model 1 with each region weighted by its leaves, solved to its optimum on 0 … n
         Objective("leaf-weighted", weighted=True, widen_until_optimal=True),
-        # the paper's models, every cell alike, on domains widened until feasible (spec G4)
+        # the paper's models, every cell alike, on domains widened until feasible
+        # (docs/families/census.md#census-domains)
         Objective("paper", weighted=False, widen_until_optimal=False),
     )
 }

@@ -1,4 +1,4 @@
-"""DGM privacy-budget allocation (dgm-budget spec §3.4, paper Eq. 5).
+"""DGM privacy-budget allocation (Roy Chowdhury et al., Eq. 5, paper Eq. 5).
 
 minimize Σ_i a_i / ε_i  subject to  Σ_i ε_i = total,  ε_i > 0,
 
@@ -77,8 +77,9 @@ def cvxpy_model(problem: BudgetAllocation) -> tuple[cp.Problem, Callable[[], np.
     With u = n·ε/total and ā = a/max(a) the model solved is min Σ t_i s.t. t_i·u_i ≥ ā_i,
     Σu = n, where each hyperbolic constraint is the second-order cone
     ‖(2√ā_i, t_i − u_i)‖ ≤ t_i + u_i. This is the same problem (the allocation is invariant to
-    scaling a, spec §6.2 item 7); the explicit cone keeps SCS accurate where cvxpy's
-    ``inv_pos`` canonicalization does not. The extracted point is ε = total·u/n.
+    scaling a, invariant 7 of the worked examples, tests/oracle/test_dgm_pipeline.py); the explicit
+    cone keeps SCS accurate where cvxpy's ``inv_pos`` canonicalization does not. The extracted point
+    is ε = total·u/n.
 
     Σu = n keeps the shares near 1 at every n. With Σu = 1 they shrink like 1/n while the t_i
     grow like n, and at n = 2,000 with a over 6 decades Clarabel stopped "optimal" with

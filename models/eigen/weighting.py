@@ -1,4 +1,4 @@
-"""Eigen-Design query weighting (eigen-design spec §2; Li & Miklau, Sec. 3.1, Program 1).
+"""Eigen-Design query weighting (Li & Miklau, Sec. 3.1; Li & Miklau, Sec. 3.1, Program 1).
 
 Given design queries q₁ … q_k (rows of Q, k × n) and a workload Gram V = WᵀW, choose squared
 weights u ≥ 0 so that the strategy A = diag(√u)·Q has L2 sensitivity at most 1,
@@ -9,12 +9,12 @@ and the least-squares error tr[V (AᵀA)⁺] is smallest.
 
 - :class:`EigenWeighting` is Program 1, the separable form min Σᵢ cᵢ/uᵢ. It is the error above
   exactly when the design rows are linearly independent and span W's rows (Theorem 1, with
-  cᵢ = ‖W Q⁺eᵢ‖²; spec §2 flag: not for an overcomplete design set). The eigen-queries of
-  WᵀW are such a design with cᵢ = σᵢ. Its exact models: the literal SDP with 2×2 blocks
-  [[uᵢ, 1], [1, vᵢ]] ⪰ 0 (:func:`sdp_model`) and the equivalent ``inv_pos`` form
-  (:func:`inv_pos_model`). Grouped "super-queries" (spec §4, principal vectors and eigen-query
-  separation) are the same program with ``squares`` Sᵍⱼ = Σ_{i∈g} (inner weight)·Qᵢⱼ².
-- :class:`DesignWeighting` is the general form for any design set (spec §2, derived):
+  cᵢ = ‖W Q⁺eᵢ‖²; docs/families/eigen.md#eigen-overcomplete: not for an overcomplete design set).
+  The eigen-queries of WᵀW are such a design with cᵢ = σᵢ. Its exact models: the literal SDP with
+  2×2 blocks [[uᵢ, 1], [1, vᵢ]] ⪰ 0 (:func:`sdp_model`) and the equivalent ``inv_pos`` form
+  (:func:`inv_pos_model`). Grouped "super-queries" (Li & Miklau, Sec. 4, principal vectors and
+  eigen-query separation) are the same program with ``squares`` Sᵍⱼ = Σ_{i∈g} (inner weight)·Qᵢⱼ².
+- :class:`DesignWeighting` is the general form for any design set (Li & Miklau, Sec. 3.1, derived):
   min matrix_frac(B, Qᵀdiag(u)Q) with BBᵀ = V (:func:`matrix_frac_model`).
 
 :func:`weighting_problem` picks the form that is exact for a design set.
@@ -117,7 +117,8 @@ class EigenWeighting(Problem):
         """Program 1 for design queries Q (rows) on a workload Gram V (Theorem 1).
 
         Raises ValueError unless Q's rows are linearly independent and span W's rows, the
-        case where Σ cᵢ/uᵢ with cᵢ = (Q⁺ᵀVQ⁺)ᵢᵢ equals tr[V(QᵀdiaguQ)⁺] (spec §2 flag; use
+        case where Σ cᵢ/uᵢ with cᵢ = (Q⁺ᵀVQ⁺)ᵢᵢ equals tr[V(QᵀdiaguQ)⁺]
+        (docs/families/eigen.md#eigen-overcomplete; use
         :class:`DesignWeighting` for any other design set).
         """
         gram, design = _gram_and_design(gram, design)
@@ -150,7 +151,7 @@ class EigenWeighting(Problem):
 
 @dataclass(frozen=True, eq=False)
 class DesignWeighting(Problem):
-    """The general query-weighting problem for any design set (spec §2, derived):
+    """The general query-weighting problem for any design set (Li & Miklau, Sec. 3.1, derived):
     minimise tr[V (Qᵀ diag(u) Q)⁺] subject to (Q∘Q)ᵀu ≤ 1, u ≥ 0.
 
     ``gram`` is V = WᵀW (n × n, symmetric PSD, not zero); ``design`` is Q (k × n, any k) and
@@ -202,7 +203,7 @@ def _gram_and_design(gram: Any, design: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def weighting_problem(gram: Any, design: Any) -> EigenWeighting | DesignWeighting:
     """Program 1 where it is exact (independent design rows spanning W), else the general
-    form (spec §8 item 6)."""
+    form (docs/families/eigen.md#eigen-overcomplete)."""
     try:
         return EigenWeighting.from_design(gram, design)
     except ValueError as error:
@@ -212,7 +213,8 @@ def weighting_problem(gram: Any, design: Any) -> EigenWeighting | DesignWeightin
 
 
 def _scaled_costs(problem: EigenWeighting) -> tuple[np.ndarray, np.ndarray]:
-    """(indices with cᵢ > 0, cᵢ/max c): the objective rescaled for the solver (spec §2)."""
+    """(indices with cᵢ > 0, cᵢ/max c): the objective rescaled for the solver (Li & Miklau, Sec.
+    3.1)."""
     instance("problem", problem, EigenWeighting)
     used = np.flatnonzero(problem.costs > 0)
     return used, problem.costs[used] / problem.costs.max()
@@ -243,7 +245,7 @@ def sdp_model(problem: EigenWeighting) -> tuple[cp.Problem, Callable[[], np.ndar
 
 def inv_pos_model(problem: EigenWeighting) -> tuple[cp.Problem, Callable[[], np.ndarray]]:
     """Program 1 in DCP form: min Σ cᵢ·inv_pos(uᵢ) s.t. Sᵀu ≤ 1 (the 2×2 LMI is a rotated
-    second-order cone; spec §2 (b))."""
+    second-order cone; Li & Miklau, Sec. 3.1)."""
     import cvxpy as cp
 
     used, costs = _scaled_costs(problem)

@@ -1,4 +1,4 @@
-"""HDMM strategy selection (hdmm spec §1, §3): the matrix-mechanism Problem types
+"""HDMM strategy selection (McKenna et al., §3, §4, §6–9): the matrix-mechanism Problem types
 (:mod:`~dpopt.models.hdmm.matrix_mechanism`), the algebra of marginal strategies
 (:mod:`~dpopt.models.hdmm.marginal_algebra`) and marginal workloads on the residual basis
 (:mod:`~dpopt.models.hdmm.residual`)."""

@@ -1,13 +1,14 @@
-"""Marginal strategies: their algebra, exact error and least squares (hdmm spec §3.5, §4).
+"""Marginal strategies: their algebra, exact error and least squares (McKenna et al., §7–8, §10).
 
 A vector over marginals is indexed by a key a ∈ [0, 2^d): bit aᵢ = 1 means Identity on
-attribute i, 0 means Total, attribute 1 is the most significant bit (spec §7 item 4). The
-strategy 𝕄(θ) stacks θ(a)·⊗ᵢ(aᵢ ? I : T); its Gram is 𝔾(θ²) with eigenvalues κ = Y θ²,
-Y = ⊗ᵢ[[nᵢ, 1], [0, 1]], of multiplicities mult = ⊗ᵢ[1, nᵢ − 1] (Thm 9).
+attribute i, 0 means Total, attribute 1 is the most significant bit
+(docs/families/hdmm.md#hdmm-marginal-keys). The strategy 𝕄(θ) stacks θ(a)·⊗ᵢ(aᵢ ? I : T); its Gram
+is 𝔾(θ²) with eigenvalues κ = Y θ², Y = ⊗ᵢ[[nᵢ, 1], [0, 1]], of multiplicities mult = ⊗ᵢ[1, nᵢ − 1]
+(Thm 9).
 
-The error uses the spec's corrected eigen form, not the paper's Theorems 11/12 (spec §7
-items 1–2): with u = θ², κ_u = Y u, κ_w = Y w and S = {κ_u > 0}, 𝕄(θ) supports the workload
-iff κ_w = 0 off S, and then error = ‖θ‖² · Σ_{a∈S} mult(a)·κ_w(a)/κ_u(a).
+The error uses the corrected eigen form, not the paper's Theorems 11/12
+(docs/families/hdmm.md#hdmm-marginal-error): with u = θ², κ_u = Y u, κ_w = Y w and S = {κ_u > 0},
+𝕄(θ) supports the workload iff κ_w = 0 off S, and then error = ‖θ‖² · Σ_{a∈S} mult(a)·κ_w(a)/κ_u(a).
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def key_bits(d: int) -> np.ndarray:
     return (np.arange(2**d)[:, None] >> np.arange(d - 1, -1, -1)) & 1
 
 
-# --- the algebra (spec §3.5, §6 item 9) -------------------------------------------------------
+# --- the algebra (McKenna et al., §7–8; worked example 9, tests/oracle/test_hdmm_marginals.py) ----
 
 
 def _kron_vector(pairs: np.ndarray) -> np.ndarray:
@@ -94,7 +95,8 @@ def _kron_vector(pairs: np.ndarray) -> np.ndarray:
 
 
 def multiplicity(domain: Sequence[int]) -> np.ndarray:
-    """mult(a) = ∏_{aᵢ=1}(nᵢ − 1) = ⊗ᵢ[1, nᵢ − 1], the rank of eigenvalue κ(a) (spec §3.5)."""
+    """mult(a) = ∏_{aᵢ=1}(nᵢ − 1) = ⊗ᵢ[1, nᵢ − 1], the rank of eigenvalue κ(a) (McKenna et al.,
+    §7–8)."""
     n = np.asarray(domain_sizes(domain), dtype=np.float64)
     return _kron_vector(np.column_stack([np.ones_like(n), n - 1]))
 
@@ -121,7 +123,8 @@ def y_inv_factors(sizes: tuple[int, ...]) -> np.ndarray:
 def _factor_pair(gram: np.ndarray) -> np.ndarray:
     """[c, b] with V ~ b·I + c·1: c on the all-ones (bit 0), b on I (bit 1) (Thm 10).
 
-    nᵢ = 1: I and 1 coincide, so the whole coefficient goes on I (spec §7 item 16).
+    nᵢ = 1: I and 1 coincide, so the whole coefficient goes on I
+    (docs/families/hdmm.md#hdmm-size-one).
     """
     n = gram.shape[0]
     trace = float(np.trace(gram))
@@ -133,7 +136,7 @@ def _factor_pair(gram: np.ndarray) -> np.ndarray:
 
 def surrogate_weights(workload: wl.Matrix) -> np.ndarray:
     """w with tr[𝔾(u)WᵀW] = tr[𝔾(u)𝔾(w)] for all u, for a union of Kronecker products
-    (Thm 10, spec §3.5); equals ``marginal_weights`` on marginal workloads."""
+    (Thm 10, McKenna et al., §7–8); equals ``marginal_weights`` on marginal workloads."""
     if not isinstance(workload, wl.Matrix):
         raise ValueError(f"workload must be a dpopt.workload.Matrix, got {type(workload).__name__}")
     domain_sizes(wl.domain(workload))
@@ -184,14 +187,15 @@ def support(sizes: tuple[int, ...], reach: np.ndarray, u: np.ndarray) -> tuple[n
 
 
 def pinv_coefficients(u: np.ndarray, sizes: tuple[int, ...]) -> np.ndarray:
-    """v with 𝔾(u)⁺ = 𝔾(v) = Σₐ vₐ ⊗ᵢ(aᵢ ? I : 1·1ᵀ): v = Y⁻¹κ_u⁺ (spec §3.5, §7 item 3)."""
+    """v with 𝔾(u)⁺ = 𝔾(v) = Σₐ vₐ ⊗ᵢ(aᵢ ? I : 1·1ᵀ): v = Y⁻¹κ_u⁺ (McKenna et al., §7–8;
+    docs/families/hdmm.md#hdmm-marginal-inverse)."""
     kappa_u, on = support(sizes, kron_apply(y_factors(sizes), np.ones_like(u)), u)
     return kron_apply(y_inv_factors(sizes), np.where(on, 1.0 / np.where(on, kappa_u, 1.0), 0.0))
 
 
 def surrogate_loss(sur: Surrogate, x: np.ndarray, noise: Noise) -> tuple[float, np.ndarray]:
     """Error and gradient in the OPT_M variable x: θ (Laplace) or u = θ² (Gaussian);
-    (+inf, 0) where 𝕄 does not support the workload (spec §3.5)."""
+    (+inf, 0) where 𝕄 does not support the workload (McKenna et al., §7–8)."""
     u = x * x if noise == "laplace" else x
     kappa_u, on = support(sur.sizes, sur.reach, u)
     if np.any(~on & (sur.kappa > 0)):
@@ -206,12 +210,13 @@ def surrogate_loss(sur: Surrogate, x: np.ndarray, noise: Noise) -> tuple[float, 
     return total * core, total * d_core + core
 
 
-# --- error, bound, closed form (spec §3.5, §6 items 10–11) --------------------------------------
+# --- error, bound, closed form (McKenna et al., §7–8; worked examples 10–11,
+# tests/oracle/test_hdmm_marginals.py)
 
 
 def marginal_error(theta: ArrayLike, w: ArrayLike, domain: Sequence[int], noise: str) -> float:
     """‖θ‖²·Σ_{a∈S} mult(a)κ_w(a)/κ_u(a), the exact unscaled error of 𝕄(θ) on a workload
-    with surrogate w; +inf if 𝕄(θ) does not support it (corrected Thm 11, spec §3.5)."""
+    with surrogate w; +inf if 𝕄(θ) does not support it (corrected Thm 11, McKenna et al., §7–8)."""
     sizes = domain_sizes(domain)
     theta = theta_vector(theta, sizes)
     noise = noise_kind(noise)
@@ -219,7 +224,7 @@ def marginal_error(theta: ArrayLike, w: ArrayLike, domain: Sequence[int], noise:
 
 
 def svd_bound_marginals(w: ArrayLike, domain: Sequence[int]) -> float:
-    """SVDB = (1/n)(Σₐ mult(a)·√κ_w(a))² (corrected Thm 12, spec §3.5)."""
+    """SVDB = (1/n)(Σₐ mult(a)·√κ_w(a))² (corrected Thm 12, McKenna et al., §7–8)."""
     sizes = domain_sizes(domain)
     sur = surrogate(w, sizes)
     return float(np.sum(sur.mult * np.sqrt(sur.kappa))) ** 2 / math.prod(sizes)

@@ -1,4 +1,4 @@
-"""Matrix-mechanism strategy selection on a workload Gram (hdmm spec §1, §3.1–3.2).
+"""Matrix-mechanism strategy selection on a workload Gram (McKenna et al., §3, §4.2–4.3).
 
 For a workload W with Gram V = WᵀW and a strategy A (p × n) that supports W, the expected
 total squared error of answering W by least squares from noisy Ax is, up to the noise constant
@@ -51,7 +51,8 @@ __all__ = [
 
 
 def sensitivity(strategy: np.ndarray, noise: Noise) -> float:
-    """Largest column L1 norm (Laplace) or L2 norm (Gaussian) of a dense strategy (spec §1)."""
+    """Largest column L1 norm (Laplace) or L2 norm (Gaussian) of a dense strategy (McKenna et al.,
+    §3)."""
     if noise == "laplace":
         return float(np.abs(strategy).sum(axis=0).max())
     return float(np.sqrt((strategy**2).sum(axis=0).max()))
@@ -113,7 +114,7 @@ def _cholesky(normal: np.ndarray) -> np.ndarray | None:
 def normal_inverse(normal: np.ndarray) -> np.ndarray:
     """(AᵀA)⁺ from X = AᵀA: the Cholesky inverse (LAPACK dpotri) of a well-conditioned X
     (:data:`WELL_CONDITIONED`), else the eigen pseudo-inverse. The covariance of x̂ = A⁺y
-    per unit of noise variance (hdmm spec §4)."""
+    per unit of noise variance (McKenna et al., §10)."""
     chol = _cholesky(normal)
     if chol is None:
         return np.linalg.pinv(normal, hermitian=True)
@@ -150,7 +151,8 @@ def _error_if_supported(strategy: np.ndarray, factor: Factor, sensitivity: float
 
 Gram = np.ndarray | wl.Matrix
 """A workload Gram V = WᵀW: a dense array, or an implicit :mod:`dpopt.workload` operator
-(``W.gram()``) whose products cost O(n) per column for the 1-D range blocks (issue 14)."""
+(``W.gram()``) whose products cost O(n) per column for the 1-D range blocks
+(docs/families/hdmm.md#at-scale-implicit-grams-and-the-threading-policy)."""
 
 
 def gram_times(gram: Gram, x: np.ndarray) -> np.ndarray:
@@ -189,7 +191,8 @@ class WoodburyParts:
 
 # tr C₀ up to this multiple of the result: the subtraction loses at most ~4 digits, so the
 # Woodbury trace is good to ~1e-11 relative; beyond it (Θ large on a rank-deficient V, spec
-# §7 item 15) the callers take the cancellation-free route through a factor of V.
+# docs/families/hdmm.md#hdmm-rank-deficient) the callers take the cancellation-free route through a
+# factor of V.
 CANCELLATION_LIMIT = 1e4
 
 
@@ -220,7 +223,7 @@ def identity_prefixed_trace(strategy: np.ndarray, gram: Gram) -> float | None:
 
 
 def strategy_error(strategy: Any, gram: Any, noise: Noise) -> float:
-    """Unscaled error ‖A‖²·tr[(AᵀA)⁺V] (spec §1), +inf if A does not support W."""
+    """Unscaled error ‖A‖²·tr[(AᵀA)⁺V] (McKenna et al., §3), +inf if A does not support W."""
     noise = noise_kind(noise)
     strategy = finite_array("strategy", strategy, ndim=2)
     gram = _factor_gram("gram", gram)
@@ -234,15 +237,16 @@ def strategy_error(strategy: Any, gram: Any, noise: Noise) -> float:
 
 @dataclass(frozen=True, eq=False)
 class StrategySelection(Problem):
-    """Choose a strategy A (p × n, any p) minimising ‖A‖²·tr[(AᵀA)⁺V] (hdmm spec §1, Problem 1).
+    """Choose a strategy A (p × n, any p) minimising ‖A‖²·tr[(AᵀA)⁺V] (McKenna et al., §3, Problem
+    1).
 
     ``gram`` is the workload Gram V = WᵀW (n × n, symmetric PSD): a dense array or an implicit
     :mod:`dpopt.workload` Gram (``W.gram()``), which lets OPT₀ run without any n × n array
-    (issue 14). ``noise`` picks the norm. A point is a dense strategy matrix; ``violations``
-    is how far it is from supporting W. With an implicit Gram the error of an Identity-prefixed
-    strategy (every p-Identity one) is taken by Woodbury in O(p²n)
-    (:func:`identity_prefixed_trace`), any other through the dense Gram's factor. A dense
-    ``gram`` always takes the factor route, sharing no formula with the optimizer.
+    (docs/families/hdmm.md#at-scale-implicit-grams-and-the-threading-policy). ``noise`` picks the
+    norm. A point is a dense strategy matrix; ``violations`` is how far it is from supporting W.
+    With an implicit Gram the error of an Identity-prefixed strategy (every p-Identity one) is taken
+    by Woodbury in O(p²n) (:func:`identity_prefixed_trace`), any other through the dense Gram's
+    factor. A dense ``gram`` always takes the factor route, sharing no formula with the optimizer.
     """
 
     gram: Any
@@ -441,7 +445,7 @@ Term = tuple[float, list[np.ndarray]]  # (w², per-attribute Grams): one Kroneck
 class ProductPoint:
     """A strategy on a multi-dimensional domain, the point of :class:`ProductStrategySelection`.
 
-    Blocks bⱼ·(A₁⁽ʲ⁾ ⊗ … ⊗ A_d⁽ʲ⁾) of unit-sensitivity factors (spec §3.3–3.4): one block is
+    Blocks bⱼ·(A₁⁽ʲ⁾ ⊗ … ⊗ A_d⁽ʲ⁾) of unit-sensitivity factors (McKenna et al., §6): one block is
     an OPT_⊗ (or Identity) strategy, one block per term an OPT_+ strategy. With ``theta`` it is
     the marginal strategy 𝕄(θ) = [θ(a)·⊗ᵢ(aᵢ ? I : T)]ₐ of Def. 20 (θ indexed by key a, attribute
     1 the most significant bit), whose blocks are those marginals with θ(a) > 0.
@@ -474,15 +478,15 @@ class ProductPoint:
 
 @dataclass(frozen=True, eq=False)
 class ProductStrategySelection(Problem):
-    """Strategy selection for W with Gram Σⱼ wⱼ² ⊗ᵢ Vᵢ⁽ʲ⁾ (hdmm spec §3.3–3.4).
+    """Strategy selection for W with Gram Σⱼ wⱼ² ⊗ᵢ Vᵢ⁽ʲ⁾ (McKenna et al., §6).
 
     A point is a :class:`ProductPoint`: blocks of unit-sensitivity factors (A₁, …, A_d). One
     block is a Kronecker strategy answering every term by least squares (Theorem 6 error
     Σⱼ wⱼ² ∏ᵢ tr[(AᵢᵀAᵢ)⁺Vᵢ⁽ʲ⁾]); k blocks (one per term, shares bⱼ) are a union strategy
-    with local least squares, error Σⱼ Eⱼ/bⱼ² (spec §7 item 18). ``violations`` is how far
-    the shares exceed the unit budget (Σb ≤ 1 Laplace, Σb² ≤ 1 Gaussian) or a factor's
-    sensitivity exceeds 1. A marginal point (``theta`` set) is scored with the corrected
-    eigen-form error of spec §3.5 on the Theorem 10 surrogate of the terms.
+    with local least squares, error Σⱼ Eⱼ/bⱼ² (docs/families/hdmm.md#hdmm-union-error).
+    ``violations`` is how far the shares exceed the unit budget (Σb ≤ 1 Laplace, Σb² ≤ 1 Gaussian)
+    or a factor's sensitivity exceeds 1. A marginal point (``theta`` set) is scored with the
+    corrected eigen-form error of McKenna et al., §7–8 on the Theorem 10 surrogate of the terms.
     """
 
     terms: Any

@@ -1,8 +1,9 @@
-"""The stacked workload queries of a block of the link matrix, never formed (relational-synth
-spec §1.2 [DERIVED], Lemma 1): :class:`LinkQueries` and its reduction to row and column types,
+"""The stacked workload queries of a block of the link matrix, never formed
+(docs/families/relational.md#relational-factored-queries, Lemma 1): :class:`LinkQueries` and its
+reduction to row and column types,
 :class:`LinkBlocks`. A module of its own because it subclasses scipy's ``LinearOperator``:
 :mod:`dpopt.models.relational.qp` loads it (and scipy) on first use, so that importing
-:mod:`dpopt.relational` stays cheap (issue 25).
+:mod:`dpopt.relational` stays cheap (CHANGELOG.md, 'fast start').
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ __all__ = ["LinkBlocks", "LinkQueries"]
 
 class LinkQueries(spla.LinearOperator):
     """The stacked workload queries of a rows × cols block of the link matrix, never formed
-    (spec §1.2 [DERIVED], Lemma 1).
+    (docs/families/relational.md#relational-factored-queries, Lemma 1).
 
     Workload j groups the block's rows by ``row_codes[j]`` (values in 0 … ``row_sizes[j]``−1)
     and its columns by ``col_codes[j]``; with P_j, C_j the 0/1 matrices of those groupings its
@@ -211,7 +212,8 @@ def _types(codes: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray, np.nd
 
 @dataclass(frozen=True)
 class LinkBlocks:
-    """A :class:`LinkQueries` block of B reduced to its types (spec §1.2 [DERIVED]).
+    """A :class:`LinkQueries` block of B reduced to its types
+    (docs/families/relational.md#relational-factored-queries).
 
     Rows r, r' of B with the same code in every workload are interchangeable for every query,
     as are such columns; a row type × column type block of B enters every answer through its

@@ -1,4 +1,4 @@
-"""The relaxed link-table QP (relational-synth spec §2.1, paper eqs. (5)–(6)).
+"""The relaxed link-table QP (Alimohammadi et al., Eqs. (4)–(6), paper eqs. (5)–(6)).
 
 minimize ‖Q b / m − a‖²  over  Ω = {b ∈ ℝ^N : 0 ≤ b ≤ 1, 1ᵀb = m},
 
@@ -112,7 +112,8 @@ class RelaxedLinkQP(Problem):
         twin (its block means) with the same sums.
 
     ``violations`` is max(largest entry below 0, largest entry above 1, |cᵀb − m|/max(1, m));
-    ``feasibility_tol`` 1e-9 is the spec's post-condition of the projection (§2.4).
+    ``feasibility_tol`` 1e-9 is the projection's post-condition
+    (docs/families/relational.md#relational-projection).
     """
 
     Q: Any
@@ -186,8 +187,8 @@ def cvxpy_model(problem: RelaxedLinkQP) -> tuple[cp.Problem, Callable[[], np.nda
 
 @dataclass(frozen=True, eq=False)
 class OneToManyLinkQP(RelaxedLinkQP):
-    """The one-to-many variant (spec §3.5, App. C): ``m`` child rows, each linked to exactly one
-    parent, so Ω = {0 ≤ b ≤ 1, each child's row sums to 1}.
+    """The one-to-many variant (Alimohammadi et al., App. C, Algorithm 7, App. C): ``m`` child rows,
+    each linked to exactly one parent, so Ω = {0 ≤ b ≤ 1, each child's row sums to 1}.
 
     With ``children`` (positive integers summing to m, one per row of the variable matrix) a
     row stands for that many children with the same codes, and ``cells`` (default: one per

@@ -1,4 +1,4 @@
-"""Methods for the census post-processing problems (census-pgsr spec §3, §6–9): their
+"""Methods for the census post-processing problems (Fioretto et al., §5–9): their
 registration (:mod:`~dpopt.solvers.census.methods`, :mod:`~dpopt.solvers.census.partitioned`),
 the dynamic programs, their cost tables and the heuristics."""
 

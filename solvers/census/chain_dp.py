@@ -1,9 +1,10 @@
-"""The exact chain DP for Model 3 (census-pgsr spec §3.8, paper §9.2, Theorem 5).
+"""The exact chain DP for Model 3 (Fioretto et al., §9.2, Theorem 5).
 
 The chain walks H_DP in post-order (size-major). With C_i the cost table of chain node i,
 
     C_i(v) = (v − C̃_i)² + Φ_i(v),   Φ_i(v) = C_{i−1}(v)             if x_{i−1} is x_i's last child
-                                    Φ_i(v) = min_{u ≤ v} C_{i−1}(u)   otherwise (spec G6: ≤, not =)
+                                    Φ_i(v) = min_{u ≤ v} C_{i−1}(u)   otherwise
+                                    (docs/families/census.md#census-chain-order: ≤, not =)
 
 and the answer is C_last(n). Every table is convex (Lemma 7), so the top-down pass needs only
 each table's smallest minimiser v*: v_{i−1} = v_i for a last-child pair, min(v_i, v*_{i−1})

@@ -1,6 +1,6 @@
 """Cost tables on integer intervals and the two ways of merging children in a tree DP.
 
-census-pgsr spec §3.3–3.4. A :class:`Table` holds C(v) for v = lo … lo+len−1 (integer costs).
+Fioretto et al., §6–7. A :class:`Table` holds C(v) for v = lo … lo+len−1 (integer costs).
 Merging children y_1..y_m gives Φ(v) = min Σ C_y(v_y) s.t. Σ v_y = v (eq. 4b–4d):
 
 - :func:`merge_convex` (§7, Algorithm 1): for convex tables Φ starts at Σ C_y(lo_y) and its
@@ -86,7 +86,7 @@ def _merge_slopes(
     """Φ(Σlo + i) = base + the i smallest slopes; the split counts each child's share.
 
     Each child's slopes are non-decreasing (convexity), so a stable sort keeps them in order
-    and ties go to the lower child index (spec G5).
+    and ties go to the lower child index (docs/families/census.md#census-ties).
     """
     owner = np.repeat(np.arange(widths.size), widths)
     order = np.argsort(slopes, kind="stable")

@@ -1,12 +1,14 @@
-"""Census baselines that do not solve their model exactly (census-pgsr spec §3.7, §3.9).
+"""Census baselines that do not solve their model exactly (Fioretto et al., §9.1;
+docs/families/census.md#census-topdown).
 
-- :func:`topdown` — a TopDown-like baseline (spec §3.9): the root's sizes projected onto
-  {x ≥ 0, Σx = n}, then for every parent and size its children projected onto
+- :func:`topdown` — a TopDown-like baseline (docs/families/census.md#census-topdown): the root's
+  sizes projected onto {x ≥ 0, Σx = n}, then for every parent and size its children projected onto
   {x ≥ 0, Σx = parent}, each projection rounded with its sum kept (largest remainder).
-- :func:`pava_then_dp` — M_DP^C (§3.7, paper §9.1): per-region isotonic regression of the
+- :func:`pava_then_dp` — M_DP^C (Fioretto et al., §9.1): per-region isotonic regression of the
   noisy cumulative counts with Γ ≥ 0, rounded, differenced, then the PWL DP of Model 1.
-- :func:`chain_for_cumulative` — the Model 3 instance built from a Model 2 instance (§4 (a)):
-  the noisy chain is a post-processing of the noisy per-region cumulative counts.
+- :func:`chain_for_cumulative` — the Model 3 instance built from a Model 2 instance
+  (docs/families/census.md#census-noise): the noisy chain is a post-processing of the noisy
+  per-region cumulative counts.
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ def round_keeping_sums(x: np.ndarray, totals: np.ndarray) -> np.ndarray:
 
 
 def topdown(problem: PostProcess) -> np.ndarray:
-    """The TopDown-like baseline (spec §3.9); ignores domains narrower than 0 … n."""
+    """The TopDown-like baseline (docs/families/census.md#census-topdown); ignores domains narrower
+    than 0 … n."""
     tree, noisy = problem.tree, problem.noisy.astype(np.float64)
     counts = np.empty_like(problem.noisy)
     total = np.array([problem.total])

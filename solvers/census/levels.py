@@ -1,12 +1,12 @@
-"""The tree DP of one size column of Model 1, level by level (census-pgsr spec §3.3–3.4).
+"""The tree DP of one size column of Model 1, level by level (Fioretto et al., §6–7).
 
 This is paper §7, Algorithm 1 (the convex piecewise-linear merge), run for all regions of one
 depth at once with vectorized numpy instead of one region at a time. It returns exactly what
 the generic path of :mod:`dpopt.solvers.census.tree_dp` returns with
 :func:`~dpopt.solvers.census.cost_tables.merge_convex`: the same root table, entry for entry, and
-the same counts, ties included. Spec G14: a call handles one size subtree; :func:`root_table` keeps
-one level's tables alive at a time, :func:`column_values` keeps every level's windowed tables
-(O(|H|·D) integers) for its top-down pass.
+the same counts, ties included. Memory (docs/families/census.md#census-memory): a call handles one
+size subtree; :func:`root_table` keeps one level's tables alive at a time, :func:`column_values`
+keeps every level's windowed tables (O(|H|·D) integers) for its top-down pass.
 
 **The merge.** A parent x with children y has Φ_x(Σ lo_y + k) = Σ C_y(lo_y) + (the sum of the
 k smallest of all the children's slopes C_y(v) − C_y(v − 1)). Only Φ on the parent's window
@@ -31,8 +31,9 @@ slopes counted per slope value ("bins" of increasing slope), with cumulative cou
 so its parent merges its slopes as any others; the census default
 (:func:`~dpopt.models.census.problems.leaf_weights`) gives every leaf w = 1.
 
-**Ties (spec G5).** The generic path sorts the concatenated slopes stably: by slope, then child
-index, then value. So the first k sorted slopes are all slopes below the k-th smallest, s*,
+**Ties (docs/families/census.md#census-ties).** The generic path sorts the concatenated slopes
+stably: by slope, then child index, then value. So the first k sorted slopes are all slopes below
+    the k-th smallest, s*,
 plus the first r = k − #{slopes < s*} slopes equal to s* in child-index order (within a child,
 equal slopes are taken from the lower value up). In the top-down pass a parent at value
 v = Σ lo_y + k reads s* = Φ(v) − Φ(v − 1) off its own table (kept from the bottom-up pass
@@ -70,7 +71,8 @@ __all__ = [
 
 # A parent's slopes are counted in dense bins when its slope range spans at most
 # RATIO × (its slope count + its children) + SLACK integers, else they are sorted. Domains
-# built around the noisy counts (spec G4) keep every range near the domain widths.
+# built around the noisy counts (docs/families/census.md#census-domains) keep every range near the
+# domain widths.
 HISTOGRAM_SPAN_RATIO = 8
 HISTOGRAM_SPAN_SLACK = 256
 
@@ -135,8 +137,8 @@ def column_values(
     """Every region's count (int64) of one size column with the root fixed to ``root_value``.
 
     Both passes of the DP: the counts are those of the generic path's top-down pass, ties
-    broken the same way (spec G5). ``root_value`` must lie in the root's table
-    (:func:`root_table`), else ``ValueError``; ``weight`` and
+    broken the same way (docs/families/census.md#census-ties). ``root_value`` must lie in the root's
+    table (:func:`root_table`), else ``ValueError``; ``weight`` and
     :class:`~dpopt.solvers.census.cost_tables.Infeasible` as in :func:`root_table`.
     """
     column = _Column.of(tree, noisy, lower, upper, weight)
@@ -601,7 +603,8 @@ def _split_level(
     split: _Split,
     values: np.ndarray,
 ) -> None:
-    """Set the values of one level's children from their parents' (spec G5 ties).
+    """Set the values of one level's children from their parents'
+    (docs/families/census.md#census-ties ties).
 
     ``cost`` is the level's buffer, ``below`` the buffer of the level below. A parent at value
     v = Σ lo + k takes the k smallest slopes; the k-th, s*, is Φ(v) − Φ(v − 1), read from its

@@ -1,8 +1,9 @@
-"""Methods for the census PGSR problems (census-pgsr spec §3, §6–7, §9).
+"""Methods for the census PGSR problems (Fioretto et al., §5–9).
 
 PostProcess (Model 1):      cpsat, dp-table, pwl-dp (exact); relaxed:<solver>; topdown.
 CumulativePostProcess (2):  cpsat (exact); relaxed:<solver>; pava-dp, chain-dp (heuristic —
-                            spec G8: neither solves Model 2).
+                            docs/families/census.md#census-cumulative-exactness: neither solves
+                            Model 2).
 ChainPostProcess (3):       cpsat, chain-dp (exact).
 
 DP methods accept ``executor`` (a ``concurrent.futures.Executor``) to run the independent size
@@ -137,7 +138,7 @@ register(
     "topdown",
     "heuristic",
     0.0,
-    description="TopDown-like level-by-level projection and rounding (§3.9)",
+    description="TopDown-like level-by-level projection and rounding",
 )
 def _topdown(problem: PostProcess, *, time_limit: float | None = None) -> Outcome:
     return _checked(problem, heuristics.topdown(problem))
@@ -256,7 +257,7 @@ def _chain_dp(problem: ChainPostProcess, *, time_limit: float | None = None) -> 
     limit=lambda p: (
         None
         if p.tree.uniform_depth
-        else "the chain needs every leaf at the same depth (pad shallow leaves, spec G10)"
+        else "the chain needs every leaf at the same depth (pad shallow leaves)"
     ),
     description="Model 3 chain DP on the chain built from the cumulative counts",
 )
@@ -293,8 +294,9 @@ def _pava_dp(
 def _checked(problem: Any, x: np.ndarray, info: dict | None = None) -> Outcome:
     """A heuristic's point is ``feasible`` only if it satisfies every constraint of ``problem``.
 
-    The heuristics solve other problems (spec G8, and TopDown ignores narrowed domains), so
-    their points can leave the problem's domains; such a point is ``violated`` (the status
+    The heuristics solve other problems (docs/families/census.md#census-cumulative-exactness, and
+    TopDown ignores narrowed domains), so their points can leave the problem's domains; such a point
+    is ``violated`` (the status
     :func:`dpopt.solve` would give it too), never hidden.
     """
     violation = problem.violations(x)

@@ -1,24 +1,28 @@
-"""Model 1 solved by partitions: the two-pass DP of census-pgsr §6–7 split at the root's children.
+"""Model 1 solved by partitions: the two-pass DP of Fioretto et al., §6–7 split at the root's
+children.
 
-H_DP (spec §3.2) is k copies of the region tree under a dummy root. Cut every copy below the
+H_DP (Fioretto et al., §6) is k copies of the region tree under a dummy root. Cut every copy below
+the
 root: each partition (a state, a subtree under the nation) and size s is an independent
 subtree, whose bottom-up pass yields one cost table C_{p,s} (eq. 4a, windowed to the
 partition root's domain, own cost added). The driver then does what the serial DP does at the
 top: per size, merge the partitions' tables into the root's table (Algorithm 1), merge the k
 root tables at the dummy root, read Φ(n) and split n back down to one value per (partition,
 size). A second task per (partition, size) redoes its bottom-up pass with that value fixed and
-returns or writes its counts (spec G14: recompute rather than keep tables). No task receives
-more than its own partition; the driver holds only root tables, splits and checksums.
+returns or writes its counts (docs/families/census.md#census-memory: recompute rather than keep
+tables). No task receives more than its own partition; the driver holds only root tables, splits and
+checksums.
 
 Because every merge is the same deterministic Algorithm 1 with the same child order (ties to
-the lower child, spec G5), the result equals the serial DP bit for bit.
+the lower child, docs/families/census.md#census-ties), the result equals the serial DP bit for bit.
 
 The objective is the serial release's (:data:`~dpopt.models.census.problems.OBJECTIVES`): with
 ``"leaf-weighted"`` (the default) each task weighs its partition's regions by the leaves they
 aggregate, a partition root's weight is its number of leaves, and the root's the sum of those;
 ``"paper"`` weighs every cell alike.
 
-Domains (spec G4) are [c̃ − δ, c̃ + δ] ∩ [0, n] with δ = ⌈m·sd⌉. Two widening rules:
+Domains (docs/families/census.md#census-domains) are [c̃ − δ, c̃ + δ] ∩ [0, n] with δ = ⌈m·sd⌉. Two
+widening rules:
 
 - ``"global"`` (the default) — the serial rule: if any cell's domains are infeasible, m doubles
   for every region. Equal to :func:`dpopt.census.post_process` with ``pwl-dp``. A first pass
@@ -164,7 +168,8 @@ def _multiplier(value: Any) -> np.ndarray:
 def domain(
     noisy: np.ndarray, sd: np.ndarray, multiplier: Any, total: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """[c̃ − δ, c̃ + δ] ∩ [0, n], δ = ⌈m·sd⌉ (spec G4), elementwise as the serial build does."""
+    """[c̃ − δ, c̃ + δ] ∩ [0, n], δ = ⌈m·sd⌉ (docs/families/census.md#census-domains), elementwise
+    as the serial build does."""
     noisy, total = integer_array("noisy", noisy), nonnegative_integer("total", total)
     sd = broadcast("sd", finite_array("sd", sd), noisy.shape)
     multiplier = broadcast("multiplier", _multiplier(multiplier), noisy.shape)

@@ -1,4 +1,4 @@
-"""The dynamic program over H_DP for Model 1 (census-pgsr spec §3.2–3.4, paper §6–7).
+"""The dynamic program over H_DP for Model 1 (Fioretto et al., §6–7).
 
 H_DP is k copies of the region tree (one per group size) under a dummy root of value n. Each
 size subtree is solved bottom-up into cost tables C_x (eq. 4a–4d); the dummy root merges the k
@@ -9,10 +9,10 @@ runs the level-wise kernel of :mod:`dpopt.solvers.census.levels`, which processe
 one depth at once; any other merge (``dp-table``) takes the generic region-by-region path,
 which is also the kernel's reference in the tests.
 
-Memory follows spec G14: a subtree is processed twice (once for its root table, once with its
-root value for the top-down pass) so only one subtree's tables are alive at a time. Subtrees
-are independent, so both passes map over sizes with an optional ``concurrent.futures``
-executor.
+Memory follows docs/families/census.md#census-memory: a subtree is processed twice (once for its
+root table, once with its root value for the top-down pass) so only one subtree's tables are alive
+at a time. Subtrees are independent, so both passes map over sizes with an optional
+``concurrent.futures`` executor.
 """
 
 from __future__ import annotations

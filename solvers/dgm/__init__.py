@@ -1,4 +1,4 @@
-"""Methods for the DGM budget allocation (dgm-budget spec §3.5):
+"""Methods for the DGM budget allocation (Roy Chowdhury et al., Eq. 10):
 :mod:`~dpopt.solvers.dgm.budget`."""
 
 __all__: list[str] = []  # a namespace of modules; import from them

@@ -1,7 +1,7 @@
 """Methods for :class:`~dpopt.models.dgm.budget.BudgetAllocation`.
 
-- ``closed-form`` (exact): ε_i = total·√a_i / Σ_j √a_j (dgm-budget spec §3.5, the stable form
-  of paper Eq. 10); from a_i/ε_i² = λ (Lagrange), so the optimum value is (Σ√a)²/total.
+- ``closed-form`` (exact): ε_i = total·√a_i / Σ_j √a_j (Roy Chowdhury et al., Eq. 10, the stable
+  form of paper Eq. 10); from a_i/ε_i² = λ (Lagrange), so the optimum value is (Σ√a)²/total.
 - ``cvxpy:clarabel``, ``cvxpy:scs`` (exact): the convex program of Eq. 5.
 - ``uniform`` (heuristic): ε_i = total/n, the paper's D-Ind policy; optimal iff all a_i equal.
 """
@@ -27,14 +27,15 @@ __all__: list[str] = []  # its methods are reached through dpopt.solve
     description="ε ∝ √a (Lagrange conditions of Eq. 5)",
 )
 def closed_form(problem: BudgetAllocation, *, time_limit: float | None = None) -> Outcome:
-    """dgm-budget §3.5: ε*_i = E·√a_i / Σ_j √a_j."""
+    """Roy Chowdhury et al., Eq. 10: ε*_i = E·√a_i / Σ_j √a_j."""
     root = np.sqrt(problem.a / problem.a.max())
     return Outcome(problem.total * root / root.sum(), "optimal")
 
 
 @register(BudgetAllocation, "uniform", "heuristic", 0.0, description="ε_i = total/n (D-Ind)")
 def uniform(problem: BudgetAllocation, *, time_limit: float | None = None) -> Outcome:
-    """The naive equal split used by the paper's D-Ind baseline (spec §2.1)."""
+    """The naive equal split used by the paper's D-Ind baseline (Roy Chowdhury et al., Algorithm
+    2)."""
     return Outcome(np.full(problem.a.size, problem.total / problem.a.size), "feasible")
 
 

@@ -1,4 +1,4 @@
-"""Eigen-Design methods (eigen-design spec §2–4): the query weighting
+"""Eigen-Design methods (Li & Miklau, Sec. 3–4): the query weighting
 (:mod:`~dpopt.solvers.eigen.weighting`) and Program 2 as a strategy-selection method
 (:mod:`~dpopt.solvers.eigen.design`)."""
 

@@ -1,10 +1,10 @@
-"""Eigen-Design (eigen-design spec §3–4; Li & Miklau, Program 2) as a strategy-selection method.
+"""Eigen-Design (Li & Miklau, Sec. 3.2–4; Li & Miklau, Program 2) as a strategy-selection method.
 
 Program 2 on a Gram V = QᵀΣQ: the eigen-queries (rows of Q) with σᵢ > ``zero_tol``·σ₁ (Sec.
 4.1), squared weights u from Program 1 (:class:`~dpopt.models.eigen.weighting.EigenWeighting`,
 through :func:`dpopt.solve`), A′ = diag(√u)Q, and the completion of steps 4–5: a diagonal row
 √(s² − mⱼ²) for every column j of A′ below the largest column norm s. The result is scaled to
-unit L2 sensitivity. Sec. 4.2's approximations weight grouped "super-queries" (spec §4):
+unit L2 sensitivity. Sec. 4.2's approximations weight grouped "super-queries" (Li & Miklau, Sec. 4):
 ``principal=k`` gives the top k eigen-queries their own weights and the rest one common
 weight; ``separation=g`` solves Program 1 on consecutive blocks of g eigen-queries, then
 weights the blocks.
@@ -19,9 +19,10 @@ such strategy each, stacked with budget shares bⱼ² ∝ √Eⱼ (an extension 
 domains too large for a dense Gram).
 
 Every design is checked against Theorems 2–3 where the bounds are known (the dense Gram and a
-single Kronecker term): svdb ≤ error ≤ Program 1's value ≤ √(nσ₁·svdb) (spec §5 (c)), in the
-unscaled error the model evaluates. A design that breaks the chain ends with status ``error``
-and the reason in ``info["message"]``, so ``dpopt.solve(problem, "eigen-design")`` reports it.
+single Kronecker term): svdb ≤ error ≤ Program 1's value ≤ √(nσ₁·svdb)
+(docs/families/eigen.md#eigen-bounds), in the unscaled error the model evaluates. A design that
+breaks the chain ends with status ``error`` and the reason in ``info["message"]``, so
+``dpopt.solve(problem, "eigen-design")`` reports it.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ from dpopt.validation import boolean, finite_array, integer, positive_number
 __all__ = ["DENSE_MAX_N", "DesignError", "spectrum_bounds"]
 
 ZERO_TOL = 1e-10
-"""Eigenvalues at most this times σ₁ are zeros of a rank-deficient Gram (spec §8 item 5)."""
+"""Eigenvalues at most this times σ₁ are zeros of a rank-deficient Gram
+(docs/families/eigen.md#eigen-rank-deficient)."""
 
 
 CHECK_RTOL = 1e-9
@@ -56,7 +58,7 @@ CHECK_RTOL = 1e-9
 
 DESIGN_GAP = 1e-11
 """The duality gap ``ipm`` closes for a design: the completed error depends on the weights
-themselves, which a gap of g fixes only to about √g (T6 of spec §7 moves by 3e-6 at 1e-8)."""
+themselves, which a gap of g fixes only to about √g (worked example T6 moves by 3e-6 at 1e-8)."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ class Design:
 
 def spectrum_bounds(values: np.ndarray) -> dict[str, float]:
     """svdb = (Σ√σ)²/n (Theorem 2) and the Theorem 3 bound √(nσ₁·svdb) = √σ₁·Σ√σ on Program
-    2's unscaled error (spec §5 (c): svdb ≤ OPT ≤ error ≤ √σ₁·Σ√σ).
+    2's unscaled error (docs/families/eigen.md#eigen-bounds: svdb ≤ OPT ≤ error ≤ √σ₁·Σ√σ).
 
     The lower bound drops eigenvalues at rounding level (≤ n·eps·σ₁, as
     :func:`dpopt.hdmm.svd_bound`): √(1e-15·σ₁) would lift it above errors that strategies
@@ -121,7 +123,7 @@ def _separated_weights(
     values: np.ndarray, squares: np.ndarray, size: int, method: str, summaries: list
 ) -> np.ndarray:
     """Program 1 per block of ``size`` consecutive eigen-queries, then one weight per block
-    (spec §4: Cg = Σσᵢ/uᵢ⁽ᵍ⁾, Sg = Σuᵢ⁽ᵍ⁾Qᵢ²; final uᵢ = t_g·uᵢ⁽ᵍ⁾)."""
+    (Li & Miklau, Sec. 4: Cg = Σσᵢ/uᵢ⁽ᵍ⁾, Sg = Σuᵢ⁽ᵍ⁾Qᵢ²; final uᵢ = t_g·uᵢ⁽ᵍ⁾)."""
     blocks = [np.arange(s, min(s + size, values.size)) for s in range(0, values.size, size)]
     inner = [_weigh(values[b], squares[b], method, summaries) for b in blocks]
     costs = np.array([np.sum(values[b] / w) for b, w in zip(blocks, inner, strict=True)])
@@ -246,16 +248,16 @@ def checked_eigenpairs(gram: np.ndarray, eigenpairs: Any) -> tuple[np.ndarray, n
 
 def _dense_limit(problem: StrategySelection) -> str | None:
     if problem.noise != "gaussian":
-        return "Eigen-Design is an L2 method: Gaussian noise only (spec §3.5)"
+        return "Eigen-Design is an L2 method: Gaussian noise only (Li & Miklau, Sec. 3.5)"
     if problem.size > DENSE_MAX_N:
         return f"a dense eigendecomposition is limited to n ≤ {DENSE_MAX_N} (n = {problem.size})"
     return None
 
 
 def theorem_violation(error: float, facts: Mapping[str, Any]) -> str | None:
-    """Why a design breaks svdb ≤ error ≤ Program 1 ≤ √(nσ₁·svdb) (Theorems 2–3, spec §5
-    (c)), checked on the bounds among ``facts`` that are known, to :data:`CHECK_RTOL`; None
-    when it does not."""
+    """Why a design breaks svdb ≤ error ≤ Program 1 ≤ √(nσ₁·svdb) (Theorems 2–3,
+    docs/families/eigen.md#eigen-bounds), checked on the bounds among ``facts`` that are known, to
+    :data:`CHECK_RTOL`; None when it does not."""
     chain = [
         (name, value)
         for name, value in (
@@ -312,7 +314,7 @@ def _eigen_design(
 
 def _product_limit(problem: ProductStrategySelection) -> str | None:
     if problem.noise != "gaussian":
-        return "Eigen-Design is an L2 method: Gaussian noise only (spec §3.5)"
+        return "Eigen-Design is an L2 method: Gaussian noise only (Li & Miklau, Sec. 3.5)"
     return None
 
 

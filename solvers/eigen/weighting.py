@@ -1,11 +1,11 @@
-"""Methods for the query-weighting problems of Eigen-Design (eigen-design spec §2).
+"""Methods for the query-weighting problems of Eigen-Design (Li & Miklau, Sec. 3.1).
 
 :class:`~dpopt.models.eigen.weighting.EigenWeighting` (Program 1, min Σ cᵢ/uᵢ s.t. Sᵀu ≤ 1):
 
 - ``ipm`` (exact) — a primal–dual interior-point method on the program itself that stops on a
   duality-gap certificate: every iterate gives a feasible u (scaled into Sᵀu ≤ 1) and a dual
-  bound from μ ≥ 0 (spec §2, Lagrange dual: max 2Σ√(cᵢ(Sμ)ᵢ) − Σμ, maximised over the scale
-  of μ in closed form, (Σ√(cᵢ(Sμ)ᵢ))²/Σμ). "optimal" means (primal − dual)/primal ≤ 1e-8;
+  bound from μ ≥ 0 (Li & Miklau, Sec. 3.1, Lagrange dual: max 2Σ√(cᵢ(Sμ)ᵢ) − Σμ, maximised over the
+  scale of μ in closed form, (Σ√(cᵢ(Sμ)ᵢ))²/Σμ). "optimal" means (primal − dual)/primal ≤ 1e-8;
   ``info["gap"]`` is that relative gap. Before it runs, identical design rows merge into one
   query of cost (Σ√cᵢ)² (their optimal split is uᵢ ∝ √cᵢ) and identical constraints into one;
   the certificate is always taken on the original program.
@@ -317,9 +317,11 @@ def _query_limit(problem: EigenWeighting) -> str | None:
 
 
 # At default tolerances Clarabel's weights were off by 4e-5 on all-range n = 4 while its
-# objective was exact (spec §7 T5), and its literal SDP missed the optimum by 1.2e-6 with costs
-# over five decades (found by tests/oracle/test_eigen_program1.py); SCS needs eps ≈ 1e-9
-# (spec §8 item 15). Both run at 1e-9 and claim 1e-6 (at 1e-10 Clarabel often stops
+# objective was exact (worked example T5, tests/paper/test_eigen_worked_cases.py), and its literal
+# SDP missed the optimum by 1.2e-6 with costs over five decades (found by
+# tests/oracle/test_eigen_program1.py); SCS needs eps ≈ 1e-9
+# (docs/families/eigen.md#eigen-solver-numerics). Both run at 1e-9 and claim 1e-6 (at 1e-10 Clarabel
+# often stops
 # "inaccurate", 1e-5 off).
 for _prefix, _build, _what in (
     ("cvxpy-sdp", sdp_model, "Program 1 verbatim: 2×2 PSD blocks"),

@@ -1,4 +1,4 @@
-"""HDMM strategy-selection methods (hdmm spec §3, §5): their registration
+"""HDMM strategy-selection methods (McKenna et al., §4, §6–9, §11): their registration
 (:mod:`~dpopt.solvers.hdmm.methods`), the optimizers OPT₀, OPT_⊗/OPT_+, OPT_M and the L2 dual,
 the baseline strategies, and the residual-basis methods (:mod:`~dpopt.solvers.hdmm.residual`).
 

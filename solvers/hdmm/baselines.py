@@ -1,4 +1,4 @@
-"""The 1-D baseline strategies of HDMM's comparisons (hdmm spec §5.1): H_b, Privelet, HB.
+"""The 1-D baseline strategies of HDMM's comparisons (McKenna et al., §11.1): H_b, Privelet, HB.
 
 They are *strategies*, not workloads: fixed query sets that the registered baseline methods
 (:mod:`dpopt.solvers.hdmm.methods`) evaluate on a workload.
@@ -35,7 +35,7 @@ def _levels(n: int, widths: list[int], data: Callable[[], np.ndarray] | None = N
 
 def hierarchical(n: int, branching: int = 2) -> Explicit:
     """H_b: every node's interval of the b-ary hierarchy on n = b^L cells, root included
-    (hdmm spec §5.1; sensitivity L + 1)."""
+    (McKenna et al., §11.1; sensitivity L + 1)."""
     n = positive_size("n", n)
     branching = positive_size("branching", branching, minimum=2)
     levels = exact_log("n", n, branching)
@@ -45,7 +45,7 @@ def hierarchical(n: int, branching: int = 2) -> Explicit:
 
 def wavelet(n: int) -> Explicit:
     """Unnormalised Haar matrix (Privelet) on n = 2^L cells: the total, then per level and node
-    +1 on the left half and −1 on the right (hdmm spec §5.1; sensitivity L + 1)."""
+    +1 on the left half and −1 on the right (McKenna et al., §11.1; sensitivity L + 1)."""
     n = positive_size("n", n)
     levels = exact_log("n", n, 2)
     widths = [n] + [n >> level for level in range(levels)]
@@ -59,7 +59,7 @@ def wavelet(n: int) -> Explicit:
 
 def hb_branching(n: int) -> tuple[int, int]:
     """(b, h) of HB (Qardaji et al.): b minimises (b−1)h³ − 2(b+1)h²/3 with h the smallest
-    height with bʰ ≥ n (hdmm spec §5.1); b = n (h = 1, the identity) is allowed.
+    height with bʰ ≥ n (McKenna et al., §11.1); b = n (h = 1, the identity) is allowed.
 
     For a fixed h the cost increases with b, so only the smallest b with bʰ ≥ n can win for
     that h: O(log n) candidates, ties to the smaller b.

@@ -1,4 +1,4 @@
-"""OPT_⊗ and OPT_+ on unions of Kronecker products (hdmm spec §3.3–3.4).
+"""OPT_⊗ and OPT_+ on unions of Kronecker products (McKenna et al., §6).
 
 A workload's Gram is Σⱼ wⱼ² ⊗ᵢ Vᵢ⁽ʲ⁾ (``dpopt.workload.union_of_kron_terms``). For a Kronecker
 strategy ⊗Aᵢ with unit-sensitivity factors, Theorem 6 gives the error
@@ -6,14 +6,16 @@ strategy ⊗Aᵢ with unit-sensitivity factors, Theorem 6 gives the error
 
 - :func:`opt_kron` (Def. 18): block coordinate descent; factor i is re-optimised by OPT₀ on
   the surrogate Gram Σⱼ wⱼ² ∏_{i′≠i} C[i′, j] · Vᵢ⁽ʲ⁾ (eq. 5), starting from Aᵢ = I, until
-  a sweep improves the loss by less than 1e-4 (relative) or after 10 sweeps (spec §7 item 12),
-  keeping the best iterate. On one product term the loss separates (Def. 17) and the
-  surrogate of factor i is Vᵢ itself whatever the other factors are, so one OPT₀ per distinct
-  factor Gram is the whole descent (a second sweep would only re-run the same OPT₀s); a Gram
-  that k factors share (AllRange(n) ⊗ AllRange(n)) gets k × the restarts, the best serving all.
+  a sweep improves the loss by less than 1e-4 (relative) or after 10 sweeps
+  (docs/families/hdmm.md#hdmm-kron-stopping), keeping the best iterate. On one product term the loss
+  separates (Def. 17) and the surrogate of factor i is Vᵢ itself whatever the other factors are, so
+  one OPT₀ per distinct factor Gram is the whole descent (a second sweep would only re-run the same
+  OPT₀s); a Gram that k factors share (AllRange(n) ⊗ AllRange(n)) gets k × the restarts, the best
+  serving all.
 - :func:`opt_union` (Def. 19): each product term gets its own OPT_⊗ strategy; the budget
-  shares are the closed form of spec §3.4: bⱼ ∝ Eⱼ^{1/3} (Laplace, error (ΣEⱼ^{1/3})³) or
-  bⱼ ∝ Eⱼ^{1/4} with Σbⱼ² = 1 (Gaussian, error (Σ√Eⱼ)²), answered by local least squares.
+  shares are the closed form of McKenna et al., §6.2, Def. 19: bⱼ ∝ Eⱼ^{1/3} (Laplace, error
+  (ΣEⱼ^{1/3})³) or bⱼ ∝ Eⱼ^{1/4} with Σbⱼ² = 1 (Gaussian, error (Σ√Eⱼ)²), answered by local least
+  squares.
 
 Both take a :class:`~dpopt.solvers.hdmm.opt0.Deadline`, checked before each factor's OPT₀ (and
 inside it); when it has passed they return the best strategy so far with ``stopped=True``.
@@ -108,7 +110,7 @@ def opt_kron(
     max_sweeps: int = MAX_SWEEPS,
     deadline: Deadline | None = None,
 ) -> KronResult:
-    """OPT_⊗ (Def. 17/18) by block coordinate descent on the factors (spec §3.3).
+    """OPT_⊗ (Def. 17/18) by block coordinate descent on the factors (McKenna et al., §6.1).
 
     ``deadline`` is checked before each factor update (and inside its OPT₀); once it has
     passed, the best factors so far (the Identity at the latest) are returned, stopped.
@@ -157,7 +159,8 @@ class UnionResult:
 
 
 def union_shares(errors: np.ndarray, noise: str) -> tuple[np.ndarray, float]:
-    """Closed-form budget shares and total error Σ Eⱼ/bⱼ² (spec §3.4, §6 item 8)."""
+    """Closed-form budget shares and total error Σ Eⱼ/bⱼ² (McKenna et al., §6.2, Def. 19; worked
+    example 8, tests/oracle/test_hdmm_product.py)."""
     errors = finite_array("errors", errors, ndim=1)
     if errors.min() < 0:
         raise ValueError(f"errors must be >= 0, got {errors.min()}")

@@ -1,4 +1,5 @@
-"""The exact Gaussian (L2) matrix-mechanism optimum by its concave dual (hdmm spec §3.2, Def. 12).
+"""The exact Gaussian (L2) matrix-mechanism optimum by its concave dual (McKenna et al., §4.2, Def.
+12).
 
 Def. 12: minimise tr(X⁻¹V) over X ≻ 0 with diag(X) ≤ 1 (V = WᵀW; for a rank-deficient V the
 error counts only range(V) and the optimum may be singular). The dual, derived here:

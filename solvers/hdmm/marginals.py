@@ -1,4 +1,4 @@
-"""OPT_M: the best marginal strategy for a workload (hdmm spec §3.5, Def. 22 corrected).
+"""OPT_M: the best marginal strategy for a workload (McKenna et al., §7–8, Def. 22 corrected).
 
 L-BFGS-B with x ≥ 0 (θ for Laplace, u = θ² for Gaussian) on the exact eigen-form error of
 :mod:`dpopt.models.hdmm.marginal_algebra`, from the Theorem-13 closed form and seeded restarts.
@@ -38,12 +38,13 @@ from dpopt.validation import finite_array, nonnegative_integer
 __all__ = ["closed_form_theta", "marginal_reconstruct", "marginal_strategy_dense", "opt_marginals"]
 
 PENALTY = 1e300
-"""Finite loss, with zero gradient, where 𝕄 does not support the workload (spec §7 item 14)."""
+"""Finite loss, with zero gradient, where 𝕄 does not support the workload
+(docs/families/hdmm.md#hdmm-infeasible-points)."""
 
 FTOL = 1e-10
 
 
-# --- OPT_M (spec §3.5) --------------------------------------------------------------------------
+# --- OPT_M (McKenna et al., §7–8) -----------------------------------------------------------------
 
 
 def _descend(
@@ -82,7 +83,8 @@ def opt_marginals(
     rng: np.random.Generator,
     deadline: Deadline | None = None,
 ) -> tuple[np.ndarray, float]:
-    """OPT_M: the best marginal strategy found, as (normalised θ, unscaled error) (spec §3.5).
+    """OPT_M: the best marginal strategy found, as (normalised θ, unscaled error) (McKenna et al.,
+    §7–8).
 
     ``workload`` is a union-of-Kronecker Matrix on ``domain`` or its surrogate w. L-BFGS-B with
     x ≥ 0 (θ for Laplace, u = θ² for Gaussian) from the Theorem-13 closed form and from
@@ -120,7 +122,7 @@ def opt_marginals(
     return candidates[best], errors[best]
 
 
-# --- the Theorem-13 closed form (spec §3.5) ------------------------------------------------
+# --- the Theorem-13 closed form (McKenna et al., §7–8) --------------------------------------------
 
 
 def closed_form(sur: Surrogate) -> tuple[np.ndarray, bool]:
@@ -134,13 +136,13 @@ def closed_form_theta(w: ArrayLike, domain: Sequence[int]) -> tuple[np.ndarray, 
     """θ = √(Y⁻¹√(Y w)) (Thm 13), imaginary entries clipped to 0 (the paper's fallback).
 
     ``exact`` is True when no entry needed clipping; 𝕄(θ) then attains the SVD bound under
-    Gaussian noise and is optimal (spec §3.5, §7 item 17).
+    Gaussian noise and is optimal (McKenna et al., §7–8; docs/families/hdmm.md#hdmm-closed-form).
     """
     sizes = domain_sizes(domain)
     return closed_form(surrogate(w, sizes))
 
 
-# --- dense strategy and reconstruction (spec §4) -------------------------------------------
+# --- dense strategy and reconstruction (McKenna et al., §10) --------------------------------------
 
 
 def _kron_all(factors: list[np.ndarray]) -> np.ndarray:
@@ -177,10 +179,11 @@ def marginal_strategy_dense(theta: ArrayLike, domain: Sequence[int]) -> np.ndarr
 def marginal_reconstruct(
     theta: ArrayLike, y_blocks: dict[int, Any], domain: Sequence[int]
 ) -> np.ndarray:
-    """x̂ = 𝔾⁺(θ²)𝕄ᵀ(θ)y, the least-squares (minimum-norm) estimate from 𝕄(θ) (spec §4).
+    """x̂ = 𝔾⁺(θ²)𝕄ᵀ(θ)y, the least-squares (minimum-norm) estimate from 𝕄(θ) (McKenna et al., §10).
 
     ``y_blocks[a]`` is the measured marginal a (∏_{aᵢ=1} nᵢ entries, C order, attribute 1
-    slowest), for exactly the keys with θ(a) > 0. 𝔾⁺(u) = 𝔾(Y⁻¹κ_u⁺) (spec §3.5, §7 item 3).
+    slowest), for exactly the keys with θ(a) > 0. 𝔾⁺(u) = 𝔾(Y⁻¹κ_u⁺) (McKenna et al., §7–8;
+    docs/families/hdmm.md#hdmm-marginal-inverse).
     Returns x̂ flat in np.kron order.
     """
     sizes = domain_sizes(domain)

@@ -1,4 +1,5 @@
-"""Methods for :class:`~dpopt.models.hdmm.matrix_mechanism.StrategySelection` (hdmm spec §3.1–3.2).
+"""Methods for :class:`~dpopt.models.hdmm.matrix_mechanism.StrategySelection` (McKenna et al.,
+§4.2–4.3).
 
 - ``opt0-laplace`` — OPT₀ under Laplace: the best of Identity, Total, IdTotal and seeded
   p-Identity restarts (heuristic: the problem is non-convex).
@@ -105,7 +106,7 @@ def _stopped(deadline: Deadline, time_limit: float | None, what: str) -> str:
     0.0,
     auto_rank=0,
     limit=_opt0_limit("laplace"),
-    description="OPT₀ Laplace: best of I, T, IdTotal and p-Identity restarts (§3.1)",
+    description="OPT₀ Laplace: best of I, T, IdTotal and p-Identity restarts (§4.3)",
     honours_time_limit=True,
 )
 def _opt0_laplace(
@@ -145,7 +146,7 @@ def _opt0_laplace(
     GAUSSIAN_TOL,
     auto_rank=0,
     limit=_opt0_limit("gaussian"),
-    description="OPT₀ Gaussian: best of I, T, IdTotal and the Def. 12 optimum (§3.2)",
+    description="OPT₀ Gaussian: best of I, T, IdTotal and the Def. 12 optimum (§4.2)",
     honours_time_limit=True,
 )
 def _opt0_gaussian(problem: StrategySelection, *, time_limit: float | None = None) -> Outcome:
@@ -231,7 +232,7 @@ def _power_of_two(problem: StrategySelection) -> str | None:
 def _register_baseline(
     name: str, build: Callable[[int], wl.Matrix], description: str, powers_of_two: bool
 ) -> None:
-    """A fixed 1-D strategy of Tables 4–5 (spec §5.1) as a heuristic method."""
+    """A fixed 1-D strategy of Tables 4–5 (McKenna et al., §11.1) as a heuristic method."""
 
     def method(problem: StrategySelection, *, time_limit: float | None = None) -> Outcome:
         return Outcome(build(problem.size).dense(), "feasible")
@@ -242,9 +243,9 @@ def _register_baseline(
     )
 
 
-_register_baseline("h2", baselines.hierarchical, "H2: binary hierarchy with root (§5.1)", True)
-_register_baseline("wavelet", baselines.wavelet, "Privelet: unnormalised Haar (§5.1)", True)
-_register_baseline("hb", baselines.hb, "HB: Qardaji et al.'s hierarchy, no root (§5.1)", False)
+_register_baseline("h2", baselines.hierarchical, "H2: binary hierarchy with root (§11.1)", True)
+_register_baseline("wavelet", baselines.wavelet, "Privelet: unnormalised Haar (§11.1)", True)
+_register_baseline("hb", baselines.hb, "HB: Qardaji et al.'s hierarchy, no root (§11.1)", False)
 
 
 def _cvxpy_limit(largest: int) -> Callable[[StrategySelection], str | None]:
@@ -288,7 +289,7 @@ def _restarts(restarts: int) -> int:
     "heuristic",
     0.0,
     auto_rank=0,
-    description="OPT_⊗: block coordinate descent over the factors (§3.3)",
+    description="OPT_⊗: block coordinate descent over the factors (§6.1)",
     honours_time_limit=True,
 )
 def _opt_kron(
@@ -318,7 +319,7 @@ def _opt_kron(
     "opt-union",
     "heuristic",
     0.0,
-    description="OPT_+: an OPT_⊗ strategy per term, budget in closed form (§3.4)",
+    description="OPT_+: an OPT_⊗ strategy per term, budget in closed form (§6.2)",
     honours_time_limit=True,
 )
 def _opt_union(
@@ -361,7 +362,7 @@ def _product_identity(
         if len(p.sizes) <= OPT_M_MAX_ATTRIBUTES
         else f"OPT_M needs d ≤ {OPT_M_MAX_ATTRIBUTES} attributes (d = {len(p.sizes)})"
     ),
-    description="OPT_M: weighted marginals, corrected eigen-form error (§3.5)",
+    description="OPT_M: weighted marginals, corrected eigen-form error (§7–8)",
     honours_time_limit=True,
 )
 def _opt_marginals(

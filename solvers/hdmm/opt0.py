@@ -1,15 +1,16 @@
-"""OPT₀: strategy optimisation on an explicit n × n workload Gram (hdmm spec §3.1–3.2).
+"""OPT₀: strategy optimisation on an explicit n × n workload Gram (McKenna et al., §4.2–4.3).
 
 - Laplace: the p-Identity template A(Θ) = [I; Θ]·diag(1/s), s = 1 + 1ᵀΘ, Θ ≥ 0 (Def. 13),
   so every column has L1 norm 1. f(Θ) = tr[K C₀] with C₀ = V ∘ ssᵀ, K = I − ΘᵀRΘ,
   R = (I + ΘΘᵀ)⁻¹ (App. B, Thm 17), evaluated with its gradient in O(pn²) without forming any
-  n × n product. The gradient is the spec's corrected form (the paper's omits the chain rule
-  through D, spec §7 item 7): ∇f = −2ΘZ + 1gᵀ, Z = K C₀ K, g_k = 2(K C₀)_kk / s_k.
+  n × n product. The gradient is the corrected form (the paper's omits the chain rule
+  through D: docs/families/hdmm.md#hdmm-pidentity-gradient): ∇f = −2ΘZ + 1gᵀ, Z = K C₀ K, g_k = 2(K
+  C₀)_kk / s_k.
 - Gaussian: X = AᵀA with unit diagonal, minimise tr(X⁻¹V) over its strictly lower entries
   (Def. 12, convex), gradient −X⁻¹VX⁻¹; A = chol(X)ᵀ.
 
-Both are the best of a candidate set (spec §3.1 "best-of", §7 item 13): Identity, Total when it
-supports W, the one-parameter IdTotal [I; t·1ᵀ]/(1+t), the SVD-bound strategy, and the
+Both are the best of a candidate set (docs/families/hdmm.md#hdmm-opt0-candidates): Identity, Total
+when it supports W, the one-parameter IdTotal [I; t·1ᵀ]/(1+t), the SVD-bound strategy, and the
 optimised template.
 
 Time limits: every optimizer here takes a :class:`Deadline`, checked by an L-BFGS-B callback
@@ -45,7 +46,8 @@ from dpopt.threads import blas_limit, one_thread
 
 __all__: list[str] = []  # reached through dpopt.solve (methods opt0-laplace, opt0-gaussian)
 
-# Finite penalty for points where the objective is undefined (spec §7 item 14).
+# Finite penalty for points where the objective is undefined
+# (docs/families/hdmm.md#hdmm-infeasible-points).
 PENALTY = 1e300
 
 
@@ -63,7 +65,7 @@ class Candidate:
 
 
 def default_p(n: int) -> int:
-    """p = max(1, ⌊n/16⌋) (spec §3.1)."""
+    """p = max(1, ⌊n/16⌋) (McKenna et al., §4.3)."""
     return max(1, n // 16)
 
 
@@ -74,7 +76,7 @@ def pidentity_strategy(theta: np.ndarray) -> np.ndarray:
 
 
 def pidentity_loss(theta: np.ndarray, gram: Gram) -> tuple[float, np.ndarray]:
-    """f(Θ) = tr[(AᵀA)⁻¹V] for A = A(Θ) and its gradient (spec §3.1).
+    """f(Θ) = tr[(AᵀA)⁻¹V] for A = A(Θ) and its gradient (McKenna et al., §4.3).
 
     Through :func:`woodbury_parts`: p Gram products (O(pn) on an implicit range Gram, O(pn²)
     on a dense one, the oracle) and four p × n × p products. With ΘΘᵀ = R⁻¹ − I the
@@ -122,7 +124,7 @@ def optimize_pidentity(
     maxiter: int = 15000,
     deadline: Deadline | None = None,
 ) -> np.ndarray | None:
-    """One L-BFGS-B run from Θ ~ U[0,1)^{p×n}, bounds Θ ≥ 0 (spec §3.1); returns Θ ≥ 0.
+    """One L-BFGS-B run from Θ ~ U[0,1)^{p×n}, bounds Θ ≥ 0 (McKenna et al., §4.3); returns Θ ≥ 0.
 
     BLAS runs on one thread (the threading policy, :mod:`dpopt.threads`): with another
     numeric process on the cores, idle OpenBLAS threads made the loss 10–30× slower, and on a
@@ -194,8 +196,9 @@ def svd_candidate(gram: Gram, noise: str) -> list[Candidate]:
     """A = Λ^{1/4}Pᵀ on V's range (PΛPᵀ = V): the strategy behind the SVD bound (Def. 11).
 
     It attains the bound when its columns have equal norms, and it is the natural answer for
-    rank-deficient workloads, where the Def. 12 optimum is singular (spec §7 item 15). None
-    (an empty list) when V's eigenpairs are out of reach (:func:`gram_eigenpairs`).
+    rank-deficient workloads, where the Def. 12 optimum is singular
+    (docs/families/hdmm.md#hdmm-rank-deficient). None (an empty list) when V's eigenpairs are out of
+    reach (:func:`gram_eigenpairs`).
     """
     pairs = gram_eigenpairs(gram)
     if pairs is None:
@@ -212,7 +215,7 @@ def svd_candidate(gram: Gram, noise: str) -> list[Candidate]:
 
 
 def idtotal_candidate(gram: Gram, noise: str) -> Candidate:
-    """Best A = [I; t·1ᵀ]/‖·‖ over t ≥ 0 (the one-parameter p-Identity, spec §3.1)."""
+    """Best A = [I; t·1ᵀ]/‖·‖ over t ≥ 0 (the one-parameter p-Identity, McKenna et al., §4.3)."""
     n = gram.shape[0]
     total, trace = _total(gram), float(gram_diagonal(gram).sum())
 
@@ -243,7 +246,7 @@ def opt0_laplace(
     ftol: float = 1e-4,
     deadline: Deadline | None = None,
 ) -> list[Candidate]:
-    """All Laplace candidates, the p-Identity restarts included (spec §3.1).
+    """All Laplace candidates, the p-Identity restarts included (McKenna et al., §4.3).
 
     At ``deadline`` the running restarts stop at their last iterate and the others are skipped
     (``deadline.reached`` is then True); the static candidates are always included.
@@ -367,7 +370,7 @@ def opt0_gaussian(
     maxiter: int = 20000,
     deadline: Deadline | None = None,
 ) -> list[Candidate]:
-    """Gaussian candidates: I, T, IdTotal and the convex Def. 12 optimum (spec §3.2).
+    """Gaussian candidates: I, T, IdTotal and the convex Def. 12 optimum (McKenna et al., §4.2).
 
     The candidates of :func:`gaussian_run`, which also reports convergence.
     """
@@ -381,14 +384,15 @@ def gaussian_run(
     maxiter: int = 20000,
     deadline: Deadline | None = None,
 ) -> GaussianRun:
-    """Gaussian OPT₀ (spec §3.2): the candidates and how each L-BFGS-B stage ended.
+    """Gaussian OPT₀ (McKenna et al., §4.2): the candidates and how each L-BFGS-B stage ended.
 
     L-BFGS-B over the strictly lower entries of X (unit diagonal), from the SVD-bound strategy
     X₀ = PΛ^{1/2}Pᵀ scaled to unit diagonal; non-PD points get a finite penalty. A rank-deficient
-    (λ_min ≤ 1e-10·λ_max) Gram has a singular optimum, so V is ridged (spec §7 item 15) and the
-    ridge is shrunk (RIDGES × tr(V)/n), each stage warm-started: the ridged optimum is ~√ridge
-    above the true one (1e-4 at 1e-8 alone, measured). Support is checked through the error.
-    ``maxiter`` is per stage (a first ridge stage of a rank-5 Gram at n = 12 took 5,741).
+    (λ_min ≤ 1e-10·λ_max) Gram has a singular optimum, so V is ridged
+    (docs/families/hdmm.md#hdmm-rank-deficient) and the ridge is shrunk (RIDGES × tr(V)/n), each
+    stage warm-started: the ridged optimum is ~√ridge above the true one (1e-4 at 1e-8 alone,
+    measured). Support is checked through the error. ``maxiter`` is per stage (a first ridge stage
+    of a rank-5 Gram at n = 12 took 5,741).
 
     At ``deadline`` the running stage stops at its last iterate and no further stage starts;
     the candidates then include that iterate (a valid strategy, not the optimum).

@@ -1,4 +1,4 @@
-"""Methods for the relaxed link-table QP (relational-synth spec §2):
+"""Methods for the relaxed link-table QP (Alimohammadi et al., §3–4):
 :mod:`~dpopt.solvers.relational.qp`."""
 
 __all__: list[str] = []  # a namespace of modules; import from them

@@ -1,11 +1,11 @@
-"""Methods for :class:`~dpopt.models.relational.qp.RelaxedLinkQP` (relational-synth spec §2).
+"""Methods for :class:`~dpopt.models.relational.qp.RelaxedLinkQP` (Alimohammadi et al., §3–4).
 
 - ``pgd`` (exact): projected gradient with the exact Euclidean projection onto
   Ω = {0 ≤ b ≤ 1, 1ᵀb = m} (:func:`project`, Theorem 2), step 1/L with
-  L = 2σ_max(Q)²/m² from an exact σ_max (§8 item 5), Nesterov momentum restarted whenever
-  the objective rises (O'Donoghue & Candès); it stops when the Frank–Wolfe gap
-  g(b) = ⟨∇f(b), b − s⟩, s the best vertex of Ω (the m smallest gradient entries set to 1),
-  certifies f(b) − f* ≤ g(b) ≤ tol·f*. :func:`projected_gradient` is the paper's plain
+  L = 2σ_max(Q)²/m² from an exact σ_max (docs/families/relational.md#relational-step), Nesterov
+  momentum restarted whenever the objective rises (O'Donoghue & Candès); it stops when the
+  Frank–Wolfe gap g(b) = ⟨∇f(b), b − s⟩, s the best vertex of Ω (the m smallest gradient entries set
+  to 1), certifies f(b) − f* ≤ g(b) ≤ tol·f*. :func:`projected_gradient` is the paper's plain
   Algorithm 2, whose Theorem 3 bound the tests check.
 - ``cvxpy:clarabel``, ``cvxpy:osqp`` (exact): the QP in cvxpy.
 """
@@ -48,7 +48,8 @@ __all__ = [
 SUM_TOL = 1e-12
 """Relative accuracy of 1ᵀΠ(b) = m at which the projection's root search stops."""
 STEP_MARGIN = 0.99
-"""The step is STEP_MARGIN/L: a 1 % margin against rounding in σ_max (spec §8 item 5)."""
+"""The step is STEP_MARGIN/L: a 1 % margin against rounding in σ_max
+(docs/families/relational.md#relational-step)."""
 DENSE_GRAM_ROWS = 1_000
 """Up to this many queries (and :data:`DENSE_GRAM_NNZ` nonzeros) σ_max comes from eigvalsh of
 the dense k × k matrix QQᵀ; beyond, from Lanczos (cheaper than forming QQᵀ)."""
@@ -67,8 +68,8 @@ def _root(
     weights: np.ndarray | None = None,
     buffer: np.ndarray | None = None,
 ) -> float:
-    """A root y of φ(y) = Σ w_i·clip(values_i + y, 0, 1) = m (spec §2.4; w = 1 unless
-    ``weights``), 0 ≤ m ≤ Σ w.
+    """A root y of φ(y) = Σ w_i·clip(values_i + y, 0, 1) = m (Alimohammadi et al., Theorem 2; w = 1
+    unless ``weights``), 0 ≤ m ≤ Σ w.
 
     Newton steps on φ (slope = the weight of the free coordinates) inside the bracket
     [low, high] ⊆ [−max b, 1 − min b], which always contains a root; when a Newton step leaves
@@ -162,7 +163,8 @@ def _projected(
     if abs(y) > 1.0:
         # Far from 0 the free entries b_i ∈ (−y, 1 − y) lose digits in b_i + y; in the frame
         # b − c, c the entry whose b_c + y is nearest ½, b_i − c is exact for entries near c
-        # (Sterbenz) and Π is shift-invariant (spec §7 T1), so the root is found again there.
+        # (Sterbenz) and Π is shift-invariant (worked example T1,
+        # tests/paper/test_relational_spec.py), so the root is found again there.
         shift = float(values[np.argmin(np.abs(values + (y - 0.5)))])
         values = values - shift
         y = _root(values, m, y + shift, weights, out)
@@ -175,16 +177,17 @@ def _projected(
 def project(
     b: np.ndarray, m: float, start: float = 0.0, weights: np.ndarray | None = None
 ) -> np.ndarray:
-    """The Euclidean projection of ``b`` onto Ω = {0 ≤ x ≤ 1, Σx = m}, 0 ≤ m ≤ N (spec §2.4,
-    Theorem 2 / Pardalos–Kovoor): Π(b) = clip(b + y*, 0, 1) with φ(y*) = m, where
-    φ(y) = Σ clip(b_i + y, 0, 1) is continuous, piecewise linear and non-decreasing.
+    """The Euclidean projection of ``b`` onto Ω = {0 ≤ x ≤ 1, Σx = m}, 0 ≤ m ≤ N (Alimohammadi et
+    al., Theorem 2 / Pardalos–Kovoor): Π(b) = clip(b + y*, 0, 1) with φ(y*) = m, where φ(y) = Σ
+    clip(b_i + y, 0, 1) is continuous, piecewise linear and non-decreasing.
 
     With ``weights`` w (multiplicities) it is the projection in the norm Σ w_i x_i² onto
     {0 ≤ x ≤ 1, Σ w_i x_i = m}: the same clip(b + y*, 0, 1), with φ(y) = Σ w_i clip(b_i + y, 0, 1).
     The root search (:func:`_root`: safeguarded Newton, then an exact solve on the settled
-    pieces; spec §8 item 4) is O(N) per step and O(N log N) in the worst case. The result lies
-    in [0, 1] with |Σ − m| ≤ 1e-12·max(1, m) (the spec asks 1e-9). ``start`` warm-starts y
-    (the previous iteration's root). Not the clamp-and-rescale of the authors' code (§2.4).
+    pieces; docs/families/relational.md#relational-projection) is O(N) per step and O(N log N) in
+    the worst case. The result lies in [0, 1] with |Σ − m| ≤ 1e-12·max(1, m) (the projection's
+    post-condition asks 1e-9). ``start`` warm-starts y (the previous iteration's root). Not the
+    clamp-and-rescale of the authors' code (docs/families/relational.md#relational-projection).
     """
     return project_with_root(b, m, start, weights)[0]
 
@@ -198,9 +201,9 @@ def _row_weights(weights: Any, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def largest_singular_value(matrix: Any, cells: np.ndarray | None = None) -> float:
-    """σ_max(Q·diag(√c)) (σ_max(Q) without ``cells``; spec §8 item 5: exact rather than power
-    iteration, which underestimates it): the top eigenvalue of the k × k Gram matrix
-    Q diag(c) Qᵀ, by eigvalsh for small Q (:data:`DENSE_GRAM_ROWS`), else by ARPACK on
+    """σ_max(Q·diag(√c)) (σ_max(Q) without ``cells``; docs/families/relational.md#relational-step:
+    exact rather than power iteration, which underestimates it): the top eigenvalue of the k × k
+    Gram matrix Q diag(c) Qᵀ, by eigvalsh for small Q (:data:`DENSE_GRAM_ROWS`), else by ARPACK on
     v ↦ Q(c∘Qᵀv) (Lanczos from the all-ones start, 8 vectors, tolerance 1e-10: ~13 products
     on workload-like Q). ``pgd`` steps at 0.99/L, which covers the 1e-10 by which a Ritz value
     may fall short."""
@@ -431,9 +434,9 @@ def uniform_point(problem: RelaxedLinkQP) -> np.ndarray:
 def projected_gradient(
     problem: RelaxedLinkQP, iterations: int, b0: Any = None, *, sigma: float | None = None
 ) -> tuple[np.ndarray, list[float]]:
-    """Algorithm 2 as printed (spec §2.3): b ← Π(b − η∇f(b)), η = ½(m/σ_max)² = 1/L, for
-    ``iterations`` steps from ``b0`` (default uniform m/N, else b0 projected onto Ω); returns
-    the last point and f at every iterate (b0 first). Theorem 3:
+    """Algorithm 2 as printed (Alimohammadi et al., Algorithm 2): b ← Π(b − η∇f(b)), η = ½(m/σ_max)²
+    = 1/L, for ``iterations`` steps from ``b0`` (default uniform m/N, else b0 projected onto Ω);
+    returns the last point and f at every iterate (b0 first). Theorem 3:
     f(b_T) − f* ≤ (3‖b0 − b*‖²/η + f(b0) − f*)/T."""
     instance("problem", problem, RelaxedLinkQP)
     iterations = nonnegative_integer("iterations", iterations)
@@ -459,10 +462,11 @@ def pgd(
     b0: Any = None,
     sigma: float | None = None,
 ) -> Outcome:
-    """Accelerated projected gradient (step STEP_MARGIN/L, spec §2.3 and §8 item 5) until the
-    Frank–Wolfe gap certifies f(b) − f* ≤ :data:`CERTIFY`·max(f*, :data:`CERTIFY`), the time
-    limit, or ``max_iterations``. ``sigma`` is :func:`problem_sigma` of ``problem`` when the
-    caller has it (a path of warm-started runs on one problem), else it is computed here.
+    """Accelerated projected gradient (step STEP_MARGIN/L, Alimohammadi et al., Algorithm 2;
+    docs/families/relational.md#relational-step) until the Frank–Wolfe gap certifies f(b) − f* ≤
+    :data:`CERTIFY`·max(f*, :data:`CERTIFY`), the time limit, or ``max_iterations``. ``sigma`` is
+    :func:`problem_sigma` of ``problem`` when the caller has it (a path of warm-started runs on one
+    problem), else it is computed here.
 
     One Q b and one Qᵀ r per iteration (Q times the extrapolated point is extrapolated from
     Q b by linearity), plus one Qᵀ r every :data:`GAP_EVERY` iterations for the certificate.
@@ -478,7 +482,7 @@ def pgd(
 
 def problem_sigma(problem: RelaxedLinkQP) -> float:
     """σ_max(Q·diag(√c)) of ``problem`` as ``pgd`` computes it (BLAS on one thread): its step
-    is STEP_MARGIN·½(m/σ)² (spec §8 item 5)."""
+    is STEP_MARGIN·½(m/σ)² (docs/families/relational.md#relational-step)."""
     instance("problem", problem, RelaxedLinkQP)
     with one_thread():
         return largest_singular_value(problem.Q, problem.cells)

@@ -1,6 +1,6 @@
 """Census PGSR: the fast paths against the exact models on random small hierarchies.
 
-census-pgsr spec §6 "Invariants for property tests": depth 2–3, branching 1–3, k ≤ 4 sizes,
+The property-test invariants of the worked examples: depth 2–3, branching 1–3, k ≤ 4 sizes,
 n ≤ 12. Costs are integers, so exact methods must agree with tolerance 0; the relaxation may
 exceed the integer optimum only by its solver's tolerance.
 """
@@ -111,7 +111,7 @@ def weighted_instances(draw: st.DrawFn) -> dict:
     return {**instance, "weights": draw(region_weights(Tree(instance["parents"])))}
 
 
-# --- independent feasibility checks (spec §1.4, written out here rather than trusted) ---------
+# --- independent feasibility checks (Fioretto et al., §4, written out here rather than trusted) ---
 
 
 def assert_counts_feasible(tree: Tree, counts: np.ndarray, total: int) -> None:
@@ -142,7 +142,8 @@ def relaxation_slack(problem, method: str, optimum: float) -> float:
     return max(1e-6, dpopt.method_info(problem, method).tol * optimum)
 
 
-# --- Model 1: pwl-dp = dp-table = cpsat (spec §3.4 validation contract) ----------------------
+# --- Model 1: pwl-dp = dp-table = cpsat (Fioretto et al., §7: the fast path must equal the exact
+# references)
 
 
 @pytest.mark.slow
@@ -170,7 +171,8 @@ def assert_model_1_methods_agree(instance: dict) -> None:
     event(f"model 1 {statuses.pop()}, domain {'0..n' if instance['domain'] is None else 'window'}")
     relaxed = dpopt.solve(problem, "relaxed:clarabel")
     if solutions["cpsat"].status == "infeasible":
-        # The constraint matrix is a network matrix (spec G15), so the LP is infeasible too.
+        # The constraint matrix is a network matrix
+        # (docs/families/census.md#census-exact-references), so the LP is infeasible too.
         assert all(s.x is None for s in solutions.values())
         assert relaxed.status == "infeasible"
         return
@@ -184,13 +186,13 @@ def assert_model_1_methods_agree(instance: dict) -> None:
         if method != "cpsat":
             assert solution.info["dp_objective"] == optimum  # C_root(n) = top-down cost
             assert solution.info["domain_certificate"]["restricted_optimal"]
-    # Relaxed optimum ≤ integer optimum (spec §6 invariants).
+    # Relaxed optimum ≤ integer optimum (worked-example invariants).
     assert relaxed.info["solver_status"] == "optimal"
     assert relaxed.status == ("feasible" if relaxed.max_violation == 0 else "violated")
     assert relaxed.info["relaxed_objective"] <= optimum + relaxation_slack(
         problem, "relaxed:clarabel", optimum
     )
-    # TopDown is feasible and no better than the optimum; it ignores narrowed domains (§3.9).
+    # TopDown is feasible and no better than the optimum; it ignores narrowed domains.
     topdown = dpopt.solve(problem, "topdown")
     assert_counts_feasible(problem.tree, topdown.x, problem.total)
     if instance["domain"] is None:
@@ -218,7 +220,7 @@ def test_model_1_tables_convex_and_merges_agree(instance: dict) -> None:
         assert np.all(np.diff(fast.cost, 2) >= 0)
 
 
-# --- Model 3: chain-dp = cpsat (spec §3.8) ---------------------------------------------------
+# --- Model 3: chain-dp = cpsat (Fioretto et al., §9.2) --------------------------------------------
 
 
 @PROPERTY
@@ -237,14 +239,15 @@ def test_model_3_exact_methods_agree(instance: dict) -> None:
         assert solution.max_violation == 0
         assert_within(problem, solution.x)
         assert_report_clean(problem, solution.x)
-        # C7–C9 imply the decoded counts are ≥ 0, consistent and faithful (spec §3.8).
+        # C7–C9 imply the decoded counts are ≥ 0, consistent and faithful (Fioretto et al., §9.2).
         counts = counts_from_chain(problem.tree, solution.x)
         assert_counts_feasible(problem.tree, counts, problem.total)
         assert np.array_equal(chain_from_counts(problem.tree, counts), solution.x)
     assert solutions["chain-dp"].info["dp_objective"] == optimum
 
 
-# --- Model 2: the heuristics are feasible and no better than cpsat (spec §3.6–3.7, G8) --------
+# --- Model 2: the heuristics are feasible and no better than cpsat (Fioretto et al., §9–9.1;
+# docs/families/census.md#census-cumulative-exactness)
 
 
 def _encode_cumulative(tree: Tree, counts: np.ndarray) -> np.ndarray:
@@ -286,7 +289,8 @@ def test_model_2_heuristics_feasible_and_bounded(instance: dict) -> None:
     for method, solution in solutions.items():
         if instance["domain"] is None:
             # With domains 0..n both heuristics' own problems are feasible and their points
-            # satisfy Model 2 (spec §3.7, G8: feasible, not optimal).
+            # satisfy Model 2 (Fioretto et al., §9.1;
+            # docs/families/census.md#census-cumulative-exactness: feasible, not optimal).
             assert solution.status == "feasible", (method, solution.info)
         elif solution.status != "feasible":
             # Narrowed Γ windows are only approximated by the heuristics' own domains; a point
@@ -300,7 +304,7 @@ def test_model_2_heuristics_feasible_and_bounded(instance: dict) -> None:
         assert solution.objective >= optimum, method
 
 
-# --- zero noise: every post-processor returns the truth at cost 0 (spec §6 invariants) -------
+# --- zero noise: every post-processor returns the truth at cost 0 (worked-example invariants) -----
 
 
 @pytest.mark.slow
@@ -363,7 +367,8 @@ def test_cumulative_heuristics_do_not_call_a_violating_point_feasible(
 
 
 def test_cumulative_chain_dp_on_a_ragged_tree() -> None:
-    """chain-dp needs uniform depth (spec G10): it must refuse a ragged tree or solve it."""
+    """chain-dp needs uniform depth (docs/families/census.md#census-ragged): it must refuse a ragged
+    tree or solve it."""
     problem = CumulativePostProcess([-1, 0, 0, 1], [[2, 3], [1, 2], [1, 1], [1, 2]], 3)
     if "chain-dp" in {m.name for m in dpopt.methods(problem)}:
         solution = dpopt.solve(problem, "chain-dp")

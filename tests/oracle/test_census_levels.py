@@ -1,8 +1,9 @@
-"""The level-wise tree DP kernel against the generic region-by-region DP (census-pgsr §3.4, §7).
+"""The level-wise tree DP kernel against the generic region-by-region DP (Fioretto et al., §7;
+docs/families/census.md#census-ties).
 
 :mod:`dpopt.solvers.census.levels` must return exactly what the generic path returns with the
 convex merge (Algorithm 1): the same root table entry for entry, the same counts (ties broken
-by spec G5), and ``Infeasible`` at the same region. The generic path is
+by docs/families/census.md#census-ties), and ``Infeasible`` at the same region. The generic path is
 :func:`~dpopt.solvers.census.tree_dp._bottom_up` with :func:`merge_convex`, reached here through
 a wrapper of ``merge_convex`` (``subtree_root_table``/``subtree_solution`` send only
 ``merge_convex`` itself to the kernel). The min-plus tables of :func:`merge_bruteforce` check
@@ -239,7 +240,8 @@ def test_kernel_tables_equal_min_plus_tables(column: tuple) -> None:
 def test_ties_all_noisy_equal(
     route: str, parents: np.ndarray, level: int, seed: int, data: st.DataObject
 ) -> None:
-    """All noisy counts equal: every parent's children have many equal slopes (spec G5)."""
+    """All noisy counts equal: every parent's children have many equal slopes
+    (docs/families/census.md#census-ties)."""
     tree = Tree(parents)
     noisy = np.full(tree.size, level, dtype=np.int64)
     lower = np.zeros(tree.size, dtype=np.int64)
@@ -251,7 +253,8 @@ def test_ties_all_noisy_equal(
 
 def test_ties_go_to_the_lowest_child_first() -> None:
     """Three identical leaves (slopes 1, 3, 5, …): the root at 2 takes two slopes of 1, which
-    go to children 1 and 2, the lowest indices (spec G5); at 5, the three 1s and two 3s."""
+    go to children 1 and 2, the lowest indices (docs/families/census.md#census-ties); at 5, the
+    three 1s and two 3s."""
     parents = np.array([-1, 0, 0, 0])
     noisy = np.array([3, 0, 0, 0])
     lower, upper = np.zeros(4, dtype=np.int64), np.array([9, 3, 3, 3])

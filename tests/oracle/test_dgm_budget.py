@@ -1,4 +1,5 @@
-"""DGM budget allocation (dgm-budget spec §3.4–3.5, §6): closed form against the exact model."""
+"""DGM budget allocation (Roy Chowdhury et al., Eqs. 5 and 10; the worked examples): closed form
+against the exact model."""
 
 from __future__ import annotations
 
@@ -32,14 +33,14 @@ def x_tol(objective_tol: float) -> float:
     """How well a point is pinned down by an objective tolerance on these instances.
 
     Σa/ε is strongly convex on the simplex near its minimum, so an objective error τ (relative)
-    allows a point error of order √τ; the factor 10 covers the curvature of the spec cases.
+    allows a point error of order √τ; the factor 10 covers the curvature of the worked examples.
     """
     return 10 * np.sqrt(objective_tol)
 
 
 @pytest.mark.parametrize("method", EXACT)
 def test_spec_t1_three_node_chain(method: str) -> None:
-    # spec §6.1 T1: ε* = (0.350935, 0.380693, 0.168372), optimum 0.0737691, uniform 0.0809907.
+    # worked example T1: ε* = (0.350935, 0.380693, 0.168372), optimum 0.0737691, uniform 0.0809907.
     problem = BudgetAllocation(SPEC_CHAIN_A, 0.9)
     solution = dpopt.solve(problem, method, strict=True)
     tol = dpopt.method_info(problem, method).tol
@@ -66,7 +67,7 @@ def test_spec_t3_degenerate_cases() -> None:
 def test_kkt_product_form_and_invariances() -> None:
     a = np.array(SPEC_CHAIN_A)
     eps = dpopt.solve(BudgetAllocation(a, 0.9)).x
-    assert a / eps**2 == pytest.approx(np.full(3, 0.0819657), rel=1e-5)  # spec §6.1 T1 KKT
+    assert a / eps**2 == pytest.approx(np.full(3, 0.0819657), rel=1e-5)  # worked example T1 KKT
     # Eq. 10 as printed (product form) agrees with the stable form for small n.
     root_c = np.sqrt(1 / a)
     products = np.array([np.prod(np.delete(root_c, i)) for i in range(3)])
@@ -104,7 +105,7 @@ def test_closed_form_agrees_with_clarabel_over_12_decades(a: np.ndarray, total: 
     assert closed.max_violation <= 1e-12
     assert_agrees_with_closed_form(problem, dpopt.solve(problem, "cvxpy:clarabel", strict=True))
     uniform = dpopt.solve(problem, "uniform")
-    assert uniform.objective >= closed.objective * (1 - 1e-12)  # Cauchy–Schwarz, spec §6.2
+    assert uniform.objective >= closed.objective * (1 - 1e-12)  # Cauchy–Schwarz
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

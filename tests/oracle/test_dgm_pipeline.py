@@ -1,7 +1,7 @@
-"""The DGM learning pipeline (dgm-budget spec §2, §3, §6, §7) against hand-checked numbers and
-brute-force oracles.
+"""The DGM learning pipeline (Roy Chowdhury et al., Algorithms 1–2, Sec. 3.3; the worked examples;
+docs/families/dgm.md#dgm-decisions) against hand-checked numbers and brute-force oracles.
 
-- the spec's worked numbers: §2.4 consistency, §6.1 T1–T3, the Stage-I budget table of §6;
+- the worked numbers: the consistency example, T1–T3, the Stage-I budget table;
 - Δ of Eqs. 8–9 by enumerating every joint assignment, against the closed form of §3.3;
 - consistency (Eqs. 17–18) and the conditionals as properties on random networks;
 - the noise-free pipeline against pgmpy's maximum-likelihood estimator;
@@ -82,7 +82,8 @@ def random_network(seed: int, *, max_nodes: int = 6, max_card: int = 4) -> Netwo
 
 
 def l1_error(first: Network, second: Network) -> float:
-    """Spec §7 item 9: Σ |Θ − Θ̃| over each CPD's entries, averaged over the nodes."""
+    """docs/families/dgm.md#dgm-metrics: Σ |Θ − Θ̃| over each CPD's entries, averaged over the
+    nodes."""
     assert first.cpds is not None and second.cpds is not None
     return float(
         np.mean([np.abs(a - b).sum() for a, b in zip(first.cpds, second.cpds, strict=True)])
@@ -91,7 +92,8 @@ def l1_error(first: Network, second: Network) -> float:
 
 def direct_mle(net: Network, data: pd.DataFrame) -> Network:
     """Θ = C[x, pa]/C[pa] straight from the counts, uniform rows for unseen parent
-    configurations (spec §1 Eq. 1, §7 item 5): the reference without any post-processing."""
+    configurations (Roy Chowdhury et al., Sec. 3.1 Eq. 1, docs/families/dgm.md#dgm-normalisation):
+    the reference without any post-processing."""
     cpds = []
     for table in net.count_tables(net.encode(data)):
         rows = table.sum(axis=-1, keepdims=True)
@@ -126,7 +128,7 @@ def records(counts: dict[str, int], columns: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(columns))
 
 
-# --- spec §2.4: the worked consistency example ------------------------------------------------
+# --- the worked examples: the worked consistency example ------------------------------------------
 
 NOISY_A = np.array([610.0, 395.0])
 NOISY_B = np.array([[452.0, 148.0], [97.0, 301.0]])
@@ -159,7 +161,8 @@ def test_spec_2_4b_count_space_alternative() -> None:
 
 
 def test_inverse_variance_weights_by_hand() -> None:
-    """Spec §7 item 6: weights ε_t²·|dom A|/|dom S_t|; for A = {A}: 0.09·2/2 and 0.36·2/4."""
+    """docs/families/dgm.md#dgm-consistency-weights: weights ε_t²·|dom A|/|dom S_t|; for A = {A}:
+    0.09·2/2 and 0.36·2/4."""
     marginals = to_marginals([NOISY_A, NOISY_B])
     consistent = make_consistent(marginals, [(0,), (0, 1)], [0.3, 0.6], weights="inverse-variance")
     expected = (0.09 * marginals[0] + 0.18 * marginals[1].sum(axis=1)) / 0.27
@@ -169,7 +172,7 @@ def test_inverse_variance_weights_by_hand() -> None:
         make_consistent(marginals, [(0,), (0, 1)], [0.3, 0.6], weights="uniform")
 
 
-# --- spec §6.1 T1–T3 --------------------------------------------------------------------------
+# --- worked examples T1–T3 ------------------------------------------------------------------------
 
 T1_COUNTS = {"000": 360, "001": 90, "010": 30, "011": 120, "100": 80, "101": 20, "110": 60}
 T1_COUNTS["111"] = 240
@@ -228,7 +231,7 @@ def test_spec_t3_degenerate_cases() -> None:
     assert isolated.weights[isolated.nodes.index("I")] == 1.0
 
 
-# --- spec §6: the Stage-I budget --------------------------------------------------------------
+# --- the worked examples: the Stage-I budget ------------------------------------------------------
 
 STAGE_ONE_TABLE = {  # ε^B: (ε_s, {n: ε_s/n})
     1: (0.718673, {3: 0.239558, 8: 0.089834, 11: 0.065334, 20: 0.035934, 37: 0.019424}),
@@ -261,7 +264,7 @@ def test_lemma_2_1_and_no_sampling() -> None:
     assert float(scale) == pytest.approx(4.17436, abs=5e-6)
 
 
-# --- Δ (Eqs. 8–9) by brute-force enumeration against the closed form (§3.3) -----------------
+# --- Δ (Eqs. 8–9) by brute-force enumeration against the closed form (Eqs. 7–9) --------------
 
 
 def ancestors(net: Network, node: int) -> set[int]:
@@ -329,7 +332,8 @@ def full_joint(net: Network, cpds: Sequence[np.ndarray] | None = None) -> np.nda
 
 
 def test_derivative_oracle_matches_the_worked_example() -> None:
-    """Spec §3.3 (Fig. 2): ∂P[C=0]/∂Θ[A=0] = Θ[B=0]·Θ[C=0|0,0] + Θ[B=1]·Θ[C=0|0,1]."""
+    """Roy Chowdhury et al., Eqs. 7–9 (Fig. 2): ∂P[C=0]/∂Θ[A=0] = Θ[B=0]·Θ[C=0|0,0] +
+    Θ[B=1]·Θ[C=0|0,1]."""
     g = rng(5)
     parents = {"A": [], "B": [], "C": ["A", "B"], "D": ["C"], "E": ["C"], "F": ["D", "E"]}
     states = binary("ABCDEF")
@@ -369,8 +373,9 @@ ORACLE_NETWORKS = 40
 
 @pytest.mark.parametrize("seed", range(ORACLE_NETWORKS))
 def test_mean_sensitivity_equals_brute_force(seed: int) -> None:
-    """Spec §6.2 item 14: the closed form Δ^N_i = (1/|dom Pa_i|)·mean_Y 1/|dom Y| equals Eq. 8
-    computed from Eq. 9's derivatives, and each Σ_y ∂P[Y=y]/∂Θ[x_i|x_pa] is P[Pa_i = x_pa]."""
+    """invariant 14 of the worked examples: the closed form Δ^N_i = (1/|dom Pa_i|)·mean_Y 1/|dom Y|
+    equals Eq. 8 computed from Eq. 9's derivatives, and each Σ_y ∂P[Y=y]/∂Θ[x_i|x_pa] is P[Pa_i =
+    x_pa]."""
     net = random_network(seed)
     np.testing.assert_allclose(net.mean_sensitivity, brute_force_delta(net), rtol=0, atol=1e-12)
     joint = full_joint(net)
@@ -395,8 +400,9 @@ def test_oracle_networks_have_edges_and_mixed_domains() -> None:
 
 
 def test_mixed_domain_fig2_delta() -> None:
-    """Spec §3.3: a random Fig.-2 network with mixed domains gave Δ_C = 0.069444 =
-    (1/6)·mean(1/3, 1/2): |dom A|·|dom B| = 6 and the children D, E have 3 and 2 states."""
+    """Roy Chowdhury et al., Eqs. 7–9: a random Fig.-2 network with mixed domains gave Δ_C =
+    0.069444 = (1/6)·mean(1/3, 1/2): |dom A|·|dom B| = 6 and the children D, E have 3 and 2
+    states."""
     g = rng(9)
     parents = {"A": [], "B": [], "C": ["A", "B"], "D": ["C"], "E": ["C"], "F": ["D", "E"]}
     cards = {"A": 2, "B": 3, "C": 4, "D": 3, "E": 2, "F": 2}
@@ -425,7 +431,8 @@ def test_error_identity_of_section_3_2(seed: int) -> None:
 
 
 def test_estimated_errors_clip_counts_at_the_floor() -> None:
-    """Spec §7 item 3: counts (and row sums) below τ count as τ before they are inverted."""
+    """docs/families/dgm.md#dgm-error-estimate: counts (and row sums) below τ count as τ before they
+    are inverted."""
     table, cpd = np.array([-5.0, 3.0]), np.array([0.5, 0.5])  # row sum −2 → τ
     for tau in (1.0, 2.0):
         expected = (0.5 * math.sqrt(2 / tau**2) + 0.5 * math.sqrt(1 / tau**2 + 1 / 9)) / 2
@@ -456,8 +463,8 @@ def assert_mutually_consistent(tables: Sequence[np.ndarray], fams: Sequence[Sequ
 @pytest.mark.parametrize("weights", WEIGHTS)
 @pytest.mark.parametrize("seed", range(15))
 def test_consistency_properties(seed: int, weights: str) -> None:
-    """Spec §6.2 items 16–17: after make_consistent every pair of tables agrees on its shared
-    attributes, every table still sums to 1, and a second pass changes nothing."""
+    """invariants 16–17 of the worked examples: after make_consistent every pair of tables agrees on
+    its shared attributes, every table still sums to 1, and a second pass changes nothing."""
     net = random_network(300 + seed)
     g = rng(seed)
     fams = families(net)
@@ -485,8 +492,8 @@ def test_consistency_inputs_were_inconsistent() -> None:
 @pytest.mark.parametrize("weights", WEIGHTS)
 @pytest.mark.parametrize("seed", range(10))
 def test_consistency_is_a_no_op_on_exact_tables(seed: int, weights: str) -> None:
-    """Spec §6.2 item 15: marginals of one joint distribution (noise-free tables) are already
-    consistent, whatever the budgets."""
+    """invariant 15 of the worked examples: marginals of one joint distribution (noise-free tables)
+    are already consistent, whatever the budgets."""
     net = random_network(400 + seed)
     joint = full_joint(net)
     fams = families(net)
@@ -649,7 +656,7 @@ def test_learn_is_reproducible_for_a_seed(
 
 @pytest.mark.parametrize("name", ["asia", "child", "alarm"])
 def test_learned_cpds_are_valid_distributions(name: str) -> None:
-    """Spec §6.2 item 18, at a small ε where noisy cells are often negative."""
+    """invariant 18 of the worked examples, at a small ε where noisy cells are often negative."""
     net = load(name)
     data = net.sample(1000, rng(2))
     for options in ({"baseline": True}, *({"objective": o} for o in OBJECTIVES)):
@@ -702,7 +709,7 @@ class Tap:
             return codes
 
         def drawing(prepared: Any, *, rng: Any, accountant: Any) -> list[Any]:
-            if silent:  # the zero-noise hook of spec §6.2 item 15: charge, release exactly
+            if silent:  # the zero-noise hook (invariant 15): charge, release exactly
                 if accountant is not None:
                     accountant.spend_all([(p.loss, p.label) for p in prepared])
                 released = [
@@ -722,7 +729,8 @@ class Tap:
 
 def test_spec_t1_through_learn_with_noise_off(monkeypatch: pytest.MonkeyPatch) -> None:
     """With the zero-noise hook and β = 1, Stage I sees T̂ = T: the pipeline reproduces T1's
-    δ̃ and ε*, and Stage II returns the exact MLE (spec §6.1 T1, §6.2 item 15)."""
+    δ̃ and ε*, and Stage II returns the exact MLE (worked example T1; invariant 15 of the worked
+    examples)."""
     net, data = t1_chain()
     Tap(monkeypatch, silent=True)
     learned = learn(
@@ -870,9 +878,9 @@ def test_error_shrinks_as_epsilon_grows() -> None:
 
 
 def test_data_dependent_beats_the_baseline_on_alarm() -> None:
-    """Spec §5: at ε^B = 1 on 10⁴ alarm records, the data-dependent split has a smaller mean
-    parameter L1 to the MLE than D-Ind, averaged over 20 seeds (measured 3.38 vs 3.57 over 10
-    seeds, seed-to-seed sd ≈ 0.1 each, so the gap is ≈ 5 standard errors at 20 seeds)."""
+    """Roy Chowdhury et al., Sec. 5: at ε^B = 1 on 10⁴ alarm records, the data-dependent split has a
+    smaller mean parameter L1 to the MLE than D-Ind, averaged over 20 seeds (measured 3.38 vs 3.57
+    over 10 seeds, seed-to-seed sd ≈ 0.1 each, so the gap is ≈ 5 standard errors at 20 seeds)."""
     net = load("alarm")
     data = net.sample(10_000, rng(0))
     mle = maximum_likelihood(net, data)
@@ -908,10 +916,10 @@ def wide_network() -> tuple[Network, pd.DataFrame]:
 def test_laplace_noise_has_variance_two_over_epsilon_squared(
     monkeypatch: pytest.MonkeyPatch, options: dict[str, Any]
 ) -> None:
-    """Spec §6.2 item 19: noise = released − true count per cell, normalized by the continuous
-    Laplace variance 2/ε_i² of its table; its mean square is 1 up to 5 standard errors (the
-    normalized square of a Laplace draw has variance 5) and the discrete Laplace's deficit,
-    1 − (ε²/2)/(2 sinh²(ε/2)) ≤ ε²/12 for the largest ε_i used."""
+    """invariant 19 of the worked examples: noise = released − true count per cell, normalized by
+    the continuous Laplace variance 2/ε_i² of its table; its mean square is 1 up to 5 standard
+    errors (the normalized square of a Laplace draw has variance 5) and the discrete Laplace's
+    deficit, 1 − (ε²/2)/(2 sinh²(ε/2)) ≤ ε²/12 for the largest ε_i used."""
     net, data = wide_network()
     tap = Tap(monkeypatch)
     paper = options.get("objective") == "paper"
@@ -1079,7 +1087,7 @@ def test_partly_spent_accountant_is_not_overdrawn() -> None:
 
 
 def closed_form_delta(net: Network) -> np.ndarray:
-    """Spec §3.3's identity: Δ_i = (1/|dom Pa_i|)·mean over children Y of 1/|dom Y|."""
+    """Eqs. 7–9's identity: Δ_i = (1/|dom Pa_i|)·mean over children Y of 1/|dom Y|."""
     delta = np.zeros(len(net.nodes))
     for i, kids in enumerate(net.children):
         if kids:
@@ -1090,7 +1098,7 @@ def closed_form_delta(net: Network) -> np.ndarray:
 
 @pytest.mark.parametrize("name", ["asia", "sachs", "child", "alarm", "insurance", "hepar2"])
 def test_mean_sensitivity_by_definition_equals_the_closed_form(name: str) -> None:
-    """The library computes Δ by contraction of the CPDs (Eq. 9); the spec's closed form is the
+    """The library computes Δ by contraction of the CPDs (Eq. 9); the closed form is the
     oracle, on the network's own CPDs and on random ones (Δ is data-independent)."""
     net = load(name)
     np.testing.assert_allclose(net.mean_sensitivity, closed_form_delta(net), rtol=1e-12, atol=0)

@@ -62,8 +62,9 @@ def reachable(net: Network, start: int) -> set[int]:
 
 
 def enumerated_coverage(net: Network) -> np.ndarray:
-    """g_i by enumeration: every (|X|, |Y|) the evaluation draws (spec §7 item 9; half the
-    queries marginal) with its probability, then every node set of that size, equally likely."""
+    """g_i by enumeration: every (|X|, |Y|) the evaluation draws (docs/families/dgm.md#dgm-metrics;
+    half the queries marginal) with its probability, then every node set of that size, equally
+    likely."""
     n = len(net.nodes)
     sizes: dict[int, float] = {}
     for x in range(1, n):

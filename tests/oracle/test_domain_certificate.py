@@ -100,7 +100,7 @@ def test_a_feasible_point_is_certified_exactly_when_it_is_optimal() -> None:
 
 
 def test_spec_test_2_and_a_worse_point() -> None:
-    """Spec §6 test 2: US (4, 0, 2), GA (2, 0, 2), NY (2, 0, 0) is the unique optimum (7);
+    """worked example 2: US (4, 0, 2), GA (2, 0, 2), NY (2, 0, 0) is the unique optimum (7);
     US (5, 0, 1), GA (3, 0, 1), NY (2, 0, 0) is feasible with cost 9."""
     tree = Tree(np.array([-1, 0, 0]))
     noisy = np.array([[4, 0, 3], [3, -1, 1], [3, 1, -1]])

@@ -1,7 +1,8 @@
-"""Eigen-Design's fast paths against their exact models (eigen-design spec §2–3, §7).
+"""Eigen-Design's fast paths against their exact models (Li & Miklau, Sec. 3.1–3.4; the worked
+examples).
 
 - ``ipm`` (certified interior point) against both cvxpy models of Program 1 — the literal
-  2×2-block SDP and the ``inv_pos`` form — at the issue's 1e-6, on random and structured
+  2×2-block SDP and the ``inv_pos`` form — at 1e-6 relative, on random and structured
   instances, with its dual bound below every exact optimum;
 - Program 1 (separable) against the general matrix_frac form where Theorem 1 holds, and its
   refusal where it does not;
@@ -26,7 +27,7 @@ from dpopt.models.eigen.weighting import (
 )
 from dpopt.models.hdmm.matrix_mechanism import StrategySelection, strategy_error
 
-AGREE = 1e-6  # issue 11: ipm agrees with Clarabel to 1e-6 relative
+AGREE = 1e-6  # ipm agrees with Clarabel to 1e-6 relative
 EXACT = ("ipm", "cvxpy:clarabel", "cvxpy-sdp:clarabel")
 PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -113,7 +114,8 @@ def test_program1_is_the_strategy_error_for_independent_designs(
     seed: int, n: int, extra: int
 ) -> None:
     """Theorem 1: with independent design rows spanning W, Σ cᵢ/uᵢ = tr[V(QᵀdiaguQ)⁺] at
-    every u > 0; with more rows than cells the literal form is refused (spec §2 flag)."""
+    every u > 0; with more rows than cells the literal form is refused
+    (docs/families/eigen.md#eigen-overcomplete)."""
     rng = np.random.default_rng(seed)
     workload = rng.standard_normal((n + 2, n))
     gram = workload.T @ workload
@@ -131,9 +133,9 @@ def test_program1_is_the_strategy_error_for_independent_designs(
 
 
 def test_general_form_on_an_overcomplete_design() -> None:
-    """spec §2: prefix(4) with the 10 all-range queries as design. The separable Program 1
-    would claim 7.749, the true error of its strategy is 7.073; the general form reaches the
-    exact optimum 6.874144."""
+    """Li & Miklau, Sec. 3.1: prefix(4) with the 10 all-range queries as design. The separable
+    Program 1 would claim 7.749, the true error of its strategy is 7.073; the general form reaches
+    the exact optimum 6.874144."""
     gram, design = wl.Prefix(4).gram().dense(), wl.AllRange(4).dense()
     problem = weighting_problem(gram, design)
     assert isinstance(problem, DesignWeighting)
@@ -159,8 +161,8 @@ def small_workloads(draw: st.DrawFn) -> np.ndarray:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workload=small_workloads())
 def test_eigen_design_inside_the_theorem_chain(workload: np.ndarray) -> None:
-    """svdb ≤ OPT (exact SDP) ≤ Eigen-Design ≤ Program 1 ≤ √(nσ₁·svdb) (spec §7 invariant 2),
-    unit column norms after completion (invariant 5), completion never hurts."""
+    """svdb ≤ OPT (exact SDP) ≤ Eigen-Design ≤ Program 1 ≤ √(nσ₁·svdb) (invariant 2 of the worked
+    examples), unit column norms after completion (invariant 5), completion never hurts."""
     gram = workload.T @ workload
     strategy = eigen.design(workload)
     details = strategy.details
@@ -179,8 +181,8 @@ def test_eigen_design_inside_the_theorem_chain(workload: np.ndarray) -> None:
 
 
 def test_error_invariances() -> None:
-    """spec §7 invariant 6: scaling W scales the error by c², an orthogonal U leaves it, and
-    duplicating the rows doubles it with the same strategy."""
+    """invariant 6 of the worked examples: scaling W scales the error by c², an orthogonal U leaves
+    it, and duplicating the rows doubles it with the same strategy."""
     workload = wl.AllRange(6).dense()
     base = eigen.design(workload).error
     rotated = orthogonal(np.random.default_rng(1), workload.shape[0]) @ workload

@@ -1,4 +1,5 @@
-"""HDMM error formulas, OPT₀ (Laplace and Gaussian) and the mechanism (hdmm spec §1, §3, §6)."""
+"""HDMM error formulas, OPT₀ (Laplace and Gaussian) and the mechanism (McKenna et al., §3, §4, §6–9;
+the worked examples)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dpopt.paper import hdmm_sf1, hdmm_tables
 from dpopt.solvers.hdmm import baselines
 from dpopt.solvers.hdmm.opt0 import opt0_laplace, pidentity_loss, pidentity_strategy
 
-REL = 1e-6  # spec §6: closed forms to 1e-6 relative
+REL = 1e-6  # the worked examples: closed forms to 1e-6 relative
 
 
 def err(workload, strategy, noise="laplace") -> float:
@@ -24,7 +25,7 @@ def err(workload, strategy, noise="laplace") -> float:
 
 @pytest.mark.parametrize("n", [4, 8])
 def test_identity_and_workload_strategies(n: int) -> None:
-    """Spec §6 items 1–2."""
+    """worked examples 1–2."""
     identity = np.eye(n)
     assert err(wl.Prefix(n), identity) == pytest.approx(n * (n + 1) / 2, rel=REL)
     assert err(wl.AllRange(n), identity) == pytest.approx(n * (n + 1) * (n + 2) / 6, rel=REL)
@@ -39,7 +40,7 @@ def test_identity_and_workload_strategies(n: int) -> None:
     [(4, 162 / 7, 54 / 7, 438 / 7, 146 / 7), (8, 3072 / 35, 768 / 35, 1408 / 3, 352 / 3)],
 )
 def test_hierarchical_strategy_errors(n, prefix_l1, prefix_l2, range_l1, range_l2) -> None:
-    """Spec §6 item 3 (H2, root included)."""
+    """worked example 3 (H2, root included)."""
     h2 = baselines.hierarchical(n).dense()
     assert err(wl.Prefix(n), h2) == pytest.approx(prefix_l1, rel=REL)
     assert err(wl.Prefix(n), h2, "gaussian") == pytest.approx(prefix_l2, rel=REL)
@@ -62,12 +63,12 @@ def test_hierarchical_strategy_errors(n, prefix_l1, prefix_l2, range_l1, range_l
     ],
 )
 def test_svd_bound(workload, value: float) -> None:
-    """Spec §6 item 4 (values given to 7 significant digits)."""
+    """worked example 4 (values given to 7 significant digits)."""
     assert hdmm.svd_bound(workload) == pytest.approx(value, rel=1e-6)
 
 
 def test_kronecker_factorisation() -> None:
-    """Spec §6 item 5: Theorems 3–5 on P₄ ⊗ I₃."""
+    """worked example 5: Theorems 3–5 on P₄ ⊗ I₃."""
     workload = wl.Kron([wl.Prefix(4), wl.Identity(3)])
     strategy = np.kron(baselines.hierarchical(4).dense(), np.eye(3))
     assert err(workload, strategy) == pytest.approx(486 / 7, rel=REL)
@@ -76,7 +77,7 @@ def test_kronecker_factorisation() -> None:
 
 @pytest.mark.paper
 def test_pidentity_example_10_and_gradient() -> None:
-    """Spec §6 item 7 (Ex. 10 Θ): A, unit column L1 norms, objectives, the gradient."""
+    """worked example 7 (Ex. 10 Θ): A, unit column L1 norms, objectives, the gradient."""
     theta = np.array([[1.0, 2, 3], [1, 1, 1]])
     strategy = pidentity_strategy(theta)
     assert strategy[3] == pytest.approx([1 / 3, 1 / 2, 3 / 5])
@@ -105,12 +106,13 @@ def test_pidentity_example_10_and_gradient() -> None:
 @pytest.mark.paper
 @pytest.mark.slow
 def test_table_values_at_n64() -> None:
-    """Tables 4–5 (spec §3.1–3.2) at n = 64: the OPT₀ column within 2 % of the paper's RMSE.
+    """Tables 4–5 (McKenna et al., §4.2–4.3) at n = 64: the OPT₀ column within 2 % of the paper's
+    RMSE.
 
     Gaussian OPT₀ is convex (Def. 12), so both ways. Laplace OPT₀ is a non-convex search whose
     landing point moves with the seed and the BLAS kernel, so the paper (the best of the
     authors' runs) is an upper bound only: the best of 25 restarts measured 1.0003–1.0008 ×
-    the paper over seeds 0–9 and eight OpenBLAS kernels (OPENBLAS_CORETYPE), and the spec's
+    the paper over seeds 0–9 and eight OpenBLAS kernels (OPENBLAS_CORETYPE), and the worked
     5 restarts 1.0024, so 2 % is 8× the spread; the Identity strategy is 1.19–1.51 × (the
     table's Identity column). It also meets what any landing point does: ≥ the SVD bound,
     ≤ every candidate it took the best of, Identity included, and its error is the model's.
@@ -170,7 +172,7 @@ small_grams = st.integers(min_value=2, max_value=10).flatmap(
 @settings(max_examples=25, deadline=None)
 @given(rows=small_grams)
 def test_gaussian_opt0_matches_the_exact_sdp(rows: list[list[int]]) -> None:
-    """Gaussian OPT₀ equals the Def. 12 SDP (Clarabel) to 1e-4 relative (issue 4)."""
+    """Gaussian OPT₀ equals the Def. 12 SDP (Clarabel) to 1e-4 relative."""
     matrix = np.array(rows, dtype=float)
     if not np.any(matrix):
         matrix[0, 0] = 1.0
@@ -187,7 +189,7 @@ def test_gaussian_opt0_matches_the_exact_sdp(rows: list[list[int]]) -> None:
 @settings(max_examples=15, deadline=None)
 @given(rows=small_grams, seed=st.integers(0, 2**16))
 def test_laplace_opt0_is_bounded_and_seeded(rows: list[list[int]], seed: int) -> None:
-    """Laplace OPT₀: ≥ SVD bound, ≤ Identity, deterministic for a seed (spec §6 item 14)."""
+    """Laplace OPT₀: ≥ SVD bound, ≤ Identity, deterministic for a seed (worked example 14)."""
     matrix = np.array(rows, dtype=float)
     if not np.any(matrix):
         matrix[0, 0] = 1.0
@@ -214,7 +216,7 @@ def test_permutation_and_scaling_invariance() -> None:
 
 
 def test_expected_error_constants() -> None:
-    """TSE = 2/ε²·err (Laplace), σ²·err (Gaussian); RMSE = √(TSE/m) (spec §1)."""
+    """TSE = 2/ε²·err (Laplace), σ²·err (Gaussian); RMSE = √(TSE/m) (McKenna et al., §3)."""
     workload = wl.Prefix(8)
     identity = np.eye(8)
     assert hdmm.expected_error(workload, identity, epsilon=0.5) == pytest.approx(8 * 36)

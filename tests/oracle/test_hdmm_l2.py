@@ -1,8 +1,8 @@
-"""The Gaussian Def. 12 optimum by its concave dual (solvers/hdmm/l2.py, hdmm spec §3.2).
+"""The Gaussian Def. 12 optimum by its concave dual (solvers/hdmm/l2.py, McKenna et al., §4.2).
 
 Oracles: the exact SDP (cvxpy + Clarabel) on small Grams, the existing Gaussian OPT₀ on the
-spec's workloads, closed forms, and the certificate itself (every run's ``lower`` must stay
-below every feasible error, and ``error`` must be the model's error of ``strategy``).
+worked examples' workloads, closed forms, and the certificate itself (every run's ``lower`` must
+stay below every feasible error, and ``error`` must be the model's error of ``strategy``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""Marginals algebra, the corrected OPT_M error, OPT_M and its reconstruction (hdmm spec §3.5,
-§4, §6 items 9–12, §7 items 1–4, 16–17)."""
+"""Marginals algebra, the corrected OPT_M error, OPT_M and its reconstruction (McKenna et al., §7–8,
+§10; worked examples 9–12; docs/families/hdmm.md#hdmm-marginal-error;
+docs/families/hdmm.md#hdmm-marginal-inverse; docs/families/hdmm.md#hdmm-marginal-keys;
+docs/families/hdmm.md#hdmm-size-one; docs/families/hdmm.md#hdmm-closed-form)."""
 
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from dpopt.solvers.hdmm.marginals import (
 )
 
 
-# The Y algebra of spec §3.5 through the library's Kronecker kernel (Thm 9).
+# The Y algebra of McKenna et al., §7–8 through the library's Kronecker kernel (Thm 9).
 def y_matvec(dom: tuple[int, ...], v: np.ndarray) -> np.ndarray:
     return kron_apply(y_factors(dom), np.asarray(v, dtype=np.float64))
 
@@ -53,7 +55,7 @@ def marginal_loss(x: np.ndarray, w: np.ndarray, dom: tuple[int, ...], noise: str
     return surrogate_loss(surrogate(w, dom), np.asarray(x, dtype=np.float64), noise)
 
 
-REL = 1e-6  # spec §6: closed forms to 1e-6 relative
+REL = 1e-6  # the worked examples: closed forms to 1e-6 relative
 DOM = (2, 3, 4)
 EX15 = (2, 5, 50, 100)
 NOISES = ("laplace", "gaussian")
@@ -93,7 +95,7 @@ def dense_y(dom: tuple[int, ...]) -> np.ndarray:
 
 
 def dense_error(strategy: np.ndarray, gram: np.ndarray, noise: str) -> float:
-    """‖A‖²·tr[(AᵀA)⁺V], +inf if A does not support V (spec §1)."""
+    """‖A‖²·tr[(AᵀA)⁺V], +inf if A does not support V (McKenna et al., §3)."""
     inverse = np.linalg.pinv(strategy.T @ strategy)
     if np.linalg.norm(gram - inverse @ strategy.T @ strategy @ gram) > 1e-8 * np.linalg.norm(gram):
         return np.inf
@@ -129,7 +131,7 @@ def keyed(theta_keys: dict[int, float], d: int) -> np.ndarray:
     return out
 
 
-# --- §6 item 9: the algebra ----------------------------------------------------------------------
+# --- worked example 9: the algebra ----------------------------------------------------------------
 
 
 def test_characteristic_and_multiplicity() -> None:
@@ -182,7 +184,8 @@ def test_surrogate_equals_marginal_weights() -> None:
 
 
 def test_surrogate_size_one_attribute_goes_on_identity() -> None:
-    """nᵢ = 1: I and 1 coincide; the whole coefficient goes on I (spec §7 item 16)."""
+    """nᵢ = 1: I and 1 coincide; the whole coefficient goes on I
+    (docs/families/hdmm.md#hdmm-size-one)."""
     w = surrogate_weights(
         wl.VStack([wl.Kron([wl.Prefix(3), wl.Total(1)]), wl.Marginal((3, 1), [])])
     )
@@ -211,7 +214,7 @@ def test_surrogate_size_one_attribute_goes_on_identity() -> None:
                 wl.Kron([wl.Explicit(np.random.default_rng(3).normal(size=(2, 4))), wl.Total(3)]),
             ]
         ),
-        wl.Kron([wl.Prefix(3), wl.Identity(1)]),  # nᵢ = 1 (spec §7 item 16)
+        wl.Kron([wl.Prefix(3), wl.Identity(1)]),  # nᵢ = 1 (docs/families/hdmm.md#hdmm-size-one)
         wl.Kron([wl.AllRange(3), wl.Total(1), wl.Prefix(2)]),
     ],
 )
@@ -231,7 +234,8 @@ def test_surrogate_of_non_marginal_workloads(workload: wl.Matrix) -> None:
             assert marginal_error(theta, w, dom, noise) == pytest.approx(expected, rel=1e-8)
 
 
-# --- the corrected error (§6 item 10, §7 items 1, 3) -------------------------------------------
+# --- the corrected error (worked example 10; docs/families/hdmm.md#hdmm-marginal-error;
+# docs/families/hdmm.md#hdmm-marginal-inverse)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -261,7 +265,7 @@ def test_error_on_rank_deficient_strategies() -> None:
 
 
 def test_printed_theorem_11_is_off_by_n() -> None:
-    """Spec §6 item 10: explicit error = n × ‖θ‖²·1ᵀX⁻¹(θ²)w."""
+    """worked example 10: explicit error = n × ‖θ‖²·1ᵀX⁻¹(θ²)w."""
     rng = np.random.default_rng(5)
     w = wl.marginal_weights(wl.Marginals(DOM, 1))
     theta = rng.uniform(0.1, 1.0, 8)
@@ -286,7 +290,8 @@ def test_gradient_matches_finite_differences(noise: str) -> None:
     assert value == pytest.approx(marginal_error(theta, w, DOM, noise), rel=1e-12)
 
 
-# --- Theorems 12/13 (§6 item 11, §7 items 2, 17) ----------------------------------------------
+# --- Theorems 12/13 (worked example 11; docs/families/hdmm.md#hdmm-marginal-error;
+# docs/families/hdmm.md#hdmm-closed-form)
 
 
 def test_closed_form_on_five_by_five() -> None:
@@ -323,7 +328,7 @@ def test_closed_form_up_to_two_way_on_234() -> None:
 
 
 def test_closed_form_clips_imaginary_theta() -> None:
-    """All 1-way marginals on (2,3,4): Y⁻¹√(Yw) has a negative entry (spec §6 item 11)."""
+    """All 1-way marginals on (2,3,4): Y⁻¹√(Yw) has a negative entry (worked example 11)."""
     w = wl.marginal_weights(wl.Marginals(DOM, 1))
     assert (y_solve(DOM, np.sqrt(y_matvec(DOM, w))) < -1e-3).any()
     theta, exact = closed_form_theta(w, DOM)
@@ -350,7 +355,7 @@ def test_svd_bound_matches_dense_singular_values() -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_error_at_least_svd_bound(seed: int) -> None:
-    """Spec §6 item 14: err ≥ SVDB for any supporting θ; Laplace ≥ Gaussian; closed form
+    """worked example 14: err ≥ SVDB for any supporting θ; Laplace ≥ Gaussian; closed form
     attains the bound under Gaussian noise when exact."""
     rng = np.random.default_rng(seed)
     dom = tuple(int(n) for n in rng.integers(2, 5, size=rng.integers(2, 4)))
@@ -367,7 +372,7 @@ def test_error_at_least_svd_bound(seed: int) -> None:
         assert at_closed == pytest.approx(svdb, rel=1e-9)
 
 
-# --- Ex. 15 (§6 item 12, §7 item 1) ----------------------------------------------------------
+# --- Ex. 15 (worked example 12; docs/families/hdmm.md#hdmm-marginal-error) ------------------------
 
 
 @pytest.fixture(scope="module")
@@ -403,7 +408,7 @@ def test_ex15_paper_strategy_and_lstsq_trap(ex15: np.ndarray) -> None:
 
 @pytest.mark.paper
 def test_ex15_opt_marginals(ex15: np.ndarray) -> None:
-    """Ex. 15, Laplace OPT_M (non-convex): the paper's optimum 62,886.1 is reached (spec §6 item
+    """Ex. 15, Laplace OPT_M (non-convex): the paper's optimum 62,886.1 is reached (worked example
     12: ≤ 62,900), at the paper's weights, by the best of the random restarts.
 
     The Theorem 13 start descends to a local minimum at 73,173.6; one U[0,1) start reaches the
@@ -448,7 +453,7 @@ def test_opt_marginals_is_the_best_of_its_restarts(ex15: np.ndarray) -> None:
     assert all(later <= earlier for earlier, later in itertools.pairwise(errors))
 
 
-# --- reconstruction (spec §4) ---------------------------------------------------------------------
+# --- reconstruction (McKenna et al., §10) ---------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""OPT_⊗ and OPT_+ on unions of Kronecker products (hdmm spec §3.3–3.4, §6 items 6, 8, 13).
+"""OPT_⊗ and OPT_+ on unions of Kronecker products (McKenna et al., §6; worked examples 6, 8, 13).
 
 Under Laplace noise OPT₀ is a seeded non-convex search (p-Identity restarts), so OPT_⊗, OPT_+
 and OPT_M land where the seed and the BLAS kernel's rounding take them. Their tests assert what
@@ -26,7 +26,7 @@ from dpopt.paper import hdmm_tables
 from dpopt.solvers.hdmm.kron import identity_error, opt_kron, opt_union, union_shares
 from dpopt.solvers.hdmm.marginals import closed_form_theta
 
-SIGMA = privacy.analytic_gaussian_sigma(1.0, 1e-6)  # hdmm spec §1: 4.2246789
+SIGMA = privacy.analytic_gaussian_sigma(1.0, 1e-6)  # McKenna et al., §3: 4.2246789
 LAPLACE_MARGIN = 1.10
 """Upper bound on ours / paper for a Laplace optimizer on CPS: 0.999–1.004 measured over seeds
 0–9 and, for seed 0, OPENBLAS_NUM_THREADS=1 and eight OpenBLAS kernels (OPENBLAS_CORETYPE).
@@ -43,13 +43,13 @@ def example_13(n: int = 100) -> wl.Matrix:
 
 
 def test_theorem_6_identity_error() -> None:
-    """Spec §6 item 6: (P⊗T + T⊗P) with A = I⊗I has error n²(n+1) = ‖W‖_F²."""
+    """worked example 6: (P⊗T + T⊗P) with A = I⊗I has error n²(n+1) = ‖W‖_F²."""
     terms = wl.union_of_kron_terms(example_13())
     assert identity_error(terms) == pytest.approx(1_010_000, rel=1e-12)
 
 
 def test_union_shares_closed_form() -> None:
-    """Spec §6 item 8: (ΣE^{1/3})³ = 85,070.382 and (Σ√E)² = 18,546.942."""
+    """worked example 8: (ΣE^{1/3})³ = 85,070.382 and (Σ√E)² = 18,546.942."""
     errors = np.array([10, 100, 200, 250, 500, 5000.0])
     shares, total = union_shares(errors, "laplace")
     assert total == pytest.approx(85_070.382, abs=5e-4)  # spec gives 3 decimals
@@ -120,11 +120,11 @@ def test_example_13_kron_and_union(bounds) -> None:
     ],
 )
 def test_cps_rows_of_tables_6_and_7(noise: str, name: str, paper: float, bounds) -> None:
-    """Tables 6–7, CPS, OPT_⊗ column (spec §5.2). One product term, so OPT_⊗ = ⊗ᵢ OPT₀(Vᵢ)
-    (Def. 17): between ∏ᵢ SVDB(Vᵢ) (the paper's SVDB column) and the product of each factor's
-    best deterministic candidate. Gaussian OPT₀ is convex: within 2 % of the paper. Laplace:
-    at most :data:`LAPLACE_MARGIN` × the paper; on all marginals the deterministic IdTotal
-    product (spec §5.2: 4.853) alone reproduces the paper within 2 %."""
+    """Tables 6–7, CPS, OPT_⊗ column (McKenna et al., §11.2). One product term, so OPT_⊗ = ⊗ᵢ
+    OPT₀(Vᵢ) (Def. 17): between ∏ᵢ SVDB(Vᵢ) (the paper's SVDB column) and the product of each
+    factor's best deterministic candidate. Gaussian OPT₀ is convex: within 2 % of the paper.
+    Laplace: at most :data:`LAPLACE_MARGIN` × the paper; on all marginals the deterministic IdTotal
+    product (McKenna et al., §11.2: 4.853) alone reproduces the paper within 2 %."""
     workload = hdmm_tables.cps_workload(name)
     strategy = hdmm.optimize_product(workload, noise, method="opt-kron")
     variance = 2.0 if noise == "laplace" else SIGMA**2
@@ -163,7 +163,8 @@ def test_bad_product_input() -> None:
 @pytest.mark.paper
 @pytest.mark.parametrize(("noise", "paper"), [("laplace", 4.84), ("gaussian", 7.85)])
 def test_cps_marginals_row(noise: str, paper: float) -> None:
-    """Tables 6–7, CPS all marginals, OPT_M column (spec §5.2: 4.839 / 7.852 reproduced).
+    """Tables 6–7, CPS all marginals, OPT_M column (McKenna et al., §11.2: 4.839 / 7.852
+    reproduced).
 
     Gaussian: Theorem 13's θ is real, so OPT_M attains the SVD bound (convex, exact), within
     2 % of the paper. Laplace (non-convex): between the SVD bound and the Theorem 13 start,

@@ -1,5 +1,5 @@
-"""The relaxed link-table QP (relational-synth spec §2.1, §2.3, §2.4, §3.5, §7 T1/T6): ``pgd``
-and the exact projection against the cvxpy models.
+"""The relaxed link-table QP (Alimohammadi et al., Eqs. (4)–(6), Algorithm 2, Theorem 2, App. C,
+Algorithm 7; worked examples T1/T6): ``pgd`` and the exact projection against the cvxpy models.
 
 Tolerances (stated once): objectives agree to AGREE = 1e-6 relative, with an absolute floor of
 1e-12 where the optimum is ~0 (a consistent â), which is ``pgd``'s certificate
@@ -39,7 +39,7 @@ PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 def workload_matrix(rng: np.random.Generator, n1: int, n2: int, blocks: int) -> sp.csc_array:
     """``blocks`` workloads over the n1 × n2 row-major cells: random codes per row and column,
     cell (r, s) in cell c1[r]·|c2| + c2[s] of its workload, one 1 per column per block
-    (spec §1.2, Lemma 1)."""
+    (Alimohammadi et al., Def. 2, Lemma 1)."""
     rows, size, offset = [], n1 * n2, 0
     for _ in range(blocks):
         c1, c2 = int(rng.integers(1, 4)), int(rng.integers(1, 4))
@@ -141,7 +141,7 @@ def test_optimal_only_when_certified() -> None:
 
 @pytest.mark.parametrize("seed", range(20))
 def test_theorem3_bound_and_monotone_for_plain_pgd(seed: int) -> None:
-    """Spec T6: f(b_T) − f* ≤ (3‖b0 − b*‖²/η + f(b0) − f*)/T with η = ½(m/σ_max)², σ_max
+    """Worked example T6: f(b_T) − f* ≤ (3‖b0 − b*‖²/η + f(b0) − f*)/T with η = ½(m/σ_max)², σ_max
     exact, f* and b* from Clarabel; and f never increases along Algorithm 2."""
     _, q, a, m, _ = random_instance(seed)
     problem = RelaxedLinkQP(q, a, m)
@@ -152,7 +152,7 @@ def test_theorem3_bound_and_monotone_for_plain_pgd(seed: int) -> None:
     eta = 0.5 * (m / sigma) ** 2
     rng = np.random.default_rng(seed)
     b0 = np.zeros(problem.size)
-    b0[rng.choice(problem.size, m, replace=False)] = 1.0  # [CODE]'s random 0/1 start
+    b0[rng.choice(problem.size, m, replace=False)] = 1.0  # the authors' code's random 0/1 start
     slack = CVXPY_SLACK * max(1.0, f_star)
     _, values = projected_gradient(problem, 50, b0, sigma=sigma)
     assert np.all(np.diff(values) <= 1e-12 * max(1.0, values[0]))
@@ -163,7 +163,7 @@ def test_theorem3_bound_and_monotone_for_plain_pgd(seed: int) -> None:
         assert values[t] - f_star <= constant / t + slack, (t, values[t], f_star, constant)
 
 
-# --- the projection (spec §2.4, T1 properties) -----------------------------------------------
+# --- the projection (Alimohammadi et al., Theorem 2; worked example T1) ---------------------------
 
 
 def cvxpy_projection(b: np.ndarray, m: float) -> np.ndarray:
@@ -335,7 +335,7 @@ def test_pgd_time_limit_and_warm_start() -> None:
     assert stopped.status == "time_limit" and stopped.info["iterations"] == 1
     assert stopped.max_violation <= 1e-9
     solved = dpopt.solve(problem, "pgd", strict=True)
-    again = dpopt.solve(problem, "pgd", b0=solved.x, strict=True)  # spec §8 item 6 warm start
+    again = dpopt.solve(problem, "pgd", b0=solved.x, strict=True)  # warm start
     assert again.info["iterations"] <= solved.info["iterations"]
     assert agree(again.objective, solved.objective)
 
@@ -361,8 +361,8 @@ def test_pgd_given_its_sigma_takes_the_same_steps() -> None:
 
 @pytest.mark.parametrize("seed", range(30))
 def test_link_queries_equal_their_explicit_matrix(seed: int) -> None:
-    """The factored queries (spec §1.2 [DERIVED]): Q b and Qᵀ r of LinkQueries equal those of
-    the Kronecker blocks formed, to 1e-12, in both cell orders."""
+    """The factored queries (docs/families/relational.md#relational-factored-queries): Q b and Qᵀ r
+    of LinkQueries equal those of the Kronecker blocks formed, to 1e-12, in both cell orders."""
     rng = np.random.default_rng(seed)
     rows, cols, blocks = (int(rng.integers(1, 9)) for _ in range(3))
     row_sizes = [int(rng.integers(1, 5)) for _ in range(blocks)]

@@ -5,7 +5,7 @@ Oracles: dense algebra on small domains (the stacked strategy's column norms, it
 variances against the closed-form Var_M), the cvxpy model of the selection (closed form and
 dual ascent agree with it), the global Gaussian optimum over *all* strategies (the L2 dual of
 solvers/hdmm/l2.py for the sum, an SDP for the max), and the check value of the residual
-digest (sizes (3, 2, 4), every ≤2-way marginal plus (0, 1, 2) at weight 1.5: S² =
+worked check (sizes (3, 2, 4), every ≤2-way marginal plus (0, 1, 2) at weight 1.5: S² =
 174.213508972564).
 """
 
@@ -56,7 +56,7 @@ def workloads(draw: st.DrawFn) -> tuple[tuple[int, ...], list, list]:
     return sizes, marginals, weights
 
 
-def test_the_digest_check_value() -> None:
+def test_the_worked_check_value() -> None:
     problem = ResidualSelection(CHECK_SIZES, CHECK_MARGINALS, CHECK_WEIGHTS)
     solution = solve(problem, "closed-form")
     assert solution.status == "optimal"
@@ -110,7 +110,7 @@ def test_fast_paths_agree_with_the_cvxpy_model(case: tuple, objective: str) -> N
 @given(case=workloads())
 def test_the_sum_is_the_global_l2_optimum(case: tuple) -> None:
     """No strategy at all has a smaller total variance (the L2 optimum over every A with
-    column norms ≤ 1, hdmm spec Def. 12)."""
+    column norms ≤ 1, McKenna et al., Def. 12)."""
     from dpopt.solvers.hdmm.l2 import l2_optimum
 
     sizes, marginals, weights = case

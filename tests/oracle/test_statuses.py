@@ -53,7 +53,7 @@ def test_rounded_relaxation_that_breaks_consistency_is_violated(method: str) -> 
 
 
 def test_rounded_relaxation_that_meets_the_model_is_feasible_not_optimal() -> None:
-    # census-pgsr spec §6 Test 2: the relaxation rounds to the integer optimum (7)
+    # worked example 2: the relaxation rounds to the integer optimum (7)
     problem = PostProcess([-1, 0, 0], [[4, 0, 3], [3, -1, 1], [3, 1, -1]], 6)
     solution = dpopt.solve(problem, "relaxed:clarabel")
     assert solution.max_violation == 0 and solution.status == "feasible"

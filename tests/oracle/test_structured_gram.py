@@ -1,6 +1,7 @@
-"""Implicit Grams (issue 14) against their dense oracle: products, diagonals, the final error
-and the model's objective agree to 1e-10 relative on every workload type; the p-Identity loss
-and gradient, which are differences of larger terms, agree to 1e-12 of those terms."""
+"""Implicit Grams (docs/families/hdmm.md#at-scale-implicit-grams-and-the-threading-policy) against
+their dense oracle: products, diagonals, the final error and the model's objective agree to 1e-10
+relative on every workload type; the p-Identity loss and gradient, which are differences of larger
+terms, agree to 1e-12 of those terms."""
 
 from __future__ import annotations
 
@@ -140,8 +141,9 @@ def test_final_error_and_model_objective_equal_the_dense_path(
 
 
 def test_an_unreliable_woodbury_trace_falls_back_to_the_factor() -> None:
-    """Θ ~ 1e4 along a rank-one Gram's range: tr C₀ − ⟨Θ, RM⟩ cancels ~8 digits (spec §7
-    item 15), so the error comes from the factor and the model takes the dense route."""
+    """Θ ~ 1e4 along a rank-one Gram's range: tr C₀ − ⟨Θ, RM⟩ cancels ~8 digits
+    (docs/families/hdmm.md#hdmm-rank-deficient), so the error comes from the factor and the model
+    takes the dense route."""
     gram = wl.WidthRanges(12, 12).gram()  # V = 11ᵀ
     theta = 1e4 * (1.0 + 1e-3 * np.random.default_rng(0).random((1, 12)))
     parts = woodbury_parts(theta, 1.0 + theta.sum(axis=0), gram)

@@ -1,7 +1,8 @@
-"""Census PGSR post-processing (census-pgsr spec §3, §6, §7): the hand-checkable cases.
+"""Census PGSR post-processing (Fioretto et al., §5–9; the worked examples;
+docs/families/census.md#census-decisions): the hand-checkable cases.
 
-All cases use the running example of spec §1.3 / §6: regions 0 = US (root), 1 = GA, 2 = NY,
-sizes K = {1, 2, 3} (columns 0..2), public total n = 6, domains [0, 6]. Every objective here is
+All cases use the running example of Fioretto et al., §2 / §6: regions 0 = US (root), 1 = GA, 2 =
+NY, sizes K = {1, 2, 3} (columns 0..2), public total n = 6, domains [0, 6]. Every objective here is
 an integer, so exact methods are compared with tolerance 0.
 """
 
@@ -41,7 +42,8 @@ def rows(us: list[int], ga: list[int], ny: list[int]) -> np.ndarray:
 
 
 def assert_model_1_feasible(problem: PostProcess, x: np.ndarray) -> None:
-    """Integral, ≥ 0, consistent, faithful, within the domains (spec §1.4), checked by hand."""
+    """Integral, ≥ 0, consistent, faithful, within the domains (Fioretto et al., §4), checked by
+    hand."""
     x = np.asarray(x)
     assert np.issubdtype(x.dtype, np.integer)
     assert np.all(problem.lower <= x) and np.all(x <= problem.upper)
@@ -67,12 +69,12 @@ def test_methods_listed() -> None:
         "relaxed:clarabel": "relaxation",
         "relaxed:scs": "relaxation",
         "pava-dp": "heuristic",
-        "chain-dp": "heuristic",  # spec G8: neither cumulative DP solves Model 2
+        "chain-dp": "heuristic",  # neither cumulative DP solves Model 2
     }
     assert kinds(chain) == {"chain-dp": "exact", "cpsat": "exact"}
 
 
-# --- Test 1: one merge, parent free (spec §6 Test 1) -----------------------------------------
+# --- Test 1: one merge, parent free (worked example 1) -----------------------------------------
 
 
 @pytest.mark.parametrize("merge", MERGES.values(), ids=MERGES.keys())
@@ -98,9 +100,9 @@ def test_t1_by_enumeration() -> None:
     by_cost = {c: sorted(zip(*np.nonzero(cost == c), strict=True)) for c in (3, 4, 5)}
     assert [tuple(map(int, t)) for t in by_cost[3]] == [(9, 4, 5)]
     assert by_cost[4] == []
-    # Spec §6 lists four next-best triples; (9;5,4) and (9;3,6) also cost 1 + 4 + 0 = 5 (the
-    # spec's list is incomplete). Parent values at cost 5 are still only 8 and 10 once the
-    # split is optimised (test_t1_single_merge), since Φ(9) = 2 < 4.
+    # Worked example 1 lists four next-best triples; (9;5,4) and (9;3,6) also cost 1 + 4 + 0 = 5
+    # (the worked example's list is incomplete). Parent values at cost 5 are still only 8 and 10
+    # once the split is optimised (test_t1_single_merge), since Φ(9) = 2 < 4.
     assert {tuple(map(int, t)) for t in by_cost[5]} == {
         (8, 4, 4),
         (8, 3, 5),
@@ -111,11 +113,11 @@ def test_t1_by_enumeration() -> None:
     }
 
 
-# --- Test 2: M_DP vs Model 1, unique optimum (spec §6 Test 2) ---------------------------------
+# --- Test 2: M_DP vs Model 1, unique optimum (worked example 2) ---------------------------------
 
 T2_NOISY = rows([4, 0, 3], [3, -1, 1], [3, 1, -1])
 T2_OPTIMUM = rows([4, 0, 2], [2, 0, 2], [2, 0, 0])
-T2_ROOT_TABLES = {  # C_US(v), v = 0..6, per size (spec §6 Test 2)
+T2_ROOT_TABLES = {  # C_US(v), v = 0..6, per size (worked example 2)
     0: [34, 22, 12, 6, 2, 2, 4],
     1: [2, 2, 6, 14, 24, 38, 54],
     2: [11, 5, 3, 5, 9, 17, 27],
@@ -172,7 +174,7 @@ def test_t2_relaxation_rounds_to_the_optimum(method: str) -> None:
     assert solution.info["violations"]["consistency_violations"] == 0
 
 
-# --- Test 3: the relaxation fails (spec §6 Test 3) -------------------------------------------
+# --- Test 3: the relaxation fails (worked example 3) -------------------------------------------
 
 T3_NOISY = rows([2, 2, 2], [4, 0, 2], [1, 2, 1])
 
@@ -194,7 +196,8 @@ def test_t3_relaxation_violations_reported_not_repaired(method: str) -> None:
 
 @pytest.mark.parametrize("method", EXACT_1)
 def test_t3_integer_optimum(method: str) -> None:
-    # Five optimal solutions, so the cost is asserted, not the argmin (spec §6 Test 3, G5).
+    # Five optimal solutions, so the cost is asserted, not the argmin (worked example 3;
+    # docs/families/census.md#census-ties).
     problem = PostProcess(PARENTS, T3_NOISY, N)
     solution = dpopt.solve(problem, method, strict=True)
     assert solution.objective == 6
@@ -215,7 +218,7 @@ def test_t3_integer_optimum_by_enumeration() -> None:
     assert min(best) == 6 and best.count(6) == 5
 
 
-# --- Test 4: Algorithm 1 trace (spec §6 Test 4) ----------------------------------------------
+# --- Test 4: Algorithm 1 trace (worked example 4) ----------------------------------------------
 
 
 @pytest.mark.parametrize("merge", MERGES.values(), ids=MERGES.keys())
@@ -230,7 +233,8 @@ def test_t4_algorithm_1_trace(merge) -> None:
     assert split(1).tolist() == [0, 1]  # v* = (0, 1)
 
 
-# --- Tests 5 and 6: Model 2 and the approximate M_DP^C (spec §6 Tests 5–6, G8) ---------------
+# --- Tests 5 and 6: Model 2 and the approximate M_DP^C (worked examples 5–6;
+# docs/families/census.md#census-cumulative-exactness)
 
 T5_NOISY = rows([2, 5, 6], [4, 2, 3], [-1, 0, 4])
 
@@ -251,13 +255,14 @@ def test_t6_pava_dp_is_approximate() -> None:
     solution = dpopt.solve(problem, "pava-dp")
     assert solution.status == "feasible" and solution.kind == "heuristic"
     assert np.array_equal(solution.x, cumulative(rows([2, 2, 2], [2, 1, 0], [0, 1, 2])))
-    assert solution.objective == 9  # Model-2 objective 9 > 7: approximate (spec G8)
+    assert solution.objective == 9  # Model-2 objective 9 > 7: approximate
     assert solution.max_violation == 0
     step_3 = dpopt.solve(pava_instance(problem), "pwl-dp")
-    assert step_3.objective == 9  # the step-3 M_DP objective of spec Test 6
+    assert step_3.objective == 9  # the step-3 M_DP objective of worked example 6
 
 
-# --- Test 7: the chain DP M_DP^CC (spec §6 Test 7, G6) ----------------------------------------
+# --- Test 7: the chain DP M_DP^CC (worked example 7;
+# docs/families/census.md#census-chain-order)
 
 # Post-order of H_DP, size-major: x1..x9 = (GA,1) (NY,1) (US,1) (GA,2) … (US,3).
 CHAIN_ORDER = [(GA, 0), (NY, 0), (US, 0), (GA, 1), (NY, 1), (US, 1), (GA, 2), (NY, 2), (US, 2)]
@@ -313,7 +318,7 @@ def test_t7_true_chain() -> None:
 
 
 def test_t7_tables_and_g6_regression() -> None:
-    """The spec's DP tables, and the paper's literal "cross-level ⇒ =" rule costing 10."""
+    """The worked DP tables, and the paper's literal "cross-level ⇒ =" rule costing 10."""
     tables, cost = chain_dp_reference(T7_CHAIN, G6_RELATIONS, N)
     assert tables[0].tolist() == [9, 4, 1, 0, 1, 4, 9]
     assert tables[1].tolist() == [13, 5, 1, 1, 4, 9, 16]
@@ -328,7 +333,7 @@ def test_t7_tables_and_g6_regression() -> None:
     assert dpopt.solve(problem, "chain-dp").objective == cost
 
 
-# --- Round trips (spec §6 invariants) ---------------------------------------------------------
+# --- Round trips (the invariants of the worked examples) ------------------------------------------
 
 TREES = {
     "running-example": [-1, 0, 0],

@@ -1,5 +1,5 @@
-"""Eigen-Design's experiments as ratios to the SVD bound (eigen-design spec §5–§7;
-dpopt.paper.eigen_ratios) at a small size: the invariants every row must meet, the spec's
+"""Eigen-Design's experiments as ratios to the SVD bound (Li & Miklau, Sec. 2.4 and 5;
+dpopt.paper.eigen_ratios) at a small size: the invariants every row must meet, the worked
 1-D all-range ratios at n = 64, and the baseline errors against the library's own."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def test_every_workload_has_a_row_with_every_column(rows: list[dict[str, Any]]) 
 
 
 def test_no_method_beats_the_svd_bound(rows: list[dict[str, Any]]) -> None:
-    """Theorem 2: svdb ≤ every strategy's error (spec §7 invariant 1)."""
+    """Theorem 2: svdb ≤ every strategy's error (invariant 1 of the worked examples)."""
     for row in rows:
         for column in er.COLUMNS:
             assert row[column] >= 1 - 1e-9, (row["workload"], column, row[column])
@@ -53,7 +53,8 @@ def test_eigen_design_meets_theorem_3(rows: list[dict[str, Any]]) -> None:
 
 
 def test_the_sdp_is_never_beaten(rows: list[dict[str, Any]]) -> None:
-    """The exact optimum is at most Eigen-Design's and OPT₀'s error (spec §5 (c))."""
+    """The exact optimum is at most Eigen-Design's and OPT₀'s error
+    (docs/families/eigen.md#eigen-bounds)."""
     for row in rows:
         best = min(row["error_eigen"], row["error_opt0"])
         assert row["error_sdp"] <= best * (1 + 1e-4), row["workload"]
@@ -78,19 +79,20 @@ def test_permuting_cells_changes_only_the_baselines(by_name: dict[str, dict[str,
 
 def test_marginals_meet_the_svd_bound(by_name: dict[str, dict[str, Any]]) -> None:
     """The marginal Gram has a constant diagonal of (WᵀW)^{1/2}, so Program 1 reaches svdb
-    (spec §5 (b)): Eigen-Design "matches the lower bound" on marginals (Fig. 3c)."""
+    (docs/families/eigen.md#eigen-bounds): Eigen-Design "matches the lower bound" on marginals (Fig.
+    3c)."""
     assert by_name["marginals-2"]["eigen"] == pytest.approx(1.0, abs=1e-6)
 
 
 def test_all_range_64_reproduces_the_spec_ratios() -> None:
-    """Spec §7, 1-D all-range at n = 64: eigen/svdb 1.0201, Haar/eigen 1.163, Hier/eigen
+    """the worked examples, 1-D all-range at n = 64: eigen/svdb 1.0201, Haar/eigen 1.163, Hier/eigen
     1.298, Identity/eigen 2.02 (to the printed digits)."""
     row = er.ratio_row(er.workload("all-range", 64), sdp=False)
     assert round(row["eigen"], 4) == 1.0201
     assert round(row["haar"] / row["eigen"], 3) == 1.163
     assert round(row["hierarchical"] / row["eigen"], 3) == 1.298
     assert round(row["identity"] / row["eigen"], 2) == 2.02
-    assert row["error_eigen"] <= 1.03 * row["error_opt0"]  # the issue's target at n = 64
+    assert row["error_eigen"] <= 1.03 * row["error_opt0"]  # the target at n = 64
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,9 @@
-"""Eigen-Design against the spec's hand-checkable cases (eigen-design spec §4, §6, §7).
+"""Eigen-Design against its hand-checkable worked examples (Li & Miklau, Sec. 4, Sec. 5; the worked
+examples).
 
-All values are unscaled errors ‖A‖₂²·tr[V(AᵀA)⁺] ("error²/P" in the spec; P cancels).
-Eigenvalues to the printed digits, svdb and Program 1 at 1e-6 (spec §7: "test objectives at rtol
-1e-6"), exact optima (the SDP) at the SDP method's tol.
+All values are unscaled errors ‖A‖₂²·tr[V(AᵀA)⁺] ("error²/P"; P cancels).
+Eigenvalues to the printed digits, svdb and Program 1 at 1e-6 (the worked examples: "test objectives
+at rtol 1e-6"), exact optima (the SDP) at the SDP method's tol.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dpopt.solvers.hdmm import baselines
 pytestmark = pytest.mark.paper
 
 I2, ONES2 = np.eye(2), np.ones((1, 2))
-FIG1 = np.array(  # the paper's Fig. 1 (b) workload (spec §7 T8)
+FIG1 = np.array(  # the paper's Fig. 1 (b) workload (worked example T8)
     [
         [1, 1, 1, 1, 1, 1, 1, 1],
         [1, 1, 1, 1, 0, 0, 0, 0],
@@ -58,7 +59,7 @@ WORKLOADS = {
     "T11": np.vstack([_kron(*f) for f in ((I2, I2, ONES2), (I2, ONES2, I2), (ONES2, I2, I2))]),
 }
 S5, S17, S65 = math.sqrt(5), math.sqrt(17), math.sqrt(65)
-# spec §7 table: eigenvalues, svdb, Prog1, Final, OPT
+# the worked examples: eigenvalues, svdb, Prog1, Final, OPT
 TABLE = {
     "T1": ([1, 1, 1, 1], 4, 4, 4, 4),
     "T2": ([2, 2], 4, 4, 4, 4),
@@ -90,8 +91,8 @@ TABLE = {
     "T10": ([8, 2, 2], 32 / 3, 32 / 3, 32 / 3, 32 / 3),
     "T11": ([6, 4, 4, 4, 2, 2, 2, 0], 20.136272, 20.136272, 20.136272, 20.136272),
 }
-# The spec's Final for T6/T7 and its Sec. 4 table come from Clarabel weights it calls off by
-# ~4e-5 (spec §7, T5 note); ipm (gap 1e-11) and Clarabel at tol 1e-14 both give these:
+# The worked Final for T6/T7 and the Sec. 4 table came from Clarabel weights off by
+# ~4e-5 (T5 note); ipm (gap 1e-11) and Clarabel at tol 1e-14 both give these:
 PRECISE_FINAL = {"T6": 7.5372632, "T7": 82.2195266}
 SPEC_WEIGHTS_RTOL = 3e-5
 
@@ -104,7 +105,7 @@ def test_spectrum_svdb_program1_and_final(case: str) -> None:
     n = gram.shape[0]
     eigenvalues = np.sort(np.linalg.eigvalsh(gram))[::-1]
     expected = np.sort(np.array(values, dtype=float))[::-1]
-    # the spec prints eigenvalues to 6 decimals: half a unit of the last digit
+    # the worked examples print eigenvalues to 6 decimals: half a unit of the last digit
     assert eigenvalues[: expected.size] == pytest.approx(expected, abs=5e-7)
     bounds = eigen.bounds(workload)
     assert bounds["svd_bound"] == pytest.approx(svdb, rel=1e-6)
@@ -121,7 +122,7 @@ def test_spectrum_svdb_program1_and_final(case: str) -> None:
 
 @pytest.mark.parametrize("case", ["T4", "T5", "T6", "T7", "T8", "T9", "T11"])
 def test_exact_optimum_is_between_svdb_and_eigen_design(case: str) -> None:
-    """OPT column of spec §7: the exact SDP optimum, svdb ≤ OPT ≤ Final."""
+    """OPT column of the worked examples: the exact SDP optimum, svdb ≤ OPT ≤ Final."""
     _, svdb, _, final, optimum = TABLE[case]
     workload = WORKLOADS[case]
     solution = dpopt.solve(StrategySelection(workload.T @ workload, "gaussian"), "cvxpy:clarabel")
@@ -131,7 +132,8 @@ def test_exact_optimum_is_between_svdb_and_eigen_design(case: str) -> None:
 
 
 def test_other_strategies_of_the_table() -> None:
-    """'other strategies' of spec §7: identity, unnormalised Haar, binary hierarchy, A = W."""
+    """The worked examples' 'other strategies': identity, unnormalised Haar, binary hierarchy, A =
+    W."""
 
     def error(strategy: np.ndarray, workload: np.ndarray) -> float:
         return strategy_error(strategy, workload.T @ workload, "gaussian")
@@ -149,7 +151,7 @@ def test_other_strategies_of_the_table() -> None:
     assert error(baselines.wavelet(8).dense(), t8) == pytest.approx(21)
 
 
-# spec §4 reference table (1-D all-range): full, principal k = 1/2/4, separation n_g = 2/4
+# the Sec. 4 reference table (1-D all-range): full, principal k = 1/2/4, separation n_g = 2/4
 SECTION4 = {
     8: (82.2195, (91.2392, 83.9281, 82.3569), (81.0742, 82.3568)),
     16: (421.2812, (541.7093, 468.5890, 434.6969), (417.3892, 426.2270)),
@@ -173,8 +175,9 @@ def test_section4_approximations(n: int) -> None:
 
 def test_example4_ratios() -> None:
     """Example 4 / Fig. 2 (n = 8, Fig. 1 workload): error ratios to the SVD bound. The
-    paper's absolute numbers use another constant (spec §6); its ratios are 1.5545 (identity),
-    1.1864 (Haar), 1.0209 (adaptive); the spec's reproduction gives 1.5527, 1.1859, 1.0179."""
+    paper's absolute numbers use another constant (Li & Miklau, Sec. 5); its ratios are 1.5545
+    (identity), 1.1864 (Haar), 1.0209 (adaptive); the worked reproduction gives 1.5527, 1.1859,
+    1.0179."""
     svdb = eigen.bounds(FIG1)["svd_bound"]
     gram = FIG1.T @ FIG1
     ratios = [
@@ -198,7 +201,8 @@ def _permuted(n: int) -> np.ndarray:
 def test_all_range_ratio_table(
     n: int, eigen_svdb: float, haar: float, hier: float, identity: float
 ) -> None:
-    """spec §7 'Larger 1-D all-range, error ratios' (error ratios are √ of unscaled ratios)."""
+    """Worked example 'Larger 1-D all-range, error ratios' (error ratios are √ of unscaled
+    ratios)."""
     workload = wl.AllRange(n)
     gram = workload.gram().dense()
     design = eigen.design(workload).error
@@ -221,8 +225,8 @@ def test_permuted_cells_leave_the_eigen_design_error_unchanged() -> None:
 
 
 def test_two_dimensional_all_range_kronecker_basis() -> None:
-    """spec §3: R₃⊗R₃ has a repeated spectrum; Program 1 in the Kronecker eigenbasis is
-    77.9411 (eigh's basis gives 77.8923, within 0.1 %)."""
+    """Li & Miklau, Sec. 3.2–3.4: R₃⊗R₃ has a repeated spectrum; Program 1 in the Kronecker
+    eigenbasis is 77.9411 (eigh's basis gives 77.8923, within 0.1 %)."""
     product = eigen.design(wl.Kron([wl.AllRange(3), wl.AllRange(3)]))
     assert product.details["program1"] == pytest.approx(77.9411, abs=1e-4)
     dense = eigen.design(np.kron(wl.AllRange(3).dense(), wl.AllRange(3).dense()))

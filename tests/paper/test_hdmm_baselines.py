@@ -1,4 +1,4 @@
-"""Tables 4–5 baseline columns (hdmm spec §5.1): Identity, H2, Wavelet, HB and SVDB.
+"""Tables 4–5 baseline columns (McKenna et al., §11.1): Identity, H2, Wavelet, HB and SVDB.
 
 Each is a fixed strategy registered as a StrategySelection method; its RMSE at ε = 1
 (δ = 1e-6) must reproduce the paper's entry to ±0.005 (the tables print two decimals); n = 1024
@@ -63,7 +63,8 @@ def test_baseline_columns(noise: str, name: str, n: int) -> None:
 
 
 def test_hb_branching() -> None:
-    """HB is the identity at n = 64 (spec §5.1); b = 16, h = 2 at 256; b = 32 at 1024."""
+    """HB is the identity at n = 64 (McKenna et al., §11.1); b = 16, h = 2 at 256; b = 32 at
+    1024."""
     assert baselines.hb_branching(64) == (64, 1)
     assert baselines.hb_branching(256) == (16, 2)
     assert baselines.hb_branching(1024) == (32, 2)

@@ -1,4 +1,4 @@
-"""Tables 6–7, Adult (14-D) and Loans (12-D) rows (hdmm spec §5.2).
+"""Tables 6–7, Adult (14-D) and Loans (12-D) rows (McKenna et al., §11.2).
 
 Every computed column is compared with the paper at ε = 1 (δ = 1e-6), in one of two ways:
 
@@ -125,7 +125,7 @@ MARGINAL_RESTARTS = {("laplace", "adult", "3d-marginals"): 1}  # 2–4 s per sta
     ],
 )
 def test_workload_sizes(dataset: str, name: str, blocks: int, rows: int) -> None:
-    """Spec §5.2: marginal counts, m, and the domain sizes n."""
+    """McKenna et al., §11.2: marginal counts, m, and the domain sizes n."""
     workload = tables.table_workload(dataset, name)
     assert len(workload.blocks) == blocks
     assert workload.shape[0] == rows
@@ -143,7 +143,7 @@ def test_workload_sizes(dataset: str, name: str, blocks: int, rows: int) -> None
 @pytest.mark.paper
 @pytest.mark.parametrize("key", ROWS, ids=["-".join(k) for k in ROWS])
 def test_closed_form_columns(key: tuple[str, str, str]) -> None:
-    """Identity, "Laplace" (A = W) and SVDB to ±0.01 (spec §5.2).
+    """Identity, "Laplace" (A = W) and SVDB to ±0.01 (McKenna et al., §11.2).
 
     Gaussian Identity compares at 1e-9 relative: the paper's σ, 4.22467889138 as implied by
     the 1.4e9 Adult prefix entry, is the analytic σ(1, 1e-6) = 4.22467888933 to 5e-10, which
@@ -291,7 +291,7 @@ def product_error(
 def _check_union_on_marginals(
     key: tuple[str, str, str], workload: wl.VStack, error: float, laplace_split: float
 ) -> None:
-    """OPT_+ on marginal workloads in closed form (spec §3.4).
+    """OPT_+ on marginal workloads in closed form (McKenna et al., §6.2, Def. 19).
 
     Each block's best error is its cell count (its SVD bound, attained by Identity ⊗ Total),
     so Def. 19's optimum is (Σ cells^{1/3})³ (Laplace) or (Σ √cells)² (Gaussian). The paper's

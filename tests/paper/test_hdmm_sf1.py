@@ -1,4 +1,4 @@
-"""Census SF1 / SF1+ rows of HDMM Tables 6–7 (hdmm spec §5.2).
+"""Census SF1 / SF1+ rows of HDMM Tables 6–7 (McKenna et al., §11.2).
 
 The Gaussian optimizers (convex OPT₀, see test_hdmm_marginal_tables) and the baseline columns
 are deterministic: they are checked against the paper to 2 % of the RMSE (±0.01 for the
@@ -82,7 +82,7 @@ def paper(noise: str, name: str, column: str) -> float:
 
 
 def test_shapes_and_blocks(workloads) -> None:
-    """m = 4151 (SF1) and 215,852 (SF1+) over 33 terms; spec §5.2 building blocks."""
+    """m = 4151 (SF1) and 215,852 (SF1+) over 33 terms; McKenna et al., §11.2 building blocks."""
     assert workloads["sf1"].shape == (4151, 29_440)
     assert workloads["sf1+"].shape == (215_852, 1_501_440)
     assert wl.domain(workloads["sf1+"]) == (*hdmm_sf1.SF1_DOMAIN, hdmm_sf1.STATES)
@@ -103,8 +103,8 @@ def test_shapes_and_blocks(workloads) -> None:
 
 
 def test_sensitivities(workloads) -> None:
-    """Spec §5.2 check: the union L1 sensitivity sums to 50 (SF1) and 100 (SF1+); L2 ones are
-    √50 and √100 (0/1 entries). The exact maximum column norms are lower, 41 and 82:
+    """McKenna et al., §11.2 check: the union L1 sensitivity sums to 50 (SF1) and 100 (SF1+); L2
+    ones are √50 and √100 (0/1 entries). The exact maximum column norms are lower, 41 and 82:
     is_hisp/not_hisp, and race2's peak (two or more races) against white, never share a cell.
     """
     for name, total in (("sf1", 50.0), ("sf1+", 100.0)):
@@ -121,7 +121,7 @@ def test_sensitivities(workloads) -> None:
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])
 @pytest.mark.parametrize("name", ["sf1", "sf1+"])
 def test_baseline_columns(workloads, name: str, noise: str) -> None:
-    """Identity and "Laplace" (A = W) columns to ±0.01, from the terms only (spec §5.2).
+    """Identity and "Laplace" (A = W) columns to ±0.01, from the terms only (McKenna et al., §11.2).
 
     One exception: Gaussian SF1 Identity is 69.319 against the printed 69.33. tr(WᵀW) is the
     integer 1,117,562 (Laplace 23.2046 → 23.20), so 69.33 needs σ ≥ 4.2250 while the SF1+
@@ -162,7 +162,8 @@ def test_laplace_optimizer_columns(workloads, name: str, bounds) -> None:
     terms = wl.union_of_kron_terms(workload)
     chosen = hdmm.optimize_product(workload, "laplace")
     errors = dict(chosen.candidates)
-    # HDMM keeps the best of its candidates, Identity included (spec §3.7, §6 item 14)
+    # HDMM keeps the best of its candidates, Identity included (McKenna et al., §9; worked example
+    # 14)
     assert chosen.error == min(errors.values()) <= errors["identity"]
     limits = bounds(terms, "laplace")
     rel = 1e-9  # rounding: the bounds hold exactly
@@ -229,7 +230,8 @@ def test_laplace_union_with_the_reference_candidates(
 
 
 def gaussian_union_bounds(workload: wl.Matrix) -> tuple[float, float]:
-    """Bounds on the Gaussian OPT_+ error (Σⱼ √Eⱼ)², one Kronecker block per term (spec §3.4):
+    """Bounds on the Gaussian OPT_+ error (Σⱼ √Eⱼ)², one Kronecker block per term (McKenna et al.,
+    §6.2, Def. 19):
 
     - lower: Eⱼ ≥ wⱼ² ∏ᵢ SVDB(Vᵢ⁽ʲ⁾) (Prop. 5, Thm 5) for every strategy;
     - upper: Eⱼ ≤ wⱼ² ∏ᵢ (1 if Vᵢ⁽ʲ⁾ is all-ones else tr Vᵢ⁽ʲ⁾), the Identity/Total candidates

@@ -1,6 +1,6 @@
-"""The relational-synth spec's worked cases (§7 T1, T4, T5, T7, T8) and Example 1 (§3.1).
+"""The relational worked examples (T1, T4, T5, T7, T8) and Example 1 (Alimohammadi et al., §5).
 
-UBS (Algorithm 3, spec §3.2) is checked two ways:
+UBS (Algorithm 3, docs/families/relational.md#relational-ubs) is checked two ways:
 
 - exactly: the sampler's only randomness is its ``pick`` (one index of a range, with
   probability x_i/Σx over the range); :func:`exact_distribution` runs the real recursion once
@@ -9,7 +9,7 @@ UBS (Algorithm 3, spec §3.2) is checked two ways:
   rounding (1e-12). :func:`_draw_within`, the production ``pick``, is checked separately on a
   grid of uniforms, where it is exact.
 - statistically, end to end through :func:`unbiased_sample` with a seeded Generator: a
-  chi-square goodness-of-fit test at false-alarm rate 1e-6 per distribution, the spec's
+  chi-square goodness-of-fit test at false-alarm rate 1e-6 per distribution, the
   marginal bound |mean_i − x_i| ≤ 4√(x_i(1−x_i)/n) (false-alarm ≈ 6.3e-5 per coordinate by
   the normal approximation) and empirical covariances ≤ 4 standard errors; all are
   deterministic under the fixed seeds.
@@ -285,7 +285,7 @@ def chi_square_ok(counts: dict, expected: dict, draws: int) -> bool:
 @pytest.mark.parametrize(("x", "m", "expected"), SPEC_DISTRIBUTIONS)
 def test_t7_sampler_end_to_end(x: tuple, m: int, expected: dict) -> None:
     """unbiased_sample with a seeded Generator: |O| = m on every draw, the chi-square test at
-    false-alarm 1e-6, and the spec's marginal bound."""
+    false-alarm 1e-6, and the marginal bound."""
     draws = 4_000
     rng = np.random.default_rng(20261125)
     counts: dict[tuple[int, ...], int] = defaultdict(int)
@@ -322,7 +322,7 @@ def test_t8_one_to_many_sampling() -> None:
 
 
 def test_example1_sample_and_reject_is_biased() -> None:
-    """Spec §3.1 Example 1, computed exactly: draw from x/m, redraw on a repeat; for
+    """Example 1 (Alimohammadi et al., §5), computed exactly: draw from x/m, redraw on a repeat; for
     x = (.5, .75, .75), m = 2, P(1 ∈ O) = 0.55 ≠ 0.5, while UBS gives exactly 0.5."""
     x = [Fraction(1, 2), Fraction(3, 4), Fraction(3, 4)]
     m = 2
@@ -333,7 +333,7 @@ def test_example1_sample_and_reject_is_biased() -> None:
         inclusion[first] += probability
         inclusion[second] += probability
     assert inclusion[0] == Fraction(11, 20)
-    closed = (x[0] / 2) * (1 + x[1] / (2 - x[1]) + x[2] / (2 - x[2]))  # the spec's formula
+    closed = (x[0] / 2) * (1 + x[1] / (2 - x[1]) + x[2] / (2 - x[2]))  # the worked formula
     assert closed == inclusion[0]
     mean, _ = moments(exact_distribution((0.5, 0.75, 0.75), 2), 3)
     assert mean[0] == pytest.approx(0.5, abs=1e-12)

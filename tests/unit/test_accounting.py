@@ -204,7 +204,7 @@ def test_dpopt_exports_the_typed_accountant() -> None:
     assert dpopt.Accountant is Accountant and dpopt.BudgetExceededError is BudgetExceededError
 
 
-# --- direct construction is validated too (issue 24) -----------------------------------------
+# --- direct construction is validated too (CHANGELOG.md, 'reliability') ---------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,8 @@
-"""Discrete Bayesian networks (dgm-budget spec §1, §3.3, §5, §6.1 T4–T6).
+"""Discrete Bayesian networks (Roy Chowdhury et al., Sec. 3.1, Eqs. 7–9, Sec. 5; worked examples
+T4–T6).
 
 The BIF parser against pgmpy's ``BIFReader`` on every bundled bnlearn network, the pgmpy round
-trip, the graph features of the spec's worked tables, validation of structures and records,
+trip, the graph features of the worked tables, validation of structures and records,
 count tables against a brute-force pandas count, and forward sampling against the CPDs.
 """
 
@@ -137,12 +138,13 @@ def test_pgmpy_round_trip_keeps_unsorted_evidence_order_and_mixed_domains() -> N
     assert_same_network(net, Network.from_pgmpy(model), atol=1e-15)
 
 
-# --- graph features (spec §3.3, §4, §5, §6.1) ---------------------------------------------
+# --- graph features (Roy Chowdhury et al., Eqs. 7–9, Sec. 4, App. A.3, Sec. 5; the worked
+# examples)
 
 
 def test_spec_t4_asia_weights() -> None:
     net = load("asia")
-    table = {  # node: (h, o, Δ, W), spec §6.1 T4
+    table = {  # node: (h, o, Δ, W), worked example T4
         "asia": (3, 1, 0.5, 12),
         "smoke": (3, 2, 0.5, 18),
         "tub": (2, 1, 0.25, 7.5),
@@ -187,7 +189,7 @@ def test_spec_t5_sachs_weights() -> None:
 
 
 def fig2(states: dict[str, list[str]] | None = None) -> Network:
-    """The spec's Fig. 2 network: A,B → C; C → D,E; D,E → F."""
+    """The paper's Fig. 2 network: A,B → C; C → D,E; D,E → F."""
     parents = {"A": [], "B": [], "C": ["A", "B"], "D": ["C"], "E": ["C"], "F": ["D", "E"]}
     return Network.from_parents(parents, states or binary("ABCDEF"))
 
@@ -203,7 +205,7 @@ def test_spec_t6_fig2_weights() -> None:
 
 
 def test_features_of_a_chain_an_isolated_node_and_mixed_domains() -> None:
-    # spec §6.1 T1 chain A → B → C (+ an isolated node I: W = 1, spec T3)
+    # worked example T1 chain A → B → C (+ an isolated node I: W = 1, worked example T3)
     net = Network.from_parents({"A": [], "B": ["A"], "C": ["B"], "I": []}, binary("ABCI"))
     assert net.nodes == ("A", "I", "B", "C")  # Kahn's order, ties in the given order
     order = [net.nodes.index(v) for v in "ABCI"]

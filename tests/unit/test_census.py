@@ -53,7 +53,7 @@ def test_from_frame_builds_a_consistent_hierarchy() -> None:
 
 
 def test_from_records_computes_group_sizes() -> None:
-    # spec §1.3: GA has groups A (3 members), B (1), C (1); NY has D (3), E (1), F (2).
+    # Fioretto et al., §2: GA has groups A (3 members), B (1), C (1); NY has D (3), E (1), F (2).
     records = pd.DataFrame({"unit": list("AAABCDDDEFF"), "state": ["GA"] * 5 + ["NY"] * 6})
     data = census.from_records(records, ["state"], sizes=[1, 2, 3])
     assert data.counts.tolist() == [[3, 1, 2], [2, 0, 1], [1, 1, 1]]  # c^US, c^GA, c^NY
@@ -160,7 +160,8 @@ def test_measure_splits_the_budget_evenly_over_levels(query: str, sensitivity: i
     )
     assert [c.amount for c in accountant.ledger] == [Fraction(0.6) / 3] * 3  # exact shares
     assert accountant.spent == Fraction(0.6)  # exactly ε, no slack
-    # λ = Δ/(ε/L): 2L/ε for counts, L/ε for cumulative counts (spec §4), rounded up ≤ 2⁻⁵⁵.
+    # λ = Δ/(ε/L): 2L/ε for counts, L/ε for cumulative counts
+    # (docs/families/census.md#census-noise), rounded up ≤ 2⁻⁵⁵.
     assert measured.scale == pytest.approx(np.full(11, sensitivity * 3 / 0.6), rel=1e-15)
     assert np.all(measured.scale >= sensitivity * 3 / 0.6)
     assert measured.noisy.dtype == np.int64 and not measured.noisy.flags.writeable
@@ -197,7 +198,8 @@ def test_every_mechanism_releases_pgsr_counts_and_spends_exactly_epsilon(mechani
     assert list(released.statuses)[-1] == f"post-processing ({released.solution.method})"
     assert released.statuses[list(released.statuses)[-1]] == released.solution.status
     if census.MECHANISMS[mechanism].solver.startswith("relaxed"):
-        # relaxations report their violations instead of repairing them (spec G9)
+        # relaxations report their violations instead of repairing them
+        # (docs/families/census.md#census-rounding)
         report = released.conditions
         assert report["largest"]["integrality"] == 0
         assert released.satisfies_pgsr == (max(report["largest"].values()) == 0)
@@ -275,8 +277,9 @@ def test_default_objective_is_the_certified_leaf_weighted_optimum() -> None:
 
 
 def test_paper_objective_is_the_papers_model_1_on_feasible_domains() -> None:
-    """objective="paper": every cell alike, domains doubled only until feasible (spec G4), as
-    the paper's M_DP; the default doubles them further, until its point is certified."""
+    """objective="paper": every cell alike, domains doubled only until feasible
+    (docs/families/census.md#census-domains), as the paper's M_DP; the default doubles them further,
+    until its point is certified."""
     measured = census.measure(tiny(), "counts", epsilon=0.5, rng=np.random.default_rng(5))
     problem, probed = census.build_problem(measured, objective="paper", domain_sd=0.25)
     assert isinstance(problem, PostProcess) and problem.weights.tolist() == [1] * 11
@@ -353,7 +356,7 @@ def _neighbours(counts: np.ndarray, tree: Tree) -> list[np.ndarray]:
 
 
 def test_sensitivities_of_the_three_queries() -> None:
-    """Spec §6 Test 8: per level, plain Δ = 2, per-region cumulative Δ = 1, chain Δ = |H_l|."""
+    """Worked example 8: per level, plain Δ = 2, per-region cumulative Δ = 1, chain Δ = |H_l|."""
     data = census.synthetic(np.random.default_rng(8), states=3, counties=6, sizes=6, groups=200)
     tree = data.tree
     level_sizes = np.bincount(tree.depth)
@@ -369,7 +372,7 @@ def test_sensitivities_of_the_three_queries() -> None:
             worst[name] = np.maximum(worst[name], np.bincount(tree.depth, weights=change))
     assert worst["plain"].tolist() == [2, 2, 2]
     assert worst["cumulative"].tolist() == [1, 1, 1]
-    assert worst["chain"].tolist() == level_sizes.tolist()  # 1, 3, 6 — spec §4
+    assert worst["chain"].tolist() == level_sizes.tolist()  # 1, 3, 6 = |H_l|
 
 
 # --- trust layer §4: census input that fails clearly, never wraps --------------------------

@@ -1,7 +1,7 @@
-"""``dpopt check`` (issue 27): a saved block release verifies without the private data, and each
-planted tampering — a changed count, a broken parent, a negative cell, a changed manifest, an
-overspent budget, a budget understated against its noise scales by any factor, altered or
-missing level records, malformed manifest fields, a moved interval, a missing partition, an
+"""``dpopt check`` (docs/testing-your-code.md): a saved block release verifies without the private
+data, and each planted tampering — a changed count, a broken parent, a negative cell, a changed
+manifest, an overspent budget, a budget understated against its noise scales by any factor, altered
+or missing level records, malformed manifest fields, a moved interval, a missing partition, an
 unfinished release — is caught and named."""
 
 from __future__ import annotations

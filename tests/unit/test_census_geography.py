@@ -182,7 +182,7 @@ def test_scaled_by_one_is_the_same_geography(us: Geography) -> None:
 
 @pytest.mark.parametrize("fraction", [2, 1.0000001, 0, -1, float("nan"), float("inf")])
 def test_scaled_refuses_a_fraction_outside_0_1(us: Geography, fraction: float) -> None:
-    """issue 24: scaled(g, 2) grew the geography; a scale is a share in (0, 1]."""
+    """scaled(g, 2) used to grow the geography; a scale is a share in (0, 1]."""
     with pytest.raises(ValueError, match="fraction"):
         scaled(us, fraction)
 

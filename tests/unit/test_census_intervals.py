@@ -1,6 +1,6 @@
-"""Census confidence intervals (issue 26): the exact pivot's acceptance holds exactly ``level``
-of its distribution, coverage over many measurements at every level and true-count class,
-determinism, no budget, validation before any charge, and the block release's columns."""
+"""Census confidence intervals (docs/choosing-epsilon.md): the exact pivot's acceptance holds
+exactly ``level`` of its distribution, coverage over many measurements at every level and true-count
+class, determinism, no budget, validation before any charge, and the block release's columns."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ε for a census target by simulation (issue 26): the plan meets its target, is
+"""The ε for a census target by simulation (docs/choosing-epsilon.md): the plan meets its target, is
 deterministic, samples states by a public rule, refuses what it cannot answer, and the
 ``dpopt plan census`` command reports the API's plan."""
 

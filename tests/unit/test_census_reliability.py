@@ -1,4 +1,4 @@
-"""Issue 24, the census family: nothing charged for a release that then fails (plan → charge →
+"""Reliability, the census family: nothing charged for a release that then fails (plan → charge →
 draw → post-process, :class:`~dpopt.release.ReleaseError` after the charge), no hang, no silent
 wrong, the block release's output directory marked until done, the noise key never written."""
 

@@ -1,7 +1,7 @@
-"""A census release saved as JSON (issue 27): ``census.save_release`` writes everything but the
-private data and the noise key, ``load_release`` reads it back, and ``dpopt check FILE`` finds
-each planted tampering — a changed count, a broken parent, a count that breaks n, a doubled
-measurement, a failed solve, a budget understated against its noise scales by any factor,
+"""A census release saved as JSON (docs/testing-your-code.md): ``census.save_release`` writes
+everything but the private data and the noise key, ``load_release`` reads it back, and ``dpopt check
+FILE`` finds each planted tampering — a changed count, a broken parent, a count that breaks n, a
+doubled measurement, a failed solve, a budget understated against its noise scales by any factor,
 removed or altered measured records, a moved interval, a changed noisy answer (the recomputed
 intervals or the certificate see it) — by name."""
 

@@ -1,5 +1,5 @@
-"""``dpopt plan hdmm|eigen`` (issue 26): the workload grammar, the table and JSON against the
-Python API, and clean refusals (exit 2, nothing optimised)."""
+"""``dpopt plan hdmm|eigen`` (docs/choosing-epsilon.md): the workload grammar, the table and JSON
+against the Python API, and clean refusals (exit 2, nothing optimised)."""
 
 from __future__ import annotations
 

@@ -502,7 +502,7 @@ def test_every_suite_has_a_measured_run_time() -> None:
 def test_utility_experiments_list_with_measured_run_times(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The "What it gets you" experiments of issue 22, and their smoke variants."""
+    """The "What it gets you" experiments, and their smoke variants."""
     for family in ("census", "eigen", "hdmm"):
         for suite in ("utility", "utility-smoke"):
             assert suite in compare.experiments(family)
@@ -517,7 +517,7 @@ def test_utility_experiments_list_with_measured_run_times(
 
 
 def test_eigen_smoke_check_passes_and_meets_the_spec_optima() -> None:
-    """Program 1's optima of spec §7 T5–T7 and the §2 design-set example, reached to 1e-6 by
+    """Program 1's optima of worked examples T5–T7 and the design-set example, reached to 1e-6 by
     every exact method (the runner's reference check is one-sided: this one is not), and
     Eigen-Design beside OPT₀ and the SDP on strategy selection."""
     records = compare.run(["eigen"], "smoke", progress=False)
@@ -545,7 +545,7 @@ def test_eigen_smoke_check_passes_and_meets_the_spec_optima() -> None:
         assert methods["opt0-gaussian"].status == "optimal"
         optimum = methods["cvxpy:clarabel"].objective
         assert optimum <= methods["eigen-design"].objective < methods["identity"].objective
-    # spec §7 T7: Program 2 after completion, 82.219506 (OPT 80.464263)
+    # worked example T7: Program 2 after completion, 82.219506 (OPT 80.464263)
     seven = by_instance["all-range-8-gaussian"]
     assert seven["eigen-design"].objective == pytest.approx(82.219506, rel=1e-6)
     assert seven["cvxpy:clarabel"].objective == pytest.approx(80.464263, rel=1e-6)

@@ -1,4 +1,4 @@
-"""`dpopt compare` and its CLI under hostile input and interrupts (issue 24)."""
+"""`dpopt compare` and its CLI under hostile input and interrupts (CHANGELOG.md, 'reliability')."""
 
 from __future__ import annotations
 

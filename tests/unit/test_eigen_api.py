@@ -47,8 +47,8 @@ def test_dense_and_kronecker_results_feed_hdmm() -> None:
 
 
 def test_measurement_noise_matches_the_predicted_error() -> None:
-    """The total squared error of W x̂ over many draws is ``variance``·error (spec §7
-    invariant 9, with dpopt's exact discrete Gaussian instead of P)."""
+    """The total squared error of W x̂ over many draws is ``variance``·error (invariant 9 of the
+    worked examples, with dpopt's exact discrete Gaussian instead of P)."""
     workload = wl.AllRange(4).dense()
     strategy = eigen.design(workload)
     x = np.array([3, 1, 4, 1])

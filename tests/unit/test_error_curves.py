@@ -1,6 +1,6 @@
-"""Expected error against ε before spending, DGM and relational (issue 26): the curves are the
-releases they simulate (the same runs by hand give the same numbers), deterministic, fall
-with ε, and refuse bad input; ``dpopt plan dgm|relational`` prints them."""
+"""Expected error against ε before spending, DGM and relational (docs/choosing-epsilon.md): the
+curves are the releases they simulate (the same runs by hand give the same numbers), deterministic,
+fall with ε, and refuse bad input; ``dpopt plan dgm|relational`` prints them."""
 
 from __future__ import annotations
 

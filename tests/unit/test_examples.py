@@ -1,7 +1,7 @@
-"""Every example in ``examples/`` runs in its quick mode (issue 24): a fresh interpreter runs
-``python examples/<name>.py --quick`` (with ``--no-plot``, ``--no-csv`` and ``--out`` into a
-temporary folder where the example has them), which must exit 0 and print a line of its
-result. A new example must be added to :data:`EXAMPLES` with its quick mode."""
+"""Every example in ``examples/`` runs in its quick mode (CHANGELOG.md, 'reliability'): a fresh
+interpreter runs ``python examples/<name>.py --quick`` (with ``--no-plot``, ``--no-csv`` and
+``--out`` into a temporary folder where the example has them), which must exit 0 and print a line of
+its result. A new example must be added to :data:`EXAMPLES` with its quick mode."""
 
 from __future__ import annotations
 

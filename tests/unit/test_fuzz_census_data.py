@@ -1,4 +1,4 @@
-"""Fuzz tests of the census input layer (census-pgsr spec §1): :class:`CensusData`,
+"""Fuzz tests of the census input layer (Fioretto et al., §2): :class:`CensusData`,
 :func:`from_frame`, :func:`from_records`, :func:`synthetic`, :func:`household_distribution`.
 
 Valid inputs give exactly the counts put in (no float64 rounding, no int64 wrap); one hostile

@@ -1,6 +1,7 @@
-"""Fuzz tests of the census release entry points (issue 24): one hostile argument at a time;
-each call succeeds with a valid result or raises ValueError/TypeError naming the argument,
-never hangs, never raises anything else, and never charges the accountant when it raises."""
+"""Fuzz tests of the census release entry points (CHANGELOG.md, 'reliability'): one hostile argument
+at a time; each call succeeds with a valid result or raises ValueError/TypeError naming the
+argument, never hangs, never raises anything else, and never charges the accountant when it
+raises."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Property-based fuzz of the ``dpopt`` command line: every subcommand, given hostile values
 for its options, ends with a documented exit status (0 done, 1 a failure it reports, 2 bad
-input, argparse's usage error included) and never with a traceback (issue 24, "every CLI
-subcommand has a property-based fuzz test"). Each command is kept cheap: a tiny network or
-geography, the smoke suite."""
+input, argparse's usage error included) and never with a traceback (CHANGELOG.md, 'reliability',
+"every CLI subcommand has a property-based fuzz test"). Each command is kept cheap: a tiny network
+or geography, the smoke suite."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Property-based fuzz tests of the core's public entry points (issue 24): the accounting
-primitives built directly, the samplers' constructors and ``sample``, calibration, and the
-options of :func:`dpopt.solve`. Each call succeeds with a valid result or raises a
+"""Property-based fuzz tests of the core's public entry points (CHANGELOG.md, 'reliability'): the
+accounting primitives built directly, the samplers' constructors and ``sample``, calibration, and
+the options of :func:`dpopt.solve`. Each call succeeds with a valid result or raises a
 ValueError/TypeError naming the argument; never another exception, never a hang, and a
 refused charge leaves the ledger untouched. (The mechanisms' fuzz tests are in
 ``test_fuzz_privacy.py``.)"""

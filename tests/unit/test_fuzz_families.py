@@ -1,7 +1,7 @@
 """Fuzz tests of the release entry points of DGM, HDMM, Eigen-Design and the relational family:
 ``dgm.learn``, ``bif.parse``, ``hdmm.measure``, ``hdmm.answer``, ``hdmm.optimize`` (with
 ``epsilon``), ``eigen.design``, ``relational.synthesize``, ``relational.learn_links`` and
-``relational.tables.synthesize`` (issue 24).
+``relational.tables.synthesize`` (CHANGELOG.md, 'reliability').
 
 Each example gives one argument a hostile value (the others valid, on a tiny instance) and
 asserts: a valid result, or a ValueError/TypeError (or ``BudgetExceededError``) naming the

@@ -152,7 +152,7 @@ def test_product_strategy_selection(case: tuple[str | None, dict]) -> None:
     )
 )
 def test_marginal_algebra(case: tuple[str | None, dict]) -> None:
-    """The public functions of the marginal algebra behind OPT_M (hdmm spec §3.5)."""
+    """The public functions of the marginal algebra behind OPT_M (McKenna et al., §7–8)."""
     target, kwargs = case
     domain, theta, noise = kwargs["domain"], kwargs["theta"], kwargs["noise"]
     if isinstance(theta, str) and theta == "ones":

@@ -1,6 +1,6 @@
 """Fuzz tests of every constructor and combinator of :mod:`dpopt.workload` and of the
 sensitivities: success, or a ValueError/TypeError naming the argument; never another
-exception, a hang, or an exponential path (hdmm spec §1–§2)."""
+exception, a hang, or an exponential path (McKenna et al., §3, §5)."""
 
 from __future__ import annotations
 

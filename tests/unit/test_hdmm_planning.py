@@ -1,6 +1,6 @@
-"""Accuracy before spending, HDMM and Eigen-Design (issue 26): plan_error / query_std against
-dense formulas on the measured strategy, plan_epsilon's target and minimality, refusals, and
-(slow tier) the plans against simulated releases."""
+"""Accuracy before spending, HDMM and Eigen-Design (docs/choosing-epsilon.md): plan_error /
+query_std against dense formulas on the measured strategy, plan_epsilon's target and minimality,
+refusals, and (slow tier) the plans against simulated releases."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_query_std_is_the_dense_formula(strategies, name: str, epsilon: float) -
 @pytest.mark.parametrize("name", NAMES)
 def test_rmse_is_the_release_error(strategies, name: str) -> None:
     """On the workload it was optimised for, the plan's RMSE is √(release_error/m) of the
-    strategy the release measures (spec §1; the grid moves E by ≤ 1e-5 relative)."""
+    strategy the release measures (McKenna et al., §3; the grid moves E by ≤ 1e-5 relative)."""
     workload, strategy, delta = strategies[name]
     for epsilon in (0.5, 2.0):
         plan = hdmm.plan_error(workload, strategy, epsilon=epsilon, delta=delta)
@@ -92,8 +92,8 @@ def test_plan_epsilon_meets_the_target_and_is_the_smallest(strategies, name, tar
 
 
 def test_plan_epsilon_continuous_laplace_closed_form(strategies) -> None:
-    """Real-valued answers get Laplace noise within (1 + 2⁻²⁰)² of 2/ε² (spec §1), so the ε
-    for an RMSE target is √(2E/m)/rmse to that precision."""
+    """Real-valued answers get Laplace noise within (1 + 2⁻²⁰)² of 2/ε² (McKenna et al., §3), so the
+    ε for an RMSE target is √(2E/m)/rmse to that precision."""
     workload, strategy, _ = strategies["opt0"]
     assert strategy.template.startswith("p-identity")
     plan = hdmm.plan_epsilon(workload, strategy, rmse=20.0)

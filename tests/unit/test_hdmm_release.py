@@ -1,4 +1,4 @@
-"""The strategy released at ε (issue 22): the exact variance of the discrete noise a release
+"""The strategy released at ε: the exact variance of the discrete noise a release
 draws, and the choice between the optimised strategy and Identity made with it.
 
 Crossovers are computed here from closed forms independent of dpopt's release path: Identity

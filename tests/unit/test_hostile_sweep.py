@@ -2,7 +2,7 @@
 argument (None, NaN, ±inf, −1, 0-like extremes, '', a Fraction, a list, a string), returns or
 refuses clearly (the rule of ``hostile.py``: a ValueError, TypeError, … raised on purpose by
 the library, never an AttributeError, an error from deep inside numpy or from Python's own
-operators, nor a hang; issue 24's sweep, rerun on every change).
+operators, nor a hang; the reliability sweep, rerun on every change).
 
 A module's exports are its ``__all__``, or where it declares none the public names it defines;
 every module of ``dpopt``, ``dpopt.models`` and ``dpopt.solvers`` is swept. A return is not

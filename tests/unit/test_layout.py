@@ -1,7 +1,8 @@
 """The layering of docs/design.md: imports go one way, core ← models ← solvers ← mechanisms ←
 compare/paper/cli, no module imports itself through others (no cycle, lazy imports included),
 ``import dpopt`` and every family module stay cheap (no solver back-end, no scipy solver, no
-pandas: issue 25), and the registry loads a Problem type's methods on its first lookup."""
+pandas: CHANGELOG.md, 'fast start'), and the registry loads a Problem type's methods on its first
+    lookup."""
 
 from __future__ import annotations
 
@@ -148,8 +149,8 @@ HEAVY = (
     "scs",
     "tqdm",
 )
-"""Modules that load on the first call that needs them, never with a family (issue 25:
-``import dpopt.hdmm`` was 0.96 s with them)."""
+"""Modules that load on the first call that needs them, never with a family (CHANGELOG.md, 'fast
+start': ``import dpopt.hdmm`` was 0.96 s with them)."""
 
 
 def _python(code: str) -> str:

@@ -22,7 +22,8 @@ def rng(seed: int = 20261123) -> np.random.Generator:
 
 
 def test_discrete_laplace_exact_values() -> None:
-    # census spec §2: λ = 2 → α = e^{-1/2}, P(0) = (1−α)/(1+α), Var = 2α/(1−α)², E|Z| = 2α/(1−α²).
+    # Fioretto et al., §3: λ = 2 → α = e^{-1/2}, P(0) = (1−α)/(1+α), Var = 2α/(1−α)², E|Z| =
+    # 2α/(1−α²).
     two, four = privacy.DiscreteLaplace(2.0), privacy.DiscreteLaplace(4.0)
     assert two.alpha == pytest.approx(0.606531, abs=5e-7)
     assert two.pmf(0) == pytest.approx(0.244919, abs=5e-7)
@@ -71,7 +72,7 @@ def test_exponential_mechanism_charges_pure_and_bounded_range_zcdp() -> None:
 @pytest.mark.parametrize(
     ("epsilon", "delta", "sigma"),
     [
-        (1.0, 1e-6, 4.2246789),  # hdmm spec §1
+        (1.0, 1e-6, 4.2246789),  # McKenna et al., §3
         (1.0, 1e-5, 3.7306316),
         (0.5, 1e-6, 8.0576185),
         (2.0, 1e-6, 2.2304763),

@@ -1,6 +1,6 @@
 """dpopt.query_variance: diag(W C Wᵀ), its maximum and its sum on implicit workloads equal the
-dense computation (issue 26), for every 1-D block, weights, unions and Kronecker products, with
-one-term, many-term and dense covariances."""
+dense computation (docs/choosing-epsilon.md), for every 1-D block, weights, unions and Kronecker
+products, with one-term, many-term and dense covariances."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The relational mechanism end to end (relational-synth spec §2, §5, §7 pipeline invariants)
-and its release contract (dpopt.release)."""
+"""The relational mechanism end to end (Alimohammadi et al., §3–4;
+docs/families/relational.md#relational-public; the worked examples pipeline invariants) and its
+release contract (dpopt.release)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def small() -> RelationalData:
     [(0.1, 0.000216209), (0.5, 0.00531390), (1.0, 0.0208199), (2.0, 0.0800454)],
 )
 def test_rho_and_per_workload_budget_match_the_spec_table(epsilon: float, rho: float) -> None:
-    """Spec §5 worked numbers (δ = 1e-5, K = 3, T = 15, α = 0.2) and T9: K·T·ε0²/2 = ρ_rel."""
+    """The worked budget numbers (δ = 1e-5, K = 3, T = 15, α = 0.2) and T9: K·T·ε0²/2 = ρ_rel."""
     exact = relational.relational_rho(epsilon, 1e-5)
     assert float(exact) == pytest.approx(rho, rel=1e-5)
     eps_em, rho_gauss = workload_budget(exact, 45, Fraction(1, 5))

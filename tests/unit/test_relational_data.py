@@ -1,5 +1,6 @@
 """The relational data layer: validation, cross workloads and their answers, the generator and
-the MovieLens reader (relational-synth spec §1, §6, §7 T2/T10, §8 items 8–9)."""
+the MovieLens reader (Alimohammadi et al., §2, §8; worked examples T2/T10;
+docs/families/relational.md#relational-domains)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ GENDER_GENRE = (("gender",), ("genre",))
 
 
 def t2_frames() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Spec §7 T2: users (u1: F, u2: M), items (i1: Comedy, i2: Drama), B = [[1,1],[0,1]]."""
+    """worked example T2: users (u1: F, u2: M), items (i1: Comedy, i2: Drama), B = [[1,1],[0,1]]."""
     users = pd.DataFrame({"gender": pd.Categorical(["F", "M"])}, index=["u1", "u2"])
     items = pd.DataFrame({"genre": pd.Categorical(["Comedy", "Drama"])}, index=["i1", "i2"])
     links = pd.DataFrame({"user": ["u1", "u1", "u2"], "item": ["i1", "i2", "i2"]})
@@ -129,7 +130,7 @@ def test_answers_sum_to_one_and_equal_a_pandas_join(db: tuple) -> None:
 
 
 def test_sensitivity_brute_force_t10() -> None:
-    """Spec §7 T10: a neighbour (one row's values changed and its ≤ d_max links rewired, m
+    """worked example T10: a neighbour (one row's values changed and its ≤ d_max links rewired, m
     kept) moves every workload answer by TV ≤ d_max/m and L2 ≤ √2·d_max/m."""
     rng = np.random.default_rng(7)
     worst = 0.0
@@ -389,7 +390,7 @@ def test_generator_is_reproducible_and_valid() -> None:
     assert np.unique(a.links, axis=0).shape[0] == a.m
     assert a.columns("left") == ["gender", "age", "occupation"]
     assert a.columns("right") == list(MOVIELENS_GENRES)
-    assert len(a.cross_workloads(3)) == 513  # as MovieLens (spec §6)
+    assert len(a.cross_workloads(3)) == 513  # as MovieLens (Alimohammadi et al., §8)
     assert (a.right_codes.sum(axis=1) >= 1).all()  # every movie has a genre
 
 
@@ -512,7 +513,8 @@ def test_load_movielens_rejects_bad_files(tmp_path) -> None:  # type: ignore[no-
 
 
 def test_workload_cells_are_mixed_radix_s1_first() -> None:
-    """Cell order: S1 attributes first, first attribute slowest (spec §1.2 [DERIVED])."""
+    """Cell order: S1 attributes first, first attribute slowest
+    (docs/families/relational.md#relational-factored-queries)."""
     data = generate(40, 30, 80, seed=5)
     w = (("gender", "age"), ("Drama",))
     answer = data.workload_answer(w).reshape(2, 7, 2)

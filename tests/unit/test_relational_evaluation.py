@@ -1,5 +1,5 @@
-"""Error metrics of synthetic relational databases (relational-synth spec §6 "Metric", §7 T3,
-§8 item 12, Def. 3)."""
+"""Error metrics of synthetic relational databases (Alimohammadi et al., §8 and Def. 3;
+worked example T3; docs/families/relational.md#relational-metrics)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dpopt.relational import RelationalData, cross_errors, evaluate, generate, t
 
 
 def t2_data() -> RelationalData:
-    """Spec §7 T2: users (F, M), items (Comedy, Drama), B = [[1,1],[0,1]]."""
+    """worked example T2: users (F, M), items (Comedy, Drama), B = [[1,1],[0,1]]."""
     users = pd.DataFrame({"gender": pd.Categorical(["F", "M"])}, index=["u1", "u2"])
     items = pd.DataFrame({"genre": pd.Categorical(["Comedy", "Drama"])}, index=["i1", "i2"])
     links = pd.DataFrame({"user": ["u1", "u1", "u2"], "item": ["i1", "i2", "i2"]})
@@ -19,7 +19,7 @@ def t2_data() -> RelationalData:
 
 
 def test_t3_metrics_exactly() -> None:
-    """Spec §7 T3: B_syn = [[1,0],[0,1]] on the same tables gives P_syn = (½,0,0,½):
+    """worked example T3: B_syn = [[1,0],[0,1]] on the same tables gives P_syn = (½,0,0,½):
     L1 = 2/3, TV = 1/3, 66.67 %, Def. 3 mse (|𝒲| = 1) = 1/36 + 1/9 + 1/36 = 1/6."""
     data = t2_data()
     result = cross_errors(data, data.decode("left"), data.decode("right"), [[0, 0], [1, 1]], k=2)

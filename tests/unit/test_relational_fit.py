@@ -109,8 +109,8 @@ def test_no_noise_and_exact_predictions_give_the_qp_optimum(transpose: bool) -> 
 
 
 def test_drawn_links_take_every_cell_with_probability_its_value() -> None:
-    """Unbiased rounding (spec §3 for the block-constant B): the mean of the link indicator
-    over many draws equals the expanded values cell by cell."""
+    """Unbiased rounding (Alimohammadi et al., §5, for the block-constant B): the mean of the link
+    indicator over many draws equals the expanded values cell by cell."""
     rng = np.random.default_rng(5)
     queries = _queries(rng, 3)
     answers = np.asarray(queries @ rng.random(30))

@@ -1,5 +1,5 @@
-"""The built-in MST synthesizer (dpopt.relational.tables; relational-synth spec §5) and its
-release contract (dpopt.release)."""
+"""The built-in MST synthesizer (dpopt.relational.tables;
+docs/families/relational.md#relational-public) and its release contract (dpopt.release)."""
 
 from __future__ import annotations
 

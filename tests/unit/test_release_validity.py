@@ -1,6 +1,6 @@
-"""``assert_release_valid`` on every family's release result (issue 27): a real release passes,
-and each family's planted defect — HDMM answers that are not finite, a CPD row that is no
-distribution, a repeated link, a link to a row that does not exist, a tampered block release,
+"""``assert_release_valid`` on every family's release result (docs/testing-your-code.md): a real
+release passes, and each family's planted defect — HDMM answers that are not finite, a CPD row that
+is no distribution, a repeated link, a link to a row that does not exist, a tampered block release,
 noise drawn beyond the budget, an (ε, δ) report whose charges do not add up, a budget and
 losses below what every family's noise scales imply, census counts that are not numbers,
 tolerances that are not finite numbers ≥ 0 — fails by name."""

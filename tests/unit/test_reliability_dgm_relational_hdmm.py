@@ -1,4 +1,4 @@
-"""Issue 24 for DGM, the relational family and HDMM: nothing charged for a release that then
+"""Reliability for DGM, the relational family and HDMM: nothing charged for a release that then
 fails (the paid-for measurement kept on a ``ReleaseError``), the accountant refused before the
 private data is read, corrupt BIF files refused, helpers that refuse rather than return
 garbage, and the cvxpy/OSQP statuses of the relaxed link QP told honestly."""
@@ -131,9 +131,9 @@ def test_dgm_post_processing_failure_keeps_every_noisy_table(asia, monkeypatch) 
 
 
 def test_dgm_paper_split_below_the_sampler_limit_is_a_release_error(asia) -> None:
-    """ε = 1e-13 on asia (issue 24): the plan admits Stage II's average share, but the
-    allocation from Stage I's noisy tables gives some table a share whose scale is above 2^56:
-    a ReleaseError with Stage I's tables, not a bare ValueError after the charge."""
+    """ε = 1e-13 on asia (CHANGELOG.md, 'reliability'): the plan admits Stage II's average share,
+    but the allocation from Stage I's noisy tables gives some table a share whose scale is above
+    2^56: a ReleaseError with Stage I's tables, not a bare ValueError after the charge."""
     network, data = asia
     budget = Accountant.pure(Fraction(1, 10**13))
     try:
@@ -339,7 +339,7 @@ def _badly_scaled(count: int = 60) -> list[RelaxedLinkQP]:
 
 def test_osqp_never_calls_a_feasible_link_qp_infeasible() -> None:
     """Badly scaled instances on which OSQP's default infeasibility test fired although
-    b = m/N is feasible (issue 24): never ``infeasible`` now."""
+    b = m/N is feasible (CHANGELOG.md, 'reliability'): never ``infeasible`` now."""
     seen = set()
     for problem in _badly_scaled():
         cells, m = problem.cells.sum(), problem.m

@@ -1,5 +1,6 @@
 """A tolerance looser than a method's own buys ``optimal`` only with a duality-gap
-certificate, and a native solver never leaves Ctrl-C killing the process (issue 24)."""
+certificate, and a native solver never leaves Ctrl-C killing the process (CHANGELOG.md,
+'reliability')."""
 
 from __future__ import annotations
 

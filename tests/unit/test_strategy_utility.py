@@ -154,7 +154,7 @@ def test_hdmm_utility_smoke_never_expects_worse_than_identity() -> None:
     _check_common(rows, "hdmm", workloads)
     for mine in _by(rows, strategy="hdmm"):
         base = _baseline(rows, mine)
-        # HDMM's candidate set holds Identity: never worse in expected error (hdmm spec §3.7)
+        # HDMM's candidate set holds Identity: never worse in expected error (McKenna et al., §9)
         assert mine["unscaled_error"] <= base["unscaled_error"] * (1 + 1e-9)
         # and the strategy released at ε is never worse than Identity's release at ε
         assert mine["predicted_rmse"] <= base["predicted_rmse"] * (1 + 1e-6)

@@ -1,6 +1,6 @@
-"""dpopt.testing (issue 27): the assertions pass on exact solutions of many random instances and
-catch planted bugs — an infeasible point, a point sub-optimal by one unit, a tampered release,
-a failed solve, an overspent budget — with a message that names what is wrong."""
+"""dpopt.testing (docs/testing-your-code.md): the assertions pass on exact solutions of many random
+instances and catch planted bugs — an infeasible point, a point sub-optimal by one unit, a tampered
+release, a failed solve, an overspent budget — with a message that names what is wrong."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The BLAS threading policy (issue 14): one thread in loops, all cores for large one-off
-factorizations only when the load average leaves cores idle."""
+"""The BLAS threading policy
+(docs/families/hdmm.md#at-scale-implicit-grams-and-the-threading-policy): one thread in loops, all
+cores for large one-off factorizations only when the load average leaves cores idle."""
 
 from __future__ import annotations
 

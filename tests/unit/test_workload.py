@@ -1,5 +1,6 @@
 """dpopt.workload: implicit matrices agree with dense algebra, closed-form Grams, sensitivities
-(hdmm spec §1, Thm 3), Kronecker order (§4), marginal keys (§3.5) and the §6 hand values."""
+(McKenna et al., §3, Thm 3), Kronecker order (§10), marginal keys (§7–8) and the worked hand
+values."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from dpopt.workload import (
     WidthRanges,
 )
 
-SIGMA = privacy.analytic_gaussian_sigma(1.0, 1e-6)  # hdmm spec §1: 4.2246789
+SIGMA = privacy.analytic_gaussian_sigma(1.0, 1e-6)  # McKenna et al., §3: 4.2246789
 SIZES = [1, 2, 5, 8, 33]
 BLOCKS = {
     "identity": Identity,
@@ -90,7 +91,8 @@ def test_block_shapes(n: int) -> None:
 
 
 def test_block_definitions_are_the_spec_queries() -> None:
-    """The dense matrices every other test trusts, pinned down entry by entry (hdmm spec §2)."""
+    """The dense matrices every other test trusts, pinned down entry by entry (McKenna et al.,
+    §5)."""
     np.testing.assert_array_equal(Prefix(3).dense(), [[1, 0, 0], [1, 1, 0], [1, 1, 1]])
     np.testing.assert_array_equal(Suffix(3).dense(), [[1, 1, 1], [0, 1, 1], [0, 0, 1]])
     np.testing.assert_array_equal(IdentityTotal(2).dense(), [[1, 0], [0, 1], [1, 1]])
@@ -174,7 +176,8 @@ def test_huge_domain_sensitivities() -> None:
 
 @pytest.mark.parametrize("n", [1, 4, 8, 64])
 def test_spec_sensitivities(n: int) -> None:
-    """hdmm spec §5.1/§6: ‖Prefix‖₁ = n; H2 and Haar have ‖·‖₁ = ‖·‖₂² = log₂n + 1."""
+    """McKenna et al., §11.1; the worked examples: ‖Prefix‖₁ = n; H2 and Haar have ‖·‖₁ = ‖·‖₂² =
+    log₂n + 1."""
     assert Prefix(n).sensitivity_l1() == n
     levels = math.log2(n) + 1
     for strategy in (baselines.hierarchical(n), baselines.wavelet(n)):
@@ -190,7 +193,7 @@ def test_all_range_4_sensitivity_is_the_middle_cell() -> None:
 
 
 def unscaled_error(strategy: wl.Matrix, work: wl.Matrix, kind: str) -> float:
-    """‖A‖²·tr[(AᵀA)⁻¹WᵀW] (hdmm spec §1)."""
+    """‖A‖²·tr[(AᵀA)⁻¹WᵀW] (McKenna et al., §3)."""
     a = strategy.dense()
     sens = strategy.sensitivity_l1() if kind == "l1" else strategy.sensitivity_l2()
     return sens**2 * np.trace(np.linalg.solve(a.T @ a, work.gram().dense()))
@@ -214,7 +217,7 @@ def test_h2_errors_match_spec_section_6(n: int, work: type, l1: float, l2: float
     [(baselines.hierarchical(64), 11.28, 12.74), (baselines.wavelet(64), 10.11, 11.42)],
 )
 def test_table_4_and_5_all_range_64(strategy: wl.Explicit, laplace: float, gaussian: float) -> None:
-    """RMSE = √(2·err/m) (Laplace) and σ√(err/m) (Gaussian) at ε = 1 (hdmm spec §5.1)."""
+    """RMSE = √(2·err/m) (Laplace) and σ√(err/m) (Gaussian) at ε = 1 (McKenna et al., §11.1)."""
     work = AllRange(64)
     m = work.shape[0]
     lap = math.sqrt(2 * unscaled_error(strategy, work, "l1") / m)
