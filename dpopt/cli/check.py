@@ -1,14 +1,18 @@
-"""``dpopt check PATH``: verify a saved census release without the private data
-(docs/families/census.md; :mod:`dpopt.census.check`)."""
+"""``dpopt check PATH``: verify a saved release without the private data: a census block
+directory or file (docs/families/census.md; :mod:`dpopt.census.check`), or any family's release
+directory (:mod:`dpopt.release_dir`)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from dpopt.cli.options import write_json
+from dpopt.limits import CHECK_MAX_VIOLATIONS
 from dpopt.validation import instance
 
 __all__ = ["add_parser", "run"]
@@ -43,27 +47,61 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``dpopt check PATH``: exit 0 valid, 1 invalid, 2 unreadable."""
-    from dpopt.census.check import check_release, check_saved
-
     instance("args", args, argparse.Namespace)
-    check = check_saved if Path(args.path).is_file() else check_release
     try:
-        report = check(args.path, certificate=args.certificate)
+        found = _stored(args) if _is_stored(Path(args.path)) else _census(args)
     except ValueError as err:
         print(f"dpopt check: {err}", file=sys.stderr)
         return 2
-    found = {
+    if args.json:
+        write_json(args.json, found)
+    if args.json != "-":
+        state = "valid" if found["valid"] else f"INVALID: {found['violations']} violations"
+        print(f"{found['path']}: {state} ({found['checked'].get('seconds', 0):.1f} s)")
+        for message in found["first"]:
+            print(f"  {message}")
+    return 0 if found["valid"] else 1
+
+
+def _is_stored(path: Path) -> bool:
+    """Whether ``path`` is a release directory of :mod:`dpopt.release_dir`'s format."""
+    from dpopt.release_dir import FORMAT, MANIFEST
+
+    try:
+        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and manifest.get("format") == FORMAT
+
+
+def _stored(args: argparse.Namespace) -> dict[str, Any]:
+    """The report on a :mod:`dpopt.release_dir` release (every family but census's own files)."""
+    from dpopt.release_dir import load
+
+    if args.certificate:
+        raise ValueError("--certificate re-solves census releases only")
+    start = time.perf_counter()
+    stored = load(args.path)
+    errors = stored.contract_errors()
+    return {
+        "path": str(stored.path),
+        "valid": not errors,
+        "violations": len(errors),
+        "first": errors[:CHECK_MAX_VIOLATIONS],
+        "checked": {"family": stored.family, "seconds": time.perf_counter() - start},
+    }
+
+
+def _census(args: argparse.Namespace) -> dict[str, Any]:
+    """The report on a census block directory or a saved census release file."""
+    from dpopt.census.check import check_release, check_saved
+
+    check = check_saved if Path(args.path).is_file() else check_release
+    report = check(args.path, certificate=args.certificate)
+    return {
         "path": report.path,
         "valid": report.valid,
         "violations": report.count,
         "first": report.violations,
         "checked": report.checked,
     }
-    if args.json:
-        write_json(args.json, found)
-    if args.json != "-":
-        state = "valid" if report.valid else f"INVALID: {report.count} violations"
-        print(f"{report.path}: {state} ({report.checked.get('seconds', 0):.1f} s)")
-        for message in report.violations:
-            print(f"  {message}")
-    return 0 if report.valid else 1

@@ -31,6 +31,7 @@ LAYERS = {
     "planning": 0,
     "extras": 0,
     "deprecation": 0,
+    "release_dir": 0,
     "limits": 0,
     "errors": 0,
     "models": 1,
