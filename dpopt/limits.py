@@ -51,8 +51,10 @@ __all__ = [
     "MAX_DRAWS",
     "MAX_FLOOR_SUPPORT",
     "MAX_GAUSSIAN_SIGMA",
+    "MAX_HEADER_BYTES",
     "MAX_GRID_BITS",
     "MAX_HISTOGRAM_CELLS",
+    "MAX_INPUT_BYTES",
     "MAX_HOUSEHOLD_SIZE",
     "MAX_LAPLACE_SCALE",
     "MAX_LISTED_ATTRIBUTES",
@@ -150,6 +152,22 @@ bound for the privacy calibration's brackets and the census domain widening.
 Unit: doublings.
 Past it: the calibration's bracket stops at the end of the float range; the census widening
 raises RuntimeError (a bug, reported rather than spun)."""
+
+# --- Input files (the release commands, dpopt.cli.files) ---------------------------------------
+
+MAX_INPUT_BYTES = 4 * 2**30
+"""Largest input file a release command reads (CSV or Parquet): it is read whole into memory,
+at several times its size on disk.
+
+Unit: bytes.
+Past it: the command refuses the file before reading it (exit 2), nothing charged."""
+
+MAX_HEADER_BYTES = 1 << 20
+"""Most bytes read to find a CSV's header line: a file without a line break in them (a binary or
+garbage file) is refused without reading the rest.
+
+Unit: bytes.
+Past it: the file is refused as not a CSV with a header line (exit 2)."""
 
 # --- Workloads (dpopt.workload) -----------------------------------------------------------------
 

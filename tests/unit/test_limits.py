@@ -139,8 +139,13 @@ def test_former_names_answer_the_same_object(module: str) -> None:
 
 def test_every_limit_has_a_former_home_or_is_new() -> None:
     used = {new for names in FORMER.values() for new in names.values()}
-    # SDP_CLARABEL_MAX_N was a literal in solvers/hdmm/methods.py; the propagation cap is new
-    new_here = {"SDP_CLARABEL_MAX_N", "RELAXED_MAX_PROPAGATION_ROUNDS"}
+    # SDP_CLARABEL_MAX_N was a literal in solvers/hdmm/methods.py; the others are new
+    new_here = {
+        "SDP_CLARABEL_MAX_N",
+        "RELAXED_MAX_PROPAGATION_ROUNDS",
+        "MAX_INPUT_BYTES",
+        "MAX_HEADER_BYTES",
+    }
     assert set(limits.__all__) == used | new_here
 
 
