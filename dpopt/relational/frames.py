@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpopt.errors import InvalidInput
-from dpopt.validation import integer
+from dpopt.validation import choice, instance, integer
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,7 +40,9 @@ class FrameError(InvalidInput):
 
 def row_label(index: pd.Index, position: int) -> Any:
     """The index label of the row at ``position`` (a numpy scalar as its Python value)."""
-    label = index[int(position)]
+    import pandas as pd
+
+    label = instance("index", index, pd.Index)[integer("position", position, minimum=0)]
     return label.item() if isinstance(label, np.generic) else label
 
 
@@ -59,6 +61,11 @@ def find_id_column(
     values, that is named like an id (``id``, ``uid``, ``*_id``) or holds every id of a link
     column is never taken for an attribute: FrameError asking for ``{side}_id=`` (``option``: how
     the caller spells it instead, e.g. ``"--left-id "``)."""
+    import pandas as pd
+
+    choice("side", side, ("left", "right"))
+    instance("frame", frame, pd.DataFrame)
+    instance("declared", declared, Container)
     undeclared = [c for c in frame.columns if isinstance(c, str) and c not in declared]
     named = [c for c in undeclared if c in _columns(links)]
     unique = [c for c in undeclared if frame[c].notna().all() and frame[c].is_unique]
@@ -97,7 +104,9 @@ def _referenced(values: pd.Series, links: Any) -> bool:
 def link_columns(links: pd.DataFrame, left_id: Any, right_id: Any) -> list[Any]:
     """The link table's (left, right) id columns: each side's id column name where the link
     table has it, the others in column order."""
-    names = list(links.columns)
+    import pandas as pd
+
+    names = list(instance("links", links, pd.DataFrame).columns)
     chosen = [n if n in names and left_id != right_id else None for n in (left_id, right_id)]
     rest = iter(n for n in names if n not in chosen)
     found = [n if n is not None else next(rest, None) for n in chosen]

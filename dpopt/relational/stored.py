@@ -26,8 +26,10 @@ import numpy as np
 from dpopt.relational.budget import SQRT2_UP
 from dpopt.relational.contract import link_errors
 from dpopt.relational.data import SIDES, RelationalData
+from dpopt.relational.synthesizer import SyntheticDatabase
 from dpopt.release import Measured
-from dpopt.validation import instance
+from dpopt.release_dir import StoredRelease
+from dpopt.validation import instance, integer, sequence
 
 __all__ = ["FILES", "check", "public_facts", "sensitivities", "write"]
 
@@ -41,6 +43,8 @@ def sensitivities(measured: Sequence[Measured], d_max: int, m: int) -> list[floa
     √2·d_max and its selection's score d_max/m (dpopt.relational.links), an MST marginal √2
     and its tree selection's score 2 (dpopt.relational.tables, neighbours that change one
     row); rational bounds of √2 rounded up, as the release used them."""
+    records = sequence("measured", measured, "Measured records", of=Measured)
+    d_max, m = integer("d_max", d_max, minimum=1), integer("m", m, minimum=1)
     public = {
         (True, True): float(SQRT2_UP * d_max),
         (True, False): d_max / m,
@@ -48,17 +52,16 @@ def sensitivities(measured: Sequence[Measured], d_max: int, m: int) -> list[floa
         (False, False): 2.0,
     }
     return [
-        public[
-            instance("record", record, Measured).label.startswith("links"),
-            record.noise == "discrete-gaussian",
-        ]
-        for record in measured
+        public[record.label.startswith("links"), record.noise == "discrete-gaussian"]
+        for record in records
     ]
 
 
 def public_facts(data: RelationalData, release: Any) -> dict[str, Any]:
     """The public facts a check of the release needs: the schema and domains, d_max, m, the
     released sizes and the guarantee (docs/families/relational.md#relational-public)."""
+    instance("data", data, RelationalData)
+    instance("release", release, SyntheticDatabase)
     return {
         "d_max": data.d_max,
         "m": data.m,
@@ -83,6 +86,7 @@ def write(out: Path, data: RelationalData, release: Any) -> Path:
     prepared); the manifest's path."""
     from dpopt import release_dir
 
+    public = public_facts(data, release)
     frames = {"left": release.left, "right": release.right, "links": release.links}
     files = {name: release_dir.write_table(out, name, frames[t]) for t, name in FILES.items()}
     return release_dir.finish(
@@ -91,14 +95,14 @@ def write(out: Path, data: RelationalData, release: Any) -> Path:
         result=release,
         sensitivities=sensitivities(release.measured, data.d_max, data.m),
         files=files,
-        public=public_facts(data, release),
+        public=public,
     )
 
 
 def check(stored: Any) -> list[str]:
     """What a stored relational release's tables break (module docstring): the schema, the
     domains, the ids, the links, and the recorded sensitivities against the public ones."""
-    public = stored.public
+    public = instance("stored", stored, StoredRelease).public
     errors = _sensitivity_errors(stored)
     rows = {}
     for side in SIDES:
