@@ -9,6 +9,8 @@ The public API of the family:
 - :mod:`dpopt.relational.tables` — the built-in MST table synthesizer (its release
   ``tables.synthesize``, and the steps ``plan``, ``measure``, ``fit``, ``sample``);
 - :class:`RelationalData`, :data:`Workload` — the private input (:mod:`dpopt.relational.data`);
+  :func:`prune_links`, the data owner's pruning to d_max, and :class:`FrameError`, a bad
+  input table's error (:mod:`dpopt.relational.frames`);
 - :func:`generate`, :func:`load_movielens` — instances (:mod:`dpopt.relational.datasets`);
 - :func:`cross_errors`, :func:`table_errors`, :func:`evaluate` — the paper's metrics
   (:mod:`dpopt.relational.evaluation`);
@@ -26,6 +28,7 @@ from dpopt.relational.budget import relational_rho
 from dpopt.relational.data import RelationalData, Workload
 from dpopt.relational.datasets import MOVIELENS_AGES, MOVIELENS_GENRES, generate, load_movielens
 from dpopt.relational.evaluation import cross_errors, evaluate, table_errors
+from dpopt.relational.frames import FrameError, prune_links
 from dpopt.relational.links import FITS, LinkResult, LinkSettings, learn_links
 from dpopt.relational.planning import ErrorCurve, error_curve, plan_error_curve
 from dpopt.relational.synthesizer import SyntheticDatabase, synthesize
@@ -35,6 +38,7 @@ __all__ = [
     "MOVIELENS_AGES",
     "MOVIELENS_GENRES",
     "ErrorCurve",
+    "FrameError",
     "LinkResult",
     "LinkSettings",
     "RelationalData",
@@ -47,6 +51,7 @@ __all__ = [
     "learn_links",
     "load_movielens",
     "plan_error_curve",
+    "prune_links",
     "relational_rho",
     "synthesize",
     "table_errors",

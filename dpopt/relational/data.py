@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpopt.limits import RELATIONAL_MAX_CELLS as MAX_CELLS
+from dpopt.relational.frames import FrameError, find_id_column, link_columns, row_label
 from dpopt.validation import choice, integer, integer_array
 
 if TYPE_CHECKING:
@@ -179,13 +180,13 @@ class RelationalData:
             refused (Alimohammadi et al., §2.1: continuous attributes must be binned first), and so
             are missing values.
         links
-            The link table: a DataFrame whose columns ``left_id`` and ``right_id`` (when both
-            named and present) or else whose first two columns hold (left id, right id) pairs,
-            or a ``(m, 2)`` array of such pairs. Every id must exist in its table, each pair at
+            The link table: a DataFrame of (left id, right id) pairs — the columns named as
+            the two id columns where it has them, the others in column order — or a
+            ``(m, 2)`` array of such pairs. Every id must exist in its table, each pair at
             most once, and no row may have more than ``d_max`` links.
         d_max
-            The public degree bound (Alimohammadi et al., §2.1). Prune first (e.g. as
-            :func:`load_movielens`).
+            The public degree bound (Alimohammadi et al., §2.1). Prune the links first
+            (:func:`~dpopt.relational.prune_links`, the data owner's pre-processing).
         domains
             The public domains, ``{"left": {column: [values, ...]}, "right": {...}}``
             (docs/families/relational.md#relational-domains). A column missing from it takes the
@@ -197,7 +198,11 @@ class RelationalData:
             assumes public domains, so use it only for tests or public data.
         left_id, right_id
             The column of each table holding its row ids (dropped from the attributes). When
-            ``None`` the table's index is the id. Ids must be unique and not missing.
+            ``None``: the one column without a declared domain, with distinct values, that
+            the link table names too; else the table's index
+            (:func:`~dpopt.relational.frames.find_id_column`: a column that looks like ids
+            is an error asking for ``left_id=``, never an attribute). Ids must be unique and
+            not missing.
         relationship
             ``"many-to-many"`` or ``"one-to-many"``; in the latter the **right** table holds the
             children, and each right row must be linked to exactly one left row (Alimohammadi et
@@ -207,6 +212,13 @@ class RelationalData:
         -------
         RelationalData
             Rows keep the order of the frames; codes follow the domain order.
+
+        Raises
+        ------
+        FrameError
+            A bad table, naming it, the column and the row (the row's index label):
+            missing values, floats, values outside the domain, duplicate or missing ids,
+            links to missing rows, repeated links, a degree above ``d_max``.
         """
         import pandas as pd
 
@@ -224,42 +236,21 @@ class RelationalData:
                 )
         parts: dict[str, Any] = {}
         ids: dict[str, pd.Index] = {}
-        for side, frame, id_column in (("left", left, left_id), ("right", right, right_id)):
+        named = {"left": left_id, "right": right_id}
+        for side, frame in (("left", left), ("right", right)):
             if not isinstance(frame, pd.DataFrame):
                 raise ValueError(f"{side} must be a pandas DataFrame, got {type(frame).__name__}")
             if len(frame) == 0:
-                raise ValueError(f"{side}: the {side} table must not be empty")
-            if id_column is None:
-                index = frame.index
-                attributes = frame
-                where = f"{side} index"
-            else:
-                if id_column not in frame.columns:
-                    raise ValueError(f"{side}_id: column {id_column!r} is not in the {side} table")
-                index = pd.Index(frame[id_column])
-                attributes = frame.drop(columns=[id_column])
-                where = f"{side}_id column {id_column!r}"
-            if index.hasnans:
-                raise ValueError(f"{where} has missing ids")
-            if not index.is_unique:
-                duplicate = index[index.duplicated()][0]
-                raise ValueError(f"{where} has duplicate id {_plain(duplicate)!r}")
-            ids[side] = index
+                raise FrameError(side, f"the {side} table must not be empty")
             side_domains: Mapping[str, Sequence[Any]] | str | None = (
                 domains.get(side, {}) if isinstance(domains, Mapping) else domains
             )
+            if named[side] is None:
+                declared = _declared(frame, side_domains)
+                named[side] = find_id_column(side, frame, links, declared)
+            ids[side], attributes = _table_ids(side, frame, named[side])
             parts[side] = _encode_frame(side, attributes, side_domains)
-        pairs = _link_pairs(links, left_id, right_id)
-        rows = []
-        for j, side in enumerate(SIDES):
-            position = ids[side].get_indexer(pd.Index(pairs[j]))
-            bad = np.flatnonzero(position < 0)
-            if bad.size:
-                raise ValueError(
-                    f"links[{int(bad[0])}] refers to {side} id {_plain(pairs[j][bad[0]])!r}, "
-                    f"which is not in the {side} table (dangling link)"
-                )
-            rows.append(position.astype(np.int64))
+        rows = _link_rows(links, ids, named["left"], named["right"], d_max)
         return cls(
             left_columns=parts["left"][0],
             right_columns=parts["right"][0],
@@ -267,7 +258,7 @@ class RelationalData:
             right_domains=parts["right"][1],
             left_codes=parts["left"][2],
             right_codes=parts["right"][2],
-            links=np.column_stack(rows),
+            links=rows,
             d_max=d_max,
             relationship=relationship,
         )
@@ -346,7 +337,7 @@ class RelationalData:
         if len(frame) == 0:
             raise ValueError(f"the {side} frame must not be empty")
         columns = [
-            _codes_in_domain(f"{side} column {name!r}", frame[name], domain)
+            _codes_in_domain(side, name, frame[name], domain)
             for name, domain in zip(names, domains, strict=True)
         ]
         return np.column_stack(columns).astype(np.int64)
@@ -572,7 +563,7 @@ def _encode_frame(
 
     names = [c for c in frame.columns]
     if not names:
-        raise ValueError(f"{side}: the {side} table has no attribute columns")
+        raise FrameError(side, f"the {side} table has no attribute columns")
     if any(not isinstance(n, str) for n in names):
         raise ValueError(f"{side}: column names must be strings, got {names!r}")
     if len(set(names)) != len(names):
@@ -586,11 +577,7 @@ def _encode_frame(
     for name in names:
         series = frame[name]
         where = f"{side} column {name!r}"
-        if _is_float_column(series):
-            raise ValueError(
-                f"{where} holds floating-point values; attributes must be categorical "
-                "(bin continuous attributes first, Alimohammadi et al., §2.1)"
-            )
+        _refuse_floats(side, name, series)
         if isinstance(domains, Mapping) and name in domains:
             domain = tuple(domains[name])
         elif isinstance(series.dtype, pd.CategoricalDtype):
@@ -607,7 +594,7 @@ def _encode_frame(
             )
         _check_domain(where, domain)
         out_domains.append(domain)
-        codes.append(_codes_in_domain(where, series, domain))
+        codes.append(_codes_in_domain(side, name, series, domain))
     return tuple(names), tuple(out_domains), np.column_stack(codes).astype(np.int64)
 
 
@@ -619,56 +606,151 @@ def _sorted_values(values: Iterable[Any]) -> tuple[Any, ...]:
         return tuple(listed)
 
 
-def _codes_in_domain(where: str, series: pd.Series, domain: Sequence[Any]) -> np.ndarray:
-    """Codes of ``series`` under ``domain``; ValueError naming ``where`` for a missing value,
-    a float column or a value outside the domain."""
+def _refuse_floats(side: str, name: str, series: pd.Series) -> None:
+    """FrameError at the first floating-point value (a fractional one if there is one)."""
+    if not _is_float_column(series):
+        return
+    floats = np.array([isinstance(v, float | np.floating) and v == v for v in series], bool)
+    fractional = floats & np.array([floats[i] and v % 1 != 0 for i, v in enumerate(series)], bool)
+    first = int(np.flatnonzero(fractional if fractional.any() else floats | ~floats.any())[0])
+    raise FrameError(
+        side,
+        f"a floating-point value {_plain(series.iloc[first])!r}; attributes must be categorical "
+        "(bin continuous attributes first, Alimohammadi et al., §2.1)",
+        column=name,
+        row=row_label(series.index, first),
+    )
+
+
+def _codes_in_domain(side: str, name: str, series: pd.Series, domain: Sequence[Any]) -> np.ndarray:
+    """Codes of ``series`` (column ``name`` of the ``side`` table) under ``domain``; FrameError
+    naming the column and the row for a missing value, a float or a value outside the
+    domain."""
     import pandas as pd
 
-    if series.isna().any():
-        row = int(np.flatnonzero(series.isna().to_numpy())[0])
-        raise ValueError(f"{where} has a missing value (row {row})")
-    if _is_float_column(series):
-        raise ValueError(
-            f"{where} holds floating-point values; attributes must be categorical "
-            "(bin continuous attributes first, Alimohammadi et al., §2.1)"
-        )
+    missing = series.isna().to_numpy()
+    if missing.any():
+        row = row_label(series.index, int(np.flatnonzero(missing)[0]))
+        raise FrameError(side, "a missing value", column=name, row=row)
+    _refuse_floats(side, name, series)
     values = series.astype(object) if isinstance(series.dtype, pd.CategoricalDtype) else series
     codes = pd.Index(list(domain), dtype=object).get_indexer(values.to_numpy()).astype(np.int64)
     bad = np.flatnonzero(codes < 0)
     if bad.size:
         value = _plain(series.iloc[int(bad[0])])
-        raise ValueError(
-            f"{where}: value {value!r} (row {int(bad[0])}) is not in the declared domain "
-            f"{list(domain)!r}"
+        raise FrameError(
+            side,
+            f"value {value!r} is not in the declared domain {list(domain)!r}",
+            column=name,
+            row=row_label(series.index, int(bad[0])),
         )
     return codes
 
 
-def _link_pairs(links: Any, left_id: str | None, right_id: str | None) -> list[np.ndarray]:
-    """(left ids, right ids) of a link table."""
+def _declared(frame: pd.DataFrame, domains: Mapping[str, Sequence[Any]] | str | None) -> set[Any]:
+    """The columns of ``frame`` whose domain is declared: in ``domains``, Categorical or bool."""
+    import pandas as pd
+
+    given = set(domains) if isinstance(domains, Mapping) else set()
+    return given | {
+        c
+        for c in frame.columns
+        if isinstance(frame[c].dtype, pd.CategoricalDtype) or frame[c].dtype.kind == "b"
+    }
+
+
+def _table_ids(side: str, frame: pd.DataFrame, id_column: Any) -> tuple[pd.Index, pd.DataFrame]:
+    """The ids of a table (its ``id_column``, or its index when None) and its attributes;
+    FrameError for a missing or a repeated id."""
+    import pandas as pd
+
+    if id_column is None:
+        index, attributes, column = frame.index, frame, None
+    elif id_column not in frame.columns:
+        raise ValueError(f"{side}_id: column {id_column!r} is not in the {side} table")
+    else:
+        index = pd.Index(frame[id_column])
+        attributes, column = frame.drop(columns=[id_column]), id_column
+    missing = np.asarray(index.isna())
+    if missing.any():
+        row = row_label(frame.index, int(np.flatnonzero(missing)[0]))
+        raise FrameError(side, "a missing id", column=column, row=row)
+    repeated = index.duplicated()
+    if repeated.any():
+        at = int(np.flatnonzero(repeated)[0])
+        first = row_label(frame.index, int(np.flatnonzero(index == index[at])[0]))
+        if column is None:
+            raise FrameError(side, f"the index has duplicate id {_plain(index[at])!r}")
+        raise FrameError(
+            side,
+            f"duplicate id {_plain(index[at])!r} (first at row {first})",
+            column=column,
+            row=row_label(frame.index, at),
+        )
+    return index, attributes
+
+
+def _link_rows(
+    links: Any, ids: Mapping[str, pd.Index], left_id: Any, right_id: Any, d_max: int
+) -> np.ndarray:
+    """The (left row, right row) positions of a link table of ids; FrameError naming the
+    link's row (and column) for a missing or unknown id, a repeated pair or a degree above
+    d_max."""
     import pandas as pd
 
     if isinstance(links, pd.DataFrame):
-        if (
-            left_id is not None
-            and right_id is not None
-            and {left_id, right_id} <= set(links.columns)
-        ):
-            columns = [links[left_id], links[right_id]]
-        elif links.shape[1] >= 2:
-            columns = [links.iloc[:, 0], links.iloc[:, 1]]
-        else:
-            raise ValueError(f"links must have two id columns, got {list(links.columns)}")
-        pairs = [c.to_numpy() for c in columns]
+        columns: list[Any] = link_columns(links, left_id, right_id)
+        pairs = [links[c].to_numpy() for c in columns]
+        labels = links.index
     else:
         array = np.asarray(links)
         if array.ndim != 2 or array.shape[1] != 2:
             raise ValueError(f"links must be a DataFrame or an (m, 2) array, got {array.shape}")
-        pairs = [array[:, 0], array[:, 1]]
+        columns, pairs, labels = [None, None], [array[:, 0], array[:, 1]], pd.RangeIndex(len(array))
     if pairs[0].size == 0:
-        raise ValueError("links must not be empty (m ≥ 1)")
+        raise FrameError("links", "links must not be empty (m ≥ 1)")
+    rows = []
     for j, side in enumerate(SIDES):
         missing = pd.isna(pairs[j])
         if missing.any():
-            raise ValueError(f"links[{int(np.flatnonzero(missing)[0])}] has a missing {side} id")
-    return pairs
+            at = row_label(labels, int(np.flatnonzero(missing)[0]))
+            raise FrameError("links", f"a missing {side} id", column=columns[j], row=at)
+        position = ids[side].get_indexer(pd.Index(pairs[j]))
+        bad = np.flatnonzero(position < 0)
+        if bad.size:
+            raise FrameError(
+                "links",
+                f"{side} id {_plain(pairs[j][bad[0]])!r} is not in the {side} table "
+                "(a dangling link)",
+                column=columns[j],
+                row=row_label(labels, int(bad[0])),
+            )
+        rows.append(position.astype(np.int64))
+    _check_link_ids(rows, ids, labels, d_max)
+    return np.column_stack(rows)
+
+
+def _check_link_ids(
+    rows: list[np.ndarray], ids: Mapping[str, pd.Index], labels: pd.Index, d_max: int
+) -> None:
+    """No repeated (left, right) pair and no row above ``d_max`` links, named by ids."""
+    import pandas as pd
+
+    repeated = pd.Series(list(zip(rows[0], rows[1], strict=True))).duplicated().to_numpy()
+    if repeated.any():
+        at = int(np.flatnonzero(repeated)[0])
+        pair = (_plain(ids["left"][rows[0][at]]), _plain(ids["right"][rows[1][at]]))
+        raise FrameError("links", f"repeats the link {pair!r}", row=row_label(labels, at))
+    for j, side in enumerate(SIDES):
+        rank = pd.Series(rows[j]).groupby(rows[j]).cumcount().to_numpy()
+        over = np.flatnonzero(rank >= d_max)
+        if over.size:
+            at = int(over[0])
+            count = int(np.count_nonzero(rows[j] == rows[j][at]))
+            raise FrameError(
+                "links",
+                f"{side} id {_plain(ids[side][rows[j][at]])!r} has {count} links, above "
+                f"d_max = {d_max}: prune the links first (dpopt.relational.prune_links, the "
+                "data owner's pre-processing) or raise d_max",
+                row=row_label(labels, at),
+            )

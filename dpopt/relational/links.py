@@ -378,7 +378,7 @@ def plan(
     workloads = data.cross_workloads(settings.k)
     picks = settings.rounds * settings.per_round
     if picks > len(workloads):
-        raise ValueError(f"rounds × per_round = {picks} exceeds the {len(workloads)} workloads")
+        raise ValueError(_too_few_workloads(data, settings, len(workloads)))
     eps_em, rho_gauss = workload_budget(total, picks, Fraction(settings.alpha))
     if eps_em == 0:
         raise ValueError(f"rho {float(total):.6g} is too small for the workload selection")
@@ -392,6 +392,26 @@ def plan(
         data, n_left, n_right, total, m_syn, fit, settings, tuple(workloads), eps_em,
         rho_gauss, label,
     )  # fmt: skip
+
+
+def _too_few_workloads(data: RelationalData, settings: LinkSettings, available: int) -> str:
+    """Why T·K workloads cannot be measured, and what to change
+    (docs/families/relational.md#relational-settings)."""
+    d1, d2, k = len(data.left_columns), len(data.right_columns), settings.k
+    change = (
+        f"lower rounds or per_round in LinkSettings (rounds × per_round ≤ {available})"
+        if available
+        else "lower k in LinkSettings (k = 2 takes one attribute of each table)"
+    )
+    return (
+        f"settings: rounds × per_round = {settings.rounds} × {settings.per_round} = "
+        f"{settings.rounds * settings.per_round} workloads to measure, but the data has "
+        f"{available}. A workload is a pair of a left and a right attribute set, k = {k} "
+        "attributes in all, whose joint counts are measured across the links, each once; "
+        f"{d1} left and {d2} right attributes give Σ C({d1}, s)·C({d2}, {k} − s) over "
+        f"0 < s < {k} = {available} of them. To fix: {change}, or give the tables more "
+        "attributes"
+    )
 
 
 def run(

@@ -17,7 +17,8 @@ post-processes: nothing is charged for bad input.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,7 @@ from dpopt.validation import positive_number
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["SyntheticDatabase", "synthesize"]
+__all__ = ["DatabasePlan", "SyntheticDatabase", "plan", "synthesize"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,6 +79,91 @@ class SyntheticDatabase:
         and its noise (:func:`dpopt.relational.contract.database_errors`); empty when it
         holds."""
         return common_errors(self) + database_errors(self)
+
+
+@dataclass(frozen=True, eq=False)
+class DatabasePlan:
+    """A validated :func:`synthesize` waiting for its charge (:func:`plan`): ρ of the whole
+    release, each synthesized table's MST plan, the link learner's plan, and the tables you
+    passed (as codes). Public but for the private data the plans hold for their
+    measurements."""
+
+    rho: Fraction
+    given: dict[str, np.ndarray | None] = field(repr=False)
+    table_plans: dict[str, tables.TablePlan] = field(repr=False)
+    links: link_learner.LinkPlan = field(repr=False)
+
+    @property
+    def charges(self) -> list[tuple[Any, str]]:
+        """Every charge the release makes at most, for an accountant's ``check``."""
+        parts = [charge for p in self.table_plans.values() for charge in p.charges]
+        return [*parts, *self.links.charges]
+
+    def report(self) -> dict[str, Any]:
+        """The plan as plain JSON data (a dry run's): ρ and its split, the link rounds, each
+        workload's selection ε and measurement ρ, the noise's standard deviation on its link
+        counts (√2·d_max/√(2ρ)), the synthetic sizes."""
+        links, settings = self.links, self.links.settings
+        return {
+            "rho": str(self.rho),
+            "tables": {side: str(p.rho) for side, p in self.table_plans.items()},
+            "links": {
+                "rho": str(links.rho),
+                "rounds": settings.rounds,
+                "per_round": settings.per_round,
+                "workloads": len(links.workloads),
+                "selection_epsilon": str(links.eps_em),
+                "measurement_rho": str(links.rho_gauss),
+                "noise_sd": links.data.d_max / math.sqrt(links.rho_gauss),
+                "fit": links.fit,
+            },
+            "rows": {"left": links.n_left, "right": links.n_right, "links": links.m_syn},
+        }
+
+
+def plan(
+    data: RelationalData,
+    *,
+    epsilon: Any,
+    delta: Any,
+    fit: str | None = None,
+    settings: link_learner.LinkSettings | None = None,
+    table_share: float = 0.3,
+    synthetic_left: Any = None,
+    synthetic_right: Any = None,
+) -> DatabasePlan:
+    """What :func:`synthesize` would charge and measure, every input validated (its
+    parameters, same names); nothing is drawn or charged (a dry run)."""
+    if not isinstance(data, RelationalData):
+        raise TypeError(f"data must be a RelationalData, got {type(data).__name__}")
+    share = positive_number("table_share", table_share)
+    if not share < 1:
+        raise ValueError(f"table_share must lie in (0, 1), got {table_share!r}")
+    rho = relational_rho(epsilon, delta)
+    given = {
+        side: None if table is None else link_learner.encode_synthetic(data, side, table)
+        for side, table in zip(SIDES, (synthetic_left, synthetic_right), strict=True)
+    }
+    table_rho = rho * Fraction(share) / 2
+    plans = {
+        side: tables.plan(
+            data.codes(side),
+            data.cards(side),
+            rho=table_rho,
+            neighbours="replace",
+            label=f"{side} table MST",
+        )
+        for side in SIDES
+        if given[side] is None
+    }
+    sizes = [
+        rows if (table := given[side]) is None else table.shape[0]
+        for side, rows in (("left", data.n_left), ("right", data.n_right))
+    ]
+    link_plan = link_learner.plan(
+        data, *sizes, rho=rho - table_rho * len(plans), fit=fit, settings=settings
+    )
+    return DatabasePlan(rho, given, plans, link_plan)
 
 
 def synthesize(
@@ -148,41 +234,16 @@ def synthesize(
     fit = keyword_alias(
         "relational.synthesize", ("fit", fit), ("method", method), default=link_learner.DEFAULT_FIT
     )
-    if not isinstance(data, RelationalData):
-        raise TypeError(f"data must be a RelationalData, got {type(data).__name__}")
-    share = positive_number("table_share", table_share)
-    if not share < 1:
-        raise ValueError(f"table_share must lie in (0, 1), got {table_share!r}")
-    rho = relational_rho(epsilon, delta)
     # the accountant (its kind and room for all of ρ) before anything private is read
-    ledger = zcdp_ledger(accountant, rho, "relational.synthesize")
+    ledger = zcdp_ledger(accountant, relational_rho(epsilon, delta), "relational.synthesize")
     generator = resolve_rng(rng)
-    given = {
-        side: None if table is None else link_learner.encode_synthetic(data, side, table)
-        for side, table in zip(SIDES, (synthetic_left, synthetic_right), strict=True)
-    }
-    table_rho = rho * Fraction(share) / 2
-    plans = {
-        side: tables.plan(
-            data.codes(side),
-            data.cards(side),
-            rho=table_rho,
-            neighbours="replace",
-            label=f"{side} table MST",
-        )
-        for side in SIDES
-        if given[side] is None
-    }
+    planned = plan(
+        data, epsilon=epsilon, delta=delta, fit=fit, settings=settings, table_share=table_share,
+        synthetic_left=synthetic_left, synthetic_right=synthetic_right,
+    )  # fmt: skip
+    given, plans, link_plan = planned.given, planned.table_plans, planned.links
     real_rows = {"left": data.n_left, "right": data.n_right}  # public
-    sizes = [
-        rows if (table := given[side]) is None else table.shape[0]
-        for side, rows in real_rows.items()
-    ]
-    link_plan = link_learner.plan(
-        data, *sizes, rho=rho - table_rho * len(plans), fit=fit, settings=settings
-    )
-    charges = [charge for p in plans.values() for charge in p.charges]
-    ledger.check([*charges, *link_plan.charges])  # every part fits, or nothing runs
+    ledger.check(planned.charges)  # every part fits, or nothing runs
     codes: dict[str, np.ndarray] = {}
     measured: list[Measured] = []
     paid: dict[str, Any] = {}  # what was measured so far, handed back if a later step fails

@@ -153,7 +153,7 @@ def test_one_to_many_gives_every_child_one_parent(fit: str) -> None:
         ({"alpha": 1.0}, "alpha"),
         ({"alpha": 0.0}, "alpha"),
         ({"rounds": 0}, "rounds"),
-        ({"rounds": 200, "per_round": 3}, "exceeds"),
+        ({"rounds": 200, "per_round": 3}, "workloads to measure, but the data has"),
         ({"slices": 1.5}, "slices"),
         ({"k": 1}, "k"),
         ({"candidates": 2, "per_round": 3}, "candidates"),
@@ -297,7 +297,7 @@ def test_synthesize_with_one_given_table_gives_its_share_to_the_links(
 @pytest.mark.parametrize(
     ("options", "field"),
     [
-        ({"settings": LinkSettings(rounds=200)}, "exceeds"),
+        ({"settings": LinkSettings(rounds=200)}, "lower rounds or per_round"),
         ({"fit": "bogus"}, "fit"),
         ({"delta": 2.0}, "delta"),
         ({"epsilon": 0.0}, "epsilon"),

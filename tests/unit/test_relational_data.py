@@ -205,15 +205,15 @@ def test_dangling_link_names_the_side_and_id() -> None:
 
 def test_duplicate_links_rejected() -> None:
     links = pd.DataFrame({"user": ["u1", "u2", "u1"], "item": ["i1", "i2", "i1"]})
-    with pytest.raises(ValueError, match=r"links: duplicate link \(left row 0, right row 0\)"):
+    with pytest.raises(ValueError, match=r"links row 2: repeats the link \('u1', 'i1'\)"):
         build(links=links)
 
 
 def test_degree_above_d_max_on_either_side() -> None:
-    with pytest.raises(ValueError, match=r"links: left row 0 has degree 2 above d_max = 1"):
+    with pytest.raises(ValueError, match=r"links row 1: left id 'u1' has 2 links, .* = 1: prune"):
         build(d_max=1)
     links = pd.DataFrame({"user": ["u1", "u2"], "item": ["i2", "i2"]})
-    with pytest.raises(ValueError, match=r"links: right row 1 has degree 2 above d_max = 1"):
+    with pytest.raises(ValueError, match=r"links row 1: right id 'i2' has 2 links, above d_max"):
         build(links=links, d_max=1)
     with pytest.raises(ValueError, match="d_max"):
         build(d_max=0)
@@ -221,18 +221,18 @@ def test_degree_above_d_max_on_either_side() -> None:
 
 def test_duplicate_and_missing_ids() -> None:
     users = pd.DataFrame({"gender": pd.Categorical(["F", "M"])}, index=["u1", "u1"])
-    with pytest.raises(ValueError, match="left index has duplicate id 'u1'"):
+    with pytest.raises(ValueError, match="left: the index has duplicate id 'u1'"):
         build(left=users)
     items = pd.DataFrame({"id": ["i1", "i1"], "genre": pd.Categorical(["Comedy", "Drama"])})
-    with pytest.raises(ValueError, match="right_id column 'id' has duplicate id 'i1'"):
+    with pytest.raises(ValueError, match=r"right column 'id', row 1: duplicate id 'i1' \(first at"):
         build(right=items, right_id="id")
     items = pd.DataFrame({"id": ["i1", None], "genre": pd.Categorical(["Comedy", "Drama"])})
-    with pytest.raises(ValueError, match="right_id column 'id' has missing ids"):
+    with pytest.raises(ValueError, match="right column 'id', row 1: a missing id"):
         build(right=items, right_id="id")
     with pytest.raises(ValueError, match="left_id: column 'nope'"):
         build(left_id="nope")
     links = pd.DataFrame({"user": ["u1", None], "item": ["i1", "i2"]})
-    with pytest.raises(ValueError, match=r"links\[1\] has a missing left id"):
+    with pytest.raises(ValueError, match=r"links column 'user', row 1: a missing left id"):
         build(links=links)
 
 
@@ -247,7 +247,7 @@ def test_id_columns_and_named_link_columns() -> None:
 
 def test_missing_values_and_empty_input() -> None:
     users = pd.DataFrame({"gender": pd.Categorical(["F", None])}, index=["u1", "u2"])
-    with pytest.raises(ValueError, match=r"left column 'gender' has a missing value \(row 1\)"):
+    with pytest.raises(ValueError, match=r"left column 'gender', row 'u2': a missing value"):
         build(left=users)
     with pytest.raises(ValueError, match="left: the left table must not be empty"):
         build(left=pd.DataFrame({"gender": pd.Categorical([])}))
@@ -264,7 +264,7 @@ def test_float_columns_rejected_naming_the_column(values: object) -> None:
     items = pd.DataFrame({"genre": pd.Categorical(["Comedy", "Drama"]), "score": values})
     items.index = ["i1", "i2"]
     with pytest.raises(
-        ValueError, match=r"right column 'score' holds floating-point.*bin continuous"
+        ValueError, match=r"right column 'score', row 'i1': a floating-point value .*bin continuous"
     ):
         build(right=items, domains="from-data")
 
@@ -290,7 +290,7 @@ def test_domains_must_be_declared() -> None:
 
 def test_domain_errors() -> None:
     users = pd.DataFrame({"gender": ["F", "X"]}, index=["u1", "u2"])
-    with pytest.raises(ValueError, match=r"left column 'gender': value 'X' \(row 1\) is not"):
+    with pytest.raises(ValueError, match=r"left column 'gender', row 'u2': value 'X' is not"):
         build(left=users, domains={"left": {"gender": ["F", "M"]}})
     with pytest.raises(ValueError, match=r"domains\['left'\]: \['age'\]"):
         build(domains={"left": {"age": [1, 2]}})
@@ -353,15 +353,15 @@ def test_encode_synthetic_frames() -> None:
     data = t2_data()
     synthetic = pd.DataFrame({"genre": ["Drama", "Drama", "Comedy"]})
     np.testing.assert_array_equal(data.encode("right", synthetic), [[1], [1], [0]])
-    with pytest.raises(ValueError, match=r"right column 'genre': value 'Horror'"):
+    with pytest.raises(ValueError, match=r"right column 'genre', row 0: value 'Horror'"):
         data.encode("right", pd.DataFrame({"genre": ["Horror"]}))
     with pytest.raises(ValueError, match=r"missing \['genre'\], unexpected \['mood'\]"):
         data.encode("right", pd.DataFrame({"mood": ["x"]}))
     with pytest.raises(ValueError, match=r"unexpected \['extra'\]"):
         data.encode("left", pd.DataFrame({"gender": ["F"], "extra": [1]}))
-    with pytest.raises(ValueError, match="left column 'gender' holds floating-point"):
+    with pytest.raises(ValueError, match="left column 'gender', row 0: a floating-point value"):
         data.encode("left", pd.DataFrame({"gender": [1.0]}))
-    with pytest.raises(ValueError, match="left column 'gender' has a missing value"):
+    with pytest.raises(ValueError, match="left column 'gender', row 1: a missing value"):
         data.encode("left", pd.DataFrame({"gender": ["F", None]}))
     with pytest.raises(ValueError, match="side"):
         data.encode("middle", synthetic)
@@ -508,7 +508,7 @@ def test_load_movielens_rejects_bad_files(tmp_path) -> None:  # type: ignore[no-
     write_movielens(tmp_path)
     with open(tmp_path / "users.dat", "a", encoding="latin-1") as handle:
         handle.write("5::F::19::1::00000\n")
-    with pytest.raises(ValueError, match=r"left column 'age': value 19"):
+    with pytest.raises(ValueError, match=r"left column 'age', row 5: value 19"):
         load_movielens(tmp_path)
 
 

@@ -142,7 +142,7 @@ def test_bad_synthetic_databases_are_refused() -> None:
         cross_errors(data, left, right, np.empty((0, 2), dtype=int), k=2)
     with pytest.raises(ValueError, match="no cross-table 3-way workload"):
         cross_errors(data, left, right, [[0, 0]])
-    with pytest.raises(ValueError, match=r"right column 'genre': value 'Horror'"):
+    with pytest.raises(ValueError, match=r"right column 'genre', row 0: value 'Horror'"):
         cross_errors(data, left, pd.DataFrame({"genre": ["Horror"]}), [[0, 0]], k=2)
     with pytest.raises(ValueError, match="side"):
         table_errors(data, "middle", left)
