@@ -59,6 +59,13 @@ CERTIFY = 1e-6
 f(b) − f* ≤ CERTIFY·max(f*, CERTIFY) (relative 1e-6, absolute 1e-12 when f* < 1e-6)."""
 GAP_EVERY = 10
 """``pgd`` evaluates the certificate every GAP_EVERY iterations (and after the first)."""
+FACE_AFTER = 500
+"""``pgd``'s first FACE_AFTER iterations are accelerated projected gradient alone: the steps
+the default fit's early-stopping path (at most 320 per call) and ``fit="pgd"`` (100 per slice)
+read; past them it adds face solves (:func:`_face_step`,
+docs/families/relational.md#relational-face)."""
+FACE_RTOL = 1e-10
+"""A face solve's conjugate gradient stops at this residual relative to its first."""
 
 
 def _root(
@@ -306,10 +313,12 @@ class _Operator:
     """Q(c∘b) and the per-cell gradient (2/m)·Qᵀr for projected gradient; Q is CSC (the model
     stores it so), so Q b reads b once in order and scatters into the k sums, and Qᵀ r (a CSR
     view) gathers from the short r: both ~3× faster than with CSR Q on workload-like Q
-    (measured on N = 10⁶, k = 2,199)."""
+    (measured on N = 10⁶, k = 2,199). A :class:`LinkQueries` with up to
+    :data:`DENSE_GRAM_NNZ` ones is formed as CSC: its products were 10× faster so on the
+    N = 600, 8-workload compare slice."""
 
     def __init__(self, problem: RelaxedLinkQP):
-        self.matrix = problem.Q
+        self.matrix = _formed(problem.Q)
         self.adjoint = _adjoint(self.matrix)
         self.m, self.a = problem.m, problem.a
         self.cells = None if np.all(problem.cells == 1.0) else problem.cells
@@ -326,13 +335,32 @@ class _Operator:
     def gradient(self, qb: np.ndarray) -> np.ndarray:
         """(2/m)·Qᵀ(Q(c∘b)/m − a) from Q(c∘b): spec eq. 8 per cell of B (the gradient in b
         divided by the multiplicities, the steepest direction in the cells' norm)."""
-        gradient = np.asarray(self.adjoint @ self.residual(qb))
+        return self.gather(self.residual(qb))
+
+    def gather(self, r: np.ndarray) -> np.ndarray:
+        """(2/m)·Qᵀr: the gradient from a residual, or the Hessian times d from r = Qd/m."""
+        gradient = np.asarray(self.adjoint @ r)
         gradient *= 2.0 / self.m
         return gradient
 
     def value(self, qb: np.ndarray) -> float:
         r = self.residual(qb)
         return float(r @ r)
+
+
+def _formed(matrix: Any) -> Any:
+    """Q as CSC if it is a :class:`LinkQueries` of at most :data:`DENSE_GRAM_NNZ` ones (one per
+    cell per workload), else as it is."""
+    from dpopt.models.relational.link_queries import LinkQueries
+
+    if (
+        isinstance(matrix, LinkQueries)
+        and matrix.shape[1] * len(matrix.row_codes) <= DENSE_GRAM_NNZ
+    ):
+        import scipy.sparse as sp
+
+        return sp.csc_array(matrix.sparse())
+    return matrix
 
 
 def _projector(problem: RelaxedLinkQP) -> Callable[[np.ndarray], np.ndarray]:
@@ -494,14 +522,16 @@ def _pgd(
     started = time.perf_counter()
     if sigma == 0:  # f is constant on Ω
         return Outcome(_start(problem, b0), "optimal", info={"gap": 0.0, "iterations": 0})
+    deadline = math.inf if time_limit is None else started + time_limit
     step = STEP_MARGIN * 0.5 * (problem.m / sigma) ** 2
     onto = _projector(problem)
     operator = _Operator(problem)
     b = _start(problem, b0)
     qb = operator.apply(b)
     point, q_point, previous, momentum = b, qb, operator.value(qb), 1.0
-    gap = math.inf
-    for iteration in range(1, max_iterations + 1):
+    gap, iteration, steps, held = math.inf, 0, 0, None
+    while iteration < max_iterations:
+        iteration, steps = iteration + 1, steps + 1
         moved = operator.gradient(q_point)
         moved *= -step
         moved += point
@@ -518,18 +548,102 @@ def _pgd(
             point += candidate
             q_point = q_candidate + beta * (q_candidate - qb)
             b, qb, previous, momentum = candidate, q_candidate, value, following
-        if iteration % GAP_EVERY == 0 or iteration == 1:
+        if steps % GAP_EVERY == 0 or steps == 1:
+            bound = (b == 0.0) | (b == 1.0)
+            if iteration >= FACE_AFTER and held is not None and np.array_equal(bound, held):
+                b, qb, used = _face_step(problem, operator, b, qb, max_iterations - iteration,
+                                         deadline)  # fmt: skip
+                iteration += used
+                point, q_point, previous, momentum = b, qb, operator.value(qb), 1.0
+                bound = (b == 0.0) | (b == 1.0)
+            held = bound
             gap = _gap(problem, b, operator.gradient(qb))
             if gap <= CERTIFY * max(previous - gap, CERTIFY):
                 return Outcome(b, "optimal", info={"gap": gap, "iterations": iteration})
-        if time_limit is not None and time.perf_counter() - started > time_limit:
+        if time.perf_counter() > deadline:
             return Outcome(b, "time_limit", info={"gap": gap, "iterations": iteration})
     return Outcome(
         b,
         "feasible",
         "iteration limit before the gap certified the optimum",
-        {"gap": gap, "iterations": max_iterations},
+        {"gap": gap, "iterations": iteration},
     )
+
+
+def _face_step(
+    problem: RelaxedLinkQP,
+    operator: _Operator,
+    b: np.ndarray,
+    qb: np.ndarray,
+    budget: int,
+    deadline: float,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Conjugate gradient on the face of Ω that ``b`` lies on (Moré & Toraldo 1991, §3;
+    docs/families/relational.md#relational-face): the entries at 0 or 1 held, the free ones
+    moved in the cell sums x = c∘b with each row's sum kept (the gradient and the Hessian
+    (2/m²)QᵀQ projected onto that subspace). A step that would leave the box stops on it (f
+    falls all along a conjugate-gradient step) and conjugate gradient restarts with that entry
+    held too. It stops at the face's minimizer (residual :data:`FACE_RTOL` of the first), when
+    the Frank–Wolfe gap certifies b (checked every :data:`GAP_EVERY` steps), after ``budget``
+    steps or at ``deadline``. Returns (b, Q(c∘b), steps); a step is one Q d and one Qᵀ r, as
+    an iteration."""
+    free = (b > 0.0) & (b < 1.0)
+    rows = problem.rows if isinstance(problem, OneToManyLinkQP) else 1
+
+    def tangent(v: np.ndarray) -> np.ndarray:
+        """v on the free entries, less its mean per row there: a move that keeps every sum."""
+        v = np.where(free, v, 0.0).reshape(rows, -1)
+        v -= (
+            v.sum(axis=1, keepdims=True)
+            / np.maximum(free.reshape(rows, -1).sum(axis=1), 1)[:, None]
+        )
+        return np.where(free, v.ravel(), 0.0)
+
+    b, used, since, dimension = b.copy(), 0, 0, int(free.sum())  # since the (re)start
+    residual = -tangent(operator.gradient(qb))
+    direction, norm = residual.copy(), float(residual @ residual)
+    stop = FACE_RTOL**2 * norm
+    while used < budget and norm > stop and since < dimension and time.perf_counter() <= deadline:
+        used, since = used + 1, since + 1
+        q_direction = np.asarray(operator.matrix @ direction)
+        curvature = 2.0 * float(q_direction @ q_direction) / problem.m**2
+        if curvature <= 0.0:  # f is flat along the face: nothing left to gain
+            break
+        length, move = norm / curvature, direction / problem.cells
+        blocking, room = _first_bound(b, move)
+        if room < length:  # the box: stop on it, hold that entry, restart
+            b += room * move
+            b[blocking] = 0.0 if move[blocking] < 0.0 else 1.0
+            free[blocking], since, dimension = False, 0, dimension - 1
+            qb = qb + room * q_direction
+            residual = -tangent(operator.gradient(qb))
+            direction, norm = residual.copy(), float(residual @ residual)
+        else:
+            b += length * move
+            qb = qb + length * q_direction
+            residual -= length * tangent(operator.gather(q_direction / problem.m))
+            norm, last = float(residual @ residual), norm
+            direction *= norm / last
+            direction += residual
+        if used % GAP_EVERY == 0 and _certified(problem, operator, b, qb):
+            break
+    np.clip(b, 0.0, 1.0, out=b)
+    return b, operator.apply(b), used
+
+
+def _first_bound(b: np.ndarray, move: np.ndarray) -> tuple[int, float]:
+    """(i, t): the entry b + t·move takes to 0 or 1 first, and the t ≥ 0 it takes (∞ if none)."""
+    room = np.full(b.size, math.inf)
+    np.divide(-b, move, out=room, where=move < 0.0)
+    np.divide(1.0 - b, move, out=room, where=move > 0.0)
+    blocking = int(np.argmin(room))
+    return blocking, float(room[blocking])
+
+
+def _certified(problem: RelaxedLinkQP, operator: _Operator, b: np.ndarray, qb: np.ndarray) -> bool:
+    """Whether the Frank–Wolfe gap g at b shows f(b) − f* ≤ :data:`CERTIFY`·max(f*, CERTIFY)."""
+    gap = _gap(problem, b, operator.gradient(qb))
+    return gap <= CERTIFY * max(operator.value(qb) - gap, CERTIFY)
 
 
 for _problem, _model in ((RelaxedLinkQP, cvxpy_model), (OneToManyLinkQP, one_to_many_model)):
