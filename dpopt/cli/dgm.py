@@ -22,7 +22,7 @@ from dpopt.cli.options import (
 from dpopt.cli.release_options import add_release_arguments, dry_run, warn_if_small_noise_key
 from dpopt.deprecation import REMOVED_IN
 from dpopt.errors import OptionError
-from dpopt.validation import instance
+from dpopt.validation import instance, sequence
 
 __all__ = ["EPILOG", "LEARN_EPILOG", "LEGACY", "add_parser", "legacy_argv", "run", "show_plan"]
 
@@ -149,7 +149,7 @@ def _add_legacy_arguments(cmd: argparse.ArgumentParser) -> None:
 def legacy_argv(argv: Sequence[str]) -> list[str]:
     """``argv`` of the ``dpopt`` command, with the deprecated ``dgm --network …`` (a flag right
     after ``dgm``, not ``--help``) routed to the hidden :data:`LEGACY` subcommand."""
-    given = [instance(f"argv[{i}]", arg, str) for i, arg in enumerate(argv)]
+    given = list(sequence("argv", argv, "arguments", of=str))
     flag = len(given) > 1 and given[1].startswith("-") and given[1] not in ("-h", "--help")
     return ["dgm", LEGACY, *given[1:]] if given[:1] == ["dgm"] and flag else given
 

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dpopt.validation import instance
+
 __all__ = ["BUNDLED", "bundled_text", "parse", "text"]
 
 BUNDLED = (
@@ -168,7 +170,9 @@ def text(
     ``parents`` and ``cpds`` keyed by node name in a topological order, each CPD of shape
     (*cards(parents), card(node)); one row per parent configuration, the first parent's
     state changing slowest."""
-    lines = [f"network {_NAME.sub('_', name) or 'network'} {{", "}"]
+    for field, value in (("states", states), ("parents", parents), ("cpds", cpds)):
+        instance(field, value, dict)
+    lines = [f"network {_NAME.sub('_', instance('name', name, str)) or 'network'} {{", "}"]
     for node, listed in states.items():
         lines += [
             f"variable {node} {{",
