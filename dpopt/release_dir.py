@@ -56,6 +56,7 @@ MANIFEST = "manifest.json"
 SUFFIXES = (".csv", ".parquet")
 
 FAMILY_CHECKS: dict[str, str] = {
+    "dgm": "dpopt.dgm.saved:check_release",
     "relational": "dpopt.relational.stored:check",
 }
 """For each family that writes this format, the function (``"module:name"``) that checks a

@@ -68,7 +68,7 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpopt`` console script; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(dgm.legacy_argv(sys.argv[1:] if argv is None else argv))
     try:
         return COMMANDS[args.command].run(args)
     except KeyboardInterrupt:

@@ -1,10 +1,14 @@
-"""``dpopt dgm``: learn a Bayesian network's parameters under ε-DP (docs/families/dgm.md), with
-the noise's secret ``--noise-key`` (:mod:`dpopt.cli.release_options`)."""
+"""``dpopt dgm learn``: learn a Bayesian network's parameters from the user's records under ε-DP
+and write the release where ``dpopt check`` reads it (docs/families/dgm.md, "Your own data"),
+with the noise's secret ``--noise-key`` (:mod:`dpopt.cli.release_options`). ``dpopt dgm
+--network …`` without ``learn`` (records drawn from the network, a report, ``--save``) works,
+with a deprecation note, until dpopt 0.3."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -16,39 +20,79 @@ from dpopt.cli.options import (
     write_json,
 )
 from dpopt.cli.release_options import add_release_arguments, dry_run, warn_if_small_noise_key
-from dpopt.validation import instance
+from dpopt.deprecation import REMOVED_IN
+from dpopt.errors import OptionError
+from dpopt.validation import instance, sequence
 
-__all__ = ["EPILOG", "add_parser", "run", "show_plan"]
+__all__ = ["EPILOG", "LEARN_EPILOG", "LEGACY", "add_parser", "legacy_argv", "run", "show_plan"]
+
+LEARN_EPILOG = """examples:
+  dpopt dgm learn --network asia --data examples/data/dgm/asia_records.csv --epsilon 1 --out rel
+  dpopt check rel                                       verify it without the records
+  dpopt dgm learn --network my.bif --data records.parquet --epsilon 2 --out rel --dry-run
+
+--data: a CSV (with a header line) or Parquet file, one column per node of the network, each
+value one of the node's states, no empty value. A bad file is refused before anything is
+charged (exit 2), naming the file, the column and the row. --out receives network.bif (the
+learned network), cpds.csv (node, parents, state, probability) and manifest.json (the budget,
+the allocation, the public structure), written last.
+--noise-key is the noise's secret key: leave it out for a real release (fresh OS entropy).
+exit status: 0 ok, 1 failed after the charge (--out stays INCOMPLETE), 2 bad input (nothing
+is charged)"""
 
 EPILOG = """examples:
-  dpopt dgm --network alarm --epsilon 1                 10,000 records drawn from alarm's CPDs
-  dpopt dgm --network alarm --epsilon 1 --objective paper   the paper's data-dependent split
-  dpopt dgm --network sachs --epsilon 1 --baseline      the data-independent D-Ind baseline
-  dpopt dgm --network my.bif --data records.csv --epsilon 2 --save private.bif --json run.json
+  dpopt dgm learn --network asia --data records.csv --epsilon 1 --out rel   (dpopt dgm learn -h)
 
-The report: the budget spent (exactly ε, from the accountant's record), the Stage-II budget of
-the nodes that got the most and the least (0 for a table the query objective reads off a
-larger one), and — for the data holder only, since it reads the
-data — the parameter error of the private CPDs against the non-private maximum-likelihood
-CPDs on the same records (mean over nodes of Σ|Θ − Θ̃| and of KL(Θ̃ ‖ Θ)).
---data-seed seeds the drawn records (public); --noise-key is the noise's secret key: leave it
-out for a real release (fresh OS entropy).
-exit status: 0 ok, 2 bad input (nothing is charged)"""
+Deprecated until dpopt 0.3: dpopt dgm --network NAME --epsilon E [--data CSV] [--records N]
+[--save BIF] [--json PATH] learns from records drawn from the network's own CPDs (or --data),
+prints the budget spent, the Stage-II budgets and the parameter error against the non-private
+maximum-likelihood CPDs (it reads the data: not for release), and saves the network as BIF."""
+
+LEGACY = "legacy"
+"""The hidden subcommand that ``dpopt dgm --network …`` (no subcommand) runs
+(:func:`legacy_argv`)."""
 
 
 def add_parser(commands: Any) -> None:
-    """The ``dgm`` subcommand (``commands``: what ``ArgumentParser.add_subparsers`` returned)."""
+    """The ``dgm`` subcommand and its ``learn`` (``commands``: what
+    ``ArgumentParser.add_subparsers`` returned)."""
     instance("commands", commands, argparse._SubParsersAction)
     cmd = commands.add_parser(
         "dgm",
         help="learn a Bayesian network's parameters under ε-DP (optimized budget split)",
         description="Learn the CPDs of a Bayesian network under ε-DP with a budget split that "
         "minimizes the expected query error (or the data-dependent split of Roy Chowdhury et "
-        "al., or the D-Ind baseline), report what was spent and the error against the "
-        "non-private estimate, and optionally save the network.",
+        "al., or the D-Ind baseline).",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    actions = cmd.add_subparsers(dest="dgm_command", required=True, metavar="{learn}")
+    learn = actions.add_parser(
+        "learn",
+        help="learn from your records (CSV or Parquet) and write the release to --out",
+        description="Learn the CPDs of --network from the records in --data under ε-DP and write "
+        "the release (the network as BIF, the CPDs as a table, the manifest) to --out, where "
+        "`dpopt check` verifies it.",
+        epilog=LEARN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_common_arguments(learn)
+    learn.add_argument(
+        "--data",
+        required=True,
+        metavar="FILE",
+        help="the records: a CSV or Parquet file, one column per node, values among the node's "
+        "states, no missing values",
+    )
+    learn.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    _add_report_arguments(learn)
+    legacy = actions.add_parser(LEGACY, prog="dpopt dgm", epilog=EPILOG)
+    _add_common_arguments(legacy)
+    _add_legacy_arguments(legacy)
+    _add_report_arguments(legacy)
+
+
+def _add_common_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--network",
         required=True,
@@ -62,6 +106,25 @@ def add_parser(commands: Any) -> None:
         required=True,
         help="the privacy budget ε^B > 0, read exactly (0.1 is 1/10)",
     )
+    cmd.add_argument(
+        "--objective",
+        default="query",
+        help="the split: query (default; the expected query error, public facts only) or "
+        "paper (the paper's Stage I and Eqs. 5-7)",
+    )
+    cmd.add_argument("--baseline", action="store_true", help="D-Ind: ε/n per table, no Stage I")
+
+
+def _add_report_arguments(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument(
+        "--json", metavar="PATH", help="write the report as JSON to PATH ('-' for stdout)"
+    )
+    add_release_arguments(
+        cmd, recovers="the private records' exact counts (the CPDs without noise)"
+    )
+
+
+def _add_legacy_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--data",
         metavar="CSV",
@@ -80,20 +143,15 @@ def add_parser(commands: Any) -> None:
         default=0,
         help="seed of the drawn records (public, not a noise key; default: 0)",
     )
-    cmd.add_argument(
-        "--objective",
-        default="query",
-        help="the split: query (default; the expected query error, public facts only) or "
-        "paper (the paper's Stage I and Eqs. 5-7)",
-    )
-    cmd.add_argument("--baseline", action="store_true", help="D-Ind: ε/n per table, no Stage I")
     cmd.add_argument("--save", metavar="BIF", help="write the private network as a BIF file")
-    cmd.add_argument(
-        "--json", metavar="PATH", help="write the report as JSON to PATH ('-' for stdout)"
-    )
-    add_release_arguments(
-        cmd, recovers="the private records' exact counts (the CPDs without noise)"
-    )
+
+
+def legacy_argv(argv: Sequence[str]) -> list[str]:
+    """``argv`` of the ``dpopt`` command, with the deprecated ``dgm --network …`` (a flag right
+    after ``dgm``, not ``--help``) routed to the hidden :data:`LEGACY` subcommand."""
+    given = list(sequence("argv", argv, "arguments", of=str))
+    flag = len(given) > 1 and given[1].startswith("-") and given[1] not in ("-h", "--help")
+    return ["dgm", LEGACY, *given[1:]] if given[:1] == ["dgm"] and flag else given
 
 
 def _records(args: argparse.Namespace, network: Any) -> Any:
@@ -110,12 +168,19 @@ def _records(args: argparse.Namespace, network: Any) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``dpopt dgm``: learn, report, save; exit 1 after a charge that failed, 2 on bad input."""
-    from dpopt import dgm
-    from dpopt.dgm.learning import plan_learning
+    """``dpopt dgm learn`` (or the deprecated form): exit 0 ok, 1 failed after the charge,
+    2 bad input (nothing charged)."""
     from dpopt.release import ReleaseError
 
     instance("args", args, argparse.Namespace)
+    legacy = args.dgm_command == LEGACY
+    if legacy:
+        print(
+            "dpopt dgm: warning: `dpopt dgm --network …` without a subcommand is deprecated: "
+            "use `dpopt dgm learn --network NAME --data FILE --epsilon E --out DIR` (the old "
+            f"form goes in dpopt {REMOVED_IN})",
+            file=sys.stderr,
+        )
     warn_if_small_noise_key(args.noise_key)
     if args.noise_key is not None:
         print(
@@ -124,23 +189,86 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     try:
-        settings = dgm.Settings(objective=args.objective, baseline=args.baseline)
-        options = {"epsilon": args.epsilon, "settings": settings}
-        check_output_path(args.json, option="--json", stdout=True)
-        check_output_path(args.save, option="--save")
-        network = dgm.load(args.network)
-        data = _records(args, network)
-        if args.dry_run:
-            planned = plan_learning(network, data, **options)
-            return dry_run(planned.report(), args.json, show_plan)
-        learned = dgm.learn(network, data, rng=args.noise_key, **options)
+        return _legacy(args) if legacy else _learn(args)
     except ReleaseError as error:  # charged, then failed: say what was spent
         print(f"dpopt dgm: {error} (spent ε = {error.budget['exact']['spent']})", file=sys.stderr)
         return 1
     except (ValueError, TypeError, OSError) as error:
         print(f"dpopt dgm: {error}", file=sys.stderr)
         return 2
+
+
+def _learn(args: argparse.Namespace) -> int:
+    """``dpopt dgm learn``: read and check --data against the network, plan, then (unless a dry
+    run) open --out, learn (the charge) and write the release."""
+    from dpopt import dgm
+    from dpopt.cli.files import read_frame
+    from dpopt.dgm.learning import plan_learning
+    from dpopt.release_dir import begin
+
+    settings = dgm.Settings(objective=args.objective, baseline=args.baseline)
+    check_output_path(args.json, option="--json", stdout=True)
+    network = dgm.load(args.network)
+    data = read_frame(args.data, option="--data", required=network.nodes, dtype=str)
+    try:
+        network.encode(data)
+    except ValueError as error:
+        raise OptionError(f"--data {args.data}: {error}") from None
+    options = {"epsilon": args.epsilon, "settings": settings}
+    planned = plan_learning(network, data, **options)
+    if args.dry_run:
+        return dry_run(planned.report(), args.json, show_plan)
+    out = begin(args.out)  # refused before the charge: a file, or a folder of other files
+    learned = dgm.learn(network, data, rng=args.noise_key, **options)
+    try:
+        dgm.save_release(learned, out)
+    except (OSError, ValueError) as error:
+        print(f"dpopt dgm: --out {out}: {error} (the budget was spent)", file=sys.stderr)
+        return 1
+    report, budgets = _summary(network, learned)
+    report |= {"out": str(out), "files": ["network.bif", "cpds.csv", "manifest.json"]}
+    if args.json:
+        write_json(args.json, report)
+    if args.json != "-":
+        _print_report(report, budgets)
+        print(f"wrote {out} (network.bif, cpds.csv, manifest.json); verify it: dpopt check {out}")
+    return 0
+
+
+def _legacy(args: argparse.Namespace) -> int:
+    """The deprecated ``dpopt dgm --network …``: learn from --data or drawn records, report,
+    save."""
+    from dpopt import dgm
+    from dpopt.dgm.learning import plan_learning
+
+    settings = dgm.Settings(objective=args.objective, baseline=args.baseline)
+    options = {"epsilon": args.epsilon, "settings": settings}
+    check_output_path(args.json, option="--json", stdout=True)
+    check_output_path(args.save, option="--save")
+    network = dgm.load(args.network)
+    data = _records(args, network)
+    if args.dry_run:
+        planned = plan_learning(network, data, **options)
+        return dry_run(planned.report(), args.json, show_plan)
+    learned = dgm.learn(network, data, rng=args.noise_key, **options)
     return _finish(args, network, data, learned)
+
+
+def _summary(network: Any, learned: Any) -> tuple[dict[str, Any], list[tuple[float, str]]]:
+    """The report of a learned network (what it spent, its allocation), and the Stage-II
+    budgets, largest first."""
+    budgets = sorted(
+        zip((float(e) for e in learned.allocation), network.nodes, strict=True), reverse=True
+    )
+    report = {
+        "network": network.name,
+        "nodes": len(network.nodes),
+        "mechanism": "D-Ind baseline" if learned.baseline else f"{learned.objective} objective",
+        "budget": learned.budget.to_dict(),
+        "statuses": learned.statuses,
+        "allocation": {node: eps for eps, node in budgets},
+    }
+    return report, budgets
 
 
 def _finish(args: argparse.Namespace, network: Any, data: Any, learned: Any) -> int:
@@ -148,21 +276,12 @@ def _finish(args: argparse.Namespace, network: Any, data: Any, learned: Any) -> 
     from dpopt import dgm
 
     errors = dgm.parameter_errors(dgm.maximum_likelihood(network, data), learned.network)
-    budgets = sorted(
-        zip((float(e) for e in learned.allocation), network.nodes, strict=True), reverse=True
-    )
-    report = {
-        "network": network.name,
-        "nodes": len(network.nodes),
-        "mechanism": "D-Ind baseline" if args.baseline else f"{learned.objective} objective",
-        "budget": learned.budget.to_dict(),
-        "statuses": learned.statuses,
-        "allocation": {node: eps for eps, node in budgets},
-        "parameter_errors_vs_mle": errors,
-    }
+    report, budgets = _summary(network, learned)
+    report["parameter_errors_vs_mle"] = errors
     if args.save:
         try:
-            learned.model.save(args.save, filetype="bif")
+            with open(args.save, "w", encoding="utf-8") as handle:
+                handle.write(learned.network.bif_text())
         except (OSError, ValueError) as error:
             print(f"dpopt dgm: --save {args.save}: {error} (the budget was spent)", file=sys.stderr)
             return 1
@@ -171,6 +290,10 @@ def _finish(args: argparse.Namespace, network: Any, data: Any, learned: Any) -> 
     if args.json == "-":
         return 0
     _print_report(report, budgets)
+    print(
+        "parameter error vs the non-private MLE (reads the data; not for release): "
+        f"L1 {errors['l1']:.4f}, KL {errors['kl']:.4f}"
+    )
     if args.save:
         print(f"wrote {args.save}")
     return 0
@@ -179,14 +302,10 @@ def _finish(args: argparse.Namespace, network: Any, data: Any, learned: Any) -> 
 def _print_report(report: dict[str, Any], budgets: list[tuple[float, str]]) -> None:
     shown = ", ".join(f"{node} {eps:.4g}" for eps, node in budgets[:3])
     least = ", ".join(f"{node} {eps:.4g}" for eps, node in budgets[-3:])
-    budget, errors = report["budget"], report["parameter_errors_vs_mle"]
+    budget = report["budget"]
     print(f"network {report['network']}: {report['nodes']} nodes, {report['mechanism']}")
     print(f"spent ε = {budget['exact']['spent']} ({len(budget['charges'])} charges)")
     print(f"Stage-II budgets: most {shown}; least {least}")
-    print(
-        "parameter error vs the non-private MLE (reads the data; not for release): "
-        f"L1 {errors['l1']:.4f}, KL {errors['kl']:.4f}"
-    )
 
 
 def show_plan(report: dict[str, Any]) -> None:

@@ -9,6 +9,8 @@ The family's public API:
 - :class:`Network` and :func:`load` (:mod:`~dpopt.dgm.networks`) — the public structure and
   domains, CPDs, records and count tables; :mod:`~dpopt.dgm.bif` reads BIF files and the
   bundled bnlearn networks (:data:`BUNDLED`);
+- :func:`save_release` (:mod:`~dpopt.dgm.saved`) — a learned network written where ``dpopt
+  check`` verifies it (``network.bif``, ``cpds.csv``, the manifest);
 - :func:`evaluate` and the error metrics of the paper (:mod:`~dpopt.dgm.evaluation`);
 - :func:`plan_error_curve` (:mod:`~dpopt.dgm.planning`) — the expected error against ε,
   default and uniform split, from the public structure and record count, before spending (an
@@ -46,6 +48,7 @@ from dpopt.dgm.learning import (
 )
 from dpopt.dgm.networks import Network, load, quiet_pgmpy
 from dpopt.dgm.planning import ErrorCurve, error_curve, plan_error_curve
+from dpopt.dgm.saved import save_release
 
 __all__ = [
     "BUNDLED",
@@ -78,5 +81,6 @@ __all__ = [
     "query_weights",
     "quiet_pgmpy",
     "random_queries",
+    "save_release",
     "subsample_epsilon",
 ]

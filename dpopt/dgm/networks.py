@@ -116,6 +116,12 @@ def _table(i: int, cpd: Any) -> np.ndarray:
     return table
 
 
+def _first_row(flagged: np.ndarray) -> int:
+    """The first flagged record's row, counted from 1 as a data file's rows (header not
+    counted)."""
+    return int(np.flatnonzero(flagged)[0]) + 1
+
+
 def _cycle(pending: dict[str, set[str]]) -> str:
     """One directed cycle among the nodes left by Kahn's algorithm, as 'A → B → A'."""
     node = next(iter(pending))
@@ -416,6 +422,20 @@ class Network:
             raise ValueError(f"network {self.name!r} has no CPDs")
         return self.cpds
 
+    def bif_text(self) -> str:
+        """The network with its CPDs as BIF text (:func:`dpopt.dgm.bif.text`): :func:`load` of
+        a file holding it gives this network back, its CPDs to float round-off."""
+        cpds = self.require_cpds()
+        return bif.text(
+            dict(zip(self.nodes, self.states, strict=True)),
+            {
+                v: tuple(self.nodes[p] for p in given)
+                for v, given in zip(self.nodes, self.parents, strict=True)
+            },
+            dict(zip(self.nodes, cpds, strict=True)),
+            name=self.name,
+        )
+
     # --- records --------------------------------------------------------------------------
 
     def _flat_index(self, codes: np.ndarray, columns: Sequence[int]) -> np.ndarray:
@@ -466,7 +486,8 @@ class Network:
 
         Raises ``ValueError`` for missing or extra columns, missing values, values outside a
         node's states (strings are matched to the states; numbers by their text, e.g. 1 →
-        '1'), or no records; ``TypeError`` if ``data`` is not a DataFrame.
+        '1'; the message names the column, the first bad row counted from 1, and the states),
+        or no records; ``TypeError`` if ``data`` is not a DataFrame.
         """
         import pandas as pd
 
@@ -501,17 +522,20 @@ class Network:
         else:
             codes = index.get_indexer(column)
         if (codes < 0).any():
-            absent = column.isna()
+            absent = column.isna().to_numpy()
             if absent.any():
-                raise ValueError(f"column {node!r} has {int(absent.sum())} missing values")
+                raise ValueError(
+                    f"column {node!r}, row {_first_row(absent)}: a missing value "
+                    f"({int(absent.sum())} missing in all)"
+                )
             if not isinstance(column.dtype, pd.CategoricalDtype):
                 codes = index.get_indexer(column.astype(str))  # numbers matched by their text
-        outside = codes < 0
+        outside = np.asarray(codes < 0)
         if outside.any():
-            shown = sorted({str(v) for v in column[outside].unique()[:5]})
+            row = _first_row(outside)
             raise ValueError(
-                f"column {node!r}: {int(outside.sum())} values outside its states "
-                f"{list(states)}, e.g. {shown}"
+                f"column {node!r}, row {row}: {str(column.iloc[row - 1])!r} is not one of its "
+                f"states {list(states)} ({int(outside.sum())} outside them in all)"
             )
         return np.asarray(codes, dtype=np.int16)
 

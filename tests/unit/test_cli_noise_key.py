@@ -6,13 +6,15 @@ one release, with a note naming ``--noise-key``; ``--seed`` elsewhere is public 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from dpopt.cli import main
 from dpopt.cli.release_options import SMALL_NOISE_KEY, warn_if_small_noise_key
 
-DGM = ["dgm", "--network", "asia", "--epsilon", "1", "--records", "200"]
+SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "data" / "dgm" / "asia_records.csv"
+DGM = ["dgm", "learn", "--network", "asia", "--epsilon", "1", "--data", str(SAMPLE)]
 
 
 @pytest.mark.parametrize("key", [0, 1, 199, SMALL_NOISE_KEY - 1])
@@ -29,10 +31,12 @@ def test_no_key_or_large_key_is_silent(key: int | None, capsys: pytest.CaptureFi
     assert capsys.readouterr() == ("", "")
 
 
-def test_the_dgm_release_warns_on_a_small_key(capsys: pytest.CaptureFixture[str]) -> None:
-    main([*DGM, "--noise-key", "1"])
+def test_the_dgm_release_warns_on_a_small_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main([*DGM, "--out", str(tmp_path / "rel"), "--noise-key", "1"])
     assert "--noise-key 1 is a small integer" in capsys.readouterr().err
-    main(DGM)
+    main([*DGM, "--out", str(tmp_path / "rel")])
     assert "small integer" not in capsys.readouterr().err
 
 
@@ -43,11 +47,12 @@ def test_compare_seed_is_public_and_does_not_warn(capsys: pytest.CaptureFixture[
 
 
 def test_the_deprecated_seed_of_dgm_is_the_noise_key_with_a_note(
-    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main([*DGM, "--noise-key", "5", "--json", "-"]) == 0
+    argv = [*DGM, "--out", str(tmp_path / "rel")]
+    assert main([*argv, "--noise-key", "5", "--json", "-"]) == 0
     keyed = capsys.readouterr()
-    assert main([*DGM, "--seed", "5", "--json", "-"]) == 0
+    assert main([*argv, "--seed", "5", "--json", "-"]) == 0
     seeded = capsys.readouterr()
     assert json.loads(seeded.out) == json.loads(keyed.out)  # the same noise
     assert "--seed is deprecated here: use --noise-key" in seeded.err

@@ -18,8 +18,9 @@ import pytest
 from dpopt import cli
 from dpopt.cli.release_options import DeprecatedAlias
 
-RELEASE_COMMANDS = {"dgm", "census release", "relational synthesize"}
-"""The subcommands that draw a release's noise from private data."""
+RELEASE_COMMANDS = {"dgm learn", "dgm legacy", "census release", "relational synthesize"}
+"""The subcommands that draw a release's noise from private data (``dgm legacy``: the deprecated
+``dpopt dgm --network …``)."""
 
 
 def _commands(
@@ -57,7 +58,7 @@ def _meaning(action: argparse.Action) -> str | None:
 
 
 def test_the_walk_reaches_every_subcommand() -> None:
-    assert {"compare", "dgm", "census release", "census generate", "check"} <= set(COMMANDS)
+    assert {"compare", "dgm learn", "census release", "census generate", "check"} <= set(COMMANDS)
     assert {f"plan {family}" for family in ("hdmm", "eigen", "census", "dgm", "relational")} <= set(
         COMMANDS
     )
