@@ -55,7 +55,9 @@ INCOMPLETE = "INCOMPLETE"
 MANIFEST = "manifest.json"
 SUFFIXES = (".csv", ".parquet")
 
-FAMILY_CHECKS: dict[str, str] = {}
+FAMILY_CHECKS: dict[str, str] = {
+    "hdmm": "dpopt.hdmm.stored:check",
+}
 """For each family that writes this format, the function (``"module:name"``) that checks a
 :class:`StoredRelease`'s tables beside the contract and returns what it finds wrong; named by
 its dotted path, so the core imports no family until a release of it is checked."""

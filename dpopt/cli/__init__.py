@@ -14,12 +14,19 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from dpopt.cli import census, check, compare, dgm, plan
+from dpopt.cli import census, check, compare, dgm, hdmm, plan
 from dpopt.deprecation import warn_renamed
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-COMMANDS = {"compare": compare, "dgm": dgm, "census": census, "plan": plan, "check": check}
+COMMANDS = {
+    "compare": compare,
+    "dgm": dgm,
+    "census": census,
+    "hdmm": hdmm,
+    "plan": plan,
+    "check": check,
+}
 """Each subcommand's module, in the order of ``dpopt --help``."""
 
 _MOVED = {

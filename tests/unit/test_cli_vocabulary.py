@@ -18,7 +18,7 @@ import pytest
 from dpopt import cli
 from dpopt.cli.release_options import DeprecatedAlias
 
-RELEASE_COMMANDS = {"dgm", "census release"}
+RELEASE_COMMANDS = {"dgm", "census release", "hdmm answer"}
 """The subcommands that draw a release's noise from private data."""
 
 

@@ -122,6 +122,7 @@ def test_page_examples_run(page: str, tmp_path: Path, monkeypatch: pytest.Monkey
     """A page's Python examples run in order, in one namespace (later ones build on earlier),
     in a scratch directory: the files they write (``out_dir="run"``) stay out of the tree."""
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "examples").symlink_to(ROOT / "examples")  # the sample files' documented paths
     path = DOCS / page
     text = path.read_text(encoding="utf-8")
     namespace: dict[str, object] = {"__name__": "__docs__"}
