@@ -31,9 +31,15 @@ def is_frame(data: Any) -> bool:
     return type(data).__module__.split(".")[0] == "pandas" and getattr(data, "ndim", 0) == 2
 
 
+def _frame(frame: Any) -> Any:
+    if not is_frame(frame):
+        raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
+    return frame
+
+
 def attribute_columns(frame: Any) -> list[str]:
-    """The columns of ``frame`` that hold attribute codes: all but ``count``."""
-    return [str(c) for c in frame.columns if str(c) != COUNT]
+    """The columns of the DataFrame ``frame`` that hold attribute codes: all but ``count``."""
+    return [str(c) for c in _frame(frame).columns if str(c) != COUNT]
 
 
 def frame_data(
@@ -48,10 +54,9 @@ def frame_data(
     codes (records) or the histogram over the Π nᵢ cells; ``histogram=True`` always returns
     the histogram. ``form`` (``records`` or ``histogram``; default: a histogram when a
     ``count`` column is present) says which the frame is; ``source`` names it in errors."""
-    if not is_frame(frame):
-        raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
+    _frame(frame)
     instance("source", source, str)
-    shape = tuple(int(n) for n in integer_array("sizes", sizes, ndim=1))
+    shape = _shape(sizes)
     form = choice("form", form or ("histogram" if COUNT in frame.columns else "records"), FORMS)
     names = list(frame.columns) if form == "records" else attribute_columns(frame)
     if form == "histogram" and COUNT not in frame.columns:
@@ -130,7 +135,10 @@ def _listed_cells(
 def histogram_of(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
     """The histogram over the Π nᵢ cells (row-major) of validated records ``codes`` (n × d);
     refused past MAX_HISTOGRAM_CELLS cells."""
-    shape = tuple(int(n) for n in sizes)
+    shape = _shape(sizes)
+    codes = integer_array("codes", codes, ndim=2)
+    if codes.shape[1] != len(shape) or np.any(codes < 0) or np.any(codes >= np.array(shape)):
+        raise ValueError(f"codes must be an n × {len(shape)} array of codes below {list(shape)}")
     cells = math.prod(shape)
     if cells > MAX_HISTOGRAM_CELLS:
         raise ValueError(
@@ -138,5 +146,13 @@ def histogram_of(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
             f"{MAX_HISTOGRAM_CELLS:,}: this strategy measures the whole domain (a Gaussian "
             "marginal workload's residual strategy reads the records instead)"
         )
-    index = np.ravel_multi_index(tuple(np.asarray(codes).T), shape)
+    index = np.ravel_multi_index(tuple(codes.T), shape)
     return np.bincount(index, minlength=cells).astype(np.int64)
+
+
+def _shape(sizes: Any) -> tuple[int, ...]:
+    """Attribute sizes, each at least 1."""
+    shape = tuple(int(n) for n in integer_array("sizes", sizes, ndim=1))
+    if not shape or min(shape) < 1:
+        raise ValueError(f"sizes must be attribute sizes >= 1, got {list(shape)}")
+    return shape
