@@ -34,6 +34,7 @@ __all__ = [
     "EIGEN_CVXPY_MAX_SPREAD",
     "EIGEN_GENERAL_MAX_CELLS",
     "GAUSSIAN_OPT0_MAX_N",
+    "HDMM_STORED_STRATEGY_ENTRIES",
     "INTERVAL_MAX_CHILDREN",
     "IPM_MAX_ITERATIONS",
     "KRON_MAX_SWEEPS",
@@ -416,6 +417,13 @@ MAX_HISTOGRAM_CELLS = 1 << 24
 
 Unit: cells.
 Past it: ValueError: give the data as records."""
+
+HDMM_STORED_STRATEGY_ENTRIES = 1 << 22
+"""Most entries of a strategy's measured factors an HDMM release directory's manifest holds
+(as JSON numbers, about 20 bytes each), from which ``dpopt check`` recomputes its sensitivity.
+
+Unit: matrix entries.
+Past it: the manifest names the strategy's template only; its sensitivity is not recomputed."""
 
 # --- Eigen-Design (dpopt.eigen, dpopt.solvers.eigen) -------------------------------------------
 

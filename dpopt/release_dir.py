@@ -58,6 +58,7 @@ SUFFIXES = (".csv", ".parquet")
 FAMILY_CHECKS: dict[str, str] = {
     "dgm": "dpopt.dgm.saved:check_release",
     "relational": "dpopt.relational.stored:check",
+    "hdmm": "dpopt.hdmm.stored:check",
 }
 """For each family that writes this format, the function (``"module:name"``) that checks a
 :class:`StoredRelease`'s tables beside the contract and returns what it finds wrong; named by

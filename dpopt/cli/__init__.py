@@ -14,13 +14,20 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from dpopt.cli import census, check, compare, dgm, plan, relational
+from dpopt.cli import census, check, compare, dgm, hdmm, plan, relational
 from dpopt.deprecation import warn_renamed
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-COMMANDS = {"compare": compare, "dgm": dgm, "census": census, "plan": plan, "check": check}
-COMMANDS["relational"] = relational
+COMMANDS = {
+    "compare": compare,
+    "dgm": dgm,
+    "census": census,
+    "hdmm": hdmm,
+    "relational": relational,
+    "plan": plan,
+    "check": check,
+}
 """Each subcommand's module, in the order of ``dpopt --help``."""
 
 _MOVED = {

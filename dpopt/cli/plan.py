@@ -19,7 +19,7 @@ from dpopt.cli.options import (
     positive_int,
     write_json,
 )
-from dpopt.cli.workloads import parse_workload
+from dpopt.cli.workloads import METHODS, parse_workload, strategy_method
 from dpopt.planning import MAX_CURVE_EPSILONS, MEMORY_BUDGET, MIN_MEMORY, check_memory
 from dpopt.validation import instance
 
@@ -106,7 +106,7 @@ def add_parser(commands: Any) -> None:
             )
             cmd.add_argument(
                 "--method",
-                choices=("auto", "opt-kron", "opt-marginals", "residual", "identity"),
+                choices=METHODS,
                 default="auto",
                 help="the strategy optimizer of a product workload (default auto: on a "
                 "marginal workload the residual strategy for Gaussian noise, OPT_M for "
@@ -349,47 +349,11 @@ def _plan_census(args: argparse.Namespace) -> int:
 
 
 def _method(args: argparse.Namespace, workload: Any) -> str:
-    """The optimizer a plan runs: ``eigen`` (Eigen-Design), or ``--method`` when given; else
-    OPT₀ (``opt0``) on a 1-D workload, on a marginal workload the residual strategy for
-    Gaussian noise and OPT_M for Laplace, and OPT_⊗ on any other product."""
-    from dpopt import workload as wl
-    from dpopt.hdmm.residual.strategy import marginal_workload
-
+    """The optimizer a plan runs: ``eigen`` (Eigen-Design), or
+    :func:`~dpopt.cli.workloads.strategy_method`'s choice for HDMM."""
     if args.family == "eigen":
         return "eigen"
-    marginal = marginal_workload(workload) is not None
-    method = args.method
-    if method == "auto" and len(wl.domain(workload)) == 1 and not isinstance(workload, wl.VStack):
-        method = "opt0"
-    elif method == "auto":
-        gaussian = args.noise == "gaussian"
-        method = "opt-kron" if not marginal else "residual" if gaussian else "opt-marginals"
-    if method == "residual" and not (marginal and args.noise == "gaussian"):
-        raise ValueError(
-            "the residual strategy plans Gaussian noise (--noise gaussian --delta D) on a "
-            "marginal workload (marginals:…, marginals-file:…, products of identity and total)"
-        )
-    if args.objective is not None and method != "residual":
-        raise ValueError(
-            f"--objective is the residual strategy's (--noise gaussian on a marginal workload, "
-            f"or --method residual); this plan runs {method}"
-        )
-    return _opt_marginals(workload) if method == "opt-marginals" and marginal else method
-
-
-def _opt_marginals(workload: Any) -> str:
-    """OPT_M on a marginal workload, refused past its attribute cap."""
-    from dpopt import workload as wl
-    from dpopt.limits import OPT_M_MAX_ATTRIBUTES
-
-    d = len(wl.domain(workload))
-    if d > OPT_M_MAX_ATTRIBUTES:
-        raise ValueError(
-            f"OPT_M (opt-marginals, the Laplace strategy of marginal workloads) takes at most "
-            f"{OPT_M_MAX_ATTRIBUTES} attributes; this workload has {d}: plan Gaussian noise "
-            "(--noise gaussian --delta D, the residual strategy) or give --method opt-kron"
-        )
-    return "opt-marginals"
+    return strategy_method(workload, args.method, args.noise, args.objective)
 
 
 def _strategy(args: argparse.Namespace, workload: Any, method: str) -> Any:

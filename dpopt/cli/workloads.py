@@ -15,9 +15,11 @@ from dpopt.limits import MAX_LISTED_ATTRIBUTES
 from dpopt.planning import check_memory, memory_budget
 from dpopt.validation import instance
 
-__all__ = ["BLOCK_NAMES", "parse_workload"]
+__all__ = ["BLOCK_NAMES", "METHODS", "parse_workload", "strategy_method"]
 
 BLOCK_NAMES = ("allrange", "prefix", "suffix", "identity", "total", "identity-total")
+METHODS = ("auto", "opt-kron", "opt-marginals", "residual", "identity")
+"""``--method`` of the HDMM commands (:func:`strategy_method`)."""
 
 
 def parse_workload(text: str, max_memory: int | None = None) -> Any:
@@ -186,3 +188,45 @@ def _factor(text: str) -> Any:
         f"unknown workload factor {text!r}: use {', '.join(f'{b}:N' for b in BLOCK_NAMES)} "
         "or widthranges:N:K"
     )
+
+
+def strategy_method(workload: Any, method: str, noise: str, objective: str | None) -> str:
+    """The strategy optimizer ``--method`` runs on ``workload`` (``--objective`` given or
+    None): a method of :data:`METHODS` as given; ``auto``: OPT₀ (``opt0``) on a 1-D workload,
+    on a marginal workload the residual strategy for Gaussian noise and OPT_M for Laplace,
+    and OPT_⊗ on any other product. A ValueError for a method or objective that does not fit."""
+    from dpopt import workload as wl
+    from dpopt.hdmm.residual.strategy import marginal_workload
+
+    marginal = marginal_workload(workload) is not None
+    if method == "auto" and len(wl.domain(workload)) == 1 and not isinstance(workload, wl.VStack):
+        method = "opt0"
+    elif method == "auto":
+        gaussian = noise == "gaussian"
+        method = "opt-kron" if not marginal else "residual" if gaussian else "opt-marginals"
+    if method == "residual" and not (marginal and noise == "gaussian"):
+        raise ValueError(
+            "the residual strategy plans Gaussian noise (--noise gaussian --delta D) on a "
+            "marginal workload (marginals:…, marginals-file:…, products of identity and total)"
+        )
+    if objective is not None and method != "residual":
+        raise ValueError(
+            f"--objective is the residual strategy's (--noise gaussian on a marginal workload, "
+            f"or --method residual); this plan runs {method}"
+        )
+    return _opt_marginals(workload) if method == "opt-marginals" and marginal else method
+
+
+def _opt_marginals(workload: Any) -> str:
+    """OPT_M on a marginal workload, refused past its attribute cap."""
+    from dpopt import workload as wl
+    from dpopt.limits import OPT_M_MAX_ATTRIBUTES
+
+    d = len(wl.domain(workload))
+    if d > OPT_M_MAX_ATTRIBUTES:
+        raise ValueError(
+            f"OPT_M (opt-marginals, the Laplace strategy of marginal workloads) takes at most "
+            f"{OPT_M_MAX_ATTRIBUTES} attributes; this workload has {d}: plan Gaussian noise "
+            "(--noise gaussian --delta D, the residual strategy) or give --method opt-kron"
+        )
+    return "opt-marginals"

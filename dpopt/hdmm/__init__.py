@@ -19,6 +19,8 @@
 - :func:`plan_error`, :func:`plan_epsilon`, :func:`query_std` — accuracy before the budget
   is spent (docs/choosing-epsilon.md): a release's RMSE and largest per-query standard deviation at
   ε, the smallest ε that meets a target for either, and every query's standard deviation.
+- :func:`save_release` — an answered release written as a directory that ``dpopt check``
+  verifies (:mod:`dpopt.hdmm.stored`; ``dpopt hdmm answer`` writes the same).
 
 Workloads are dense arrays or :mod:`dpopt.workload` matrices (anything with ``shape`` and
 ``gram()``); strategies are dense arrays.
@@ -34,6 +36,7 @@ from dpopt.hdmm.optimizers import (
 )
 from dpopt.hdmm.planning import ErrorPlan, plan_epsilon, plan_error, query_std
 from dpopt.hdmm.release import Answered, Measurement, answer, measure, reconstruct
+from dpopt.hdmm.stored import save_release
 from dpopt.hdmm.strategies import (
     PRODUCT_METHODS,
     TEMPLATE_OF,
@@ -67,5 +70,6 @@ __all__ = [
     "release_strategy",
     "release_variance",
     "rmse",
+    "save_release",
     "svd_bound",
 ]

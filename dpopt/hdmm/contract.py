@@ -57,18 +57,24 @@ def residual_errors(measurement: Any) -> list[str]:
     if len(records) != groups:
         return [*errors, f"{len(records)} measured records for {groups} samplers"]
     cells = np.bincount(plan.sampler_of, weights=closure.member_cells, minlength=groups)
-    squared = [0] * groups
-    deltas = closure.squared_sensitivities.tolist()
-    for group, delta in zip(plan.sampler_of.tolist(), deltas, strict=True):
-        squared[group] += delta
     for record, count in zip(records, cells.tolist(), strict=True):
         if (record.noise, record.answers) != ("discrete-gaussian", int(count)):
             errors.append(
                 f"measured {record.label!r}: {record.answers} answers, its blocks "
                 f"have {int(count)} discrete-gaussian ones"
             )
-    sensitivities = [math.sqrt(value) for value in squared]
+    sensitivities = residual_sensitivities(closure, plan.sampler_of, groups)
     return errors + noise_errors(measurement.budget, records, sensitivities)
+
+
+def residual_sensitivities(closure: Any, sampler_of: np.ndarray, groups: int) -> list[float]:
+    """The L2 sensitivity of each of ``groups`` samplers' answers: √(Σ Δ_A²) over the closure
+    members A it draws for (``sampler_of[A]``), Δ_A² the closure's squared sensitivities."""
+    squared = [0] * groups
+    deltas = closure.squared_sensitivities.tolist()
+    for group, delta in zip(np.asarray(sampler_of).tolist(), deltas, strict=True):
+        squared[group] += delta
+    return [math.sqrt(value) for value in squared]
 
 
 def measurement_errors(measurement: Any) -> list[str]:

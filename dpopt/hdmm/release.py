@@ -14,6 +14,7 @@ import numpy as np
 
 from dpopt import workload as wl
 from dpopt.hdmm.contract import answered_errors, measurement_errors
+from dpopt.hdmm.data import frame_data, is_frame
 from dpopt.hdmm.formulas import gram_of, strategy_matrix
 from dpopt.hdmm.noise import exact_stack, measured_theta, release_noise, strategy_columns
 from dpopt.hdmm.optimizers import OPT0_METHODS, optimize, optimize_product
@@ -288,6 +289,9 @@ def answer(
     Parquet by the tasks (``answers`` is then None and ``marginals`` reads them back), the
     same bits as in memory for the same ``rng``.
 
+    ``x`` may also be a pandas DataFrame (any workload): records, one column of codes per
+    attribute, or a histogram with a ``count`` column (:mod:`dpopt.hdmm.data`).
+
     ``method`` chooses the optimizer: ``"auto"`` and :data:`OPT0_METHODS` run OPT₀
     (:func:`optimize`), ``opt-kron`` (OPT_⊗), ``opt-marginals`` (OPT_M) and ``identity`` of
     :data:`PRODUCT_METHODS` run :func:`optimize_product`; either is asked for the strategy to
@@ -304,6 +308,8 @@ def answer(
         strategy = _optimized(workload, kind, method, restarts, seed, epsilon, delta, objective)
         statuses = strategy.statuses
     if isinstance(strategy, ResidualStrategy):
+        if is_frame(x):
+            x = frame_data(x, strategy.closure.sizes, source="x")
         place = {"executor": executor, "out_dir": out_dir}
         return _answer_residual(
             workload, strategy, x, epsilon, delta, rng, accountant, statuses, place
@@ -330,6 +336,9 @@ def answer(
         raise ValueError(
             f"the workload has shape {tuple(np.shape(workload))}, the strategy {cells} columns"
         )
+    if is_frame(x):
+        sizes = wl.domain(workload) if isinstance(workload, wl.Matrix) else (cells,)
+        x = frame_data(x, sizes, source="x", histogram=True)
     planned = plan_measured(workload, strategy, epsilon, delta)  # public: before the charge
     measurement = measure(strategy, x, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant)
     try:

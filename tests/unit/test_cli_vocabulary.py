@@ -18,7 +18,13 @@ import pytest
 from dpopt import cli
 from dpopt.cli.release_options import DeprecatedAlias
 
-RELEASE_COMMANDS = {"dgm learn", "dgm legacy", "census release", "relational synthesize"}
+RELEASE_COMMANDS = {
+    "dgm learn",
+    "dgm legacy",
+    "census release",
+    "hdmm answer",
+    "relational synthesize",
+}
 """The subcommands that draw a release's noise from private data (``dgm legacy``: the deprecated
 ``dpopt dgm --network …``)."""
 

@@ -145,6 +145,7 @@ def test_every_limit_has_a_former_home_or_is_new() -> None:
         "RELAXED_MAX_PROPAGATION_ROUNDS",
         "MAX_INPUT_BYTES",
         "MAX_HEADER_BYTES",
+        "HDMM_STORED_STRATEGY_ENTRIES",
     }
     assert set(limits.__all__) == used | new_here
 

@@ -1,0 +1,240 @@
+"""``dpopt hdmm answer``: answer a workload from the user's own file under differential privacy
+(docs/families/hdmm.md, "Your own data") and write the release where ``dpopt check`` reads it
+(:func:`dpopt.hdmm.save_release`), with the noise's secret ``--noise-key``
+(:mod:`dpopt.cli.release_options`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from fractions import Fraction
+from typing import Any
+
+from dpopt.cli.files import read_frame
+from dpopt.cli.options import output_path, positive_fraction, positive_int, write_json
+from dpopt.cli.release_options import add_release_arguments, dry_run, warn_if_small_noise_key
+from dpopt.cli.workloads import METHODS, parse_workload, strategy_method
+from dpopt.validation import instance
+
+__all__ = ["EPILOG", "add_parser", "run", "show_plan"]
+
+EPILOG = """examples:
+  dpopt hdmm answer --workload 'marginals:sizes=5,2,4,4,3,4,k<=2' \\
+      --data examples/data/hdmm/records.csv --epsilon 1 --out release
+  dpopt check release
+  dpopt hdmm answer --workload 'marginals:sizes=5,2,4,4,3,4,k<=3' --noise gaussian \\
+      --delta 1e-6 --data examples/data/hdmm/histogram.csv --epsilon 1 --out release3
+  dpopt hdmm answer --workload allrange:5 --data ages.csv --epsilon 0.5 --out r --dry-run
+
+--workload: the grammar of `dpopt plan hdmm --help`; its sizes are public facts (never read
+from the data). --data (CSV or Parquet): records, one column per attribute in the workload's
+attribute order, integer codes 0 … n-1 (the names label the answers); or a histogram: a column
+'count' with one row per cell in row-major order (attribute 0 slowest), or the attribute
+columns beside 'count' (one row per listed cell; others count 0). A 'count' column makes it a
+histogram unless --format says otherwise. --out DIR receives answers.csv (a marginal workload:
+one row per marginal and cell, the attribute codes, empty outside the marginal; another
+workload: one row per query) and manifest.json (the budget, statuses, measured records, the
+strategy's public facts); `dpopt check DIR` verifies it.
+exit status: 0 ok, 1 failed after the budget was charged, 2 bad input (nothing is charged)"""
+
+
+def add_parser(commands: Any) -> None:
+    """The ``hdmm`` subcommand and its ``answer`` (``commands``: what
+    ``ArgumentParser.add_subparsers`` returned)."""
+    instance("commands", commands, argparse._SubParsersAction)
+    hdmm = commands.add_parser(
+        "hdmm", help="HDMM: answer a workload of linear queries from your own data under DP"
+    )
+    actions = hdmm.add_subparsers(dest="action", required=True, metavar="ACTION")
+    cmd = actions.add_parser(
+        "answer",
+        help="answer a workload from a records or histogram file; write the release",
+        description="Optimise HDMM's strategy for the workload at this ε (public, free), "
+        "measure it on your data with exact noise, answer the workload by least squares and "
+        "write the release with its manifest (dpopt check DIR verifies it).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cmd.add_argument("--workload", required=True, help="the workload (dpopt plan hdmm --help)")
+    cmd.add_argument("--data", required=True, metavar="FILE", help="records or a histogram")
+    cmd.add_argument(
+        "--format",
+        choices=("records", "histogram"),
+        help="what --data holds (default: a histogram when it has a 'count' column)",
+    )
+    cmd.add_argument(
+        "--epsilon",
+        "--eps",
+        type=positive_fraction,
+        required=True,
+        help="the privacy budget ε > 0, read exactly (0.1 is 1/10)",
+    )
+    cmd.add_argument("--delta", type=positive_fraction, help="δ of Gaussian noise")
+    cmd.add_argument(
+        "--noise",
+        choices=("laplace", "gaussian"),
+        default="laplace",
+        help="laplace (default; pure ε) or gaussian (needs --delta; the residual strategy on "
+        "a marginal workload)",
+    )
+    cmd.add_argument(
+        "--method",
+        choices=METHODS,
+        default="auto",
+        help="the strategy optimizer, as in dpopt plan hdmm (default auto)",
+    )
+    cmd.add_argument(
+        "--objective",
+        choices=("sum", "max"),
+        help="what the residual strategy minimises: sum (default) or max",
+    )
+    cmd.add_argument(
+        "--restarts", type=positive_int, default=5, help="optimizer restarts (default 5)"
+    )
+    cmd.add_argument("--out", required=True, metavar="DIR", help="the release directory")
+    cmd.add_argument(
+        "--json",
+        metavar="PATH",
+        type=output_path,
+        help="also write the report as JSON ('-': stdout)",
+    )
+    add_release_arguments(cmd, recovers="the private counts (the answers without noise)")
+
+
+def _fail(message: str) -> int:
+    print(f"dpopt hdmm answer: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    """``dpopt hdmm answer``: exit 0 released, 1 failed after the charge, 2 bad input."""
+    from dpopt.release import ReleaseError
+
+    instance("args", args, argparse.Namespace)
+    warn_if_small_noise_key(args.noise_key)
+    if args.noise == "gaussian" and args.delta is None:
+        return _fail("Gaussian noise needs --delta")
+    if args.noise == "laplace" and args.delta is not None:
+        return _fail("--delta applies to --noise gaussian only")
+    try:
+        workload, data, names, strategy, planned = _prepare(args)
+        if args.dry_run:
+            return dry_run(_plan_report(args, planned), args.json, show_plan)
+        answered = _release(args, workload, data, strategy)
+    except ReleaseError as error:  # charged, then failed: say what was spent
+        print(
+            f"dpopt hdmm answer: {error} (spent {error.budget['exact']['spent']})", file=sys.stderr
+        )
+        return 1
+    except (ValueError, TypeError, OSError) as error:
+        return _fail(str(error))
+    return _finish(args, workload, answered, names)
+
+
+def _prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, Any, Any]:
+    """Everything before the charge: the workload, the data read and validated against its
+    domain (records, or the histogram a strategy other than the residual one measures), the
+    attribute names, the strategy optimised for ε and its planned error."""
+    from dpopt import hdmm
+    from dpopt import workload as wl
+    from dpopt.hdmm.data import attribute_columns, frame_data, histogram_of
+    from dpopt.hdmm.residual.strategy import ResidualStrategy
+    from dpopt.hdmm.stored import answer_columns
+
+    workload = parse_workload(args.workload)
+    method = strategy_method(workload, args.method, args.noise, args.objective)
+    sizes = wl.domain(workload)
+    frame = read_frame(args.data, option="--data")
+    data = frame_data(frame, sizes, form=args.format, source=f"--data {args.data}")
+    given = list(frame.columns) if args.format == "records" else attribute_columns(frame)
+    names = answer_columns(workload, given or None)
+    budget = {"epsilon": args.epsilon, "delta": args.delta}
+    options = {"restarts": args.restarts, **budget}
+    strategy: Any
+    if method == "opt0":
+        strategy = hdmm.optimize(workload, args.noise, **options)
+    else:
+        objective = args.objective or "sum"
+        strategy = hdmm.optimize_product(
+            workload, args.noise, method=method, objective=objective, **options
+        )
+    if data.ndim == 2 and not isinstance(strategy, ResidualStrategy):
+        data = histogram_of(data, sizes)
+    return workload, data, names, strategy, hdmm.plan_error(workload, strategy, **budget)
+
+
+def _release(args: argparse.Namespace, workload: Any, data: Any, strategy: Any) -> Any:
+    """Check the output directory, then charge, draw and answer; the solves' statuses are the
+    strategy's (optimised here, then given to ``hdmm.answer``)."""
+    from dataclasses import replace
+
+    from dpopt import hdmm, release_dir
+
+    release_dir.begin(args.out)
+    budget = {"epsilon": args.epsilon, "delta": args.delta, "noise": args.noise}
+    answered = hdmm.answer(workload, data, rng=args.noise_key, strategy=strategy, **budget)
+    return replace(answered, statuses=dict(strategy.statuses))
+
+
+def _finish(args: argparse.Namespace, workload: Any, answered: Any, names: Any) -> int:
+    """Write the release and print (and ``--json``) the report; the budget is spent."""
+    from dpopt import hdmm
+
+    try:
+        manifest = hdmm.save_release(args.out, workload, answered, names=names)
+    except (ValueError, OSError) as error:
+        print(
+            f"dpopt hdmm answer: --out {args.out}: {error} (the budget was spent)", file=sys.stderr
+        )
+        return 1
+    planned = answered.planned
+    report = {
+        "workload": args.workload,
+        "out": str(manifest.parent),
+        "strategy": answered.strategy.template,
+        "answers": len(answered.answers),
+        "budget": answered.budget.to_dict(),
+        "statuses": dict(answered.statuses),
+        "planned": None if planned is None else {"rmse": planned.rmse, "max_std": planned.max_std},
+    }
+    if args.json:
+        write_json(args.json, report)
+    if args.json != "-":
+        budget = report["budget"]
+        asked = f"ε = {args.epsilon}" + (f", δ = {float(args.delta):g}" if args.delta else "")
+        print(
+            f"released {report['answers']:,} answers of {args.workload} ({report['strategy']} "
+            f"strategy); spent {budget['spent']:.6g} {budget['kind']} ({asked})"
+        )
+        if planned is not None:
+            print(f"planned error: RMSE {planned.rmse:.4g}, largest std {planned.max_std:.4g}")
+        print(f"wrote {manifest.parent} (verify: dpopt check {manifest.parent})")
+    return 0
+
+
+def _plan_report(args: argparse.Namespace, planned: Any) -> dict[str, Any]:
+    """The dry run's plan: public facts only (nothing about the data, not even its size)."""
+    return {
+        "workload": args.workload,
+        "epsilon": str(Fraction(args.epsilon)),
+        "delta": None if args.delta is None else str(args.delta),
+        "noise": planned.noise,
+        "strategy": planned.strategy.template,
+        "queries": planned.queries,
+        "rmse": planned.rmse,
+        "max_std": planned.max_std,
+    }
+
+
+def show_plan(report: dict[str, Any]) -> None:
+    """``dpopt hdmm answer --dry-run``: the budget, the strategy and the planned error."""
+    instance("report", report, dict)
+    delta = "" if report["delta"] is None else f", δ = {report['delta']}"
+    print(
+        f"dry run: nothing charged, drawn or written; would charge ε = {report['epsilon']}{delta}"
+    )
+    print(
+        f"workload {report['workload']}: {report['queries']:,} queries, {report['noise']} "
+        f"noise, {report['strategy']} strategy"
+    )
+    print(f"planned error: RMSE {report['rmse']:.4g}, largest std {report['max_std']:.4g}")
