@@ -120,8 +120,10 @@ def _example_pages() -> list[pytest.param]:
 @pytest.mark.parametrize("page", _example_pages())
 def test_page_examples_run(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A page's Python examples run in order, in one namespace (later ones build on earlier),
-    in a scratch directory: the files they write (``out_dir="run"``) stay out of the tree."""
+    in a scratch directory: the files they write (``out_dir="run"``) stay out of the tree, the
+    sample files of ``examples/`` are read where the pages say."""
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "examples").symlink_to(ROOT / "examples")  # the sample files they read
     path = DOCS / page
     text = path.read_text(encoding="utf-8")
     namespace: dict[str, object] = {"__name__": "__docs__"}
