@@ -112,24 +112,30 @@ def write_directory(
 
 
 def is_directory(path: Any) -> bool:
-    """Whether ``path`` is a directory :func:`write_directory` wrote (its ``release.json``,
-    or its ``INCOMPLETE`` marker)."""
-    folder = Path(path)
-    return folder.is_dir() and ((folder / RELEASE).is_file() or (folder / INCOMPLETE).exists())
+    """Whether ``path`` is a directory :func:`write_directory` wrote, or began to (its
+    ``release.json`` or its ``counts.csv``)."""
+    folder = file_path("path", path)
+    return folder.is_dir() and ((folder / RELEASE).is_file() or (folder / COUNTS).is_file())
 
 
 def check_directory(path: Any, *, certificate: bool = False) -> CheckReport:
     """Verify the directory ``path`` (module docstring); ``certificate``: also re-solve the
-    post-processing (:func:`~dpopt.census.check.check_saved`). A ValueError means it holds no
-    readable release."""
+    post-processing (:func:`~dpopt.census.check.check_saved`). An interrupted release (its
+    ``INCOMPLETE`` marker) is reported invalid; a ValueError means ``release.json`` is not
+    a readable release."""
     certificate = boolean("certificate", certificate)
     out = file_path("path", path)
-    if (out / INCOMPLETE).exists() and not (out / RELEASE).is_file():
-        raise ValueError(f"{out} holds no {RELEASE} (an {INCOMPLETE} marker: interrupted)")
+    interrupted = f"{INCOMPLETE} marker present: the release was interrupted or failed"
+    if not (out / RELEASE).is_file():
+        report = CheckReport(str(out))
+        if (out / INCOMPLETE).exists():
+            report.add(interrupted)
+        report.add(f"no {RELEASE}: the directory holds no finished release")
+        return report
     report = check_saved(out / RELEASE, certificate=certificate)
     report.path = str(out)
     if (out / INCOMPLETE).exists():
-        report.add(f"{INCOMPLETE} marker present: the release was interrupted")
+        report.add(interrupted)
     for message in _table_errors(out / COUNTS, load_release(out / RELEASE)):
         report.add(message)
     return report
