@@ -21,7 +21,8 @@ Modules: :mod:`~dpopt.census.data` (the data type and the synthetic generator),
 :mod:`~dpopt.census.ingest` (data from tables and person records),
 :mod:`~dpopt.census.measurement`, :mod:`~dpopt.census.postprocess`,
 :mod:`~dpopt.census.mechanism` (the release), :mod:`~dpopt.census.release_file` (a release
-as one JSON file, :func:`save_release`), :mod:`~dpopt.census.check` (``dpopt check``),
+as one JSON file, :func:`save_release`), :mod:`~dpopt.census.counts_file` (your own data's
+release on disk: that file and the counts as a table), :mod:`~dpopt.census.check` (``dpopt check``),
 :mod:`~dpopt.census.confidence`, :mod:`~dpopt.census.resources` (memory and time planned
 before the charge), :mod:`~dpopt.census.planning`,
 :mod:`~dpopt.census.evaluation`, and for the

@@ -416,6 +416,47 @@ def _fresh(label: str, taken: Sequence[Hashable]) -> str:
     return label
 
 
+def _refuse_split_units(
+    records: pd.DataFrame, people: pd.DataFrame, columns: list[str], unit: Hashable
+) -> None:
+    """A unit whose members are in more than one region is an error naming two of its rows."""
+    if not columns:
+        return
+    first = people.groupby("unit", sort=False)[columns].transform("first")
+    split = (people[columns] != first).any(axis=1).to_numpy()
+    if split.any():
+        i = int(np.flatnonzero(split)[0])
+        j = int(np.flatnonzero((people["unit"] == people["unit"].iloc[i]).to_numpy())[0])
+        raise ValueError(
+            f"rows {records.index[j]} and {records.index[i]}: {unit} {people['unit'].iloc[i]} "
+            f"has members in more than one region ({_show(tuple(first.iloc[i]))} and "
+            f"{_show(tuple(people[columns].iloc[i]))})"
+        )
+
+
+def _refuse_sizes(
+    records: pd.DataFrame,
+    people: pd.DataFrame,
+    size: pd.Series,
+    sizes: np.ndarray,
+    unit: Hashable,
+    *,
+    top_code: bool,
+) -> None:
+    """A unit whose size is outside the size set (above it with top-coding allowed) is an
+    error naming the unit and its first row."""
+    high = np.inf if top_code else sizes[-1]
+    outside = size[(size < sizes[0]) | (size > high)]
+    if len(outside):
+        name, value = outside.index[0], int(outside.iloc[0])
+        row = records.index[int(np.flatnonzero((people["unit"] == name).to_numpy())[0])]
+        hint = " (or pass top_code=True)" if value > sizes[-1] else ""
+        raise ValueError(
+            f"row {row}: {unit} {name} has size {value}, not in the size set "
+            f"{sizes[0]}..{sizes[-1]}{hint}"
+        )
+
+
 def from_records(
     records: pd.DataFrame,
     levels: Sequence[Hashable],
@@ -495,12 +536,9 @@ def from_records(
         q = np.ones(len(records), dtype=np.int64)
     columns = [f"level{j}" for j in range(len(levels))]
     people = pd.DataFrame(regions, columns=columns).assign(unit=units[:, 0], q=q)
-    if columns:
-        spread = people.groupby("unit", sort=False)[columns].nunique().max(axis=1)
-        split = spread[spread > 1]
-        if len(split):
-            raise ValueError(f"unit {split.index[0]} has members in more than one region")
+    _refuse_split_units(records, people, columns, unit)
     groups = people.groupby("unit", sort=False).agg({**dict.fromkeys(columns, "first"), "q": "sum"})
+    _refuse_sizes(records, people, groups["q"], size_set, unit, top_code=top_code)
     table = groups.groupby([*columns, "q"]).size().rename("groups").reset_index()
     size_label, count_label = _fresh("size", levels), _fresh("count", levels)
     frame = pd.DataFrame(

@@ -8,7 +8,9 @@ level's noise, checks the accountant), charges the accountant, draws the noise
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -47,7 +49,7 @@ from dpopt.release import Measured, ReleaseError, Rng, resolve_rng
 from dpopt.release import contract_errors as common_errors
 from dpopt.runner import Runner
 
-__all__ = ["Release", "release"]
+__all__ = ["Release", "ReleasePlan", "plan_release", "release"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,43 +156,27 @@ def release(
     mechanism's size limit at the starting domains (:func:`dpopt.refusal`), the noise scales, the
     memory the post-processing and the intervals will need, and the accountant.
     """
-    mechanism = keyword_alias(
-        "census.release", ("mechanism", mechanism), ("method", method), default=DEFAULT_MECHANISM
+    prepared = plan_release(
+        data,
+        epsilon=epsilon,
+        mechanism=keyword_alias(
+            "census.release", ("mechanism", mechanism), ("method", method), default=None
+        ),
+        accountant=accountant,
+        objective=objective,
+        level_weights=level_weights,
+        domain_sd=domain_sd,
+        executor=executor,
+        time_limit=time_limit,
+        interval_level=interval_level,
+        interval_seed=interval_seed,
+        interval_method=interval_method,
+        max_memory=keyword_alias(
+            "census.release", ("max_memory", max_memory), ("memory_limit", memory_limit)
+        ),
     )
-    spec = mechanism_of(mechanism)
-    chosen = objective_of(objective, mechanism)
-    domain_sd = domain_sd_of(domain_sd)
-    check_time_limit(mechanism, time_limit)
-    limit = memory_limit_of(
-        keyword_alias("census.release", ("max_memory", max_memory), ("memory_limit", memory_limit))
-    )
-    if interval_level is not None:
-        interval_options(interval_level, interval_method, interval_seed)
-    if executor is not None:
-        Runner(executor)  # a TypeError for anything but an Executor or a Dask client
-    planned = plan(data, spec.query, epsilon=epsilon, level_weights=level_weights)
-    sd, scale = _noise_of(planned)
-    census_data = planned.data
-    check_refusal(
-        mechanism, census_data.parents, census_data.sizes.size, census_data.total, sd, domain_sd
-    )
-    estimates = postprocess_estimates(
-        mechanism,
-        census_data.parents,
-        census_data.total,
-        sd,
-        domain_sd,
-        chosen.weights(census_data.tree),
-        sizes=census_data.sizes.size,
-    )
-    if interval_level is not None:
-        kinds = region_kinds(census_data.parents, scale, interval_method == "raw")
-        estimates.append(interval_plan(spec.query, kinds, interval_method, limit).estimate)
-    _check_memory(estimates, limit, mechanism, epsilon, domain_sd)
-    accountant = check_accountant(accountant)
-    if accountant is None:
-        accountant = Accountant.pure(epsilon)
-    accountant.check(planned.charges)
+    planned, mechanism, accountant = prepared.planned, prepared.mechanism, prepared.accountant
+    chosen, domain_sd, limit = prepared.objective, prepared.domain_sd, prepared.memory_limit
     generator = resolve_rng(rng)
     measurement = execute(planned, rng=generator, accountant=accountant)
     try:
@@ -234,6 +220,112 @@ def release(
         measurement,
         check.violation_report(counts),
         attached,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class ReleasePlan:
+    """What :func:`release` decides before its charge (docs/design.md, "The release
+    contract"): the validated ``planned`` measurement (each level's noise), the ``mechanism``,
+    ``objective`` and ``domain_sd``, the ``estimates`` of its large allocations within
+    ``memory_limit`` bytes and the ``accountant`` to charge (already checked)."""
+
+    planned: Plan
+    mechanism: str
+    objective: Any
+    domain_sd: float
+    memory_limit: int
+    estimates: tuple[Estimate, ...]
+    accountant: Accountant
+    intervals: dict[str, Any] | None
+
+    def report(self, levels: Sequence[str]) -> dict[str, Any]:
+        """The plan as plain JSON data (what ``--dry-run`` prints), the levels named by
+        ``levels`` (the root first); nothing private: no count and not n."""
+        planned = self.planned
+        return {
+            "epsilon": str(sum((loss.epsilon for loss, _ in planned.charges), Fraction(0))),
+            "charges": [
+                {"label": label, "epsilon": str(loss.epsilon)} for loss, label in planned.charges
+            ],
+            "noise": [
+                {
+                    "level": str(name),
+                    "regions": int(rows.size),
+                    "scale": float(level.noise.scale),
+                    "sd": float(level.noise.variance) ** 0.5,
+                }
+                for name, rows, level in zip(levels, planned.rows, planned.prepared, strict=True)
+            ],
+            "regions": int(planned.data.parents.size),
+            "sizes": int(planned.data.sizes.size),
+            "mechanism": self.mechanism,
+            "objective": self.objective.name,
+            "domain_sd": self.domain_sd,
+            "intervals": self.intervals,
+            "estimates": [estimate.record() for estimate in self.estimates],
+            "memory_limit": self.memory_limit,
+        }
+
+
+def plan_release(
+    data: CensusData,
+    *,
+    epsilon: float,
+    mechanism: str | None = None,
+    accountant: Accountant | None = None,
+    objective: str | None = None,
+    level_weights: Any = None,
+    domain_sd: float = 3.0,
+    executor: Any = None,
+    time_limit: float | None = None,
+    interval_level: float | None = None,
+    interval_seed: int = 0,
+    interval_method: str = "exact-pivot",
+    max_memory: int | None = None,
+) -> ReleasePlan:
+    """Everything :func:`release` (same arguments) checks before its charge: the options, the
+    executor's type, the mechanism's size limit at the starting domains, every level's noise,
+    the memory of the post-processing and the intervals, and the accountant. Nothing is
+    charged or drawn."""
+    mechanism = DEFAULT_MECHANISM if mechanism is None else mechanism
+    spec = mechanism_of(mechanism)
+    chosen = objective_of(objective, mechanism)
+    domain_sd = domain_sd_of(domain_sd)
+    check_time_limit(mechanism, time_limit)
+    limit = memory_limit_of(max_memory)
+    if interval_level is not None:
+        interval_options(interval_level, interval_method, interval_seed)
+    if executor is not None:
+        Runner(executor)  # a TypeError for anything but an Executor or a Dask client
+    planned = plan(data, spec.query, epsilon=epsilon, level_weights=level_weights)
+    sd, scale = _noise_of(planned)
+    census_data = planned.data
+    check_refusal(
+        mechanism, census_data.parents, census_data.sizes.size, census_data.total, sd, domain_sd
+    )
+    estimates = postprocess_estimates(
+        mechanism,
+        census_data.parents,
+        census_data.total,
+        sd,
+        domain_sd,
+        chosen.weights(census_data.tree),
+        sizes=census_data.sizes.size,
+    )
+    if interval_level is not None:
+        kinds = region_kinds(census_data.parents, scale, interval_method == "raw")
+        estimates.append(interval_plan(spec.query, kinds, interval_method, limit).estimate)
+    _check_memory(estimates, limit, mechanism, epsilon, domain_sd)
+    accountant = check_accountant(accountant)
+    if accountant is None:
+        accountant = Accountant.pure(epsilon)
+    accountant.check(planned.charges)
+    intervals_ = (
+        None if interval_level is None else {"level": interval_level, "method": interval_method}
+    )
+    return ReleasePlan(
+        planned, mechanism, chosen, domain_sd, limit, tuple(estimates), accountant, intervals_
     )
 
 

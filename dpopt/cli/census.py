@@ -9,6 +9,8 @@ import os
 import sys
 from typing import Any
 
+from dpopt.cli import census_input
+from dpopt.cli.census_input import add_input_arguments, refuse_other_mode, separate_modes
 from dpopt.cli.options import (
     add_cluster_arguments,
     add_geography_arguments,
@@ -49,6 +51,8 @@ an INCOMPLETE file, which an interrupted or failed release leaves behind. The ou
 bit-identical on any number of workers. --noise-key is the noise's secret key: leave it out
 for a real release (fresh OS entropy); whoever knows it recovers the private counts. --geo-seed
 seeds the synthetic data (public).
+With --input FILE (your own data, docs/families/census.md "Your own data") it writes
+--out/counts.csv and --out/release.json instead; `dpopt check DIR` verifies either.
 exit status: 0 ok, 1 failed after the budget was charged (the noisy partitions are kept under
 --out), 2 bad input or unreachable scheduler (nothing is charged), 130 interrupted"""
 
@@ -70,8 +74,13 @@ def add_parser(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = census.add_subparsers(dest="action", required=True, metavar="ACTION")
+    groups: dict[str, Any] = {}
     for action, text in (
-        ("release", "noise every region's counts and post-process them with pwl-dp"),
+        (
+            "release",
+            "noise every region's counts and post-process them with pwl-dp: the synthetic "
+            "geography's blocks, or your own --input file",
+        ),
         ("generate", "write the synthetic geography's private counts as truth partitions"),
     ):
         cmd = actions.add_parser(
@@ -81,15 +90,22 @@ def add_parser(commands: Any) -> None:
             epilog=EPILOG,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
+        group = groups[action] = (
+            cmd.add_argument_group("the synthetic geography (without --input)")
+            if action == "release"
+            else cmd
+        )
         add_geography_arguments(
-            cmd, scale_help="fraction of every level's regions to keep (default 1: the nation)"
+            group,
+            scale_help="fraction of every level's regions to keep (default 1: the nation)",
+            sizes_to=cmd,
         )
         cmd.add_argument("--out", required=True, metavar="DIR", help="output directory")
         cmd.add_argument(
             "--json", metavar="PATH", help="write the report as JSON to PATH ('-' for stdout)"
         )
-        add_cluster_arguments(cmd, default_workers=os.cpu_count() or 1)
-    release = actions.choices["release"]
+        add_cluster_arguments(group, default_workers=os.cpu_count() or 1)
+    release, synthetic = actions.choices["release"], groups["release"]
     release.add_argument(
         "--epsilon",
         "--eps",
@@ -97,13 +113,13 @@ def add_parser(commands: Any) -> None:
         required=True,
         help="ε > 0, read exactly (0.1 is 1/10)",
     )
-    release.add_argument(
+    synthetic.add_argument(
         "--data",
         metavar="DIR",
         help="truth partitions written by `dpopt census generate` (default: generate each "
         "state's data inside its task from --geo-seed)",
     )
-    release.add_argument(
+    synthetic.add_argument(
         "--widening",
         choices=("global", "partition"),
         default="global",
@@ -114,8 +130,8 @@ def add_parser(commands: Any) -> None:
     release.add_argument(
         "--objective",
         choices=("leaf-weighted", "paper"),
-        default="leaf-weighted",
-        help="leaf-weighted (default): every region's fit weighted by the blocks it aggregates, "
+        help="leaf-weighted (default; with --input, of the Model 1 mechanisms): every "
+        "region's fit weighted by the blocks it aggregates, "
         "and with global widening the domains widened until the release is certified optimal; "
         "paper: the paper's Model 1, every cell alike, which biases the nation up where many "
         "blocks are empty",
@@ -156,9 +172,9 @@ def add_parser(commands: Any) -> None:
         new="--max-memory",
         help=argparse.SUPPRESS,
     )
-    add_release_arguments(
-        release, recovers="the private counts from the noisy partitions under --out"
-    )
+    add_release_arguments(release, recovers="the private counts from the noisy answers under --out")
+    add_input_arguments(release)
+    separate_modes(release)
 
 
 def release_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -170,7 +186,7 @@ def release_options(args: argparse.Namespace) -> dict[str, Any]:
         "data_dir": args.data,
         "domain_sd": args.domain_sd,
         "widening": args.widening,
-        "objective": args.objective,
+        "objective": "leaf-weighted" if args.objective is None else args.objective,
         "interval_level": args.intervals,
         "interval_method": args.interval_method,
         "max_memory": limit,
@@ -189,10 +205,14 @@ def run(args: argparse.Namespace) -> int:
     instance("args", args, argparse.Namespace)
     start = time.perf_counter()
     release = args.action == "release"
+    if release and args.input is not None:
+        return census_input.run(args, show_plan)
     if release:
         warn_if_small_noise_key(args.noise_key)
     try:
         check_output_path(args.json, option="--json", stdout=True)
+        if release:
+            refuse_other_mode(args)
         geography = geography_of(args, 1.0)
         accountant = Accountant.pure(args.epsilon) if release else None
         if release and args.dry_run:  # inline: no workers are started
@@ -376,13 +396,20 @@ def show_plan(report: dict[str, Any]) -> None:
         print(f"{row['level']:<12} {row['regions']:>10,} {row['scale']:>10.4g} {row['sd']:>10.4g}")
     print(
         f"{report['regions']:,} regions x {report['sizes']} sizes; objective "
-        f"{report['objective']}, widening {report['widening']}, domain_sd {report['domain_sd']:g}"
+        f"{report['objective']}, {_solve(report)}domain_sd {report['domain_sd']:g}"
     )
     if report["intervals"] is not None:
         found = report["intervals"]
         print(f"intervals: level {found['level']:g}, method {found['method']}")
     _show_estimates(report)
     print(f"would write: {', '.join(report['writes'])}")
+
+
+def _solve(report: dict[str, Any]) -> str:
+    """The block release's widening, or the mechanism of a release of ``--input``."""
+    if "widening" in report:
+        return f"widening {report['widening']}, "
+    return f"mechanism {report['mechanism']}, "
 
 
 def _show_estimates(report: dict[str, Any]) -> None:

@@ -27,7 +27,8 @@ def add_parser(commands: Any) -> None:
         help="verify a saved census release (a block directory or a JSON file) without the "
         "private data",
         description="Verify a saved census release (a block directory, `dpopt census release "
-        "--out DIR`, one state at a time; or `dpopt.census.save_release`'s JSON) without the "
+        "--out DIR`, one state at a time; `dpopt.census.save_release`'s JSON; or the directory "
+        "of `dpopt census release --input`: its JSON and counts.csv) without the "
         "private data: the budget against the noise (one record per level; no claim below the "
         "Δ/λ the scales imply), non-negative integer counts, parents the sums of their children, "
         "n, the checksum, the intervals (recomputed), a finished release and no failed solve. "
@@ -93,10 +94,15 @@ def _stored(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _census(args: argparse.Namespace) -> dict[str, Any]:
-    """The report on a census block directory or a saved census release file."""
+    """The report on a census block directory, a saved census release file or a directory
+    of ``dpopt census release --input`` (:mod:`dpopt.census.counts_file`)."""
     from dpopt.census.check import check_release, check_saved
+    from dpopt.census.counts_file import check_directory, is_directory
 
-    check = check_saved if Path(args.path).is_file() else check_release
+    path = Path(args.path)
+    check = (
+        check_saved if path.is_file() else check_directory if is_directory(path) else check_release
+    )
     report = check(args.path, certificate=args.certificate)
     return {
         "path": report.path,

@@ -35,6 +35,7 @@ __all__ = [
     "positive_float",
     "positive_fraction",
     "positive_int",
+    "size_range",
     "stdout_to_stderr",
     "write_json",
 ]
@@ -73,6 +74,16 @@ def nonnegative_int(text: str) -> int:
 def positive_int(text: str) -> int:
     """argparse type of a size or a count that must be at least 1."""
     return _number(text, int, "an integer", lambda value: value >= 1, "an integer >= 1")  # type: ignore[no-any-return]
+
+
+def size_range(text: str) -> range:
+    """argparse type of ``--sizes``: ``N`` (the sizes 1 to N) or ``A-B`` (A to B, A ≥ 0)."""
+    low, dash, high = instance("text", text, str).partition("-")
+    first = nonnegative_int(low) if dash else 1
+    last = positive_int(high if dash else low)
+    if last < first:
+        raise OptionError(f"must be N or A-B with A <= B, got {text}")
+    return range(first, last + 1)
 
 
 def memory_gib(text: str) -> int:
@@ -195,10 +206,14 @@ def _flush_c_stdio() -> None:
         ctypes.CDLL(None).fflush(None)
 
 
-def add_geography_arguments(cmd: argparse.ArgumentParser, *, scale_help: str) -> None:
-    """``--geography``, ``--scale``, ``--sizes``, ``--geo-seed`` and ``--puerto-rico``: the
-    public description of a census geography (:func:`geography_of`)."""
-    instance("cmd", cmd, argparse.ArgumentParser)
+def add_geography_arguments(
+    cmd: Any, *, scale_help: str, sizes_to: argparse._ActionsContainer | None = None
+) -> None:
+    """``--geography``, ``--scale``, ``--sizes`` (to ``sizes_to`` when given, e.g. a group
+    of options that other input shares), ``--geo-seed`` and ``--puerto-rico`` added to ``cmd``
+    (a parser or a group of its options): the public description of a census geography
+    (:func:`geography_of`)."""
+    instance("cmd", cmd, argparse._ActionsContainer)
     instance("scale_help", scale_help, str)
     cmd.add_argument(
         "--geography",
@@ -209,7 +224,14 @@ def add_geography_arguments(cmd: argparse.ArgumentParser, *, scale_help: str) ->
     )
     cmd.add_argument("--scale", type=positive_float, help=scale_help)
     cmd.add_argument("--puerto-rico", action="store_true", help="add Puerto Rico")
-    cmd.add_argument("--sizes", type=positive_int, default=30, help="household sizes (default 30)")
+    (cmd if sizes_to is None else sizes_to).add_argument(
+        "--sizes",
+        type=size_range,
+        default="30",
+        metavar="N|A-B",
+        help="household sizes: 1 to N, or A to B (0-30 when groups of size 0 occur: --input "
+        "only); default 30",
+    )
     cmd.add_argument(
         "--geo-seed",
         type=nonnegative_int,
@@ -224,18 +246,27 @@ def geography_of(args: argparse.Namespace, default_scale: float) -> Any:
     from dpopt.census import geography
 
     instance("args", args, argparse.Namespace)
+    sizes = args.sizes
+    if isinstance(sizes, range):
+        if sizes.start != 1:
+            raise OptionError(
+                f"--sizes: the synthetic geography's sizes start at 1, got "
+                f"{sizes.start}-{sizes.stop - 1}"
+            )
+        sizes = sizes.stop - 1
     return geography.described(
         args.geography,
         scale=default_scale if args.scale is None else args.scale,
-        sizes=args.sizes,
+        sizes=sizes,
         seed=args.geo_seed,
         puerto_rico=args.puerto_rico,
     )
 
 
-def add_cluster_arguments(cmd: argparse.ArgumentParser, *, default_workers: int) -> None:
-    """``--workers`` and ``--scheduler``: where the tasks run (:func:`dpopt.runner.dask_client`)."""
-    instance("cmd", cmd, argparse.ArgumentParser)
+def add_cluster_arguments(cmd: Any, *, default_workers: int) -> None:
+    """``--workers`` and ``--scheduler``: where the tasks run (:func:`dpopt.runner.dask_client`),
+    added to ``cmd`` (a parser or a group of its options)."""
+    instance("cmd", cmd, argparse._ActionsContainer)
     integer("default_workers", default_workers, minimum=0)
     cmd.add_argument(
         "--workers",

@@ -135,6 +135,21 @@ def test_sizes_must_be_public_contiguous_and_include_zero_with_quantities() -> N
     assert top.counts[0].tolist() == [3, 6]  # the size-3 group goes to "2 or more"
 
 
+def test_records_errors_name_the_rows_of_the_records() -> None:
+    """A unit in two regions, or of a size outside the set, is named with its own rows (the
+    records' index), not a row of the table of units built from them."""
+    records = pd.DataFrame(
+        {"unit": ["a", "b", "b", "c"], "state": ["GA", "NY", "NY", "GA"]}, index=[10, 11, 12, 13]
+    )
+    with pytest.raises(ValueError, match=r"^row 11: unit b has size 2, not in the size set 1\.\.1"):
+        census.from_records(records, ["state"], sizes=[1])
+    records.loc[13, "unit"] = "a"
+    records.loc[13, "state"] = "NY"
+    with pytest.raises(ValueError, match=r"^rows 10 and 13: unit a has members in more than one "
+                       r"region \(GA and NY\)"):  # fmt: skip
+        census.from_records(records, ["state"], sizes=[1, 2])
+
+
 def test_synthetic_is_seeded_and_census_like() -> None:
     first = census.synthetic(np.random.default_rng(5), states=5, counties=40, groups=10**6)
     again = census.synthetic(np.random.default_rng(5), states=5, counties=40, groups=10**6)

@@ -67,12 +67,16 @@ def _documented() -> list[str]:
     return found
 
 
-DOCUMENTED = _documented()
+DOCUMENTED = [command for command in _documented() if "--input" not in command]
+INPUT_DOCUMENTED = [command for command in _documented() if "--input" in command]
+"""The synthetic geography's command lines, those of your own data (run on the sample files)."""
 
 
 def test_the_documented_command_lines_are_found() -> None:
     assert any("generate" in c for c in DOCUMENTED) and any("--data" in c for c in DOCUMENTED)
     assert len(DOCUMENTED) >= 5
+    assert any("people.csv" in c for c in INPUT_DOCUMENTED)
+    assert any("counts.csv" in c for c in INPUT_DOCUMENTED)
 
 
 def _tiny(command: str, tmp_path: Path) -> list[str]:
@@ -194,3 +198,192 @@ def test_interval_methods_of_the_cli_are_the_library_s() -> None:
     from dpopt.cli import census as census_command
 
     assert census_command.INTERVAL_METHODS == INTERVAL_METHODS
+
+
+# --- dpopt census release --input: your own data --------------------------------------------
+
+SAMPLES = ROOT / "examples" / "data" / "census"
+KEY = ["--noise-key", str(2**40 + 37)]  # a test's key, above the small-key warning
+
+
+@pytest.mark.parametrize("command", INPUT_DOCUMENTED)
+def test_every_documented_input_command_releases_and_checks(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The family page's commands on the sample files, as a newcomer runs them from the
+    repository's root; ``dpopt check`` then finds the release valid."""
+    monkeypatch.chdir(ROOT)
+    argv = shlex.split(command)[1:]
+    out = tmp_path / Path(argv[argv.index("--out") + 1]).name
+    argv[argv.index("--out") + 1] = str(out)
+    status, stdout, err = run(argv, capsys)
+    assert status == 0, err
+    assert "wrote" in stdout and sorted(p.name for p in out.iterdir()) == [
+        "counts.csv",
+        "release.json",
+    ]
+    status, stdout, err = run(["check", str(out)], capsys)
+    assert status == 0 and "valid" in stdout, (stdout, err)
+
+
+def _input(path: Path, out: Path, *extra: str) -> list[str]:
+    return ["census", "release", "--input", str(path), "--levels", "state,county", "--epsilon",
+            "1", "--out", str(out), *KEY, *extra]  # fmt: skip
+
+
+def test_records_and_counts_of_the_same_people_release_the_same_counts(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    regions = ["--hierarchy", str(SAMPLES / "regions.csv"), "--intervals", "0.9"]
+    people, counts = tmp_path / "people", tmp_path / "counts"
+    assert (
+        run(_input(SAMPLES / "people.csv", people, "--unit", "household", *regions), capsys)[0] == 0
+    )
+    assert run(_input(SAMPLES / "counts.csv", counts, *regions), capsys)[0] == 0
+    table = (people / "counts.csv").read_text(encoding="utf-8")
+    assert table == (counts / "counts.csv").read_text(encoding="utf-8")
+    assert table.splitlines()[0] == "state,county,size,count,lower,upper"
+    assert "\nWest,005,1," in table and "\nNorth,001,1," in table  # ids as written
+    status, stdout, _ = run(["check", "--certificate", str(people), "--json", "-"], capsys)
+    assert status == 0 and json.loads(stdout)["checked"]["certificate"] == "re-solved"
+
+
+def test_check_finds_a_changed_count_in_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "rel"
+    assert run(_input(SAMPLES / "counts.csv", out), capsys)[0] == 0
+    table = out / "counts.csv"
+    lines = table.read_text(encoding="utf-8").splitlines()
+    state, county, size, count = lines[40].split(",")
+    lines[40] = ",".join([state, county, size, str(int(count) + 1)])
+    table.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    status, stdout, _ = run(["check", str(out)], capsys)
+    assert status == 1 and f"counts.csv row 40: count {int(count) + 1}" in stdout
+    (out / "release.json").unlink()
+    (out / "INCOMPLETE").touch()
+    status, stdout, _ = run(["check", str(out)], capsys)
+    assert status == 1 and "INCOMPLETE marker present" in stdout and "no release.json" in stdout
+
+
+COUNTS_HEAD = "state,county,size,count\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "extra", "match"),
+    [
+        ("state,cnty,size,count\nA,1,1,2\n", [], "no column 'county'"),
+        (COUNTS_HEAD + "A,1,1,2\nA,1,2,1.5\n", [], "row 2: count must be an integer >= 0"),
+        (COUNTS_HEAD + "A,1,1,2\nA,1,2,-1\n", [], "row 2: count must be an integer >= 0, got -1"),
+        (COUNTS_HEAD + "A,1,1,2\nA,1,2,two\n", [], "row 2: count 'two' is not a number"),
+        (COUNTS_HEAD + "A,1,1,2\nA,1,1,3\n", [], "rows [1, 2] give the same region and size"),
+        (COUNTS_HEAD + "A,1,1,2\nA,1,31,3\n", [], "row 2: size 31 is not in the size set 1..30"),
+        (COUNTS_HEAD + "A,1,0,2\n", ["--sizes", "1-5"], "row 1: size 0 is not in the size set"),
+        (COUNTS_HEAD + "A,1,1,2\nB,,1,2\n", [], "row 2: aggregate region B (column(s)"),
+        ("state,county,unit\nA,1,h1\nA,2,h1\n", [], "rows 1 and 2: unit h1 has members in"),
+        (
+            "state,county,unit\nA,1,h1\nA,1,h1\nA,1,h2\n",
+            ["--sizes", "1"],
+            "row 1: unit h1 has size 2, not in the size set 1..1 (or pass --top-code)",
+        ),
+        ("state,county,unit\nA,1,h1\nA,,h2\n", [], "row 2, column 'county': missing region id"),
+        ("state,county,people\nA,1,3\n", [], "neither counts (columns 'size', 'count')"),
+        (COUNTS_HEAD, [], "a header and no rows"),
+        ("", [], "the file is empty"),
+        ("\x00\xff\xfe garbage", [], "its header is not UTF-8 text"),
+    ],
+)
+def test_a_bad_file_is_refused_naming_file_column_and_row_before_the_charge(
+    text: str,
+    extra: list[str],
+    match: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dpopt.census import mechanism
+
+    def no_charge(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a bad file reached the charge")
+
+    monkeypatch.setattr(mechanism, "execute", no_charge)
+    path = tmp_path / "mine.csv"
+    path.write_bytes(text.encode("latin-1"))
+    out = tmp_path / "rel"
+    status, _, err = run(_input(path, out, *extra), capsys)
+    assert status == 2 and f"--input {path}: " in err and match in err, err
+    assert not out.exists()
+
+
+def test_a_region_outside_the_hierarchy_names_the_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    path = tmp_path / "mine.csv"
+    path.write_text(COUNTS_HEAD + "North,001,1,2\nEast,001,1,1\n", encoding="utf-8")
+    argv = _input(path, tmp_path / "rel", "--hierarchy", str(SAMPLES / "regions.csv"))
+    status, _, err = run(argv, capsys)
+    assert status == 2 and "row 2: region East/001 is not in the hierarchy" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (
+            ["--input", "x.csv", "--workers", "2", "--geography", "small"],
+            "--geography, --workers: options of the synthetic geography, not with --input",
+        ),
+        (
+            ["--geography", "small", "--workers", "0", "--levels", "a", "--top-code"],
+            "--levels, --top-code: options of --input, only with --input",
+        ),
+        (["--input", str(SAMPLES / "counts.csv")], "--input needs --levels"),
+        (
+            ["--geography", "small", "--workers", "0", "--sizes", "0-3"],
+            "--sizes: the synthetic geography's sizes start at 1, got 0-3",
+        ),
+    ],
+)
+def test_the_two_input_modes_take_their_own_flags(
+    argv: list[str], match: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "rel"
+    status, _, err = run(["census", "release", *argv, "--epsilon", "1", "--out", str(out)], capsys)
+    assert status == 2 and match in err, err
+    assert not out.exists()
+
+
+def test_input_dry_run_prints_the_plan_and_an_occupied_out_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dpopt.census import mechanism
+
+    def no_charge(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("charged")
+
+    monkeypatch.setattr(mechanism, "execute", no_charge)
+    out = tmp_path / "rel"
+    argv = _input(SAMPLES / "people.csv", out, "--unit", "household", "--dry-run")
+    status, stdout, err = run([*argv, "--json", "-"], capsys)
+    assert status == 0, err
+    plan = json.loads(stdout)
+    assert [row["level"] for row in plan["noise"]] == ["(root)", "state", "county"]
+    assert [row["regions"] for row in plan["noise"]] == [1, 3, 9]
+    assert all(row["scale"] == 6 for row in plan["noise"])  # Δ = 2 at ε/3 per level
+    assert plan["writes"] == [str(out / "counts.csv"), str(out / "release.json")]
+    assert not out.exists()
+    out.mkdir()
+    (out / "mine.txt").touch()
+    status, _, err = run(argv[:-1], capsys)
+    assert status == 2 and "holds files: give an empty or a new directory" in err
+
+
+@pytest.mark.parametrize(
+    ("text", "sizes"), [("30", range(1, 31)), ("0-30", range(31)), ("2-2", range(2, 3))]
+)
+def test_sizes_read_n_or_a_range(text: str, sizes: range) -> None:
+    from dpopt.cli.options import size_range
+
+    assert size_range(text) == sizes
+    for bad in ("0", "3-1", "a-3", "-3"):
+        with pytest.raises(ValueError, match=r"must be|is not"):
+            size_range(bad)
