@@ -84,3 +84,36 @@ def test_the_methods_tables_are_what_the_registry_says() -> None:
     for name, make in methods_table.TABLES.items():
         text = (README.parent / name).read_text(encoding="utf-8")
         assert methods_table.rendered(text, make()) == text, f"{name}: run tools/methods_table.py"
+
+
+RELEASE_LINES = [
+    line
+    for block in re.findall(r"^```bash\n(.*?)^```", TEXT, re.S | re.M)
+    for line in block.splitlines()
+    if line.startswith("dpopt ") and " --out " in line
+]
+
+
+def test_readme_shows_a_release_command_for_every_family() -> None:
+    commands = {" ".join(line.split()[1:3]) for line in RELEASE_LINES}
+    assert commands == {"census release", "hdmm answer", "dgm learn", "relational synthesize"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "line", RELEASE_LINES, ids=[" ".join(x.split()[1:3]) for x in RELEASE_LINES]
+)
+def test_readme_release_command_runs_on_the_samples_and_checks(
+    line: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each "Your own data" command, as a newcomer pastes it (from a scratch directory holding
+    the sample files), writes a release that ``dpopt check`` finds valid."""
+    import shlex
+
+    from dpopt.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "examples").symlink_to(README.parent / "examples")
+    argv = shlex.split(line.split("#")[0])[1:]
+    assert main(argv) == 0
+    assert main(["check", argv[argv.index("--out") + 1]]) == 0
