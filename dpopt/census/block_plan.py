@@ -42,6 +42,7 @@ from dpopt.census.store import read_partition
 from dpopt.deprecation import keyword_alias
 from dpopt.models.census.problems import OBJECTIVES
 from dpopt.privacy import Accountant
+from dpopt.progress import Progress
 from dpopt.runner import Runner
 from dpopt.solvers.census.partitioned import WIDENING, Widening
 from dpopt.validation import choice, positive_number
@@ -161,7 +162,7 @@ def plan_blocks(
     domain_sd: float = 3.0,
     widening: Widening = "global",
     objective: str = "leaf-weighted",
-    progress: bool = False,
+    progress: bool | Progress = False,
     interval_level: float | None = None,
     interval_seed: int = 0,
     interval_method: str = "exact-pivot",

@@ -44,6 +44,7 @@ from dpopt.models.census.problems import PartitionedPostProcess
 from dpopt.privacy import Accountant
 from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Solution, Status, solve
+from dpopt.progress import Progress
 from dpopt.release import Measured, ReleaseError, Rng, measured_record, resolve_rng
 from dpopt.release import contract_errors as common_errors
 from dpopt.runner import Runner
@@ -264,7 +265,7 @@ def release_blocks(
     domain_sd: float = 3.0,
     widening: Widening = "global",
     objective: str = "leaf-weighted",
-    progress: bool = False,
+    progress: bool | Progress = False,
     interval_level: float | None = None,
     interval_seed: int = 0,
     interval_method: str = "exact-pivot",
@@ -447,7 +448,7 @@ def generate(
     out_dir: str | os.PathLike,
     *,
     executor: Any = None,
-    progress: bool = False,
+    progress: bool | Progress = False,
 ) -> list[str]:
     """Write every state's synthetic private counts as ``truth`` partitions under ``out_dir``
     (what an agency's input to :func:`release_blocks` ``data_dir`` looks like)."""

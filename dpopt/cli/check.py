@@ -97,7 +97,7 @@ def _census(args: argparse.Namespace) -> dict[str, Any]:
     from dpopt.census.check import check_release, check_saved
 
     check = check_saved if Path(args.path).is_file() else check_release
-    report = check(args.path, certificate=args.certificate)
+    report = check(args.path, certificate=args.certificate, progress=True)
     return {
         "path": report.path,
         "valid": report.valid,

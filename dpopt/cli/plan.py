@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Any
 
 from dpopt.cli.options import (
@@ -301,18 +300,9 @@ def _plan_census(args: argparse.Namespace) -> int:
     from dpopt.census.planning import plan_epsilon
 
     metric, target = ("l1", args.target_l1) if args.target_l1 else ("width", args.target_width)
-    start = time.perf_counter()
-
-    def progress(epsilon: float, value: float) -> None:
-        """Each simulated release as it ends, on stderr: an interrupted search shows them."""
-        seconds = time.perf_counter() - start
-        print(
-            f"simulated ε = {epsilon:.4g}: {metric} {value:.4g} ({seconds:.0f} s)", file=sys.stderr
-        )
-
     try:
         geography = geography_of(args, 0.01 if args.geography == "blocks" else 1.0)
-        options = {"target": target, "level": args.level, "metric": metric, "progress": progress}
+        options = {"target": target, "level": args.level, "metric": metric, "progress": True}
         options["states"] = args.states or None
         # each worker process releases its own states: the budget is split among them
         options["max_memory"] = max(args.max_memory // max(args.workers, 1), MIN_MEMORY)
