@@ -43,6 +43,7 @@ from dpopt.deprecation import keyword_alias
 from dpopt.models.census.problems import OBJECTIVES
 from dpopt.privacy import Accountant
 from dpopt.progress import Progress
+from dpopt.reprs import short_repr
 from dpopt.runner import Runner
 from dpopt.solvers.census.partitioned import WIDENING, Widening
 from dpopt.validation import choice, positive_number
@@ -73,6 +74,8 @@ class IntervalSettings:
 @dataclass(frozen=True, eq=False)
 class BlockPlan:
     """A validated block release waiting for its charge (:func:`plan_blocks`)."""
+
+    __repr__ = short_repr
 
     geography: Geography
     out: Path

@@ -47,6 +47,7 @@ from dpopt.problem import Solution, Status, solve
 from dpopt.progress import Progress
 from dpopt.release import Measured, ReleaseError, Rng, measured_record, resolve_rng
 from dpopt.release import contract_errors as common_errors
+from dpopt.reprs import short_repr
 from dpopt.runner import Runner
 from dpopt.solvers.census.partitioned import (
     PartitionedSolution,
@@ -160,6 +161,8 @@ class BlockRelease:
     ``measured`` one :class:`~dpopt.release.Measured` record per level.
     """
 
+    __repr__ = short_repr
+
     out_dir: Path
     geography: Geography
     total: int
@@ -229,6 +232,8 @@ class BlockMeasurement:
     vector), the public total n and one :class:`~dpopt.release.Measured` record per level.
     The key of the noise is not kept: it is a secret (docs/design.md, "The release contract").
     """
+
+    __repr__ = short_repr
 
     noisy_dir: Path
     nation_noisy: np.ndarray | None

@@ -93,6 +93,7 @@ from dpopt.release import (
     measured_errors,
     measured_from_record,
 )
+from dpopt.reprs import short_repr
 from dpopt.solvers.census.partitioned import checksum
 from dpopt.validation import (
     boolean,
@@ -117,6 +118,8 @@ __all__ = [
 class CheckReport:
     """What :func:`check_release` found: ``violations`` (the first :data:`LIMIT`, of
     ``count`` in all) and what was ``checked``."""
+
+    __repr__ = short_repr
 
     path: str
     violations: list[str] = field(default_factory=list)

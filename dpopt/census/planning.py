@@ -37,6 +37,7 @@ from dpopt.limits import MAX_RELEASES
 from dpopt.models.census.problems import OBJECTIVES
 from dpopt.planning import check_memory, memory_budget, tolerance
 from dpopt.progress import Progress, format_seconds, progress_of
+from dpopt.reprs import short_repr
 from dpopt.runner import as_executor
 from dpopt.validation import choice, instance, integer, positive_number
 
@@ -68,6 +69,8 @@ class CensusPlan:
     """The smallest ε found whose simulated release meets ``target`` on ``metric`` at
     ``level``: ``achieved`` the metric at ``epsilon`` (± ``standard_error`` across states),
     ``evaluations`` every (ε, metric) simulated, in order."""
+
+    __repr__ = short_repr
 
     epsilon: float
     level: str

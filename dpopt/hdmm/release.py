@@ -39,6 +39,7 @@ from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
 from dpopt.release import Measured, ReleaseError, Rng, measured_answers, resolve_rng
 from dpopt.release import contract_errors as common_errors
+from dpopt.reprs import short_repr
 
 __all__ = [
     "Answered",
@@ -65,6 +66,8 @@ class Measurement:
     ``statuses`` is empty (measuring runs no optimisation; the strategy's own solves are in
     its ``statuses``).
     """
+
+    __repr__ = short_repr
 
     noise: Noise
     template: str
@@ -196,6 +199,8 @@ class Answered:
     a :class:`~dpopt.release.ReleaseResult`: ``budget``
     (the charged accountant's report), ``statuses`` (every solve of the strategy's
     optimisation, by method name; empty for a given strategy) and ``measured``."""
+
+    __repr__ = short_repr
 
     answers: np.ndarray
     strategy: AnyStrategy

@@ -28,6 +28,7 @@ LAYERS = {
     "threads": 0,
     "runner": 0,
     "progress": 0,
+    "reprs": 0,
     "hierarchy": 0,
     "planning": 0,
     "extras": 0,
