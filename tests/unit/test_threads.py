@@ -76,3 +76,29 @@ def test_the_opt0_loss_runs_single_threaded(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(hdmm_opt0, "pidentity_loss", spy)
     hdmm_opt0.opt0_laplace(wl.AllRange(32).gram(), rng=np.random.default_rng(0))
     assert seen and set(seen) == {1}
+
+
+def test_a_release_plans_and_reconstructs_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """hdmm.answer's small factorizations, (AᵀA)⁻¹ of its plan and A⁺ of its least squares,
+    follow the policy: one BLAS thread (spinning idle threads made each answer 10× slower on
+    2 busy cores, examples/plan_accuracy.py)."""
+    from dpopt import hdmm
+    from dpopt import workload as wl
+    from dpopt.models.hdmm import matrix_mechanism
+
+    seen: list[int] = []
+    cholesky, pinv = matrix_mechanism._cholesky, np.linalg.pinv
+
+    def spy_cholesky(normal: np.ndarray) -> np.ndarray | None:
+        seen.append(blas_now())
+        return cholesky(normal)
+
+    def spy_pinv(matrix: np.ndarray, *args: object, **kwargs: object) -> np.ndarray:
+        seen.append(blas_now())
+        return pinv(matrix, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(matrix_mechanism, "_cholesky", spy_cholesky)
+    monkeypatch.setattr(np.linalg, "pinv", spy_pinv)
+    strategy = np.tril(np.ones((32, 32)))
+    hdmm.answer(wl.AllRange(32), np.arange(32), epsilon=1.0, strategy=strategy, rng=0)
+    assert len(seen) >= 2 and set(seen) == {1}
