@@ -113,8 +113,13 @@ class Stage:
         if self.progress.enabled and self.progress.bar:
             from tqdm import tqdm
 
+            uncounted = {"bar_format": "{desc}: {elapsed}"} if self.total is None else {}
             self._bar = tqdm(
-                total=self.total, desc=self.label, unit=self.unit, file=self.progress.stream
+                total=self.total,
+                desc=self.label,
+                unit=self.unit,
+                file=self.progress.stream,
+                **uncounted,
             )
             self._ticker = threading.Thread(target=self._tick, daemon=True)
             self._ticker.start()
@@ -123,6 +128,11 @@ class Stage:
     def _tick(self) -> None:
         while not self._stop.wait(_REFRESH_SECONDS):
             self._bar.refresh()
+
+    def describe(self, item: str) -> None:
+        """Show ``item`` (what runs now) beside the bar; lines show items as they end."""
+        if self._bar is not None:
+            self._bar.set_postfix_str(item, refresh=False)
 
     def advance(self, count: int = 1, *, item: str = "") -> None:
         """``count`` more items done (``item``: what just ended, shown in a line)."""
@@ -135,16 +145,21 @@ class Stage:
         now = time.perf_counter()
         if now - self.last_line >= LINE_SECONDS and (self.total is None or self.done < self.total):
             self.last_line = now
-            self._line(f" ({item})" if item else "", now)
+            self._line(now, item)
 
-    def _line(self, suffix: str, now: float) -> None:
-        elapsed = now - self.start
-        counted = f"{self.done}/{self.total}" if self.total is not None else f"{self.done}"
-        text = f"{self.label}: {counted} {self.unit}s{suffix}, {format_seconds(elapsed)}"
+    def _line(self, now: float, item: str = "", stopped: str = "") -> None:
+        elapsed, parts = now - self.start, []
+        if self.total is not None or self.done:
+            counted = f"{self.done}/{self.total}" if self.total is not None else f"{self.done}"
+            parts.append(f"{counted} {self.unit}s" + (f" ({item})" if item else ""))
+        parts.append(format_seconds(elapsed))
         if self.total and 0 < self.done < self.total:
-            left = elapsed / self.done * (self.total - self.done)
-            text += f", about {format_seconds(left)} left"
-        print(text, file=self.progress.stream, flush=True)
+            parts.append(
+                f"about {format_seconds(elapsed / self.done * (self.total - self.done))} left"
+            )
+        if stopped:
+            parts.append(f"stopped by {stopped}")
+        print(f"{self.label}: {', '.join(parts)}", file=self.progress.stream, flush=True)
 
     def __exit__(
         self,
@@ -158,7 +173,7 @@ class Stage:
                 self._ticker.join()
             self._bar.close()
         elif self.progress.enabled:
-            self._line("" if kind is None else f" ({kind.__name__})", time.perf_counter())
+            self._line(time.perf_counter(), stopped="" if kind is None else kind.__name__)
 
 
 def progress_of(progress: bool | Progress, *, stages: int | None = None) -> Progress:

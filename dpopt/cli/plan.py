@@ -20,6 +20,7 @@ from dpopt.cli.options import (
 )
 from dpopt.cli.workloads import parse_workload
 from dpopt.planning import MAX_CURVE_EPSILONS, MEMORY_BUDGET, MIN_MEMORY, check_memory
+from dpopt.progress import Progress
 from dpopt.validation import instance
 
 __all__ = [
@@ -223,6 +224,7 @@ def _plan_curve(args: argparse.Namespace) -> int:
                 seeds=args.seeds,
                 prior=args.prior,
                 max_memory=args.max_memory,
+                progress=True,
             )
             about = (
                 f"network {curve.parameters['network']}, {curve.parameters['records']:,} "
@@ -236,6 +238,7 @@ def _plan_curve(args: argparse.Namespace) -> int:
                 epsilons=epsilons,
                 seeds=args.seeds,
                 max_memory=args.max_memory,
+                progress=True,
             )
             about = f"shape {shape}, d_max {args.d_max}"
     except (ValueError, OSError) as error:
@@ -481,15 +484,23 @@ def run(args: argparse.Namespace) -> int:
             hdmm.noise_variance(noise, epsilon, args.delta)
         method = _method(args, workload)
         _check_memory(args, workload, method)
-        strategy = _strategy(args, workload, method)
+        steps = Progress(stages=2)
+        with steps.stage(f"optimizing the strategy ({method})"):
+            strategy = _strategy(args, workload, method)
         budget = {"delta": args.delta, "max_memory": args.max_memory}
-        plans = [hdmm.plan_error(workload, strategy, epsilon=e, **budget) for e in epsilons]
-        if args.rmse is not None or args.max_std is not None:
-            plans.append(
-                hdmm.plan_epsilon(
-                    workload, strategy, rmse=args.rmse, max_std=args.max_std, **budget
+        searched = args.rmse is not None or args.max_std is not None
+        with steps.stage("planning", len(epsilons) + searched, unit="plan") as stage:
+            plans = []
+            for e in epsilons:
+                plans.append(hdmm.plan_error(workload, strategy, epsilon=e, **budget))
+                stage.advance()
+            if searched:
+                plans.append(
+                    hdmm.plan_epsilon(
+                        workload, strategy, rmse=args.rmse, max_std=args.max_std, **budget
+                    )
                 )
-            )
+                stage.advance()
     except ValueError as error:
         return _fail(str(error))
     rows = [_row(plan) for plan in plans]

@@ -13,6 +13,7 @@ from dpopt.census import geography as geo
 from dpopt.census import planning
 from dpopt.census.planning import _simulate, memory_estimate, plan_epsilon, sample_states
 from dpopt.cli import main
+from dpopt.progress import Progress
 
 SLOW = pytest.mark.slow
 
@@ -33,7 +34,8 @@ def test_plan_meets_its_target_and_is_reproducible(shape, level, metric, target)
     missed = [e for e, v in plan.evaluations if v > target]
     assert plan.achieved >= target * 0.98 or max(missed) * 1.02 >= plan.epsilon
     depth = geo.LEVELS.index(level)
-    value, _ = _simulate(shape, plan.epsilon, depth, metric, "leaf-weighted", None, None)
+    quiet = Progress(False)
+    value, _ = _simulate(shape, plan.epsilon, depth, metric, "leaf-weighted", None, None, quiet)
     assert value == plan.achieved  # one noise seed for every ε: the same release again
     again = plan_epsilon(shape, target=target, level=level, metric=metric)
     assert again.evaluations == plan.evaluations

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from dpopt import dgm, relational
 from dpopt import progress as progress_module
 from dpopt.census import blocks
 from dpopt.census import geography as geo
@@ -35,7 +36,7 @@ def test_a_redirected_run_writes_one_line_per_stage() -> None:
         pass
     first, second = _lines(stream)
     assert re.fullmatch(r"\[1/2\] read: 3/3 files, \d+\.\d s", first)
-    assert re.fullmatch(r"\[2/2\] solve: 0 items, \d+\.\d s", second)
+    assert re.fullmatch(r"\[2/2\] solve: \d+\.\d s", second)  # not counted
 
 
 def test_items_are_reported_with_the_time_left(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,7 +59,7 @@ def test_a_failed_stage_says_so_and_sub_runs_are_prefixed() -> None:
     with steps.within("re-solve").stage("bottom-up", 2, unit="task") as stage:
         stage.advance(2)
     failed, nested = _lines(stream)
-    assert failed.startswith("[1/2] load: 0 items (KeyError), ")
+    assert re.fullmatch(r"\[1/2\] load: \d+\.\d s, stopped by KeyError", failed)
     assert nested.startswith("[2/2] re-solve: bottom-up: 2/2 tasks, ")
 
 
@@ -141,3 +142,25 @@ def test_the_census_plan_reports_each_simulated_release() -> None:
     ends = re.findall(r"^simulated release (\d+) \(ε = [^)]+\): l1 [^\n]+ in all\)$", text, re.M)
     assert ends == [str(i + 1) for i in range(len(plan.evaluations))]
     assert re.search(r"^simulated release 1 \(ε = 1\): top-down: \d+/\d+ tasks", text, re.M)
+
+
+def test_the_curves_report_each_simulated_release() -> None:
+    stream = io.StringIO()
+    dgm.plan_error_curve(
+        "asia", records=500, epsilons=(1.0,), seeds=2, queries=4, progress=Progress(stream=stream)
+    )
+    relational.plan_error_curve(
+        (60, 40, 80), d_max=3, epsilons=(1.0, 3.0), seeds=1, progress=Progress(stream=stream)
+    )
+    dgm_line, relational_line = _lines(stream)
+    assert dgm_line.startswith("simulated releases: 4/4 releases, ")  # default and baseline
+    assert relational_line.startswith("simulated releases: 2/2 releases, ")
+
+
+def test_dpopt_plan_hdmm_shows_the_optimizer_then_the_plans(capsys) -> None:
+    assert (
+        main(["plan", "hdmm", "--workload", "allrange:16", "--epsilon", "1,2", "--rmse", "5"]) == 0
+    )
+    err = capsys.readouterr().err
+    assert re.search(r"^\[1/2\] optimizing the strategy \(opt0\): \d+\.\d s$", err, re.M)
+    assert re.search(r"^\[2/2\] planning: 3/3 plans, ", err, re.M)
