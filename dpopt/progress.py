@@ -2,11 +2,12 @@
 
 A run is a sequence of stages. On a terminal each stage is a tqdm bar (``[2/4] re-solve``)
 refreshed every second even when no item ends, with an estimate of the time left when the
-stage counts its items; when stderr is not a terminal (a log, a pipe) each stage writes one
-plain line as it ends (``[2/4] re-solve: 51/51 states, 12.3 s``) and a counted stage also a
-line per finished item at most every :data:`LINE_SECONDS`. Times are wall-clock seconds of
-this process (waiting for workers included); the estimate assumes the items left take as long
-as the ones done, which is all it knows. ``Progress(False)`` reports nothing.
+stage counts its items (a sub-run's bars, :meth:`Progress.within`, are cleared as they end).
+When stderr is not a terminal (a log, a pipe) each stage writes one plain line as it ends
+(``[2/4] re-solve: 51/51 states, 12.3 s``) and a counted stage also a line per finished item
+at most every :data:`LINE_SECONDS`. Times are wall-clock seconds of this process (waiting for
+workers included); the estimate assumes the items left take as long as the ones done, which is
+all it knows. ``Progress(False)`` reports nothing.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class Progress:
     """Where a long run reports its stages (module docstring).
 
     ``enabled``: False reports nothing. ``stages``: how many stages the run has, when known
-    (labels then read ``[i/n]``). ``stream``: default ``sys.stderr`` when the run starts.
+    (labels then read ``[i/n]``). ``stream``: default ``sys.stderr`` (as it is now).
     ``bar``: tqdm bars (default: whether ``stream`` is a terminal) or plain lines.
     ``prefix``: put before every label (:meth:`within`)."""
 
@@ -119,6 +120,7 @@ class Stage:
                 desc=self.label,
                 unit=self.unit,
                 file=self.progress.stream,
+                leave=not self.progress.prefix,  # a sub-run's bars go when it ends
                 **uncounted,
             )
             self._ticker = threading.Thread(target=self._tick, daemon=True)
