@@ -18,7 +18,7 @@ import time
 from types import TracebackType
 from typing import Any, TextIO
 
-from dpopt.validation import boolean, integer
+from dpopt.validation import boolean, integer, nonnegative_number
 
 __all__ = ["LINE_SECONDS", "Progress", "Stage", "format_seconds", "progress_of"]
 
@@ -31,6 +31,7 @@ _REFRESH_SECONDS = 1.0
 
 def format_seconds(seconds: float) -> str:
     """``12.3 s`` below a minute, ``4 min 05 s`` below an hour, else ``2 h 03 min``."""
+    seconds = nonnegative_number("seconds", seconds)
     if seconds < 60:
         return f"{seconds:.1f} s"
     minutes, rest = divmod(round(seconds), 60)

@@ -49,6 +49,8 @@ def summary(value: Any) -> str:
 def short_repr(self: Any) -> str:
     """``Type(field=summary, …)`` over a dataclass's repr fields (:func:`summary`), at most
     :data:`REPR_CHARS` characters."""
+    if not dataclasses.is_dataclass(self) or isinstance(self, type):
+        raise TypeError(f"short_repr takes a dataclass instance, got {type(self).__name__}")
     name, parts = type(self).__name__, list[str]()
     for item in dataclasses.fields(self):
         if not item.repr:
