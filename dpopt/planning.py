@@ -20,6 +20,7 @@ from dpopt.deprecation import warn_renamed
 from dpopt.limits import MAX_CURVE_EPSILONS, MAX_SEEDS
 from dpopt.limits import PLAN_MEMORY_BUDGET as MEMORY_BUDGET
 from dpopt.limits import PLAN_MIN_MEMORY as MIN_MEMORY
+from dpopt.reprs import short_repr
 from dpopt.validation import finite_array, instance, integer, positive_number, sequence
 
 __all__ = [
@@ -132,6 +133,8 @@ class ErrorCurve:
     mean over the seeds of default/baseline at ``epsilons[i]`` (below 1: the release beats its
     baseline), ``ratio_sd`` its standard deviation. ``family`` names the family and
     ``parameters`` the public parameters simulated (a network and its records, a shape, …)."""
+
+    __repr__ = short_repr
 
     family: str
     parameters: dict[str, Any]

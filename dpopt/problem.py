@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from dpopt.errors import SolverError
+from dpopt.reprs import short_repr
 from dpopt.validation import boolean, choice, function, instance, positive_number, subclass
 
 __all__ = [
@@ -170,6 +171,8 @@ class Solution:
     status is not ``optimal``; when :func:`solve` changed the method's status,
     ``info["method_status"]`` keeps the one the method returned.
     """
+
+    __repr__ = short_repr
 
     x: Any
     objective: float

@@ -35,6 +35,7 @@ from dpopt.release import (
     measured_record,
     noise_errors,
 )
+from dpopt.reprs import short_repr
 from dpopt.validation import file_path, instance, sequence
 
 __all__ = [
@@ -173,6 +174,8 @@ def finish(
 class StoredRelease:
     """A release read back from its directory (:func:`load`): the contract's record, the
     tables' recorded checksums and the family's public facts. Nothing private is in it."""
+
+    __repr__ = short_repr
 
     path: Path
     family: str

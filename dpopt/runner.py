@@ -27,6 +27,7 @@ from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
+from dpopt.progress import Progress, progress_of
 from dpopt.validation import instance, integer, sequence
 
 __all__ = [
@@ -185,9 +186,11 @@ def timed_call(label: str, function: Callable[..., Any], *args: Any) -> tuple[An
 
 
 class Runner:
-    """Run labelled tasks and return their results in submission order, with progress."""
+    """Run labelled tasks and return their results in submission order, with progress: each
+    :meth:`run` is a stage of ``progress`` (True: on stderr; a :class:`~dpopt.progress.Progress`)
+    counting its tasks."""
 
-    def __init__(self, executor: Any = None, *, progress: bool = False):
+    def __init__(self, executor: Any = None, *, progress: bool | Progress = False):
         if executor is not None and not (
             isinstance(executor, Executor) or is_dask_client(executor)
         ):
@@ -197,7 +200,7 @@ class Runner:
             )
         self.executor = executor
         self.dask = is_dask_client(executor)
-        self.progress = progress
+        self.progress = progress_of(progress)
         self.stats: list[TaskStats] = []
 
     def put(self, value: Any) -> Any:
@@ -217,11 +220,8 @@ class Runner:
         ``sink``, each result is handed to ``sink(index, result)`` as its task ends (in any
         order) and not kept: the list returned is then empty, so no more than the results in
         flight are held at once."""
-        from tqdm import tqdm
-
         if sink is not None and not callable(sink):
             raise TypeError(f"sink must be callable, got {sink!r:.60}")
-        bar = tqdm(total=len(tasks), desc=phase, unit="task", disable=not self.progress)
         results: list[Any] = []
 
         def done(index: int, outcome: tuple[Any, TaskStats]) -> None:
@@ -231,16 +231,14 @@ class Runner:
                 results.append((index, result))
             else:
                 sink(index, result)
-            bar.update()
+            stage.advance(item=stats.label)
 
-        try:
+        with self.progress.stage(phase, len(tasks), unit="task") as stage:
             if self.executor is None:
                 for index, (label, args) in enumerate(tasks):
                     done(index, timed_call(label, function, *args))
             else:
                 self._remote(function, tasks, done)
-        finally:
-            bar.close()
         return [result for _, result in sorted(results, key=lambda pair: pair[0])]
 
     def _remote(

@@ -18,7 +18,7 @@ The plot (``plan_accuracy.png`` under ``--out``) is each row's planned RMSE agai
 markers where the release measures Identity (its integer noise wins at large ε).
 
 Run: ``python examples/plan_accuracy.py`` (10,000 releases per row, ~20 min on 2 cores);
-``--quick``: two rows, 300 releases.
+``--quick``: two rows, 300 releases (2.4 s at load average 4.4, 8.5 s at 13, on 2 cores).
 """
 
 from __future__ import annotations

@@ -42,6 +42,8 @@ from dpopt.census.store import read_partition
 from dpopt.deprecation import keyword_alias
 from dpopt.models.census.problems import OBJECTIVES
 from dpopt.privacy import Accountant
+from dpopt.progress import Progress
+from dpopt.reprs import short_repr
 from dpopt.runner import Runner
 from dpopt.solvers.census.partitioned import WIDENING, Widening
 from dpopt.validation import choice, positive_number
@@ -72,6 +74,8 @@ class IntervalSettings:
 @dataclass(frozen=True, eq=False)
 class BlockPlan:
     """A validated block release waiting for its charge (:func:`plan_blocks`)."""
+
+    __repr__ = short_repr
 
     geography: Geography
     out: Path
@@ -161,7 +165,7 @@ def plan_blocks(
     domain_sd: float = 3.0,
     widening: Widening = "global",
     objective: str = "leaf-weighted",
-    progress: bool = False,
+    progress: bool | Progress = False,
     interval_level: float | None = None,
     interval_seed: int = 0,
     interval_method: str = "exact-pivot",

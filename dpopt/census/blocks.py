@@ -44,8 +44,10 @@ from dpopt.models.census.problems import PartitionedPostProcess
 from dpopt.privacy import Accountant
 from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Solution, Status, solve
+from dpopt.progress import Progress
 from dpopt.release import Measured, ReleaseError, Rng, measured_record, resolve_rng
 from dpopt.release import contract_errors as common_errors
+from dpopt.reprs import short_repr
 from dpopt.runner import Runner
 from dpopt.solvers.census.partitioned import (
     PartitionedSolution,
@@ -159,6 +161,8 @@ class BlockRelease:
     ``measured`` one :class:`~dpopt.release.Measured` record per level.
     """
 
+    __repr__ = short_repr
+
     out_dir: Path
     geography: Geography
     total: int
@@ -229,6 +233,8 @@ class BlockMeasurement:
     The key of the noise is not kept: it is a secret (docs/design.md, "The release contract").
     """
 
+    __repr__ = short_repr
+
     noisy_dir: Path
     nation_noisy: np.ndarray | None
     total: int | None
@@ -264,7 +270,7 @@ def release_blocks(
     domain_sd: float = 3.0,
     widening: Widening = "global",
     objective: str = "leaf-weighted",
-    progress: bool = False,
+    progress: bool | Progress = False,
     interval_level: float | None = None,
     interval_seed: int = 0,
     interval_method: str = "exact-pivot",
@@ -447,7 +453,7 @@ def generate(
     out_dir: str | os.PathLike,
     *,
     executor: Any = None,
-    progress: bool = False,
+    progress: bool | Progress = False,
 ) -> list[str]:
     """Write every state's synthetic private counts as ``truth`` partitions under ``out_dir``
     (what an agency's input to :func:`release_blocks` ``data_dir`` looks like)."""

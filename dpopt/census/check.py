@@ -85,6 +85,7 @@ from dpopt.extras import load_pyarrow
 from dpopt.hierarchy import Tree
 from dpopt.limits import CHECK_MAX_VIOLATIONS as LIMIT
 from dpopt.problem import CLAIMS_FEASIBLE
+from dpopt.progress import Progress, progress_of
 from dpopt.release import (
     NOISE_RTOL,
     Measured,
@@ -92,6 +93,7 @@ from dpopt.release import (
     measured_errors,
     measured_from_record,
 )
+from dpopt.reprs import short_repr
 from dpopt.solvers.census.partitioned import checksum
 from dpopt.validation import (
     boolean,
@@ -116,6 +118,8 @@ __all__ = [
 class CheckReport:
     """What :func:`check_release` found: ``violations`` (the first :data:`LIMIT`, of
     ``count`` in all) and what was ``checked``."""
+
+    __repr__ = short_repr
 
     path: str
     violations: list[str] = field(default_factory=list)
@@ -360,7 +364,7 @@ def _column_intervals(
 
 
 def _recheck_certificate(
-    out: Path, manifest: dict[str, Any], release: _Release, report: CheckReport
+    out: Path, manifest: dict[str, Any], release: _Release, report: CheckReport, steps: Progress
 ) -> None:
     """Re-solve from the noisy partitions; compare status, cost and checksum (module docstring)."""
     from dpopt.census.block_files import StateSource
@@ -395,7 +399,7 @@ def _recheck_certificate(
         solution = solve(
             problem,
             PARTITIONED,
-            runner=Runner(None),
+            runner=Runner(None, progress=steps),
             domain_sd=float(final if final is not None else manifest["domain_sd_start"]),
             widening=manifest["widening"],
         )
@@ -447,10 +451,14 @@ def _saved_certificate(saved: Any, counts: np.ndarray, report: CheckReport) -> N
         report.add(f"certificate: the counts cost {mine:.10g}, the file says {saved.cost:.10g}")
 
 
-def check_saved(path: str | Path, *, certificate: bool = False) -> CheckReport:
+def check_saved(
+    path: str | Path, *, certificate: bool = False, progress: bool | Progress = False
+) -> CheckReport:
     """Verify the JSON release ``path`` (:func:`~dpopt.census.save_release`; module
-    docstring). A ValueError means the file is not a readable release."""
+    docstring; ``progress``: report the re-solve, :func:`check_release`). A ValueError means
+    the file is not a readable release."""
     certificate = boolean("certificate", certificate)
+    steps = progress_of(progress, stages=1)
     start = time.perf_counter()
     saved = load_release(path)
     report = CheckReport(str(path))
@@ -463,7 +471,8 @@ def check_saved(path: str | Path, *, certificate: bool = False) -> CheckReport:
         report.add("the counts' checksum differs from the file's (the counts were changed)")
     resolved = certificate and report.valid  # an invalid release is no optimum to certify
     if resolved:
-        _saved_certificate(saved, exact, report)
+        with steps.stage("re-solve"):
+            _saved_certificate(saved, exact, report)
     report.checked = {
         "regions": int(measurement.parents.size),
         "sizes": int(measurement.sizes.size),
@@ -474,12 +483,16 @@ def check_saved(path: str | Path, *, certificate: bool = False) -> CheckReport:
     return _finished(report, start, "re-solved" if resolved else "not re-solved: it is invalid")
 
 
-def check_release(path: str | Path, *, certificate: bool = False) -> CheckReport:
+def check_release(
+    path: str | Path, *, certificate: bool = False, progress: bool | Progress = False
+) -> CheckReport:
     """Verify the release under ``path`` (module docstring; ``certificate``: also re-solve).
-    A ValueError means the directory is not a readable release; anything found wrong is in the
-    report's ``violations``: an interrupted release (its ``INCOMPLETE`` marker) and malformed
-    manifest fields too."""
+    ``progress``: report the stages (:mod:`dpopt.progress`): the states, one at a time, then
+    each phase of the re-solve. A ValueError means the directory is not a readable release;
+    anything found wrong is in the report's ``violations``: an interrupted release (its
+    ``INCOMPLETE`` marker) and malformed manifest fields too."""
     certificate = boolean("certificate", certificate)
+    steps = progress_of(progress, stages=2 if certificate else 1)
     start = time.perf_counter()
     out = file_path("path", path)
     if not out.is_dir():
@@ -504,15 +517,18 @@ def check_release(path: str | Path, *, certificate: bool = False) -> CheckReport
         )
     digest = hashlib.sha256(checksum(release.nation).encode())
     roots = np.zeros_like(release.nation)
-    for state in range(release.states):
-        try:
-            root, sums = _state(out, state, release, report)
-        except (OSError, ValueError) as err:
-            report.add(f"state {state}: unreadable partition ({err})")
-            continue
-        roots += root
-        for value in sums:
-            digest.update(value.encode())
+    with steps.stage("states", release.states, unit="state") as stage:
+        for state in range(release.states):
+            try:
+                root, sums = _state(out, state, release, report)
+            except (OSError, ValueError) as err:
+                report.add(f"state {state}: unreadable partition ({err})")
+                continue
+            finally:
+                stage.advance(item=f"state {state}")
+            roots += root
+            for value in sums:
+                digest.update(value.encode())
     if not np.array_equal(roots, release.nation):
         wrong = np.flatnonzero(roots != release.nation)
         report.add(
@@ -522,7 +538,7 @@ def check_release(path: str | Path, *, certificate: bool = False) -> CheckReport
     if digest.hexdigest() != release.checksum:
         report.add("the release's checksum differs from the manifest's (a partition changed)")
     if certificate:
-        _recheck_certificate(out, manifest, release, report)
+        _recheck_certificate(out, manifest, release, report, steps.within("re-solve"))
     report.checked = {
         "states": release.states,
         "sizes": release.sizes,

@@ -24,6 +24,7 @@ from dpopt.census.block_plan import out_path
 from dpopt.census.check import CheckReport, check_saved
 from dpopt.census.mechanism import Release
 from dpopt.census.release_file import SavedRelease, load_release, save_release
+from dpopt.progress import Progress
 from dpopt.validation import boolean, file_path, instance, sequence
 
 __all__ = [
@@ -118,9 +119,12 @@ def is_directory(path: Any) -> bool:
     return folder.is_dir() and ((folder / RELEASE).is_file() or (folder / COUNTS).is_file())
 
 
-def check_directory(path: Any, *, certificate: bool = False) -> CheckReport:
+def check_directory(
+    path: Any, *, certificate: bool = False, progress: bool | Progress = False
+) -> CheckReport:
     """Verify the directory ``path`` (module docstring); ``certificate``: also re-solve the
-    post-processing (:func:`~dpopt.census.check.check_saved`). An interrupted release (its
+    post-processing (:func:`~dpopt.census.check.check_saved`, which shows ``progress``). An
+    interrupted release (its
     ``INCOMPLETE`` marker) is reported invalid; a ValueError means ``release.json`` is not
     a readable release."""
     certificate = boolean("certificate", certificate)
@@ -132,7 +136,7 @@ def check_directory(path: Any, *, certificate: bool = False) -> CheckReport:
             report.add(interrupted)
         report.add(f"no {RELEASE}: the directory holds no finished release")
         return report
-    report = check_saved(out / RELEASE, certificate=certificate)
+    report = check_saved(out / RELEASE, certificate=certificate, progress=progress)
     report.path = str(out)
     if (out / INCOMPLETE).exists():
         report.add(interrupted)

@@ -19,6 +19,7 @@ from dpopt.hierarchy import Tree
 from dpopt.models.census.problems import cumulative
 from dpopt.privacy import Accountant, Prepared, draw, exact_shares, prepare_laplace
 from dpopt.release import Measured, resolve_rng
+from dpopt.reprs import short_repr
 from dpopt.validation import choice, finite_array, positive_number
 
 __all__ = ["QUERIES", "Measurement", "Query", "measure", "sensitivity"]
@@ -45,6 +46,8 @@ class Measurement:
     ``sd[r]`` that noise's standard deviation; ``measured`` one :class:`~dpopt.release.Measured`
     record per level, labelled as the accountant's charge of that level.
     """
+
+    __repr__ = short_repr
 
     query: Query
     parents: np.ndarray
@@ -111,6 +114,8 @@ def _level_weights(level_weights: Any, levels: int) -> np.ndarray:
 @dataclass(frozen=True, eq=False)
 class Plan:
     """A validated measurement waiting for its charge: each level's rows and prepared noise."""
+
+    __repr__ = short_repr
 
     data: CensusData
     query: Query

@@ -47,6 +47,7 @@ from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Solution, Status
 from dpopt.release import Measured, ReleaseError, Rng, resolve_rng
 from dpopt.release import contract_errors as common_errors
+from dpopt.reprs import short_repr
 from dpopt.runner import Runner
 
 __all__ = ["Release", "ReleasePlan", "plan_release", "release"]
@@ -69,6 +70,8 @@ class Release:
     (``interval_level``; :func:`~dpopt.census.confidence.intervals`, post-processing of the
     measurement).
     """
+
+    __repr__ = short_repr
 
     mechanism: str
     objective: str

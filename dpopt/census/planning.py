@@ -36,6 +36,8 @@ from dpopt.census.store import read_partition
 from dpopt.limits import MAX_RELEASES
 from dpopt.models.census.problems import OBJECTIVES
 from dpopt.planning import check_memory, memory_budget, tolerance
+from dpopt.progress import Progress, format_seconds, progress_of
+from dpopt.reprs import short_repr
 from dpopt.runner import as_executor
 from dpopt.validation import choice, instance, integer, positive_number
 
@@ -67,6 +69,8 @@ class CensusPlan:
     """The smallest ε found whose simulated release meets ``target`` on ``metric`` at
     ``level``: ``achieved`` the metric at ``epsilon`` (± ``standard_error`` across states),
     ``evaluations`` every (ε, metric) simulated, in order."""
+
+    __repr__ = short_repr
 
     epsilon: float
     level: str
@@ -145,8 +149,10 @@ def _simulate(
     objective: str,
     executor: Any,
     data_dir: str | None,
+    steps: Progress,
 ) -> tuple[float, float]:
-    """(metric, its standard error) of one simulated release at ε."""
+    """(metric, its standard error) of one simulated release at ε (its phases reported on
+    ``steps``)."""
     with tempfile.TemporaryDirectory(prefix="dpopt-plan-") as out:
         result = release_blocks(
             geography,
@@ -157,6 +163,7 @@ def _simulate(
             objective=objective,
             data_dir=data_dir,
             interval_level=0.95 if metric == "width" else None,
+            progress=steps,
         )
         if depth == 0:
             if metric == "width":
@@ -183,7 +190,7 @@ def plan_epsilon(
     rtol: float = 0.02,
     max_releases: int = 8,
     states: int | None = None,
-    progress: Callable[[float, float], None] | None = None,
+    progress: bool | Progress | Callable[[float, float], None] | None = None,
     max_memory: int | None = None,
 ) -> CensusPlan:
     """The smallest ε (to ``rtol``: the metric lands in [target·(1 − rtol), target]) whose
@@ -196,13 +203,20 @@ def plan_epsilon(
     simulate on that many of the geography's states (:func:`sample_states`; synthetic counts
     only), a release's cost divided by about len(states)/``states``; None, every state. A
     target not met within ``max_releases`` releases is refused with the evaluations.
-    ``progress(ε, metric)`` is called after each simulated release (the CLI prints it).
+    ``progress``: True (or a :class:`~dpopt.progress.Progress`) reports each simulated
+    release's phases and a line with its metric as it ends; a callable ``progress(ε,
+    metric)`` is called after each simulated release instead.
     A simulation whose :func:`memory_estimate` is above ``max_memory`` bytes (default
     :data:`~dpopt.planning.MEMORY_BUDGET`; per process, as each worker releases its own
     states) is refused before any release."""
     instance("geography", geography, Geography)
-    if progress is not None and not callable(progress):
-        raise TypeError(f"progress must be callable or None, got {type(progress).__name__}")
+    if progress is not None and not isinstance(progress, bool | Progress | Callable):
+        raise TypeError(
+            "progress must be callable, True, False, None or a dpopt.progress.Progress, got "
+            f"{type(progress).__name__}"
+        )
+    callback = progress if callable(progress) else None
+    steps = progress if isinstance(progress, Progress) else progress_of(progress is True)
     target = positive_number("target", target)
     depth = LEVELS.index(choice("level", level, LEVELS))
     metric = choice("metric", metric, METRICS)
@@ -226,11 +240,18 @@ def plan_epsilon(
     errors: dict[float, float] = {}
 
     def evaluate(epsilon: float) -> float:
-        value, error = _simulate(geography, epsilon, depth, metric, objective, executor, data_dir)
+        name = f"simulated release {len(evaluations) + 1} (ε = {epsilon:.4g})"
+        value, error = _simulate(
+            geography, epsilon, depth, metric, objective, executor, data_dir, steps.within(name)
+        )
         evaluations.append((epsilon, value))
         errors[epsilon] = error
-        if progress is not None:
-            progress(epsilon, value)
+        if callback is not None:
+            callback(epsilon, value)
+        steps.note(
+            f"{name}: {metric} {value:.4g} at the {level} level "
+            f"({format_seconds(time.perf_counter() - start)} in all)"
+        )
         return value
 
     epsilon, value = 1.0, evaluate(1.0)

@@ -29,6 +29,7 @@ from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
 from dpopt.release import Measured, measured_from_record, measured_record
 from dpopt.release import contract_errors as common_errors
+from dpopt.reprs import short_repr
 from dpopt.solvers.census.partitioned import checksum
 from dpopt.validation import file_path, instance
 
@@ -50,6 +51,8 @@ class SavedRelease:
     post-processing objective the release reported; ``checksum`` the counts' digest as saved.
     ``budget``, ``statuses`` and ``measured`` follow the release contract
     (:class:`dpopt.release.ReleaseResult`)."""
+
+    __repr__ = short_repr
 
     mechanism: str
     objective: str

@@ -103,7 +103,7 @@ def _census(args: argparse.Namespace) -> dict[str, Any]:
     check = (
         check_saved if path.is_file() else check_directory if is_directory(path) else check_release
     )
-    report = check(args.path, certificate=args.certificate)
+    report = check(args.path, certificate=args.certificate, progress=True)
     return {
         "path": report.path,
         "valid": report.valid,

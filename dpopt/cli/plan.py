@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Any
 
 from dpopt.cli.options import (
@@ -21,6 +20,7 @@ from dpopt.cli.options import (
 )
 from dpopt.cli.workloads import METHODS, parse_workload, strategy_method
 from dpopt.planning import MAX_CURVE_EPSILONS, MEMORY_BUDGET, MIN_MEMORY, check_memory
+from dpopt.progress import Progress
 from dpopt.validation import instance
 
 __all__ = [
@@ -224,6 +224,7 @@ def _plan_curve(args: argparse.Namespace) -> int:
                 seeds=args.seeds,
                 prior=args.prior,
                 max_memory=args.max_memory,
+                progress=True,
             )
             about = (
                 f"network {curve.parameters['network']}, {curve.parameters['records']:,} "
@@ -237,6 +238,7 @@ def _plan_curve(args: argparse.Namespace) -> int:
                 epsilons=epsilons,
                 seeds=args.seeds,
                 max_memory=args.max_memory,
+                progress=True,
             )
             about = f"shape {shape}, d_max {args.d_max}"
     except (ValueError, OSError) as error:
@@ -301,18 +303,9 @@ def _plan_census(args: argparse.Namespace) -> int:
     from dpopt.census.planning import plan_epsilon
 
     metric, target = ("l1", args.target_l1) if args.target_l1 else ("width", args.target_width)
-    start = time.perf_counter()
-
-    def progress(epsilon: float, value: float) -> None:
-        """Each simulated release as it ends, on stderr: an interrupted search shows them."""
-        seconds = time.perf_counter() - start
-        print(
-            f"simulated ε = {epsilon:.4g}: {metric} {value:.4g} ({seconds:.0f} s)", file=sys.stderr
-        )
-
     try:
         geography = geography_of(args, 0.01 if args.geography == "blocks" else 1.0)
-        options = {"target": target, "level": args.level, "metric": metric, "progress": progress}
+        options = {"target": target, "level": args.level, "metric": metric, "progress": True}
         options["states"] = args.states or None
         # each worker process releases its own states: the budget is split among them
         options["max_memory"] = max(args.max_memory // max(args.workers, 1), MIN_MEMORY)
@@ -455,15 +448,23 @@ def run(args: argparse.Namespace) -> int:
             hdmm.noise_variance(noise, epsilon, args.delta)
         method = _method(args, workload)
         _check_memory(args, workload, method)
-        strategy = _strategy(args, workload, method)
+        steps = Progress(stages=2)
+        with steps.stage(f"optimizing the strategy ({method})"):
+            strategy = _strategy(args, workload, method)
         budget = {"delta": args.delta, "max_memory": args.max_memory}
-        plans = [hdmm.plan_error(workload, strategy, epsilon=e, **budget) for e in epsilons]
-        if args.rmse is not None or args.max_std is not None:
-            plans.append(
-                hdmm.plan_epsilon(
-                    workload, strategy, rmse=args.rmse, max_std=args.max_std, **budget
+        searched = args.rmse is not None or args.max_std is not None
+        with steps.stage("planning", len(epsilons) + searched, unit="plan") as stage:
+            plans = []
+            for e in epsilons:
+                plans.append(hdmm.plan_error(workload, strategy, epsilon=e, **budget))
+                stage.advance()
+            if searched:
+                plans.append(
+                    hdmm.plan_epsilon(
+                        workload, strategy, rmse=args.rmse, max_std=args.max_std, **budget
+                    )
                 )
-            )
+                stage.advance()
     except ValueError as error:
         return _fail(str(error))
     rows = [_row(plan) for plan in plans]

@@ -25,7 +25,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from dpopt import validation
 from dpopt.compare import census, dgm, eigen, hdmm, relational
@@ -37,6 +36,7 @@ from dpopt.compare.instance import Experiment, Instance
 from dpopt.extras import require
 from dpopt.paper.dgm_tables import text_table
 from dpopt.problem import CLAIMS_FEASIBLE, method_info, methods, solve
+from dpopt.progress import Progress
 from dpopt.runner import Interrupted as Interrupted  # re-exported
 from dpopt.runner import as_executor
 
@@ -280,19 +280,20 @@ def run(
     interrupted = False
     pool = as_executor(executor)
     lines = progress and not sys.stderr.isatty()  # redirected: a line per solve instead
-    with tqdm(total=len(plan), disable=not progress or lines, unit="solve") as bar:
+    steps = Progress(progress and not lines, bar=True)  # a bar that ticks through long solves
+    with steps.stage("solves", len(plan), unit="solve") as bar:
         try:
             if pool is None:
                 for family, instance, name in plan:
-                    bar.set_description(f"{instance.name} · {name}")
+                    bar.describe(f"{instance.name} · {name}")
                     records.append(_solve_record(family, instance, name, time_limit))
-                    bar.update()
+                    bar.advance()
                     if lines:
                         _progress_line(len(records), len(plan), records[-1])
             else:
                 futures = [pool.submit(_solve_record, *item, time_limit) for item in plan]
                 for done, future in enumerate(as_completed(futures), 1):
-                    bar.update()
+                    bar.advance()
                     if lines:
                         _progress_line(done, len(plan), future.result())
                 records.extend(future.result() for future in futures)

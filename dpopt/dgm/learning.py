@@ -63,6 +63,7 @@ from dpopt.privacy.samplers import MAX_LAPLACE_SCALE, exact_fraction
 from dpopt.problem import SolverError, Status, solve
 from dpopt.release import Measured, ReleaseError, Rng, measured_answers, resolve_rng
 from dpopt.release import contract_errors as common_errors
+from dpopt.reprs import short_repr
 from dpopt.validation import boolean, choice, positive_number
 
 __all__ = [
@@ -270,6 +271,8 @@ class Learned:
     All are computed from noisy output or public data.
     """
 
+    __repr__ = short_repr
+
     network: Network
     budget: BudgetReport
     statuses: dict[str, Status]
@@ -307,6 +310,8 @@ class Measurement:
     subsample when Stage II was never drawn; None for a table not measured), ``stage``
     ``"I"`` or ``"II"`` and ``allocation`` the Stage-II ε_i (empty before the allocation).
     Noisy output and public facts only: safe to keep and post-process again."""
+
+    __repr__ = short_repr
 
     measured: tuple[Measured, ...]
     tables: tuple[np.ndarray | None, ...]
@@ -433,6 +438,8 @@ class LearningPlan:
     per table (the query objective and D-Ind; 0 for a table not measured), ``a`` the weights
     it minimised and ``statuses`` its solve's status; for the paper objective ``shares`` is
     None (Stage II's split follows Stage I's noisy output) and ``stage_one`` is (ε^I, ε_s)."""
+
+    __repr__ = short_repr
 
     structure: Network
     codes: np.ndarray

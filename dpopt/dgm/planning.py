@@ -30,6 +30,7 @@ from dpopt.dgm.learning import Settings, learn, maximum_likelihood
 from dpopt.dgm.networks import Network, load
 from dpopt.limits import DGM_MAX_QUERIES as MAX_QUERIES
 from dpopt.planning import MAX_SEEDS, ErrorCurve, check_memory, curve_epsilons, memory_budget
+from dpopt.progress import Progress, progress_of
 from dpopt.validation import choice, instance, integer, positive_number
 
 __all__ = ["PRIORS", "ErrorCurve", "error_curve", "memory_estimate", "plan_error_curve"]
@@ -85,6 +86,7 @@ def plan_error_curve(
     concentration: float = 1.0,
     seed: int = 0,
     max_memory: int | None = None,
+    progress: bool | Progress = False,
 ) -> ErrorCurve:
     """The expected errors of a DGM release against ε (module docstring), as an
     :class:`~dpopt.planning.ErrorCurve` of arms ``default`` and ``baseline``. ``network``: a
@@ -93,7 +95,8 @@ def plan_error_curve(
     :data:`MAX_QUERIES`), half marginal and half conditional; ``seed`` the simulation's public
     seed. ``epsilons`` lie in :data:`~dpopt.planning.CURVE_EPSILONS`, ``seeds`` is at most
     :data:`~dpopt.planning.MAX_SEEDS`; ``records`` whose :func:`memory_estimate` is above
-    ``max_memory`` bytes (default :data:`~dpopt.planning.MEMORY_BUDGET`) are refused."""
+    ``max_memory`` bytes (default :data:`~dpopt.planning.MEMORY_BUDGET`) are refused.
+    ``progress``: report each simulated release (:mod:`dpopt.progress`)."""
     records = integer("records", records, minimum=1)
     seeds = integer("seeds", seeds, minimum=1, maximum=MAX_SEEDS)
     queries = integer("queries", queries, minimum=2, maximum=MAX_QUERIES)
@@ -113,29 +116,34 @@ def plan_error_curve(
     found: dict[str, dict[str, list[list[float]]]] = {
         method: {metric: [[] for _ in epsilons] for metric in METRICS} for method in METHODS
     }
-    for index in range(seeds):
-        rng = np.random.default_rng([seed, index])
-        truth = _with_prior(model, prior, concentration, rng)
-        data = truth.sample(records, rng)
-        reference = maximum_likelihood(truth, data)
-        asked = {
-            "marginal": random_queries(reference, queries // 2, rng, conditional=False),
-            "conditional": random_queries(reference, queries - queries // 2, rng, conditional=True),
-            "maps": [],
-        }
-        inference = Inference(reference)
-        for e, epsilon in enumerate(epsilons):
-            for k, (method, settings) in enumerate(METHODS.items()):
-                learned = learn(
-                    truth,
-                    data,
-                    epsilon=Fraction(str(epsilon)),
-                    rng=np.random.default_rng([seed, index, e, k]),  # a simulation's seed
-                    settings=settings,
-                )
-                scores = evaluate(inference, learned.network, **asked)
-                for metric in METRICS:
-                    found[method][metric][e].append(scores[metric])
+    total = seeds * len(epsilons) * len(METHODS)
+    with progress_of(progress).stage("simulated releases", total, unit="release") as stage:
+        for index in range(seeds):
+            rng = np.random.default_rng([seed, index])
+            truth = _with_prior(model, prior, concentration, rng)
+            data = truth.sample(records, rng)
+            reference = maximum_likelihood(truth, data)
+            asked = {
+                "marginal": random_queries(reference, queries // 2, rng, conditional=False),
+                "conditional": random_queries(
+                    reference, queries - queries // 2, rng, conditional=True
+                ),
+                "maps": [],
+            }
+            inference = Inference(reference)
+            for e, epsilon in enumerate(epsilons):
+                for k, (method, settings) in enumerate(METHODS.items()):
+                    learned = learn(
+                        truth,
+                        data,
+                        epsilon=Fraction(str(epsilon)),
+                        rng=np.random.default_rng([seed, index, e, k]),  # a simulation's seed
+                        settings=settings,
+                    )
+                    scores = evaluate(inference, learned.network, **asked)
+                    for metric in METRICS:
+                        found[method][metric][e].append(scores[metric])
+                    stage.advance()
     parameters = {"network": model.name, "records": records, "prior": prior}
     return ErrorCurve.of_runs("dgm", parameters, epsilons, found)
 

@@ -30,6 +30,7 @@ from dpopt.privacy import (
     Noise,
 )
 from dpopt.query_variance import Covariance, forms_bytes, max_row_form, row_forms, total_form
+from dpopt.reprs import short_repr
 from dpopt.validation import finite_array, positive_number
 
 __all__ = [
@@ -124,6 +125,8 @@ class ErrorPlan:
     ``delta``) draws; ``strategy`` is the one such a release measures (:func:`release_strategy`'s
     choice between the given strategy and Identity), ``queries`` the workload's m.
     """
+
+    __repr__ = short_repr
 
     epsilon: float
     delta: float | None

@@ -40,6 +40,8 @@ from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
 from dpopt.release import Measured, ReleaseError, Rng, measured_answers, resolve_rng
 from dpopt.release import contract_errors as common_errors
+from dpopt.reprs import short_repr
+from dpopt.threads import blas_limit
 
 __all__ = [
     "Answered",
@@ -66,6 +68,8 @@ class Measurement:
     ``statuses`` is empty (measuring runs no optimisation; the strategy's own solves are in
     its ``statuses``).
     """
+
+    __repr__ = short_repr
 
     noise: Noise
     template: str
@@ -162,6 +166,12 @@ def measure(
     )
 
 
+def _pinv(factor: np.ndarray) -> np.ndarray:
+    """A⁺ on BLAS threads by the policy of :mod:`dpopt.threads`."""
+    with blas_limit(min(factor.shape)):
+        return np.linalg.pinv(factor)
+
+
 def reconstruct(measurement: Measurement) -> np.ndarray | list[np.ndarray]:
     """Least squares from a measurement (post-processing: reads only the measurement).
 
@@ -182,7 +192,7 @@ def reconstruct(measurement: Measurement) -> np.ndarray | list[np.ndarray]:
         weighted = {int(a): theta[a] * y for a, y in zip(keys, measurement.answers, strict=True)}
         return marginal_reconstruct(theta, weighted, sizes)
     estimates = [
-        wl.Kron([wl.Explicit(np.linalg.pinv(f)) for f in factors]).matvec(y)
+        wl.Kron([wl.Explicit(_pinv(f)) for f in factors]).matvec(y)
         for factors, y in zip(measurement.blocks, measurement.answers, strict=True)
     ]
     return estimates[0] if len(estimates) == 1 else estimates
@@ -197,6 +207,8 @@ class Answered:
     a :class:`~dpopt.release.ReleaseResult`: ``budget``
     (the charged accountant's report), ``statuses`` (every solve of the strategy's
     optimisation, by method name; empty for a given strategy) and ``measured``."""
+
+    __repr__ = short_repr
 
     answers: np.ndarray
     strategy: AnyStrategy

@@ -19,6 +19,7 @@ from dpopt.privacy import (
     Noise,
 )
 from dpopt.problem import Status
+from dpopt.reprs import short_repr
 
 __all__ = [
     "PRODUCT_METHODS",
@@ -35,6 +36,8 @@ class Strategy:
     candidate template's error, the optimizer's ``details`` (its ``Solution.info``) and
     ``statuses``: the status of every solve that chose it, by method name (empty for a
     strategy no optimizer chose, such as a given matrix)."""
+
+    __repr__ = short_repr
 
     matrix: np.ndarray
     noise: Noise
@@ -62,6 +65,8 @@ class ProductStrategy:
     Σbⱼ (Laplace) or √Σbⱼ² (Gaussian), both 1 by construction. ``statuses`` holds the status of
     every template's solve, by method name.
     """
+
+    __repr__ = short_repr
 
     noise: Noise
     template: str

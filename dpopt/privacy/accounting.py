@@ -34,6 +34,7 @@ from dpopt.deprecation import warn_renamed
 from dpopt.errors import BudgetExceededError
 from dpopt.privacy.calibration import cdp_rho
 from dpopt.privacy.samplers import exact_fraction
+from dpopt.reprs import short_repr
 
 __all__ = [
     "KINDS",
@@ -374,6 +375,8 @@ class BudgetReport(Mapping[str, Any]):
     kept for compatibility with code written when reports were dicts; two reports, or a
     report and a dict, are equal when their dicts are.
     """
+
+    __repr__ = short_repr
 
     kind: BudgetKind
     total: Amount

@@ -59,6 +59,7 @@ from dpopt.relational.data import RelationalData, Workload
 from dpopt.relational.rounding import sample_rows, unbiased_sample
 from dpopt.release import Measured, ReleaseError, measured_answers, resolve_rng, worst_status
 from dpopt.release import contract_errors as common_errors
+from dpopt.reprs import short_repr
 from dpopt.solvers.relational.qp import projected_gradient
 
 if TYPE_CHECKING:
@@ -182,6 +183,8 @@ class LinkPlan:
     ``label``, which starts every charge label and status key.
     """
 
+    __repr__ = short_repr
+
     data: RelationalData = field(repr=False)
     n_left: int
     n_right: int
@@ -231,6 +234,8 @@ class LinkResult:
     ``weights`` the default fit's shrinkage weight λ after each round (empty for the slice
     fits).
     """
+
+    __repr__ = short_repr
 
     links: np.ndarray
     budget: BudgetReport

@@ -34,6 +34,7 @@ from dpopt.planning import (
     memory_budget,
     number_in,
 )
+from dpopt.progress import Progress, progress_of
 from dpopt.relational.data import RelationalData
 from dpopt.relational.datasets import generate
 from dpopt.relational.evaluation import cross_errors
@@ -124,6 +125,7 @@ def plan_error_curve(
     seed: int = 0,
     max_memory: int | None = None,
     method: str | None = None,
+    progress: bool | Progress = False,
 ) -> ErrorCurve:
     """The expected errors of a link release against ε_rel (module docstring), as an
     :class:`~dpopt.planning.ErrorCurve` of one metric, ``error_percent``; ``shape`` is
@@ -132,7 +134,8 @@ def plan_error_curve(
     public seed. ``epsilons`` and
     ``table_epsilon`` lie in :data:`~dpopt.planning.CURVE_EPSILONS`, ``seeds`` is at most
     :data:`~dpopt.planning.MAX_SEEDS`; a shape whose :func:`memory_estimate` is above
-    ``max_memory`` bytes (default :data:`~dpopt.planning.MEMORY_BUDGET`) is refused."""
+    ``max_memory`` bytes (default :data:`~dpopt.planning.MEMORY_BUDGET`) is refused.
+    ``progress``: report each simulated release (:mod:`dpopt.progress`)."""
     n_left, n_right, links = _shape(shape)
     d_max = integer("d_max", d_max, minimum=1)
     seeds = integer("seeds", seeds, minimum=1, maximum=MAX_SEEDS)
@@ -150,25 +153,29 @@ def plan_error_curve(
     )
     learned: list[list[float]] = [[] for _ in epsilons]
     random: list[list[float]] = [[] for _ in epsilons]
-    for index in range(seeds):
-        rng = np.random.default_rng([seed, index])
-        data, left, right, random_links = simulated_instance(
-            (n_left, n_right, links), d_max, table_epsilon, rng
-        )
-        baseline = cross_errors(data, left, right, random_links)
-        for e, epsilon in enumerate(epsilons):
-            result = learn_links(
-                data,
-                left,
-                right,
-                epsilon=epsilon,
-                delta=DELTA,
-                rng=np.random.default_rng([seed, index, e]),  # a simulation's seed
-                fit=fit,
+    with progress_of(progress).stage(
+        "simulated releases", seeds * len(epsilons), unit="release"
+    ) as stage:
+        for index in range(seeds):
+            rng = np.random.default_rng([seed, index])
+            data, left, right, random_links = simulated_instance(
+                (n_left, n_right, links), d_max, table_epsilon, rng
             )
-            cross = cross_errors(data, left, right, result.links)
-            learned[e].append(cross["error_percent"])
-            random[e].append(baseline["error_percent"])
+            baseline = cross_errors(data, left, right, random_links)
+            for e, epsilon in enumerate(epsilons):
+                result = learn_links(
+                    data,
+                    left,
+                    right,
+                    epsilon=epsilon,
+                    delta=DELTA,
+                    rng=np.random.default_rng([seed, index, e]),  # a simulation's seed
+                    fit=fit,
+                )
+                cross = cross_errors(data, left, right, result.links)
+                learned[e].append(cross["error_percent"])
+                random[e].append(baseline["error_percent"])
+                stage.advance()
     runs = {"default": {"error_percent": learned}, "baseline": {"error_percent": random}}
     parameters = {"shape": (n_left, n_right, links), "d_max": d_max}
     return ErrorCurve.of_runs("relational", parameters, epsilons, runs)

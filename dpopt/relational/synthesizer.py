@@ -35,6 +35,7 @@ from dpopt.relational.contract import database_errors
 from dpopt.relational.data import SIDES, RelationalData
 from dpopt.release import Measured, ReleaseError, resolve_rng, worst_status
 from dpopt.release import contract_errors as common_errors
+from dpopt.reprs import short_repr
 from dpopt.validation import positive_number
 
 if TYPE_CHECKING:
@@ -57,6 +58,8 @@ class SyntheticDatabase:
     order charged; ``epsilon`` and ``delta`` the release's guarantee; ``link_result`` the link
     learner's details.
     """
+
+    __repr__ = short_repr
 
     left: pd.DataFrame
     right: pd.DataFrame

@@ -72,6 +72,7 @@ from dpopt.relational.budget import SQRT2_UP, relational_rho, selection_record, 
 from dpopt.relational.contract import table_errors
 from dpopt.release import Measured, ReleaseError, measured_answers, resolve_rng
 from dpopt.release import contract_errors as common_errors
+from dpopt.reprs import short_repr
 from dpopt.validation import choice, integer, integer_array
 
 __all__ = [
@@ -126,6 +127,8 @@ class Measurements:
     measured : tuple of Measured
         One record per charge, in the order charged (label, noise, scale, answers, loss).
     """
+
+    __repr__ = short_repr
 
     cards: tuple[int, ...]
     neighbours: str
@@ -228,6 +231,8 @@ class TablePlan:
     ``charges`` lists every (loss, label) the run will charge, in order; :func:`measure` checks
     them all against the accountant before the first draw.
     """
+
+    __repr__ = short_repr
 
     codes: np.ndarray = field(repr=False)
     cards: tuple[int, ...]
@@ -584,6 +589,8 @@ class SyntheticTable:
     accountant's :meth:`~dpopt.privacy.Accountant.report`; ``statuses`` is empty (MST runs no
     solver); ``measured`` one record per charge.
     """
+
+    __repr__ = short_repr
 
     codes: np.ndarray
     measurements: Measurements

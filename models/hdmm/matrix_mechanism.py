@@ -29,6 +29,7 @@ from dpopt import workload as wl
 from dpopt.models.hdmm.marginal_algebra import marginal_error, surrogate_from_terms
 from dpopt.privacy.mechanisms import Noise, noise_kind
 from dpopt.problem import Problem
+from dpopt.threads import blas_limit
 from dpopt.validation import (
     finite_array,
     float_array,
@@ -114,7 +115,13 @@ def _cholesky(normal: np.ndarray) -> np.ndarray | None:
 def normal_inverse(normal: np.ndarray) -> np.ndarray:
     """(AᵀA)⁺ from X = AᵀA: the Cholesky inverse (LAPACK dpotri) of a well-conditioned X
     (:data:`WELL_CONDITIONED`), else the eigen pseudo-inverse. The covariance of x̂ = A⁺y
-    per unit of noise variance (McKenna et al., §10)."""
+    per unit of noise variance (McKenna et al., §10). BLAS threads follow the policy of
+    :mod:`dpopt.threads` (one below its size bound: a release plans this every time)."""
+    with blas_limit(normal.shape[0]):
+        return _normal_inverse(normal)
+
+
+def _normal_inverse(normal: np.ndarray) -> np.ndarray:
     chol = _cholesky(normal)
     if chol is None:
         return np.linalg.pinv(normal, hermitian=True)
@@ -145,7 +152,8 @@ def supported_trace(strategy: np.ndarray, gram: np.ndarray) -> float:
 
 
 def _error_if_supported(strategy: np.ndarray, factor: Factor, sensitivity: float) -> float:
-    residual, trace = normal_support_and_trace(strategy.T @ strategy, factor)
+    with blas_limit(strategy.shape[1]):  # the policy of dpopt.threads
+        residual, trace = normal_support_and_trace(strategy.T @ strategy, factor)
     return float("inf") if residual > SUPPORT_TOL else sensitivity**2 * trace
 
 

@@ -44,6 +44,7 @@ from dpopt.models.hdmm.matrix_mechanism import (
     StrategySelection,
 )
 from dpopt.problem import Outcome, register, solve
+from dpopt.threads import blas_limit
 from dpopt.validation import boolean, finite_array, integer, positive_number
 
 __all__ = ["DENSE_MAX_N", "DesignError", "spectrum_bounds"]
@@ -305,8 +306,7 @@ def _eigen_design(
     if options.get("eigenpairs") is not None:
         values, vectors = checked_eigenpairs(problem.gram, options["eigenpairs"])
     else:
-        values, vectors = np.linalg.eigh(problem.gram)
-        values, vectors = values[::-1], vectors[:, ::-1].T
+        values, vectors = _descending_eigh(problem.gram)
     found = settings.run(values, vectors)
     facts = {"program1": found.program1, **spectrum_bounds(values)}
     return _outcome(problem, found.strategy, [found], **facts)
@@ -318,12 +318,16 @@ def _product_limit(problem: ProductStrategySelection) -> str | None:
     return None
 
 
-def _kron_design(grams: list[np.ndarray], settings: Options) -> list[Design]:
-    designs = []
-    for gram in grams:
+def _descending_eigh(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues in descending order and the eigenvectors as rows, on BLAS threads by the
+    policy of :mod:`dpopt.threads` (one below its size bound)."""
+    with blas_limit(gram.shape[0]):
         values, vectors = np.linalg.eigh(gram)
-        designs.append(settings.run(values[::-1], vectors[:, ::-1].T))
-    return designs
+    return values[::-1], vectors[:, ::-1].T
+
+
+def _kron_design(grams: list[np.ndarray], settings: Options) -> list[Design]:
+    return [settings.run(*_descending_eigh(gram)) for gram in grams]
 
 
 @register(
@@ -344,7 +348,8 @@ def _eigen_design_product(
     blocks = tuple(tuple(d.strategy for d in designs) for designs in per_term)
     if len(blocks) == 1:
         (weight, grams), designs = problem.terms[0], per_term[0]
-        bounds = [spectrum_bounds(np.linalg.eigvalsh(g)) for g in grams]
+        with blas_limit(max(problem.sizes)):
+            bounds = [spectrum_bounds(np.linalg.eigvalsh(g)) for g in grams]
         product = {k: weight * math.prod(b[k] for b in bounds) for k in bounds[0]}
         program1 = weight * math.prod(d.program1 for d in designs)
         point = ProductPoint.kron(blocks[0])

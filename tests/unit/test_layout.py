@@ -27,6 +27,8 @@ LAYERS = {
     "query_variance": 0,
     "threads": 0,
     "runner": 0,
+    "progress": 0,
+    "reprs": 0,
     "hierarchy": 0,
     "planning": 0,
     "extras": 0,

@@ -33,6 +33,7 @@ from dpopt.models.hdmm.residual import Closure
 from dpopt.privacy import Loss
 from dpopt.privacy.samplers import DiscreteGaussian, exact_fraction
 from dpopt.release import Measured
+from dpopt.reprs import short_repr
 from dpopt.validation import finite_array, instance
 
 __all__ = ["CHUNK_CELLS", "RATIO_STEPS", "NoisePlan", "noise_plan"]
@@ -51,6 +52,8 @@ class NoisePlan:
     ``samplers``; ``loss`` the exact total (zCDP) Σ Δ_A²/(2σ_A²) (Δ_A² is the closure's
     ``squared_sensitivities``) and ``measured`` one record per sampler (its blocks' cells and
     their exact ρ)."""
+
+    __repr__ = short_repr
 
     closure: Closure
     unit: np.ndarray

@@ -21,6 +21,7 @@ from dpopt.hdmm.residual.release import SAFE, Layout
 from dpopt.hdmm.residual.strategy import ResidualStrategy
 from dpopt.planning import check_memory, memory_budget
 from dpopt.privacy import Accountant, cdp_rho
+from dpopt.threads import blas_limit
 from dpopt.validation import instance, integer, positive_number
 
 __all__ = [
@@ -73,7 +74,8 @@ def release_error(plan: NoisePlan) -> tuple[float, float]:
     instance("plan", plan, NoisePlan)
     closure = plan.closure
     rows = closure.variances(plan.variances)
-    total = float(np.dot(rows, closure.cells))
+    with blas_limit(rows.size):  # the policy of dpopt.threads: idle threads spin on busy cores
+        total = float(np.dot(rows, closure.cells))
     return math.sqrt(total / closure.rows), math.sqrt(float(rows.max()))
 
 

@@ -50,6 +50,7 @@ from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
 from dpopt.release import Measured, ReleaseError, measured_record
 from dpopt.release import contract_errors as common_errors
+from dpopt.reprs import short_repr
 from dpopt.runner import Runner
 from dpopt.validation import instance
 
@@ -189,6 +190,8 @@ class ResidualMeasurement:
     ``statuses`` empty: measuring optimizes nothing). ``cache`` holds the residuals of the
     cached members (:class:`Layout`), computed from ω while measuring."""
 
+    __repr__ = short_repr
+
     plan: NoisePlan
     noisy: tuple[np.ndarray, ...]
     budget: BudgetReport
@@ -312,6 +315,8 @@ class MarginalAnswers:
     """Every workload marginal's released table, in the workload's order: ``values`` holds
     them flat, marginal j at ``values[offsets[j]:offsets[j + 1]]`` with the shape of its
     attributes ``attributes[j]``."""
+
+    __repr__ = short_repr
 
     sizes: tuple[int, ...]
     attributes: tuple[tuple[int, ...], ...]

@@ -24,7 +24,7 @@ from dpopt.validation import choice
 __all__ = ["DENSE_BLOCKS", "ResidualStrategy", "marginal_workload", "select"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # ProductStrategy's short repr
 class ResidualStrategy(ProductStrategy):
     """A :class:`~dpopt.hdmm.ProductStrategy` of template ``residual``: ``unit`` holds the
     variance u_A of every closure member at unit noise (Σ p_A/u_A = 1), ``closure`` the
