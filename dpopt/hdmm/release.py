@@ -321,7 +321,7 @@ def answer(
         statuses = strategy.statuses
     if isinstance(strategy, ResidualStrategy):
         if is_frame(x):
-            x = frame_data(x, strategy.closure.sizes, source="x")
+            x = frame_data(x, [int(s) for s in strategy.closure.sizes], source="x")
         place = {"executor": executor, "out_dir": out_dir}
         return _answer_residual(
             workload, strategy, x, epsilon, delta, rng, accountant, statuses, place
