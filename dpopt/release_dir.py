@@ -46,6 +46,7 @@ __all__ = [
     "StoredRelease",
     "begin",
     "finish",
+    "is_release",
     "load",
     "read_table",
     "write_table",
@@ -86,12 +87,17 @@ def begin(out_dir: Any) -> Path:
 
 def _ours(out: Path) -> bool:
     """Whether ``out`` holds an earlier (finished or interrupted) release of this format."""
-    if (out / INCOMPLETE).exists():
-        return True
+    return (out / INCOMPLETE).exists() or is_release(out)
+
+
+def is_release(path: Any) -> bool:
+    """Whether the directory ``path`` holds a manifest of this format (finished or not, valid
+    or not: :func:`load` and :meth:`StoredRelease.contract_errors` say)."""
     try:
-        return json.loads((out / MANIFEST).read_text(encoding="utf-8")).get("format") == FORMAT
-    except (OSError, ValueError, AttributeError):
+        manifest = json.loads((Path(path) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError, TypeError):
         return False
+    return isinstance(manifest, dict) and manifest.get("format") == FORMAT
 
 
 def _table_name(name: Any) -> str:

@@ -5,7 +5,6 @@ directory (:mod:`dpopt.release_dir`)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -48,9 +47,11 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``dpopt check PATH``: exit 0 valid, 1 invalid, 2 unreadable."""
+    from dpopt.release_dir import is_release
+
     instance("args", args, argparse.Namespace)
     try:
-        found = _stored(args) if _is_stored(Path(args.path)) else _census(args)
+        found = _stored(args) if is_release(args.path) else _census(args)
     except ValueError as err:
         print(f"dpopt check: {err}", file=sys.stderr)
         return 2
@@ -62,17 +63,6 @@ def run(args: argparse.Namespace) -> int:
         for message in found["first"]:
             print(f"  {message}")
     return 0 if found["valid"] else 1
-
-
-def _is_stored(path: Path) -> bool:
-    """Whether ``path`` is a release directory of :mod:`dpopt.release_dir`'s format."""
-    from dpopt.release_dir import FORMAT, MANIFEST
-
-    try:
-        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(manifest, dict) and manifest.get("format") == FORMAT
 
 
 def _stored(args: argparse.Namespace) -> dict[str, Any]:
