@@ -25,7 +25,7 @@ def read_frame(path: Any, *, option: str, required: Sequence[str] = (), dtype: A
     instance("option", option, str)
     wanted = [str(c) for c in sequence("required", list(required))]
     file = _existing(path, option)
-    columns = _parquet_columns(file, option) if file.suffix == ".parquet" else _header(file, option)
+    columns = _parquet_columns(file, option) if _is_parquet(file) else _header(file, option)
     missing = [c for c in wanted if c not in columns]
     if missing:
         raise OptionError(
@@ -55,6 +55,12 @@ def _existing(path: Any, option: str) -> Path:
             "(dpopt.limits.MAX_INPUT_BYTES)"
         )
     return file
+
+
+def _is_parquet(file: Path) -> bool:
+    """Whether ``file`` is read as Parquet: its suffix, in any case, as :func:`_existing` reads
+    it."""
+    return file.suffix.lower() == ".parquet"
 
 
 def _header(file: Path, option: str) -> list[str]:
@@ -88,7 +94,7 @@ def _read(file: Path, option: str, dtype: Any) -> Any:
     import pandas as pd
 
     try:
-        if file.suffix == ".parquet":
+        if _is_parquet(file):
             return pd.read_parquet(file)
         return pd.read_csv(file, dtype=dtype, skipinitialspace=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:

@@ -24,6 +24,8 @@ def test_a_csv_and_a_parquet_file_are_read(tmp_path: Path) -> None:
     frame.to_parquet(tmp_path / "t.parquet", index=False)
     pd.testing.assert_frame_equal(_read(tmp_path / "t.csv"), frame)
     pd.testing.assert_frame_equal(_read(tmp_path / "t.parquet"), frame)
+    frame.to_parquet(tmp_path / "T.PARQUET", index=False)  # the suffix in any case
+    pd.testing.assert_frame_equal(_read(tmp_path / "T.PARQUET"), frame)
     assert _read(tmp_path / "t.csv", dtype=str)["a"].tolist() == ["1", "2"]
 
 
