@@ -63,18 +63,19 @@ def min_fill_width(graph: Mapping[int, Iterable[int]]) -> int:
                 adjacency[a].add(v)
     width = 0
     while adjacency:
-
-        def fill_in(v: int) -> int:
-            near = sorted(adjacency[v])
-            return sum(b not in adjacency[a] for k, a in enumerate(near) for b in near[k + 1 :])
-
-        chosen = min(adjacency, key=lambda v: (fill_in(v), v))
+        chosen = min(adjacency, key=lambda v: (_fill_in(adjacency, v), v))
         near = adjacency.pop(chosen)
         width = max(width, len(near))
         for a in near:
             adjacency[a].discard(chosen)
             adjacency[a].update(b for b in near if b != a)
     return width
+
+
+def _fill_in(adjacency: dict[int, set[int]], v: int) -> int:
+    """The edges eliminating ``v`` would add: pairs of its neighbours not yet adjacent."""
+    near = sorted(adjacency[v])
+    return sum(b not in adjacency[a] for k, a in enumerate(near) for b in near[k + 1 :])
 
 
 def _topological(names: Sequence[str], parents: Mapping[str, Sequence[str]]) -> list[str]:
