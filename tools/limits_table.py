@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from generated_text import between_markers, sync
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LIMITS = REPO_ROOT / "dpopt" / "limits.py"
 PAGE = REPO_ROOT / "docs" / "limits.md"
@@ -111,22 +113,15 @@ def table(limits: list[Limit]) -> str:
 
 def page_with_table(page: str, limits: list[Limit]) -> str:
     """``page`` with the text between its markers replaced by :func:`table`."""
-    head, found, rest = page.partition(BEGIN)
-    _, found_end, tail = rest.partition(END)
-    if not (found and found_end):
-        raise ValueError(f"{PAGE.name} must hold the markers {BEGIN!r} and {END!r}")
-    return f"{head}{BEGIN}\n\n{table(limits)}\n{END}{tail}"
+    return between_markers(page, BEGIN, END, f"\n\n{table(limits)}\n")
 
 
 def main(argv: list[str]) -> int:
-    page = PAGE.read_text(encoding="utf-8")
-    wanted = page_with_table(page, parse())
-    if wanted == page:
-        return 0
-    if "--check" in argv:
+    check = "--check" in argv
+    wanted = page_with_table(PAGE.read_text(encoding="utf-8"), parse())
+    if sync({PAGE: wanted}, check=check) and check:
         print(f"{PAGE.relative_to(REPO_ROOT)} differs from dpopt/limits.py: run {__file__}")
         return 1
-    PAGE.write_text(wanted, encoding="utf-8")
     return 0
 
 

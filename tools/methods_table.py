@@ -9,9 +9,10 @@ runs the same comparison), so the tables cannot drift from the code.
 from __future__ import annotations
 
 import importlib
-import re
 import sys
 from pathlib import Path
+
+from generated_text import between_markers, sync
 
 import dpopt
 from dpopt.problem import MethodInfo, Problem
@@ -70,26 +71,20 @@ TABLES = {"README.md": summary, "docs/methods.md": full}
 
 def rendered(text: str, table: str) -> str:
     """``text`` with the table between the markers replaced by ``table``."""
-    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
-    if len(pattern.findall(text)) != 1:
-        raise ValueError("expected one generated methods table between its markers")
-    return pattern.sub(lambda _: f"{BEGIN}\n{table}\n{END}", text)
+    return between_markers(text, BEGIN, END, f"\n{table}\n")
 
 
 def main(argv: list[str]) -> int:
-    stale = []
-    for name, make in TABLES.items():
-        path = REPO_ROOT / name
-        text = path.read_text(encoding="utf-8")
-        new = rendered(text, make())
-        if new != text:
-            stale.append(name)
-            if "--check" not in argv:
-                path.write_text(new, encoding="utf-8")
+    check = "--check" in argv
+    wanted = {
+        REPO_ROOT / name: rendered((REPO_ROOT / name).read_text(encoding="utf-8"), make())
+        for name, make in TABLES.items()
+    }
+    stale = sync(wanted, check=check)
     if stale:
-        verb = "differ from the registry" if "--check" in argv else "rewritten"
-        print(f"{', '.join(stale)}: {verb}")
-    return 1 if stale and "--check" in argv else 0
+        verb = "differ from the registry" if check else "rewritten"
+        print(f"{', '.join(str(p.relative_to(REPO_ROOT)) for p in stale)}: {verb}")
+    return 1 if stale and check else 0
 
 
 if __name__ == "__main__":
