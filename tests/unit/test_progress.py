@@ -26,6 +26,14 @@ def _lines(stream: io.StringIO) -> list[str]:
     return stream.getvalue().splitlines()
 
 
+@pytest.fixture(autouse=True)
+def _one_line_per_stage(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item lines off unless a test turns them on: they appear once a stage has run
+    LINE_SECONDS, which a slow or busy machine reaches where a quick one does not, so a test
+    that counts lines would pass or fail by the machine's speed."""
+    monkeypatch.setattr(progress_module, "LINE_SECONDS", float("inf"))
+
+
 def test_a_redirected_run_writes_one_line_per_stage() -> None:
     stream = io.StringIO()
     steps = Progress(stages=2, stream=stream)  # a StringIO is no terminal: plain lines
