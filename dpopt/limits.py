@@ -34,6 +34,7 @@ __all__ = [
     "EIGEN_CVXPY_MAX_SPREAD",
     "EIGEN_GENERAL_MAX_CELLS",
     "GAUSSIAN_OPT0_MAX_N",
+    "HDMM_CSV_MAX_ANSWERS",
     "HDMM_STORED_STRATEGY_ENTRIES",
     "INTERVAL_MAX_CHILDREN",
     "IPM_MAX_ITERATIONS",
@@ -69,6 +70,7 @@ __all__ = [
     "MAX_SAMPLE_CELLS",
     "MAX_SEEDS",
     "MAX_TERMS",
+    "MAX_TEXT_FILE_BYTES",
     "MAX_THRESHOLDS",
     "NORM_LIMIT",
     "OPT0_IMPLICIT_MAX_N",
@@ -169,6 +171,13 @@ garbage file) is refused without reading the rest.
 
 Unit: bytes.
 Past it: the file is refused as not a CSV with a header line (exit 2)."""
+
+MAX_TEXT_FILE_BYTES = 64 * 2**20
+"""Largest text file read whole by name: a workload's marginals file, a relational domains file,
+a BIF network, a release's manifest (dpopt.paths.read_text).
+
+Unit: bytes.
+Past it: the file is refused by name before more of it is read (exit 2 on the command line)."""
 
 # --- Workloads (dpopt.workload) -----------------------------------------------------------------
 
@@ -417,6 +426,14 @@ MAX_HISTOGRAM_CELLS = 1 << 24
 
 Unit: cells.
 Past it: ValueError: give the data as records."""
+
+HDMM_CSV_MAX_ANSWERS = 1 << 20
+"""Most answers an HDMM release directory writes as CSV when its table format is ``auto``: a
+CSV of a few million rows takes minutes to write and to check, Parquet seconds.
+
+Unit: answers (rows of the answers table).
+Past it: ``answers.parquet`` is written instead (pyarrow, the [dask] extra; refused before the
+charge, naming the extra and ``--table-format csv``, when it is missing)."""
 
 HDMM_STORED_STRATEGY_ENTRIES = 1 << 22
 """Most entries of a strategy's measured factors an HDMM release directory's manifest holds

@@ -43,6 +43,7 @@ from dpopt.deprecation import keyword_alias
 from dpopt.models.census.problems import OBJECTIVES
 from dpopt.privacy import Accountant
 from dpopt.progress import Progress
+from dpopt.release_dir import check_new
 from dpopt.reprs import short_repr
 from dpopt.runner import Runner
 from dpopt.solvers.census.partitioned import WIDENING, Widening
@@ -139,19 +140,9 @@ def check_truth(directory: str, geography: Geography, state: int) -> None:
 
 
 def out_path(out_dir: Any) -> Path:
-    """``out_dir`` as a Path, refused when it is not a non-empty path or names a file, or
-    when no directory could be created or written there (checked without writing)."""
-    if isinstance(out_dir, bool) or not isinstance(out_dir, str | os.PathLike) or not out_dir:
-        raise TypeError(f"out_dir must be a non-empty path, got {out_dir!r:.60}")
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"out_dir {out} exists and is not a directory")
-    existing = out
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise ValueError(f"out_dir {out} cannot be written ({existing} is not a writable folder)")
-    return out
+    """``out_dir`` as a Path, refused by the rule of every release's output directory
+    (:func:`dpopt.release_dir.check_new`: new or empty, writable; nothing created)."""
+    return check_new(out_dir)
 
 
 def plan_blocks(

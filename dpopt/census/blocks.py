@@ -47,6 +47,7 @@ from dpopt.problem import Solution, Status, solve
 from dpopt.progress import Progress
 from dpopt.release import Measured, ReleaseError, Rng, measured_record, resolve_rng
 from dpopt.release import contract_errors as common_errors
+from dpopt.release_dir import interrupts_held
 from dpopt.reprs import short_repr
 from dpopt.runner import Runner
 from dpopt.solvers.census.partitioned import (
@@ -242,8 +243,8 @@ class BlockMeasurement:
 
 
 def _prepare_out(out: Path) -> Path:
-    """Create ``out`` and write its :data:`INCOMPLETE` marker (a real test-write: a folder's
-    permission bits do not bind root), removing the manifest of an earlier release there."""
+    """Create ``out`` (new or empty: :func:`~dpopt.census.block_plan.out_path` checked it) and
+    write its :data:`INCOMPLETE` marker."""
     try:
         out.mkdir(parents=True, exist_ok=True)
         (out / INCOMPLETE).write_text(
@@ -252,7 +253,6 @@ def _prepare_out(out: Path) -> Path:
             f"{MANIFEST} exists.\n",
             encoding="utf-8",
         )
-        (out / MANIFEST).unlink(missing_ok=True)
     except OSError as err:
         raise ValueError(f"out_dir {out} cannot be written ({err}); nothing was charged") from err
     return out
@@ -436,9 +436,10 @@ def _nation_intervals(plan: BlockPlan, nation_noisy: np.ndarray) -> dict[str, An
 def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
     """The manifest, written atomically and last; then the :data:`INCOMPLETE` marker goes."""
     temporary = out / f".{MANIFEST}.{os.getpid()}.tmp"
-    temporary.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-    os.replace(temporary, out / MANIFEST)
-    (out / INCOMPLETE).unlink(missing_ok=True)
+    with interrupts_held():
+        temporary.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        os.replace(temporary, out / MANIFEST)
+        (out / INCOMPLETE).unlink(missing_ok=True)
 
 
 def write_truth(geography: Geography, state: int, out_dir: str) -> str:

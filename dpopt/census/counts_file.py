@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.census.block_plan import out_path
 from dpopt.census.check import CheckReport, check_saved
 from dpopt.census.mechanism import Release
 from dpopt.census.release_file import SavedRelease, load_release, save_release
 from dpopt.progress import Progress
+from dpopt.release_dir import begin, check_new, interrupts_held
 from dpopt.validation import boolean, file_path, instance, sequence
 
 __all__ = [
@@ -86,13 +86,9 @@ def counts_frame(
 
 
 def check_out_dir(out_dir: Any) -> Path:
-    """``out_dir`` as a Path, refused before the charge when it is a file, a directory
-    holding files or cannot be created or written (:func:`~dpopt.census.block_plan.out_path`);
-    nothing is created."""
-    out = out_path(out_dir)
-    if out.is_dir() and any(out.iterdir()):
-        raise ValueError(f"out_dir {out} holds files: give an empty or a new directory")
-    return out
+    """``out_dir`` as a Path, refused before the charge by the rule of every release's output
+    directory (:func:`dpopt.release_dir.check_new`); nothing is created."""
+    return check_new(out_dir)
 
 
 def write_directory(
@@ -102,13 +98,11 @@ def write_directory(
     (:func:`counts_frame`), then ``release.json`` (:func:`~dpopt.census.save_release`) last,
     an ``INCOMPLETE`` marker standing until then; the directory."""
     instance("release", release, Release)
-    out = check_out_dir(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    marker = out / INCOMPLETE
-    marker.write_text("a release is being written\n", encoding="utf-8")
+    out = begin(out_dir)
     counts_frame(release, names, levels).to_csv(out / COUNTS, index=False)
-    save_release(release, out / RELEASE)
-    marker.unlink()
+    with interrupts_held():  # the record and the marker's removal stand or fall together
+        save_release(release, out / RELEASE)
+        (out / INCOMPLETE).unlink()
     return out
 
 

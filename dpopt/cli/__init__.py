@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -74,10 +76,24 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``dpopt`` console script; returns the exit status."""
+    """Entry point of the ``dpopt`` console script; returns the exit status: the command's,
+    or 130 when it was interrupted (a release command says what it charged and left behind:
+    :mod:`dpopt.cli.release_run`). Run as the console script (``argv`` None), once the command
+    has ended Ctrl-C no longer interrupts the process: its outcome is decided and said, and a
+    late signal would only turn a finished command into a traceback and exit status -2."""
     args = build_parser().parse_args(dgm.legacy_argv(sys.argv[1:] if argv is None else argv))
     try:
         return COMMANDS[args.command].run(args)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print(f"dpopt {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if argv is None:
+            _ignore_interrupts()
+
+
+def _ignore_interrupts() -> None:
+    """Ignore SIGINT from now on, in the main thread of the process (elsewhere a signal
+    handler cannot be set, and nothing is changed)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

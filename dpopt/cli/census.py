@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from dpopt.cli import census_input
@@ -21,11 +23,13 @@ from dpopt.cli.options import (
     write_json,
 )
 from dpopt.cli.release_options import (
+    OUT_HELP,
     DeprecatedAlias,
     add_release_arguments,
     dry_run,
     warn_if_small_noise_key,
 )
+from dpopt.cli.release_run import ReleaseRun, new_out
 from dpopt.runner import close_client, dask_client
 from dpopt.validation import instance
 
@@ -100,7 +104,12 @@ def add_parser(commands: Any) -> None:
             scale_help="fraction of every level's regions to keep (default 1: the nation)",
             sizes_to=cmd,
         )
-        cmd.add_argument("--out", required=True, metavar="DIR", help="output directory")
+        cmd.add_argument(
+            "--out",
+            required=True,
+            metavar="DIR",
+            help=OUT_HELP if action == "release" else "the directory of the truth partitions",
+        )
         cmd.add_argument(
             "--json", metavar="PATH", help="write the report as JSON to PATH ('-' for stdout)"
         )
@@ -195,64 +204,86 @@ def release_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """``dpopt census release`` or ``generate``: exit 1 after a charge that failed, 2 on bad
-    input (nothing charged), 130 interrupted."""
-    import time
-
+    input (nothing charged or written), 130 interrupted (a release says what was charged and
+    what is under --out: :class:`~dpopt.cli.release_run.ReleaseRun`)."""
     from dpopt.census import blocks
-    from dpopt.privacy import Accountant
-    from dpopt.release import ReleaseError
 
     instance("args", args, argparse.Namespace)
-    start = time.perf_counter()
-    release = args.action == "release"
-    if release and args.input is not None:
+    if args.action == "release" and args.input is not None:
         return census_input.run(args, show_plan)
-    if release:
+    if args.action == "release":
         warn_if_small_noise_key(args.noise_key)
+        release = ReleaseRun("dpopt census release", Path(args.out))
+        return release.run(lambda: _release_blocks(args, release))
     try:
         check_output_path(args.json, option="--json", stdout=True)
-        if release:
-            refuse_other_mode(args)
         geography = geography_of(args, 1.0)
-        accountant = Accountant.pure(args.epsilon) if release else None
-        if release and args.dry_run:  # inline: no workers are started
-            return _dry_run(args, geography, accountant)
         client = _client(args)
     except (ValueError, TypeError) as err:
         print(f"dpopt census: {err}", file=sys.stderr)
         return 2
     try:
-        if release:
-            result = blocks.release_blocks(
-                geography,
-                epsilon=args.epsilon,
-                out_dir=args.out,
-                rng=args.noise_key,  # the secret key: passed on, never printed or written
-                accountant=accountant,
-                executor=client,
-                progress=True,
-                **release_options(args),
-            )
-        else:
-            paths = blocks.generate(geography, args.out, executor=client, progress=True)
+        paths = _closing(client, lambda: blocks.generate(
+            geography, args.out, executor=client, progress=True
+        ))  # fmt: skip
+    except KeyboardInterrupt:
+        print(f"dpopt census: interrupted; {args.out} may hold some of the partitions",
+              file=sys.stderr)  # fmt: skip
+        return 130
+    except (ValueError, TypeError, OSError) as err:
+        print(f"dpopt census: {err}", file=sys.stderr)
+        return 2
+    return _report(args, {"out": str(args.out), "partitions": paths})
+
+
+def _release_blocks(args: argparse.Namespace, release: ReleaseRun) -> int:
+    """The block-level release of the synthetic geography: plan (options, --out), start the
+    cluster, charge, draw, post-process and write (the library's one call)."""
+    import time
+
+    from dpopt.census import blocks
+    from dpopt.privacy import Accountant
+
+    start = time.perf_counter()
+    try:
+        check_output_path(args.json, option="--json", stdout=True)
+        refuse_other_mode(args)
+        geography = geography_of(args, 1.0)
+        accountant = Accountant.pure(args.epsilon)
+        new_out(args.out)
+        if args.dry_run:  # inline: no workers are started
+            return _dry_run(args, geography, accountant)
+        client = _client(args)
+    except (ValueError, TypeError) as err:
+        print(f"dpopt census: {err}", file=sys.stderr)
+        return 2
+    release.accountant = accountant
+    result = _closing(client, lambda: blocks.release_blocks(
+        geography,
+        epsilon=args.epsilon,
+        out_dir=args.out,
+        rng=args.noise_key,  # the secret key: passed on, never printed or written
+        accountant=accountant,
+        executor=client,
+        progress=True,
+        **release_options(args),
+    ))  # fmt: skip
+    return _report(args, _release_report(result, time.perf_counter() - start))
+
+
+def _closing(client: Any, work: Callable[[], Any]) -> Any:
+    """``work()`` with the Dask ``client`` (or None) closed after it: quietly when it was
+    interrupted (Dask's shutdown chatter would bury what the command says)."""
+    try:
+        return work()
     except KeyboardInterrupt:
         if client is not None:
             _close_quietly(client)
             client = None
-        print(f"dpopt census: interrupted; {_interrupted(args, accountant)}", file=sys.stderr)
-        return 130
-    except ReleaseError as err:
-        print(f"dpopt census: {err}", file=sys.stderr)
-        return 1
-    except (ValueError, TypeError, OSError) as err:
-        print(f"dpopt census: {err}", file=sys.stderr)
-        return 2
+        raise
     finally:
         if client is not None:
             close_client(client)
-    if release:
-        return _report(args, _release_report(result, time.perf_counter() - start))
-    return _report(args, {"out": str(args.out), "partitions": paths})
 
 
 def _dry_run(args: argparse.Namespace, geography: Any, accountant: Any) -> int:
@@ -267,17 +298,6 @@ def _dry_run(args: argparse.Namespace, geography: Any, accountant: Any) -> int:
         **release_options(args),
     )
     return dry_run(planned.report(), args.json, show_plan)
-
-
-def _interrupted(args: argparse.Namespace, accountant: Any) -> str:
-    """What an interrupted command leaves behind."""
-    from dpopt.census import blocks
-
-    if accountant is None:
-        return f"{args.out} may hold some of the partitions"
-    if accountant.ledger:
-        return f"the budget was charged and {args.out} is marked {blocks.INCOMPLETE} (no manifest)"
-    return "nothing was charged"
 
 
 def _report(args: argparse.Namespace, report: dict[str, Any]) -> int:

@@ -22,6 +22,7 @@ from typing import Any
 from dpopt.cli.files import read_frame
 from dpopt.cli.options import check_output_path, write_json
 from dpopt.cli.release_options import dry_run, warn_if_small_noise_key
+from dpopt.cli.release_run import ReleaseRun, new_out
 from dpopt.errors import OptionError
 from dpopt.validation import instance
 
@@ -41,6 +42,8 @@ INPUT_KINDS = ("records", "counts")
 SYNTHETIC = ("geography", "scale", "puerto_rico", "geo_seed", "data", "widening", "workers",
              "scheduler")  # fmt: skip
 """The options (argparse dests) of the synthetic geography's release alone."""
+
+PROG = "dpopt census release"
 
 _INPUT = ("levels", "input_kind", "unit", "size", "count", "hierarchy", "top_code", "mechanism")
 _MODES = "_mode_options"  # the namespace attribute separate_modes sets
@@ -129,50 +132,46 @@ def refuse_other_mode(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace, show: Callable[[dict], None]) -> int:
     """``dpopt census release --input FILE``: exit 0 released, 1 failed after the charge, 2
-    bad input or options (nothing charged); ``show`` prints the plan of ``--dry-run``."""
-    from dpopt.census import release
-    from dpopt.census.counts_file import COUNTS, RELEASE, write_directory
-    from dpopt.census.mechanism import plan_release
-    from dpopt.release import ReleaseError
+    bad input or options (nothing charged or written), 130 interrupted; ``show`` prints the
+    plan of ``--dry-run``."""
+    from dpopt.census.counts_file import RELEASE
 
     instance("args", args, argparse.Namespace)
     warn_if_small_noise_key(args.noise_key)
+    release = ReleaseRun(PROG, Path(args.out), finished=RELEASE)
+    return release.run(lambda: _release(args, show, release))
+
+
+def _release(args: argparse.Namespace, show: Callable[[dict], None], release: ReleaseRun) -> int:
+    """Plan (the file read and validated, --out checked), then charge, draw and write."""
+    from dpopt.census import release as census_release
+    from dpopt.census.counts_file import COUNTS, RELEASE, write_directory
+    from dpopt.census.mechanism import plan_release
+    from dpopt.privacy import Accountant
+
     try:
         check_output_path(args.json, option="--json", stdout=True)
         refuse_other_mode(args)
         data, levels = _data(args)
-        out = _out(args.out)
+        out = new_out(args.out)
         planned = plan_release(data, epsilon=args.epsilon, **_options(args))
         if args.dry_run:
             report = planned.report(["(root)", *levels])
             report["writes"] = [str(out / COUNTS), str(out / RELEASE)]
             return dry_run(report, args.json, show)
-        result = release(data, epsilon=args.epsilon, rng=args.noise_key, **_options(args))
-    except ReleaseError as err:
-        print(f"dpopt census: {err}", file=sys.stderr)
-        return 1
     except (ValueError, TypeError) as err:
-        print(f"dpopt census: {err}", file=sys.stderr)
+        print(f"{PROG}: {err}", file=sys.stderr)
         return 2
-    try:
-        write_directory(result, out, names=data.names, levels=levels)
-    except (OSError, ValueError) as err:
-        print(
-            f"dpopt census: the budget was charged, but {out} was not written: {err}",
-            file=sys.stderr,
-        )
-        return 1
+    release.accountant = Accountant.pure(args.epsilon)
+    result = census_release(
+        data,
+        epsilon=args.epsilon,
+        rng=args.noise_key,
+        accountant=release.accountant,
+        **_options(args),
+    )
+    write_directory(result, out, names=data.names, levels=levels)
     return _report(args, result, out / COUNTS, out / RELEASE)
-
-
-def _out(path: str) -> Path:
-    """``--out`` checked before the charge (new or empty), an error naming the flag."""
-    from dpopt.census.counts_file import check_out_dir
-
-    try:
-        return check_out_dir(path)
-    except (TypeError, ValueError) as err:
-        raise OptionError(f"--out: {err}") from err
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:

@@ -1,6 +1,6 @@
-"""``dpopt check PATH``: verify a saved release without the private data: a census block
-directory or file (docs/families/census.md; :mod:`dpopt.census.check`), or any family's release
-directory (:mod:`dpopt.release_dir`)."""
+"""``dpopt check PATH``: verify a saved release of any family without the private data: a
+family's release directory (:mod:`dpopt.release_dir`: hdmm, dgm, relational), or a census block
+directory, ``--input`` directory or file (docs/families/census.md; :mod:`dpopt.census.check`)."""
 
 from __future__ import annotations
 
@@ -23,24 +23,30 @@ def add_parser(commands: Any) -> None:
     instance("commands", commands, argparse._SubParsersAction)
     cmd = commands.add_parser(
         "check",
-        help="verify a saved census release (a block directory or a JSON file) without the "
-        "private data",
-        description="Verify a saved census release (a block directory, `dpopt census release "
-        "--out DIR`, one state at a time; `dpopt.census.save_release`'s JSON; or the directory "
-        "of `dpopt census release --input`: its JSON and counts.csv) without the "
-        "private data: the budget against the noise (one record per level; no claim below the "
-        "Δ/λ the scales imply), non-negative integer counts, parents the sums of their children, "
-        "n, the checksum, the intervals (recomputed), a finished release and no failed solve. "
-        "Not that the noise was drawn at the stated scales. exit status: 0 valid, 1 invalid "
-        "(the first violations are listed), 2 unreadable",
+        help="verify a saved release of any family (its directory, or a census JSON file) "
+        "without the private data",
+        description="Verify a saved release without the private data: the directory written "
+        "by dpopt hdmm answer, dpopt dgm learn, dpopt relational synthesize or dpopt census "
+        "release (--input: counts.csv and release.json; the synthetic geography: one state at "
+        "a time), or dpopt.census.save_release's JSON file. Every family: the budget against "
+        "the noise (no claim below the loss its scales imply at the public sensitivity), every "
+        "solve's status, the tables' checksums, a finished release (no INCOMPLETE marker), "
+        "files inside the directory only; and each family's own tables: HDMM answers in the "
+        "workload's layout, finite and mutually consistent marginals; DGM CPDs that are "
+        "distributions of the public structure; relational tables in their public domains and "
+        "links within the degree bound; census counts that are non-negative integers, parents "
+        "the sums of their children, n, the intervals (recomputed). Not that the noise was "
+        "drawn at the stated scales. Large tables are read in batches, with progress on "
+        "stderr. exit status: 0 valid, 1 invalid (the first violations are listed, an "
+        "interrupted release included), 2 unreadable",
     )
     cmd.add_argument("path", help="the release directory or JSON file")
     cmd.add_argument(
         "--certificate",
         action="store_true",
-        help="also re-solve the post-processing from the release's noisy answers (the noisy "
-        "partitions, or the JSON file's measurement) with an exact method and check that the "
-        "released counts are its certified optimum",
+        help="census releases: also re-solve the post-processing from the release's noisy "
+        "answers (the noisy partitions, or the JSON file's measurement) with an exact method "
+        "and check that the released counts are its certified optimum",
     )
     cmd.add_argument("--json", metavar="PATH", help="also write the report as JSON ('-': stdout)")
 
@@ -51,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
     instance("args", args, argparse.Namespace)
     try:
+        _openable(Path(args.path))
         found = _stored(args) if is_release(args.path) else _census(args)
     except ValueError as err:
         print(f"dpopt check: {err}", file=sys.stderr)
@@ -65,6 +72,27 @@ def run(args: argparse.Namespace) -> int:
     return 0 if found["valid"] else 1
 
 
+RECORDS = ("manifest.json", "release.json")
+"""The files that say what a release directory holds (every family's manifest, a census
+``--input`` release's record)."""
+
+
+def _openable(path: Path) -> None:
+    """Refuse (ValueError) a path that is neither a file nor a directory, or a directory whose
+    record is not a regular file: a FIFO or a device would be opened and waited on."""
+    from dpopt.paths import path_kind
+
+    kind = path_kind(path)
+    if kind == "missing":
+        raise ValueError(f"{path}: no such file or directory")
+    if kind not in ("a file", "a directory"):
+        raise ValueError(f"{path} is {kind}: not a release")
+    for name in RECORDS if kind == "a directory" else ():
+        found = path_kind(path / name)
+        if found not in ("a file", "missing"):
+            raise ValueError(f"{path / name} is {found}, not a release's {name}")
+
+
 def _stored(args: argparse.Namespace) -> dict[str, Any]:
     """The report on a :mod:`dpopt.release_dir` release (every family but census's own files)."""
     from dpopt.release_dir import load
@@ -73,7 +101,7 @@ def _stored(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError("--certificate re-solves census releases only")
     start = time.perf_counter()
     stored = load(args.path)
-    errors = stored.contract_errors()
+    errors = stored.contract_errors(progress=True)
     return {
         "path": str(stored.path),
         "valid": not errors,

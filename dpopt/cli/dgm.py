@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 from dpopt.cli.options import (
@@ -19,7 +20,13 @@ from dpopt.cli.options import (
     positive_int,
     write_json,
 )
-from dpopt.cli.release_options import add_release_arguments, dry_run, warn_if_small_noise_key
+from dpopt.cli.release_options import (
+    OUT_HELP,
+    add_release_arguments,
+    dry_run,
+    warn_if_small_noise_key,
+)
+from dpopt.cli.release_run import ReleaseRun, new_out
 from dpopt.deprecation import REMOVED_IN
 from dpopt.errors import OptionError
 from dpopt.validation import instance, sequence
@@ -84,7 +91,7 @@ def add_parser(commands: Any) -> None:
         help="the records: a CSV or Parquet file, one column per node, values among the node's "
         "states, no missing values",
     )
-    learn.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    learn.add_argument("--out", required=True, metavar="DIR", help=OUT_HELP)
     _add_report_arguments(learn)
     legacy = actions.add_parser(LEGACY, prog="dpopt dgm", epilog=EPILOG)
     _add_common_arguments(legacy)
@@ -188,8 +195,11 @@ def run(args: argparse.Namespace) -> int:
             "(whoever knows it removes the noise): never publish or reuse it",
             file=sys.stderr,
         )
+    if not legacy:
+        release = ReleaseRun("dpopt dgm learn", Path(args.out))
+        return release.run(lambda: _learn(args, release))
     try:
-        return _legacy(args) if legacy else _learn(args)
+        return _legacy(args)
     except ReleaseError as error:  # charged, then failed: say what was spent
         print(f"dpopt dgm: {error} (spent ε = {error.budget['exact']['spent']})", file=sys.stderr)
         return 1
@@ -198,13 +208,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
-def _learn(args: argparse.Namespace) -> int:
-    """``dpopt dgm learn``: read and check --data against the network, plan, then (unless a dry
-    run) open --out, learn (the charge) and write the release."""
+def _learn(args: argparse.Namespace, release: ReleaseRun) -> int:
+    """``dpopt dgm learn``: read and check --data against the network, plan and check --out
+    (nothing charged or written on a refusal), then (unless a dry run) learn (the charge) and
+    write the release."""
     from dpopt import dgm
     from dpopt.cli.files import read_frame
     from dpopt.dgm.learning import plan_learning
-    from dpopt.release_dir import begin
+    from dpopt.privacy import Accountant
 
     settings = dgm.Settings(objective=args.objective, baseline=args.baseline)
     check_output_path(args.json, option="--json", stdout=True)
@@ -216,15 +227,12 @@ def _learn(args: argparse.Namespace) -> int:
         raise OptionError(f"--data {args.data}: {error}") from None
     options = {"epsilon": args.epsilon, "settings": settings}
     planned = plan_learning(network, data, **options)
+    out = new_out(args.out)
     if args.dry_run:
         return dry_run(planned.report(), args.json, show_plan)
-    out = begin(args.out)  # refused before the charge: a file, or a folder of other files
-    learned = dgm.learn(network, data, rng=args.noise_key, **options)
-    try:
-        dgm.save_release(learned, out)
-    except (OSError, ValueError) as error:
-        print(f"dpopt dgm: --out {out}: {error} (the budget was spent)", file=sys.stderr)
-        return 1
+    release.accountant = Accountant.pure(args.epsilon)
+    learned = dgm.learn(network, data, rng=args.noise_key, accountant=release.accountant, **options)
+    dgm.save_release(learned, out)
     report, budgets = _summary(network, learned)
     report |= {"out": str(out), "files": ["network.bif", "cpds.csv", "manifest.json"]}
     if args.json:

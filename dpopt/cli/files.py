@@ -10,6 +10,7 @@ from typing import Any
 
 from dpopt.errors import OptionError
 from dpopt.limits import MAX_HEADER_BYTES, MAX_INPUT_BYTES
+from dpopt.paths import regular_file
 from dpopt.validation import instance, sequence
 
 __all__ = ["SUFFIXES", "read_frame"]
@@ -42,8 +43,10 @@ def _existing(path: Any, option: str) -> Path:
     if not isinstance(path, str | Path) or not str(path):
         raise OptionError(f"{option} needs a file path, got {path!r:.60}")
     file = Path(path)
-    if not file.is_file():
-        raise OptionError(f"{option} {file}: no such file")
+    try:
+        regular_file(option, file)  # never opens a FIFO or a device, which would wait
+    except ValueError as err:
+        raise OptionError(str(err)) from None
     if file.suffix.lower() not in SUFFIXES:
         raise OptionError(f"{option} {file}: a .csv or .parquet file is read, not {file.suffix!r}")
     size = file.stat().st_size

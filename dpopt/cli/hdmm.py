@@ -7,16 +7,31 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 from dpopt.cli.files import read_frame
 from dpopt.cli.options import output_path, positive_fraction, positive_int, write_json
-from dpopt.cli.release_options import add_release_arguments, dry_run, warn_if_small_noise_key
+from dpopt.cli.release_options import (
+    OUT_HELP,
+    add_release_arguments,
+    dry_run,
+    warn_if_small_noise_key,
+)
+from dpopt.cli.release_run import ReleaseRun, new_out
 from dpopt.cli.workloads import METHODS, parse_workload, strategy_method
+from dpopt.limits import HDMM_CSV_MAX_ANSWERS
 from dpopt.validation import instance
 
-__all__ = ["EPILOG", "add_parser", "run", "show_plan"]
+__all__ = ["EPILOG", "PROG", "TABLE_FORMATS", "add_parser", "run", "show_plan"]
+
+PROG = "dpopt hdmm answer"
+
+TABLE_FORMATS = ("auto", "csv", "parquet")
+"""``--table-format``: :data:`dpopt.hdmm.stored.TABLE_FORMATS`, named here so that ``dpopt``
+starts without importing the family."""
 
 EPILOG = """examples:
   dpopt hdmm answer --workload 'marginals:sizes=5,2,4,4,3,4,k<=2' \\
@@ -91,7 +106,19 @@ def add_parser(commands: Any) -> None:
     cmd.add_argument(
         "--restarts", type=positive_int, default=5, help="optimizer restarts (default 5)"
     )
-    cmd.add_argument("--out", required=True, metavar="DIR", help="the release directory")
+    cmd.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help=OUT_HELP,
+    )
+    cmd.add_argument(
+        "--table-format",
+        choices=TABLE_FORMATS,
+        default="auto",
+        help="the answers table: auto (default: CSV up to "
+        f"{HDMM_CSV_MAX_ANSWERS:,} answers, Parquet past it), csv or parquet",
+    )
     cmd.add_argument(
         "--json",
         metavar="PATH",
@@ -102,33 +129,63 @@ def add_parser(commands: Any) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"dpopt hdmm answer: {message}", file=sys.stderr)
+    print(f"{PROG}: {message}", file=sys.stderr)
     return 2
 
 
 def run(args: argparse.Namespace) -> int:
-    """``dpopt hdmm answer``: exit 0 released, 1 failed after the charge, 2 bad input."""
-    from dpopt.release import ReleaseError
-
+    """``dpopt hdmm answer``: exit 0 released, 1 failed after the charge, 2 bad input (nothing
+    charged or written), 130 interrupted (:class:`~dpopt.cli.release_run.ReleaseRun` says what
+    was charged and what is on disk)."""
     instance("args", args, argparse.Namespace)
     warn_if_small_noise_key(args.noise_key)
+    release = ReleaseRun(PROG, Path(args.out))
+    return release.run(lambda: _answer(args, release))
+
+
+def _answer(args: argparse.Namespace, release: ReleaseRun) -> int:
+    """Plan (nothing charged or written on a refusal), then charge, draw, answer and write."""
+    from dpopt import hdmm
+    from dpopt.hdmm.stored import answers_name
+
     if args.noise == "gaussian" and args.delta is None:
         return _fail("Gaussian noise needs --delta")
     if args.noise == "laplace" and args.delta is not None:
         return _fail("--delta applies to --noise gaussian only")
     try:
         workload, data, names, strategy, planned = _prepare(args)
+        table = answers_name(workload, args.table_format)
+        new_out(args.out)
         if args.dry_run:
-            return dry_run(_plan_report(args, planned), args.json, show_plan)
-        answered = _release(args, workload, data, strategy)
-    except ReleaseError as error:  # charged, then failed: say what was spent
-        print(
-            f"dpopt hdmm answer: {error} (spent {error.budget['exact']['spent']})", file=sys.stderr
-        )
-        return 1
+            return dry_run(_plan_report(args, planned, table), args.json, show_plan)
+    except ImportError as error:  # Parquet without pyarrow
+        return _fail(f"{error} (or pass --table-format csv)")
     except (ValueError, TypeError, OSError) as error:
         return _fail(str(error))
-    return _finish(args, workload, answered, names)
+    release.accountant = _accountant(args, strategy)
+    budget = {"epsilon": args.epsilon, "delta": args.delta, "noise": args.noise}
+    answered = hdmm.answer(
+        workload, data, rng=args.noise_key, strategy=strategy, accountant=release.accountant,
+        **budget,
+    )  # fmt: skip
+    answered = replace(answered, statuses=dict(strategy.statuses))
+    manifest = hdmm.save_release(
+        args.out, workload, answered, names=names, table_format=args.table_format
+    )
+    return _report(args, answered, manifest, table)
+
+
+def _accountant(args: argparse.Namespace, strategy: Any) -> Any:
+    """The accountant the release charges: pure ε for Laplace noise, (ε, δ) for Gaussian, and
+    zCDP at ρ(ε, δ) for the residual strategy (what ``hdmm.answer`` makes when given none)."""
+    from dpopt.hdmm.residual.strategy import ResidualStrategy
+    from dpopt.privacy import Accountant
+
+    if isinstance(strategy, ResidualStrategy):
+        return Accountant.zcdp_for(args.epsilon, args.delta)
+    if args.noise == "laplace":
+        return Accountant.pure(args.epsilon)
+    return Accountant.approx(args.epsilon, args.delta)
 
 
 def _prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, Any, Any]:
@@ -163,34 +220,13 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, Any,
     return workload, data, names, strategy, hdmm.plan_error(workload, strategy, **budget)
 
 
-def _release(args: argparse.Namespace, workload: Any, data: Any, strategy: Any) -> Any:
-    """Check the output directory, then charge, draw and answer; the solves' statuses are the
-    strategy's (optimised here, then given to ``hdmm.answer``)."""
-    from dataclasses import replace
-
-    from dpopt import hdmm, release_dir
-
-    release_dir.begin(args.out)
-    budget = {"epsilon": args.epsilon, "delta": args.delta, "noise": args.noise}
-    answered = hdmm.answer(workload, data, rng=args.noise_key, strategy=strategy, **budget)
-    return replace(answered, statuses=dict(strategy.statuses))
-
-
-def _finish(args: argparse.Namespace, workload: Any, answered: Any, names: Any) -> int:
-    """Write the release and print (and ``--json``) the report; the budget is spent."""
-    from dpopt import hdmm
-
-    try:
-        manifest = hdmm.save_release(args.out, workload, answered, names=names)
-    except (ValueError, OSError) as error:
-        print(
-            f"dpopt hdmm answer: --out {args.out}: {error} (the budget was spent)", file=sys.stderr
-        )
-        return 1
+def _report(args: argparse.Namespace, answered: Any, manifest: Path, table: str) -> int:
+    """Print (and ``--json``) the report of the written release."""
     planned = answered.planned
     report = {
         "workload": args.workload,
         "out": str(manifest.parent),
+        "table": table,
         "strategy": answered.strategy.template,
         "answers": len(answered.answers),
         "budget": answered.budget.to_dict(),
@@ -208,11 +244,11 @@ def _finish(args: argparse.Namespace, workload: Any, answered: Any, names: Any) 
         )
         if planned is not None:
             print(f"planned error: RMSE {planned.rmse:.4g}, largest std {planned.max_std:.4g}")
-        print(f"wrote {manifest.parent} (verify: dpopt check {manifest.parent})")
+        print(f"wrote {manifest.parent / table} (verify: dpopt check {manifest.parent})")
     return 0
 
 
-def _plan_report(args: argparse.Namespace, planned: Any) -> dict[str, Any]:
+def _plan_report(args: argparse.Namespace, planned: Any, table: str) -> dict[str, Any]:
     """The dry run's plan: public facts only (nothing about the data, not even its size)."""
     return {
         "workload": args.workload,
@@ -223,6 +259,7 @@ def _plan_report(args: argparse.Namespace, planned: Any) -> dict[str, Any]:
         "queries": planned.queries,
         "rmse": planned.rmse,
         "max_std": planned.max_std,
+        "writes": [str(Path(args.out) / table), str(Path(args.out) / "manifest.json")],
     }
 
 
@@ -238,3 +275,4 @@ def show_plan(report: dict[str, Any]) -> None:
         f"noise, {report['strategy']} strategy"
     )
     print(f"planned error: RMSE {report['rmse']:.4g}, largest std {report['max_std']:.4g}")
+    print(f"would write {', '.join(report['writes'])}")

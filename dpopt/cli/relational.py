@@ -14,8 +14,15 @@ from typing import Any
 
 from dpopt.cli.files import read_frame
 from dpopt.cli.options import check_output_path, positive_fraction, positive_int, write_json
-from dpopt.cli.release_options import add_release_arguments, dry_run, warn_if_small_noise_key
+from dpopt.cli.release_options import (
+    OUT_HELP,
+    add_release_arguments,
+    dry_run,
+    warn_if_small_noise_key,
+)
+from dpopt.cli.release_run import ReleaseRun, new_out
 from dpopt.errors import OptionError
+from dpopt.paths import read_text
 from dpopt.validation import instance
 
 __all__ = ["EPILOG", "add_parser", "run", "show_plan"]
@@ -79,21 +86,30 @@ def add_parser(commands: Any) -> None:
     )
     cmd.add_argument("--rounds", type=positive_int, default=15, help="link rounds T (15)")
     cmd.add_argument("--per-round", type=positive_int, default=3, help="workloads a round K (3)")
-    cmd.add_argument("--out", required=True, metavar="DIR", help="the release directory")
+    cmd.add_argument("--out", required=True, metavar="DIR", help=OUT_HELP)
     cmd.add_argument("--json", metavar="PATH", help="also write the report as JSON ('-': stdout)")
     add_release_arguments(cmd, recovers="the private tables' and links' exact counts")
 
 
 def run(args: argparse.Namespace) -> int:
-    """``dpopt relational synthesize``: exit 0 written, 1 failed after the charge, 2 bad input."""
-    from dpopt.relational import LinkSettings, synthesize
-    from dpopt.relational.frames import FrameError
-    from dpopt.relational.synthesizer import plan
-    from dpopt.release import ReleaseError
-    from dpopt.release_dir import begin
-
+    """``dpopt relational synthesize``: exit 0 written, 1 failed after the charge, 2 bad input
+    (nothing charged or written), 130 interrupted."""
     instance("args", args, argparse.Namespace)
     warn_if_small_noise_key(args.noise_key)
+    release = ReleaseRun(PROG, Path(args.out))
+    return release.run(lambda: _synthesize(args, release))
+
+
+def _synthesize(args: argparse.Namespace, release: ReleaseRun) -> int:
+    """Plan (the files read and validated, the budget split, --out checked), then charge,
+    draw and write."""
+    from dpopt.privacy import Accountant
+    from dpopt.relational import LinkSettings, stored, synthesize
+    from dpopt.relational.budget import relational_rho
+    from dpopt.relational.frames import FrameError
+    from dpopt.relational.synthesizer import plan
+    from dpopt.release_dir import begin
+
     budget = {"epsilon": args.epsilon, "delta": args.delta}
     try:
         check_output_path(args.json, option="--json", stdout=True)
@@ -101,21 +117,24 @@ def run(args: argparse.Namespace) -> int:
         settings = LinkSettings(rounds=args.rounds, per_round=args.per_round)
         options = {"settings": settings, "table_share": TABLE_SHARE, **budget}
         planned = plan(data, **options)
+        new_out(args.out)
         if args.dry_run:
             return dry_run(planned.report(), args.json, show_plan)
-        out = begin(args.out)
     except (ValueError, TypeError, OSError) as error:  # nothing charged or written
         table = error.table if isinstance(error, FrameError) else None
         file = "" if table is None else f"--{table} {getattr(args, table)}: "
         print(f"{PROG}: {file}{error}", file=sys.stderr)
         return 2
-    try:
-        release = synthesize(data, rng=args.noise_key, progress=sys.stderr.isatty(), **options)
-        manifest = _write(out, data, release)
-    except ReleaseError as error:
-        print(f"{PROG}: {error}", file=sys.stderr)
-        return 1
-    return _report(args, release, manifest)
+    release.accountant = Accountant.zcdp(relational_rho(args.epsilon, args.delta))
+    result = synthesize(
+        data,
+        rng=args.noise_key,
+        progress=sys.stderr.isatty(),
+        accountant=release.accountant,
+        **options,
+    )
+    manifest = stored.write(begin(args.out), data, result)
+    return _report(args, result, manifest)
 
 
 def _read(args: argparse.Namespace) -> Any:
@@ -165,9 +184,10 @@ def _frame(path: str, option: str, required: tuple[str, ...] = ()) -> Any:
 
 def _domains(path: str) -> dict[str, dict[str, list[str]]]:
     """``--domains``: {"left"|"right": {column: [values]}}, each value as text."""
+    text = read_text("--domains", path)  # a regular file, bounded: never a FIFO that waits
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raw = json.loads(text)
+    except ValueError as err:
         raise OptionError(f"--domains {path}: not a readable JSON file ({err})") from err
     shape = '{"left": {"column": [values, ...]}, "right": {...}}'
     if not isinstance(raw, dict) or not set(raw) <= {"left", "right"}:
@@ -178,19 +198,6 @@ def _domains(path: str) -> dict[str, dict[str, list[str]]]:
             raise OptionError(f"--domains {path}: {side!r} must map columns to lists ({shape})")
         domains[side] = {name: [str(v) for v in values] for name, values in columns.items()}
     return domains
-
-
-def _write(out: Path, data: Any, release: Any) -> Path:
-    """The release in ``out``; a failure to write is a ReleaseError (the budget is spent)."""
-    from dpopt.relational import stored
-    from dpopt.release import ReleaseError
-
-    try:
-        return stored.write(out, data, release)
-    except (OSError, ValueError) as err:
-        raise ReleaseError(
-            f"writing {out} failed ({err})", measurement=release, budget=release.budget
-        ) from err
 
 
 def _report(args: argparse.Namespace, release: Any, manifest: Path) -> int:

@@ -16,6 +16,7 @@ from dpopt.validation import function, instance
 
 __all__ = [
     "DRY_RUN_HELP",
+    "OUT_HELP",
     "SMALL_NOISE_KEY",
     "DeprecatedAlias",
     "add_release_arguments",
@@ -28,6 +29,11 @@ NOISE_KEY = "--noise-key"
 
 SMALL_NOISE_KEY = 2**32
 """A noise key below this is small enough to guess by trying them all."""
+
+OUT_HELP = (
+    "the release directory: new or empty (a release never replaces another, finished or "
+    "interrupted; it is refused before anything is charged)"
+)
 
 DRY_RUN_HELP = (
     "validate everything and print the plan (the budget, each measurement's noise scale, "

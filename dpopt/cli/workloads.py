@@ -12,6 +12,7 @@ from typing import Any
 
 from dpopt.cli.options import nonnegative_int, positive_float, positive_int
 from dpopt.limits import MAX_LISTED_ATTRIBUTES
+from dpopt.paths import read_text
 from dpopt.planning import check_memory, memory_budget
 from dpopt.validation import instance
 
@@ -120,20 +121,15 @@ def _read_marginals(path: str, d: int) -> tuple[list[tuple[int, ...]], list[floa
     line and the problem."""
     attributes: list[tuple[int, ...]] = []
     weights: list[float] = []
-    try:
-        with open(path, encoding="utf-8") as lines:
-            for number, line in enumerate(lines, 1):
-                try:
-                    found = _marginal_line(line, d)
-                except ValueError as error:
-                    raise ValueError(f"{path} line {number}: {error}") from None
-                if found is not None:
-                    attributes.append(found[0])
-                    weights.append(found[1])
-    except OSError as error:
-        raise ValueError(f"cannot read the marginals file {path}: {error.strerror}") from None
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    text = read_text("the marginals file", path)
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            found = _marginal_line(line, d)
+        except ValueError as error:
+            raise ValueError(f"{path} line {number}: {error}") from None
+        if found is not None:
+            attributes.append(found[0])
+            weights.append(found[1])
     if not attributes:
         raise ValueError(f"{path} lists no marginal: one a line, such as '0 1 2' or '0,3;1.5'")
     return attributes, weights

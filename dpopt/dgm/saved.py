@@ -24,6 +24,8 @@ from dpopt import release_dir
 from dpopt.dgm.contract import cpd_errors, table_noise_errors
 from dpopt.dgm.learning import Learned
 from dpopt.dgm.networks import Network
+from dpopt.paths import regular_file
+from dpopt.progress import Progress
 from dpopt.validation import instance
 
 __all__ = ["BIF", "CPDS", "check_release", "cpd_table", "save_release"]
@@ -179,22 +181,24 @@ def _bif_errors(path: Path, network: Network, cpds: list[np.ndarray] | None) -> 
     ]
 
 
-def check_release(stored: release_dir.StoredRelease) -> list[str]:
+def check_release(stored: release_dir.StoredRelease, *, progress: Progress) -> list[str]:
     """What a saved DGM release breaks beside the common contract: ``cpds.csv`` holds a row
     for every entry of the public structure and each row is a distribution, ``network.bif``
     has that structure and the same CPDs, and the measured tables (one per node with ε_i > 0,
     after the n Stage-I tables of the paper objective) are covered by the budget at
-    sensitivity 1, Stage I's amplified at the recorded sampling rate."""
+    sensitivity 1, Stage I's amplified at the recorded sampling rate; ``progress``: one stage."""
     import pandas as pd
 
     instance("stored", stored, release_dir.StoredRelease)
     public = stored.public
     network = _public_network(public)
-    frame = pd.read_csv(stored.path / CPDS, dtype={k: str for k in KEYS}, keep_default_na=False)
-    cpds, errors = _table_cpds(frame, network)
-    if cpds is not None:
-        errors += cpd_errors(network.nodes, cpds)
-    errors += _bif_errors(stored.path / BIF, network, cpds)
+    with instance("progress", progress, Progress).stage("cpds"):
+        path = regular_file(CPDS, stored.path / CPDS)
+        frame = pd.read_csv(path, dtype={k: str for k in KEYS}, keep_default_na=False)
+        cpds, errors = _table_cpds(frame, network)
+        if cpds is not None:
+            errors += cpd_errors(network.nodes, cpds)
+        errors += _bif_errors(stored.path / BIF, network, cpds)
     stage_one = public["stage_one"]
     first = len(network.nodes) if stage_one else 0
     rate = float(Fraction(stage_one["sampling_rate"])) if stage_one else 1.0

@@ -1,45 +1,61 @@
 """An HDMM release on disk (docs/families/hdmm.md, "Your own data"; docs/design.md, "Releases on
-disk"): :func:`save_release` writes ``answers.csv`` and the manifest of :mod:`dpopt.release_dir`;
-:func:`check` is the family's check that ``dpopt check`` runs on it.
+disk"): :func:`save_release` writes the answers table and the manifest of
+:mod:`dpopt.release_dir`, batch by batch (:data:`BATCH_ROWS` rows at a time, never the whole
+table at once); :mod:`dpopt.hdmm.stored_check` is the family's check that ``dpopt check`` runs
+on it.
 
-``answers.csv`` holds, for a marginal workload, one row per (marginal, cell): ``marginal`` (its
-index in the workload's order), one column per attribute (the cell's code; empty for an
-attribute outside the marginal) and ``answer`` (the marginal's estimated count: its workload
-row divided by the marginal's weight); for any other workload one row per query: ``query`` and
-``answer`` (W x̂). The manifest's public facts: the workload's marginals (sizes, attributes,
-weights), the noise and what recomputes every measured record's sensitivity — a residual
-strategy's sampler of each closure member, another strategy's measured factors and weights (at
-most :data:`~dpopt.limits.HDMM_STORED_STRATEGY_ENTRIES` entries; past that only its template
-is recorded and its sensitivity is taken as written).
+The answers table is ``answers.csv`` or, past :data:`~dpopt.limits.HDMM_CSV_MAX_ANSWERS` answers
+(or when asked), ``answers.parquet``: the same columns either way. For a marginal workload one
+row per (marginal, cell): ``marginal`` (its index in the workload's order), one column per
+attribute (the cell's code; empty for an attribute outside the marginal) and ``answer`` (the
+marginal's estimated count: its workload row divided by the marginal's weight), cells in
+row-major order over the marginal's attributes; for any other workload one row per query:
+``query`` and ``answer`` (W x̂). The manifest's public facts: the workload's marginals (sizes,
+attributes, weights), the noise and what recomputes every measured record's sensitivity — a
+residual strategy's sampler of each closure member, another strategy's measured factors and
+weights (at most :data:`~dpopt.limits.HDMM_STORED_STRATEGY_ENTRIES` entries; past that only its
+template is recorded and its sensitivity is taken as written).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from dpopt import release_dir
+from dpopt.errors import InvalidType
 from dpopt.hdmm.contract import hdmm_sensitivity, residual_sensitivities
 from dpopt.hdmm.release import Answered
 from dpopt.hdmm.residual.release import MarginalAnswers, ResidualMeasurement
 from dpopt.hdmm.residual.strategy import marginal_workload
-from dpopt.limits import HDMM_STORED_STRATEGY_ENTRIES
-from dpopt.models.hdmm.residual import Closure
-from dpopt.validation import instance
+from dpopt.limits import HDMM_CSV_MAX_ANSWERS, HDMM_STORED_STRATEGY_ENTRIES
+from dpopt.reprs import short_repr
+from dpopt.validation import choice, instance, integer, sequence
 
-__all__ = ["ANSWERS", "RESERVED", "answer_columns", "check", "save_release"]
+__all__ = [
+    "BATCH_ROWS",
+    "RESERVED",
+    "TABLE_FORMATS",
+    "AnswerLayout",
+    "answer_columns",
+    "answers_name",
+    "save_release",
+]
 
-ANSWERS = "answers.csv"
 RESERVED = ("marginal", "query", "answer")
-"""Column names of ``answers.csv`` that no attribute may take."""
+"""Column names of the answers table that no attribute may take."""
 
-TOLERANCE = 1e-9
-"""Relative tolerance of the marginals' consistency (float sums of the released cells)."""
+TABLE_FORMATS = ("auto", "csv", "parquet")
+"""How the answers table is written: ``auto`` (CSV up to
+:data:`~dpopt.limits.HDMM_CSV_MAX_ANSWERS` answers, Parquet past it), ``csv`` or ``parquet``."""
+
+BATCH_ROWS = 1 << 18
+"""Rows of the answers table written, or read by the check, at once: what bounds their memory
+beside the answers themselves."""
 
 
 def answer_columns(workload: Any, names: Sequence[str] | None = None) -> list[str]:
@@ -56,24 +72,65 @@ def answer_columns(workload: Any, names: Sequence[str] | None = None) -> list[st
         raise ValueError(f"attribute names must be {len(table.sizes)} distinct names, got {given}")
     clash = sorted(set(given) & set(RESERVED))
     if clash:
-        raise ValueError(f"an attribute may not be named {clash[0]!r}: answers.csv uses it")
+        raise ValueError(f"an attribute may not be named {clash[0]!r}: answers tables use it")
     return given
 
 
+def answers_name(workload: Any, table_format: str = "auto") -> str:
+    """The answers table's file name for ``workload`` in ``table_format`` (a key of
+    :data:`TABLE_FORMATS`); for Parquet, pyarrow is loaded first (an ImportError naming the
+    extra), so a release that cannot be written is refused before its charge."""
+    choice("table_format", table_format, TABLE_FORMATS)
+    shape: tuple[int, ...] = tuple(np.shape(workload)) if hasattr(workload, "shape") else ()
+    if len(shape) != 2:
+        raise InvalidType(f"workload must be a workload matrix (m × n), got {workload!r:.60}")
+    answers = int(shape[0])
+    parquet = table_format == "parquet" or (
+        table_format == "auto" and answers > HDMM_CSV_MAX_ANSWERS
+    )
+    if parquet:
+        from dpopt.extras import load_pyarrow
+
+        load_pyarrow()
+    return "answers.parquet" if parquet else "answers.csv"
+
+
 def save_release(
-    out_dir: Any, workload: Any, answered: Answered, *, names: Sequence[str] | None = None
+    out_dir: Any,
+    workload: Any,
+    answered: Answered,
+    *,
+    names: Sequence[str] | None = None,
+    table_format: str = "auto",
 ) -> Path:
     """Write ``answered`` (what ``hdmm.answer(workload, …)`` returned, held in memory) to the
-    release directory ``out_dir`` (:func:`dpopt.release_dir.begin`): ``answers.csv`` with the
-    attribute columns ``names`` (:func:`answer_columns`), then the manifest; its path."""
+    release directory ``out_dir`` (new or empty, :func:`dpopt.release_dir.begin`): the answers
+    table with the attribute columns ``names`` (:func:`answer_columns`) in ``table_format``
+    (:func:`answers_name`), then the manifest; its path."""
     instance("answered", answered, Answered)
+    if answered.answers is None:
+        raise ValueError("a release written with out_dir= stays where it was written")
     columns = answer_columns(workload, names)
+    name = answers_name(workload, table_format)
     out = release_dir.begin(out_dir)
-    frame, public = _answers(workload, answered, columns)
-    measurement = answered.measurement
-    facts, sensitivities = _strategy_facts(measurement)
-    public.update(strategy=facts, strategy_template=answered.strategy.template)
-    files = {ANSWERS: release_dir.write_table(out, ANSWERS, frame)}
+    table = marginal_workload(workload)
+    public: dict[str, Any]
+    if table is None:
+        values = np.asarray(answered.answers, dtype=np.float64)
+        public = {"queries": int(values.size), "marginals": None, "columns": []}
+        batches = _query_batches(values)
+    else:
+        marginals = {
+            "sizes": [int(n) for n in table.sizes],
+            "attributes": [[int(a) for a in attrs] for attrs in table.attributes],
+            "weights": table.weights.tolist(),
+        }
+        values = _marginal_values(answered, table)
+        public = {"queries": int(values.size), "marginals": marginals, "columns": columns}
+        batches = _marginal_batches(marginals, columns, values)
+    facts, sensitivities = _strategy_facts(answered.measurement)
+    public.update(strategy=facts, strategy_template=answered.strategy.template, table=name)
+    files = {name: release_dir.write_batches(out, name, batches)}
     return release_dir.finish(
         out,
         family="hdmm",
@@ -84,60 +141,99 @@ def save_release(
     )
 
 
-def _answers(workload: Any, answered: Any, columns: list[str]) -> tuple[Any, dict[str, Any]]:
-    """The answers table and the public facts that describe its layout."""
-    import pandas as pd
-
-    if answered.answers is None:
-        raise ValueError("a release written with out_dir= stays where it was written")
-    table = marginal_workload(workload)
-    values = np.asarray(answered.answers, dtype=np.float64)
-    if table is None:
-        frame = pd.DataFrame({"query": np.arange(values.size), "answer": values})
-        return frame, {"queries": int(values.size), "marginals": None, "columns": []}
-    attributes = table.attributes
-    cells = np.array([_cells(table.sizes, attrs) for attrs in attributes], dtype=np.int64)
+def _marginal_values(answered: Answered, table: Any) -> np.ndarray:
+    """Every marginal's cells flat, in the workload's order: the residual release's tables, or
+    W x̂ with each marginal's rows divided by its weight."""
     if isinstance(answered.marginals, MarginalAnswers):
-        values = np.asarray(answered.marginals.values, dtype=np.float64)
-    else:  # W x̂: each marginal's rows scaled by its weight
-        values = values / np.repeat(table.weights, cells)
-    marginals = {
-        "sizes": list(table.sizes),
-        "attributes": [list(attrs) for attrs in attributes],
-        "weights": table.weights.tolist(),
-    }
-    frame = _marginal_keys(marginals, columns).assign(answer=values)
-    return frame, {"queries": int(values.size), "marginals": marginals, "columns": columns}
+        return np.asarray(answered.marginals.values, dtype=np.float64)
+    cells = [_cells(table.sizes, attrs) for attrs in table.attributes]
+    values = np.asarray(answered.answers, dtype=np.float64)
+    return values / np.repeat(table.weights, cells)
 
 
 def _cells(sizes: Sequence[int], attrs: Sequence[int]) -> int:
     return math.prod(int(sizes[a]) for a in attrs)
 
 
-def _marginal_keys(marginals: dict[str, Any], columns: list[str]) -> Any:
-    """``marginal`` and the attribute columns of every (marginal, cell) row, cells row-major
-    over the marginal's attributes (a nullable integer: empty outside the marginal)."""
-    import pandas as pd
+class AnswerLayout:
+    """The rows of a marginal workload's answers table (module docstring): the marginals over
+    ``attributes`` (one tuple of attribute indices each) of attributes of ``sizes``, each
+    marginal's ``counts[j]`` cells in row-major order over its attributes. Validated once, so
+    that :meth:`keys` is cheap in the write's and the check's loops."""
 
-    sizes = marginals["sizes"]
-    counts = [_cells(sizes, attrs) for attrs in marginals["attributes"]]
-    total = sum(counts)
-    codes = np.full((len(sizes), total), -1, dtype=np.int64)
-    start = 0
-    for attrs, count in zip(marginals["attributes"], counts, strict=True):
+    __repr__ = short_repr
+
+    def __init__(self, sizes: Sequence[int], attributes: Sequence[Sequence[int]]):
+        self.sizes = [
+            integer(f"sizes[{i}]", n, minimum=1) for i, n in enumerate(sequence("sizes", sizes))
+        ]
+        self.attributes = [
+            tuple(
+                integer(f"attributes[{j}][{i}]", a, minimum=0, maximum=len(self.sizes) - 1)
+                for i, a in enumerate(sequence(f"attributes[{j}]", attrs))
+            )
+            for j, attrs in enumerate(sequence("attributes", attributes))
+        ]
+        self.counts = [_cells(self.sizes, attrs) for attrs in self.attributes]
+
+    def keys(self, j: int, start: int, stop: int) -> list[np.ndarray | None]:
+        """The code of each attribute of cells ``start`` to ``stop`` of marginal ``j``: one
+        int64 array per attribute, None for an attribute outside the marginal."""
+        attrs = self.attributes[j]
+        codes: list[np.ndarray | None] = [None] * len(self.sizes)
         if attrs:
-            shape = tuple(int(sizes[a]) for a in attrs)
-            codes[list(attrs), start : start + count] = np.unravel_index(np.arange(count), shape)
-        start += count
-    keys = {"marginal": np.repeat(np.arange(len(counts)), counts)}
-    for name, row in zip(columns, codes, strict=True):
-        keys[name] = pd.arrays.IntegerArray(row, row < 0)
-    return pd.DataFrame(keys)
+            shape = tuple(self.sizes[a] for a in attrs)
+            found = np.unravel_index(np.arange(start, stop, dtype=np.int64), shape)
+            for attribute, code in zip(attrs, found, strict=True):
+                codes[attribute] = code.astype(np.int64, copy=False)
+        return codes
+
+
+def _marginal_batches(
+    marginals: dict[str, Any], columns: list[str], values: np.ndarray
+) -> Iterator[dict[str, Any]]:
+    """The answers table of a marginal workload, :data:`BATCH_ROWS` rows (or one marginal's
+    cells, when more) at a time: each batch a dict of column arrays, an attribute column a
+    masked int64 array (masked outside the marginal)."""
+    layout = AnswerLayout(marginals["sizes"], marginals["attributes"])
+    start, rows, pending = 0, 0, []
+    for j, count in enumerate(layout.counts):
+        pending.append(j)
+        rows += count
+        if rows >= BATCH_ROWS:
+            yield _batch(layout, columns, pending, values[start:])
+            start, rows, pending = start + rows, 0, []
+    if pending or start == 0:
+        yield _batch(layout, columns, pending, values[start:])
+
+
+def _batch(
+    layout: AnswerLayout, columns: list[str], marginals: list[int], values: Any
+) -> dict[str, Any]:
+    counts = [layout.counts[j] for j in marginals]
+    rows = sum(counts)
+    batch: dict[str, Any] = {"marginal": np.repeat(np.array(marginals, np.int64), counts)}
+    parts: list[list[np.ndarray]] = [[] for _ in layout.sizes]
+    for j, count in zip(marginals, counts, strict=True):
+        for attribute, code in enumerate(layout.keys(j, 0, count)):
+            parts[attribute].append(np.full(count, -1, np.int64) if code is None else code)
+    for name, pieces in zip(columns, parts, strict=True):
+        codes = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
+        batch[name] = np.ma.masked_array(codes, mask=codes < 0)
+    batch["answer"] = np.asarray(values[:rows], dtype=np.float64)
+    return batch
+
+
+def _query_batches(values: np.ndarray) -> Iterator[dict[str, Any]]:
+    """The answers table of another workload (``query``, ``answer``), batch by batch."""
+    for start in range(0, max(values.size, 1), BATCH_ROWS):
+        stop = min(start + BATCH_ROWS, values.size)
+        yield {"query": np.arange(start, stop, dtype=np.int64), "answer": values[start:stop]}
 
 
 def _strategy_facts(measurement: Any) -> tuple[dict[str, Any], list[float | None]]:
     """The public description of the strategy measured and each measured record's
-    sensitivity, computed from it (as :func:`check` recomputes it)."""
+    sensitivity, computed from it (as the check recomputes it)."""
     if isinstance(measurement, ResidualMeasurement):
         plan = measurement.plan
         facts = {"kind": "residual", "sampler_of": plan.sampler_of.tolist()}
@@ -157,109 +253,3 @@ def _strategy_facts(measurement: Any) -> tuple[dict[str, Any], list[float | None
         "blocks": [[factor.tolist() for factor in block] for block in measurement.blocks],
     }
     return facts, [delta]
-
-
-def check(stored: release_dir.StoredRelease) -> list[str]:
-    """What an HDMM release directory's ``answers.csv`` breaks: its shape and keys against the
-    workload, non-finite answers, marginals that are not mutually consistent (each marginal
-    summed over one of its attributes is the workload's marginal without it, and every
-    marginal has one total), and a recorded sensitivity that its strategy does not give."""
-    instance("stored", stored, release_dir.StoredRelease)
-    public = stored.public
-    table = stored.table(ANSWERS)
-    marginals = public["marginals"]
-    if marginals is None:
-        import pandas as pd
-
-        expected = pd.DataFrame({"query": np.arange(int(public["queries"]))})
-        errors = _key_errors(table, expected, ["query", "answer"])
-    else:
-        keys = _marginal_keys(marginals, list(public["columns"]))
-        errors = _key_errors(table, keys, ["marginal", *public["columns"], "answer"])
-    if not errors:
-        values = table["answer"].to_numpy(dtype=np.float64)
-        bad = int(np.count_nonzero(~np.isfinite(values)))
-        errors += [f"{ANSWERS}: {bad} answers are not finite"] if bad else []
-        if marginals is not None and not bad:
-            errors += _consistency_errors(marginals, values)
-    return errors + _sensitivity_errors(stored)
-
-
-def _key_errors(table: Any, expected: Any, columns: list[str]) -> list[str]:
-    """The table's columns and key values against the layout the workload implies."""
-    if list(table.columns) != columns:
-        return [f"{ANSWERS}: columns {list(table.columns)}, the workload's are {columns}"]
-    if len(table) != len(expected):
-        return [f"{ANSWERS}: {len(table)} rows, the workload has {len(expected)} answers"]
-    for name in columns[:-1]:
-        found = table[name].to_numpy(dtype=np.float64, na_value=np.nan)
-        wanted = expected[name].to_numpy(dtype=np.float64, na_value=np.nan)
-        if not np.array_equal(found, wanted, equal_nan=True):
-            row = int(np.argmax(~((found == wanted) | (np.isnan(found) & np.isnan(wanted)))))
-            return [f"{ANSWERS}: row {row + 1}: column {name!r} is not the workload's layout"]
-    return []
-
-
-def _consistency_errors(marginals: dict[str, Any], values: np.ndarray) -> list[str]:
-    """Each marginal against the workload's marginals one attribute below it, and every
-    marginal's total against the first one's (``hdmm.answer``'s marginals are consistent)."""
-    sizes = marginals["sizes"]
-    tables: dict[tuple[int, ...], tuple[int, np.ndarray]] = {}
-    start = 0
-    for j, attrs in enumerate(map(tuple, marginals["attributes"])):
-        count = _cells(sizes, attrs)
-        shape = tuple(int(sizes[a]) for a in attrs)
-        tables.setdefault(attrs, (j, values[start : start + count].reshape(shape)))
-        start += count
-    scale = max(1.0, float(np.abs(values).max(initial=0.0)))
-    errors = []
-    first = next(iter(tables.values()))[1].sum()
-    for attrs, (j, found) in tables.items():
-        if abs(found.sum() - first) > TOLERANCE * scale * found.size:
-            errors.append(f"marginal {j}: its total {found.sum():.6g} is not {first:.6g}")
-        for axis, attribute in enumerate(attrs):
-            below = tables.get(attrs[:axis] + attrs[axis + 1 :])
-            if below is None:
-                continue
-            gap = float(np.abs(found.sum(axis=axis) - below[1]).max())
-            if gap > TOLERANCE * scale * found.shape[axis]:
-                errors.append(
-                    f"marginal {j} summed over attribute {attribute} differs from marginal "
-                    f"{below[0]} by {gap:.3g}"
-                )
-    return errors
-
-
-def _sensitivity_errors(stored: release_dir.StoredRelease) -> list[str]:
-    """Every recorded sensitivity against the one the public strategy gives."""
-    facts = stored.public["strategy"]
-    if facts["kind"] == "residual":
-        marginals = stored.public["marginals"]
-        closure = Closure.of(marginals["sizes"], marginals["attributes"], marginals["weights"])
-        groups = len(stored.measured)
-        sampler_of = np.asarray(facts["sampler_of"], dtype=np.int64)
-        if sampler_of.shape != (closure.size,) or np.any(sampler_of >= groups):
-            return [f"the strategy's samplers do not fit its {closure.size} closure members"]
-        wanted: list[float | None] = list(residual_sensitivities(closure, sampler_of, groups))
-    elif facts.get("recorded"):
-        blocks = tuple(tuple(np.asarray(f, dtype=np.float64) for f in b) for b in facts["blocks"])
-        strategy = SimpleNamespace(
-            noise=facts["noise"],
-            variance=facts["variance"],
-            variances=tuple(facts["variances"]),
-            blocks=blocks,
-        )
-        delta, errors = hdmm_sensitivity(strategy)
-        if errors:
-            return errors
-        wanted = [delta]
-    else:
-        return []
-    found = list(stored.sensitivities)
-    if len(found) != len(wanted):
-        return [f"{len(found)} sensitivities recorded, the strategy measures {len(wanted)} sets"]
-    return [
-        f"measured record {i}: sensitivity {have} recorded, the strategy's is {want}"
-        for i, (have, want) in enumerate(zip(found, wanted, strict=True))
-        if have is None or want is None or not math.isclose(have, want, rel_tol=TOLERANCE)
-    ]

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.paths import regular_file
+from dpopt.progress import Progress
 from dpopt.relational.budget import SQRT2_UP
 from dpopt.relational.contract import link_errors
 from dpopt.relational.data import SIDES, RelationalData
@@ -99,9 +101,15 @@ def write(out: Path, data: RelationalData, release: Any) -> Path:
     )
 
 
-def check(stored: Any) -> list[str]:
+def check(stored: Any, *, progress: Progress) -> list[str]:
     """What a stored relational release's tables break (module docstring): the schema, the
-    domains, the ids, the links, and the recorded sensitivities against the public ones."""
+    domains, the ids, the links, and the recorded sensitivities against the public ones;
+    ``progress``: one stage."""
+    with instance("progress", progress, Progress).stage("tables"):
+        return _table_check(stored)
+
+
+def _table_check(stored: Any) -> list[str]:
     public = instance("stored", stored, StoredRelease).public
     errors = _sensitivity_errors(stored)
     rows = {}
@@ -124,7 +132,7 @@ def _as_written(stored: Any, name: str) -> Any:
 
     if name not in stored.files:
         raise ValueError(f"the release has no table {name}")
-    frame = pd.read_csv(stored.path / name, dtype=str, keep_default_na=False)
+    frame = pd.read_csv(regular_file(name, stored.path / name), dtype=str, keep_default_na=False)
     return frame.assign(id=pd.to_numeric(frame["id"], errors="coerce")) if "id" in frame else frame
 
 

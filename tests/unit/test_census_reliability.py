@@ -115,8 +115,6 @@ def test_release_blocks_failure_after_the_charge_keeps_the_measurement(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "out"
-    out.mkdir()
-    (out / "manifest.json").write_text("{}")  # an earlier release's: must not survive
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("planted solver failure")

@@ -120,7 +120,9 @@ def test_interrupt_marks_the_output_incomplete(
     out = tmp_path / "out"
     status, _, err = run(["census", "release", *TINY, "--epsilon", "1", "--out", str(out)], capsys)
     assert status == 130
-    assert err.strip().splitlines()[-1].startswith("dpopt census: interrupted; the budget was")
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("dpopt census release: interrupted; the budget was charged: ε = 1 ")
+    assert f"{out} holds an unfinished release" in last
     assert len([line for line in err.splitlines() if "interrupted" in line]) == 1
     assert "Traceback" not in err
     assert (out / blocks.INCOMPLETE).is_file() and not (out / "manifest.json").exists()
@@ -129,12 +131,12 @@ def test_interrupt_marks_the_output_incomplete(
 def test_a_small_noise_key_warns_and_a_negative_one_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    base = ["census", "release", *TINY, "--epsilon", "1", "--out", str(tmp_path / "o")]
-    status, _, err = run([*base, "--noise-key", "1"], capsys)
+    base = ["census", "release", *TINY, "--epsilon", "1", "--out"]
+    status, _, err = run([*base, str(tmp_path / "o1"), "--noise-key", "1"], capsys)
     assert status == 0 and "warning: --noise-key 1 is a small integer" in err
-    status, _, err = run([*base, "--noise-key", str(2**100)], capsys)
+    status, _, err = run([*base, str(tmp_path / "o2"), "--noise-key", str(2**100)], capsys)
     assert status == 0 and "warning" not in err
-    status, _, err = run([*base, "--noise-key", "-1"], capsys)
+    status, _, err = run([*base, str(tmp_path / "o3"), "--noise-key", "-1"], capsys)
     assert status == 2 and "--noise-key: must be an integer >= 0" in err
 
 
@@ -374,7 +376,7 @@ def test_input_dry_run_prints_the_plan_and_an_occupied_out_is_refused(
     out.mkdir()
     (out / "mine.txt").touch()
     status, _, err = run(argv[:-1], capsys)
-    assert status == 2 and "holds files: give an empty or a new directory" in err
+    assert status == 2 and "holds files: a release is written only to a new or empty directory" in err
 
 
 @pytest.mark.parametrize(

@@ -222,7 +222,7 @@ def test_an_out_that_cannot_hold_the_release_is_refused_before_the_charge(
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
     assert main(learn_argv(SAMPLE, tmp_path / "other")) == 2
-    assert "holds other files" in capsys.readouterr().err
+    assert "holds files: a release is written only to a new" in capsys.readouterr().err
 
 
 def test_a_dry_run_prints_the_plan_and_writes_nothing(

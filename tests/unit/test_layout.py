@@ -34,6 +34,7 @@ LAYERS = {
     "extras": 0,
     "deprecation": 0,
     "release_dir": 0,
+    "paths": 0,
     "limits": 0,
     "errors": 0,
     "models": 1,

@@ -146,6 +146,8 @@ def test_every_limit_has_a_former_home_or_is_new() -> None:
         "MAX_INPUT_BYTES",
         "MAX_HEADER_BYTES",
         "HDMM_STORED_STRATEGY_ENTRIES",
+        "HDMM_CSV_MAX_ANSWERS",
+        "MAX_TEXT_FILE_BYTES",
     }
     assert set(limits.__all__) == used | new_here
 

@@ -15,12 +15,14 @@ import pytest
 from dpopt import hdmm, release_dir
 from dpopt import workload as wl
 from dpopt.cli import main
+from dpopt.progress import Progress
 
 FOUND: list[str] = []  # what the made-up family's check reports
 
 
-def made_up_check(stored: release_dir.StoredRelease) -> list[str]:
+def made_up_check(stored: release_dir.StoredRelease, *, progress: Progress) -> list[str]:
     """The family check of the tests' made-up family: its table has four answers."""
+    assert isinstance(progress, Progress)
     table = stored.table("answers.csv")
     return [*FOUND, *([] if len(table) == 4 else [f"{len(table)} answers, not 4"])]
 
@@ -103,9 +105,12 @@ def test_bad_directories_and_names_are_refused_before_any_work(tmp_path: Path) -
         release_dir.begin(tmp_path / "file")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
-    with pytest.raises(ValueError, match="holds other files"):
+    with pytest.raises(ValueError, match="holds files: a release is written only to a new"):
         release_dir.begin(tmp_path / "other")
-    assert release_dir.begin(_release(tmp_path / "again")).is_dir()  # an earlier release: ok
+    with pytest.raises(ValueError, match="holds an earlier release"):  # never replaced
+        release_dir.begin(_release(tmp_path / "again"))
+    assert release_dir.begin(tmp_path / "empty").is_dir()
+    assert release_dir.begin(tmp_path / "empty" / "new" / "deeper").is_dir()
     with pytest.raises(ValueError, match="file name ending in"):
         release_dir.write_table(tmp_path, "../x.csv", pd.DataFrame())
     with pytest.raises(ValueError, match="not a dpopt-release/1 manifest"):

@@ -50,6 +50,7 @@ from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
 from dpopt.release import Measured, ReleaseError, measured_record
 from dpopt.release import contract_errors as common_errors
+from dpopt.release_dir import interrupts_held
 from dpopt.reprs import short_repr
 from dpopt.runner import Runner
 from dpopt.validation import instance
@@ -433,6 +434,7 @@ def write_manifest(out: str, measurement: ResidualMeasurement, layout: Layout) -
     }
     path = Path(out)
     partial = path / (MANIFEST + ".partial")
-    partial.write_text(json.dumps(record) + "\n", encoding="utf-8")
-    partial.replace(path / MANIFEST)
-    (path / INCOMPLETE).unlink(missing_ok=True)
+    with interrupts_held():
+        partial.write_text(json.dumps(record) + "\n", encoding="utf-8")
+        partial.replace(path / MANIFEST)
+        (path / INCOMPLETE).unlink(missing_ok=True)

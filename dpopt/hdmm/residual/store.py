@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.extras import load_pyarrow
+from dpopt.release_dir import check_new
 from dpopt.validation import file_path, instance, integer
 
 __all__ = ["INCOMPLETE", "MANIFEST", "StoredMarginals", "prepare_directory"]
@@ -29,16 +30,13 @@ MANIFEST = "manifest.json"
 
 
 def prepare_directory(out_dir: Any) -> Path:
-    """``out_dir`` created (or an empty or earlier release's directory), its INCOMPLETE marker
-    set; refused before any work when it names a file or cannot be written."""
-    out = file_path("out_dir", out_dir)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"out_dir {out} is a file, not a directory")
+    """``out_dir`` created by the rule of every release's output directory
+    (:func:`dpopt.release_dir.check_new`: new or empty), its INCOMPLETE marker set."""
+    out = check_new(out_dir)
     try:
         for part in ("noisy", "marginals"):
             (out / part).mkdir(parents=True, exist_ok=True)
         (out / INCOMPLETE).write_text("a residual release is being written\n", encoding="utf-8")
-        (out / MANIFEST).unlink(missing_ok=True)
     except OSError as err:
         raise ValueError(f"out_dir {out} cannot be written: {err.strerror or err}") from err
     return out
