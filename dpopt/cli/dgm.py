@@ -31,18 +31,36 @@ from dpopt.deprecation import REMOVED_IN
 from dpopt.errors import OptionError
 from dpopt.validation import instance, sequence
 
-__all__ = ["EPILOG", "LEARN_EPILOG", "LEGACY", "add_parser", "legacy_argv", "run", "show_plan"]
+__all__ = [
+    "EPILOG",
+    "LEARN_EPILOG",
+    "LEGACY",
+    "add_parser",
+    "column_items",
+    "legacy_argv",
+    "run",
+    "show_plan",
+]
 
 LEARN_EPILOG = """examples:
   dpopt dgm learn --network asia --data examples/data/dgm/asia_records.csv --epsilon 1 --out rel
   dpopt check rel                                       verify it without the records
-  dpopt dgm learn --network my.bif --data records.parquet --epsilon 2 --out rel --dry-run
+  dpopt dgm learn --network examples/data/dgm/asia_structure.bif \\
+      --data examples/data/dgm/asia_records.csv --epsilon 1 --out rel
+  dpopt dgm learn --network my.bif --data wide.parquet --columns age,sex=gender,region \\
+      --epsilon 2 --out rel --dry-run
 
+--network: your own network is a BIF file, with CPDs or structure-only: its variable blocks
+and, for every variable, probability ( X | A, B ) { } naming its parents with an empty body
+(probability ( X ) { } for a root); or a .json file {"states": {"X": ["a", "b"], ...},
+"parents": {"X": ["A", "B"], ...}}, every node in both. Learning reads only the structure.
 --data: a CSV (with a header line) or Parquet file, one column per node of the network, each
-value one of the node's states, no empty value. A bad file is refused before anything is
-charged (exit 2), naming the file, the column and the row. --out receives network.bif (the
-learned network), cpds.csv (node, parents, state, probability) and manifest.json (the budget,
-the allocation, the public structure), written last.
+value one of the node's states, no empty value. --columns picks the nodes' columns from a
+wider file (NODE, or NODE=COLUMN for a node read from another column name; every node once).
+A bad file is refused before anything is charged (exit 2), naming the file, the column and
+the row. --out receives network.bif (the learned network), cpds.csv (node, parents, state,
+probability) and manifest.json (the budget, the allocation, the public structure), written
+last.
 --noise-key is the noise's secret key: leave it out for a real release (fresh OS entropy).
 exit status: 0 ok, 1 failed after the charge (--out stays INCOMPLETE), 2 bad input (nothing
 is charged)"""
@@ -88,8 +106,16 @@ def add_parser(commands: Any) -> None:
         "--data",
         required=True,
         metavar="FILE",
-        help="the records: a CSV or Parquet file, one column per node, values among the node's "
-        "states, no missing values",
+        help="the records: a CSV or Parquet file, one column per node (or those --columns "
+        "selects), values among the node's states, no missing values",
+    )
+    learn.add_argument(
+        "--columns",
+        type=column_items,
+        metavar="COLS",
+        help="the nodes' columns in a wider --data file, comma-separated: NODE (the column of "
+        "that name) or NODE=COLUMN (the node read from COLUMN); every node once, the other "
+        "columns unused (default: the file's columns are the nodes)",
     )
     learn.add_argument("--out", required=True, metavar="DIR", help=OUT_HELP)
     _add_report_arguments(learn)
@@ -104,7 +130,9 @@ def _add_common_arguments(cmd: argparse.ArgumentParser) -> None:
         "--network",
         required=True,
         help="a bundled bnlearn network (asia, sachs, child, alarm, insurance, hepar2, "
-        "win95pts, andes, pathfinder, ...) or a .bif/.bif.gz file",
+        "win95pts, andes, pathfinder, ...), a .bif/.bif.gz file (with CPDs, or structure-only: "
+        'every probability block empty, { }) or a .json structure ({"states": {node: '
+        '[states]}, "parents": {node: [parents]}}); learning reads only the structure',
     )
     cmd.add_argument(
         "--epsilon",
@@ -161,12 +189,98 @@ def legacy_argv(argv: Sequence[str]) -> list[str]:
     return ["dgm", LEGACY, *given[1:]] if given[:1] == ["dgm"] and flag else given
 
 
+def column_items(text: str) -> list[tuple[str, str]]:
+    """argparse type of ``--columns``: ``NODE`` or ``NODE=COLUMN`` items separated by commas,
+    as (node, column) pairs; no item, node or column empty."""
+    items = []
+    for item in (part.strip() for part in instance("text", text, str).split(",")):
+        node, equals, column = (side.strip() for side in item.partition("="))
+        if not node or (equals and not column):
+            raise OptionError(
+                f"must be NODE or NODE=COLUMN items separated by commas, got {text!r}"
+            )
+        items.append((node, column if equals else node))
+    return items
+
+
+def _columns(items: list[tuple[str, str]], network: Any) -> dict[str, str]:
+    """{node: its --data column} of ``--columns``: every node of the network once, no column
+    for two nodes."""
+    nodes = list(network.nodes)
+    named = [node for node, _ in items]
+    unknown = [node for node in named if node not in nodes]
+    if unknown:
+        raise OptionError(
+            f"--columns: {', '.join(map(repr, unknown))} "
+            f"{'is not a node' if len(unknown) == 1 else 'are not nodes'} of network "
+            f"{network.name!r} (its nodes: {', '.join(nodes)})"
+        )
+    for what, values in (("node", named), ("column", [column for _, column in items])):
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:
+            raise OptionError(f"--columns: the {what} {', '.join(map(repr, twice))} twice")
+    missing = [node for node in nodes if node not in named]
+    if missing:
+        raise OptionError(
+            f"--columns: no column for the nodes {', '.join(missing)} (every node of network "
+            f"{network.name!r} needs one)"
+        )
+    return dict(items)
+
+
+def _read_records(path: str, network: Any, items: list[tuple[str, str]] | None) -> Any:
+    """The records of ``--data`` for ``network``: the columns ``--columns`` selects (or every
+    column, each a node), named by their nodes, every value checked against its node's states
+    (OptionError naming the file, the column and the row)."""
+    from dpopt.cli.files import read_frame
+
+    if items is None:
+        frame = read_frame(path, option="--data", dtype=str)
+        _check_nodes(path, network, [str(c) for c in frame.columns])
+        chosen = {v: v for v in network.nodes}
+    else:
+        chosen = _columns(items, network)
+        frame = read_frame(path, option="--data", required=list(chosen.values()), dtype=str)
+    label = {str(c): c for c in frame.columns}
+    frame = frame[[label[chosen[v]] for v in network.nodes]]
+    try:
+        network.encode(frame, columns=chosen)
+    except ValueError as error:
+        raise OptionError(f"--data {path}: {error}") from None
+    return frame.set_axis(list(network.nodes), axis=1)
+
+
+def _check_nodes(path: str, network: Any, columns: list[str]) -> None:
+    """Without ``--columns``: the file's columns are the nodes, or an OptionError naming those
+    missing and those extra and the ``--columns`` that selects them."""
+    missing = [v for v in network.nodes if v not in columns]
+    extra = [c for c in columns if c not in network.nodes]
+    if not missing and not extra:
+        return
+    found = [f"no column {', '.join(map(repr, missing))}"] if missing else []
+    if extra:
+        shown = ", ".join(map(repr, extra[:8])) + (", …" if len(extra) > 8 else "")
+        found.append(f"the columns {shown} are not nodes")
+    pick = ",".join(v if v in columns else f"{v}=COLUMN" for v in network.nodes)
+    raise OptionError(
+        f"--data {path}: without --columns its columns are the nodes of network "
+        f"{network.name!r}: {' and '.join(found)}. Select the nodes' columns with --columns "
+        f"(here --columns {pick}; NODE=COLUMN reads a node from a column of another name)"
+    )
+
+
 def _records(args: argparse.Namespace, network: Any) -> Any:
     """``--data``'s records, or ``--records`` drawn from the network with ``--data-seed``."""
     if args.data:
         import pandas as pd
 
         return pd.read_csv(args.data, dtype=str, keep_default_na=True)
+    if network.cpds is None:
+        raise OptionError(
+            f"--network {args.network} has no CPDs (a structure-only BIF): records cannot be "
+            "drawn from it; give your records: dpopt dgm learn --network "
+            f"{args.network} --data FILE --epsilon E --out DIR"
+        )
     import numpy as np
 
     if args.records < 1:
@@ -213,18 +327,13 @@ def _learn(args: argparse.Namespace, release: ReleaseRun) -> int:
     (nothing charged or written on a refusal), then (unless a dry run) learn (the charge) and
     write the release."""
     from dpopt import dgm
-    from dpopt.cli.files import read_frame
     from dpopt.dgm.learning import plan_learning
     from dpopt.privacy import Accountant
 
     settings = dgm.Settings(objective=args.objective, baseline=args.baseline)
     check_output_path(args.json, option="--json", stdout=True)
     network = dgm.load(args.network)
-    data = read_frame(args.data, option="--data", required=network.nodes, dtype=str)
-    try:
-        network.encode(data)
-    except ValueError as error:
-        raise OptionError(f"--data {args.data}: {error}") from None
+    data = _read_records(args.data, network, args.columns)
     options = {"epsilon": args.epsilon, "settings": settings}
     planned = plan_learning(network, data, **options)
     out = new_out(args.out)

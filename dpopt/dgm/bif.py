@@ -9,6 +9,13 @@ checks it against pgmpy's ``BIFReader`` on every bundled network. It is dependen
 loading alarm takes milliseconds instead of pgmpy's 2 s import and 1.2 s parse. :func:`text`
 writes that subset back, every probability as the shortest text that reads back to the same
 float (a learned network saved without pgmpy).
+
+A **structure-only BIF** (docs/families/dgm.md, "Your own data") states a network before its
+CPDs are learned: its ``variable`` blocks, and for every variable a ``probability ( X | A, B )
+{ }`` block naming its parents with an empty body (``probability ( X ) { }`` for a root).
+:func:`parse` returns its CPDs as None. A BIF holds every CPD or none: a variable without a
+probability block, a CPD with some parent configurations' rows missing, or empty blocks beside
+filled ones are refused.
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ _PROBABILITY = re.compile(r"probability\s*\(\s*([^|)]+?)\s*(?:\|\s*([^)]*?))?\s*
 _NAME = re.compile(r"\W")
 _ROW = re.compile(r"^\(([^)]*)\)\s*(.*)$", re.S)
 
-Parsed = tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]], dict[str, np.ndarray]]
+Parsed = tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]], dict[str, np.ndarray] | None]
 
 
 def bundled_text(name: str) -> str:
@@ -79,13 +86,15 @@ def _numbers(text: str, where: str) -> np.ndarray:
 
 def _table(
     node: str, parents: tuple[str, ...], body: str, states: dict[str, tuple[str, ...]]
-) -> np.ndarray:
-    """One CPD as an array of shape (*cards(parents), card(node))."""
+) -> np.ndarray | None:
+    """One CPD as an array of shape (*cards(parents), card(node)); None for an empty body (a
+    structure-only block)."""
+    entries = [e.strip() for e in body.split(";") if e.strip()]
+    if not entries:
+        return None
     shape = tuple(len(states[p]) for p in (*parents, node))
     table = np.full(shape, np.nan)
-    for entry in (e.strip() for e in body.split(";")):
-        if not entry:
-            continue
+    for entry in entries:
         if entry.startswith("table"):
             if parents:
                 raise ValueError(f"BIF: probability ({node} | ...): 'table' rows with parents")
@@ -112,16 +121,25 @@ def _table(
         if values.size != shape[-1]:
             raise ValueError(f"BIF: probability ({node}) row {config}: wrong number of values")
         table[index] = values
-    if np.isnan(table).any():
-        raise ValueError(f"BIF: probability ({node}): some parent configurations have no row")
+    absent = np.isnan(table[..., 0])
+    if absent.any():
+        at = np.argwhere(absent)[0] if parents else ()
+        first = ", ".join(states[p][k] for p, k in zip(parents, at, strict=True))
+        raise ValueError(
+            f"BIF: probability ({node}): some parent configurations have no row: "
+            f"{int(absent.sum())} of {absent.size}, the first ({first}). A CPD needs a row for "
+            "every configuration; a structure-only BIF leaves every block empty, { }"
+        )
     return table
 
 
 def parse(text: str) -> Parsed:
-    """(states, parents, cpds) of a BIF text, keyed by node name in the file's order.
+    """(states, parents, cpds) of a BIF text, keyed by node name in the file's order; cpds is
+    None for a structure-only BIF (every probability block empty).
 
     A ValueError names what is wrong: a variable declared twice, a variable with two
-    probability blocks, a block naming an undeclared variable, a missing or short table.
+    probability blocks or none, a block naming an undeclared variable, a missing or short
+    table, empty blocks beside filled ones.
     """
     if not isinstance(text, str):
         raise TypeError(f"BIF text must be a str, got {type(text).__name__}")
@@ -138,40 +156,59 @@ def parse(text: str) -> Parsed:
     if not states:
         raise ValueError("BIF: no discrete variable found")
     parents: dict[str, tuple[str, ...]] = {}
-    cpds: dict[str, np.ndarray] = {}
+    tables: dict[str, np.ndarray | None] = {}
     for block in _PROBABILITY.finditer(text):
         node = block.group(1).strip()
         given = _split(block.group(2) or "")
         unknown = [v for v in (node, *given) if v not in states]
         if unknown:
             raise ValueError(f"BIF: probability ({node}) names undeclared variables {unknown}")
-        if node in cpds:
+        if node in tables:
             raise ValueError(f"BIF: variable {node} has two probability blocks")
         if node in given:
             raise ValueError(f"BIF: probability ({node} | ...) lists {node} among its parents")
         if len(set(given)) != len(given):
             raise ValueError(f"BIF: probability ({node} | ...) lists a parent twice: {given}")
         parents[node] = given
-        cpds[node] = _table(node, given, block.group(3), states)
-    missing = [v for v in states if v not in cpds]
+        tables[node] = _table(node, given, block.group(3), states)
+    missing = [v for v in states if v not in tables]
     if missing:
-        raise ValueError(f"BIF: no probability block for {missing}")
-    return states, parents, cpds
+        raise ValueError(
+            f"BIF: no probability block for {missing}: every variable needs one naming its "
+            f"parents, e.g. probability ( {missing[0]} ) {{ }} for a root in a structure-only BIF"
+        )
+    empty = [v for v, table in tables.items() if table is None]
+    if not empty:
+        return states, parents, {v: table for v, table in tables.items() if table is not None}
+    if len(empty) < len(tables):
+        filled = [v for v in tables if v not in empty]
+        raise ValueError(
+            f"BIF: the probability blocks of {_some(empty)} are empty, those of {_some(filled)} "
+            "are not: a BIF gives every CPD, or none (a structure-only BIF, every block { })"
+        )
+    return states, parents, None
+
+
+def _some(names: list[str]) -> str:
+    """Up to 5 names, and how many more."""
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 def text(
     states: dict[str, tuple[str, ...]],
     parents: dict[str, tuple[str, ...]],
-    cpds: dict[str, np.ndarray],
+    cpds: dict[str, np.ndarray] | None,
     *,
     name: str = "network",
 ) -> str:
     """The BIF text of a network (what :func:`parse` reads back exactly): ``states``,
     ``parents`` and ``cpds`` keyed by node name in a topological order, each CPD of shape
     (*cards(parents), card(node)); one row per parent configuration, the first parent's
-    state changing slowest."""
-    for field, value in (("states", states), ("parents", parents), ("cpds", cpds)):
+    state changing slowest. ``cpds=None`` writes a structure-only BIF (every block empty)."""
+    for field, value in (("states", states), ("parents", parents)):
         instance(field, value, dict)
+    if cpds is not None:
+        instance("cpds", cpds, dict)
     lines = [f"network {_NAME.sub('_', instance('name', name, str)) or 'network'} {{", "}"]
     for node, listed in states.items():
         lines += [
@@ -179,16 +216,19 @@ def text(
             f"  type discrete [ {len(listed)} ] {{ {', '.join(listed)} }};",
             "}",
         ]
-    for node, table in cpds.items():
-        given = parents[node]
-        if not given:
-            lines += [f"probability ( {node} ) {{", f"  table {_values(table)};", "}"]
-            continue
-        lines.append(f"probability ( {node} | {', '.join(given)} ) {{")
-        for index in np.ndindex(table.shape[:-1]):
-            config = ", ".join(states[p][k] for p, k in zip(given, index, strict=True))
-            lines.append(f"  ( {config} ) {_values(table[index])};")
-        lines.append("}")
+    for node, given in parents.items():
+        head = f"probability ( {' | '.join([node, ', '.join(given)] if given else [node])} ) {{"
+        if cpds is None:
+            lines.append(f"{head} }}")
+        elif not given:
+            lines += [head, f"  table {_values(cpds[node])};", "}"]
+        else:
+            table = cpds[node]
+            lines.append(head)
+            for index in np.ndindex(table.shape[:-1]):
+                config = ", ".join(states[p][k] for p, k in zip(given, index, strict=True))
+                lines.append(f"  ( {config} ) {_values(table[index])};")
+            lines.append("}")
     return "\n".join(lines) + "\n"
 
 

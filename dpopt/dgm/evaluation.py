@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 
 from dpopt.dgm.networks import Network
+from dpopt.errors import InvalidInput
 from dpopt.limits import MAX_QUERY_CELLS
-from dpopt.validation import instance
+from dpopt.validation import boolean, instance, integer
 
 __all__ = [
     "KL_FLOOR",
@@ -69,12 +70,6 @@ def _means(
     }
 
 
-def _cpds(network: Network) -> tuple[np.ndarray, ...]:
-    if network.cpds is None:
-        raise ValueError(f"network {network.name!r} has no CPDs")
-    return network.cpds
-
-
 def _same_structure(reference: Network, private: Network) -> None:
     instance("reference", reference, Network)
     instance("private", private, Network)
@@ -97,9 +92,9 @@ def parameter_errors(reference: Network, private: Network) -> dict[str, float]:
       handful of records dominates ``l1`` and barely counts here.
     """
     _same_structure(reference, private)
+    truth, learned = (net.require_cpds("parameter_errors") for net in (reference, private))
     l1, weighted, kl, floored = [], [], [], 0
-    rows = reference.parent_marginals
-    for theta, noisy, mass in zip(_cpds(reference), _cpds(private), rows, strict=True):
+    for theta, noisy, mass in zip(truth, learned, reference.parent_marginals, strict=True):
         gap = np.abs(theta - noisy).sum(axis=-1)
         l1.append(float(gap.sum()))
         weighted.append(float((mass * gap).sum()))
@@ -134,6 +129,19 @@ def _pick(order: np.ndarray, size: int, cards: np.ndarray, budget: int) -> list[
     return chosen
 
 
+def _check_room(cards: np.ndarray, max_cells: int, conditional: bool) -> None:
+    """Refuse a ``max_cells`` with which some node order leaves a query without a target (no
+    node fits) or, when ``conditional``, without evidence: the first node that fits, of
+    domain c, must find another within max_cells/c, for every c that fits."""
+    fits = np.sort(cards[cards <= max_cells])
+    if len(fits) < 1 + conditional or (conditional and fits[0] * fits[-1] > max_cells):
+        raise InvalidInput(
+            f"max_cells = {max_cells} is too small for the nodes' domains (sizes "
+            f"{sorted(set(cards.tolist()))}): some queries would have no "
+            + ("target or no evidence" if conditional else "target")
+        )
+
+
 def random_queries(
     network: Network,
     count: int,
@@ -147,10 +155,20 @@ def random_queries(
     ``conditional``, |Y| uniform in 1..n−|X|, disjoint. Nodes are taken in random order,
     skipping any that would take |dom(X ∪ Y)| past ``max_cells``; the first |X| taken are X
     (at most all but one when conditional), the rest Y. With ``evidence_values`` the values of
-    Y are drawn from ``network``'s CPDs (a MAP query's evidence)."""
+    Y are drawn from ``network``'s CPDs (a MAP query's evidence).
+
+    ``count`` is an integer ≥ 0 (0: no queries); ``max_cells`` must leave room for a target
+    (and an evidence node, when conditional) in every draw, else an InvalidInput names it."""
     n = len(instance("network", network, Network).nodes)
+    count = integer("count", count, minimum=0)
+    instance("rng", rng, np.random.Generator)
+    conditional = boolean("conditional", conditional)
+    if boolean("evidence_values", evidence_values) and conditional:
+        network.require_cpds("evidence_values (a MAP query's evidence drawn from the CPDs)")
+    max_cells = integer("max_cells", max_cells, minimum=1)
     if n < (3 if conditional else 2):
         raise ValueError(f"network {network.name!r} is too small for random queries")
+    _check_room(network.cards, max_cells, conditional)
     queries = []
     for _ in range(count):
         order = rng.permutation(n)
@@ -177,7 +195,7 @@ class Inference:
     def __init__(self, network: Network):
         instance("network", network, Network)
         self.network = network
-        self.cpds = network.require_cpds()
+        self.cpds = network.require_cpds("inference (its joint distributions)")
 
     def joint(self, nodes: Sequence[int]) -> np.ndarray:
         """P[nodes] as an array with axes in the order of ``nodes``."""
@@ -267,8 +285,10 @@ def error_bounds(reference: Network, private: Network) -> dict[str, float]:
     """The bounds of Thm 4.1 (LB = √(η−1)·δmin·φmin^(η−2)) and Thm 4.2 (UB = 2ηd^κ·δmax)
     over every CPD entry, δ = |Θ − Θ̃| and φ = Θ (docs/families/dgm.md#dgm-metrics)."""
     _same_structure(reference, private)
-    theta = np.concatenate([c.ravel() for c in _cpds(reference)])
-    noisy = np.concatenate([c.ravel() for c in _cpds(private)])
+    theta, noisy = (
+        np.concatenate([c.ravel() for c in net.require_cpds("error_bounds")])
+        for net in (reference, private)
+    )
     delta = np.abs(theta - noisy)
     eta = reference.eta
     lower = math.sqrt(eta - 1) * float(delta.min()) * float(theta.min()) ** (eta - 2)

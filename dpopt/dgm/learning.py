@@ -391,8 +391,9 @@ def learn(
     Parameters
     ----------
     network : str, path, pgmpy model or Network
-        The public structure and domains: a bundled bnlearn name (``"alarm"``), a BIF file, a
-        pgmpy ``DiscreteBayesianNetwork`` or a :class:`~dpopt.dgm.Network`.
+        The public structure and domains: a bundled bnlearn name (``"alarm"``), a BIF file
+        (with CPDs or structure-only: only the structure is read), a pgmpy
+        ``DiscreteBayesianNetwork`` or a :class:`~dpopt.dgm.Network`.
     data : pandas.DataFrame
         One column per node, values among the node's states; no missing values.
     epsilon : number

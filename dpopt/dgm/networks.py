@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpopt.dgm import bif
+from dpopt.errors import InvalidInput
 from dpopt.extras import require
 from dpopt.validation import finite_array, instance, integer
 
@@ -138,9 +139,13 @@ def _cycle(pending: dict[str, set[str]]) -> str:
 class Network:
     """A discrete Bayesian network, nodes in topological order.
 
-    Build it with :meth:`from_parents`, :func:`load` (a bundled bnlearn name, a BIF file or a
-    pgmpy model) or :meth:`from_pgmpy`. ``parents[i]`` are node indices (all < i), in the
-    order of the CPD's axes; ``cpds`` is ``None`` for a structure without parameters.
+    Build it with :meth:`from_parents`, :func:`load` (a bundled bnlearn name, a BIF file, a JSON
+    structure or a pgmpy model), :meth:`from_bif`, :meth:`from_json` or :meth:`from_pgmpy`.
+    ``parents[i]`` are node indices (all < i), in the order of the CPD's axes; ``cpds`` is
+    ``None`` for a structure without parameters (a structure-only BIF, a JSON structure): what
+    needs the CPDs (sampling, inference, a pgmpy model) refuses it (:meth:`require_cpds`), what
+    needs the structure alone (:func:`~dpopt.dgm.learn`, ``plan_error_curve`` with the
+    Dirichlet prior) takes it.
     """
 
     nodes: tuple[str, ...]
@@ -224,9 +229,48 @@ class Network:
 
     @classmethod
     def from_bif(cls, source: str | Path, *, name: str = "") -> Network:
-        """A network from a ``.bif``/``.bif.gz`` file (see :mod:`dpopt.dgm.bif`)."""
-        states, parents, cpds = bif.parse(bif.read_text(source))
-        return cls.from_parents(parents, states, cpds, name=name or Path(source).name)
+        """A network from a ``.bif``/``.bif.gz`` file (see :mod:`dpopt.dgm.bif`); without CPDs
+        from a structure-only BIF. A ValueError names the file."""
+        try:
+            states, parents, cpds = bif.parse(bif.read_text(source))
+            return cls.from_parents(parents, states, cpds, name=name or Path(source).name)
+        except ValueError as error:
+            raise InvalidInput(f"{source}: {error}") from None
+
+    @classmethod
+    def from_json(cls, source: str | Path, *, name: str = "") -> Network:
+        """A structure without CPDs from a JSON file ``{"states": {node: [state, ...]},
+        "parents": {node: [parent, ...]}}``, every node in both (a root's parents ``[]``),
+        states strings or integers. A ValueError names the file and what is wrong."""
+        import json
+
+        path = Path(source)
+        try:
+            spec = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as error:
+            raise InvalidInput(f"{path}: not a JSON file ({error})") from None
+        shape = '{"states": {node: [state, ...]}, "parents": {node: [parent, ...]}}'
+        if not isinstance(spec, dict) or set(spec) != {"states", "parents"}:
+            raise InvalidInput(f"{path}: a network structure in JSON is {shape}")
+        for field, kinds in (("states", (str, int)), ("parents", (str,))):
+            table = spec[field]
+            if not isinstance(table, dict) or not all(
+                isinstance(items, list)
+                and all(isinstance(x, kinds) and not isinstance(x, bool) for x in items)
+                for items in table.values()
+            ):
+                raise InvalidInput(f"{path}: {field} must map each node to a list, as in {shape}")
+        missing = [v for v in spec["states"] if v not in spec["parents"]]
+        unknown = [v for v in spec["parents"] if v not in spec["states"]]
+        if missing or unknown:
+            raise InvalidInput(
+                f"{path}: parents must list every node of states, a root with []: missing "
+                f"{missing}, not in states {unknown}"
+            )
+        try:
+            return cls.from_parents(spec["parents"], spec["states"], name=name or path.name)
+        except ValueError as error:
+            raise InvalidInput(f"{path}: {error}") from None
 
     @classmethod
     def from_pgmpy(cls, model: Any) -> Network:
@@ -376,7 +420,7 @@ class Network:
         order; a 0-d 1 for a root): the CPDs of Γ(X_i) contracted, left open on Pa_i."""
         from opt_einsum import contract
 
-        cpds = self.require_cpds()
+        cpds = self.require_cpds("parent_marginals (P[Pa_i])")
         marginals = []
         for i, given in enumerate(self.parents):
             operands: list[Any] = []
@@ -417,23 +461,27 @@ class Network:
             )
         )
 
-    def require_cpds(self) -> tuple[np.ndarray, ...]:
-        """The CPDs, or a ValueError naming the network when it is a structure only."""
+    def require_cpds(self, needed_by: str) -> tuple[np.ndarray, ...]:
+        """The CPDs, or an InvalidInput naming the network and what needs them
+        (``needed_by``) when it is a structure only."""
         if self.cpds is None:
-            raise ValueError(f"network {self.name!r} has no CPDs")
+            raise InvalidInput(
+                f"network {self.name!r} has no CPDs (a structure only, such as a structure-only "
+                f"BIF): {needed_by} needs them; learn them from records with dgm.learn"
+            )
         return self.cpds
 
     def bif_text(self) -> str:
-        """The network with its CPDs as BIF text (:func:`dpopt.dgm.bif.text`): :func:`load` of
-        a file holding it gives this network back, its CPDs to float round-off."""
-        cpds = self.require_cpds()
+        """The network as BIF text (:func:`dpopt.dgm.bif.text`), a structure-only BIF when it
+        has no CPDs: :func:`load` of a file holding it gives this network back, its CPDs to
+        float round-off."""
         return bif.text(
             dict(zip(self.nodes, self.states, strict=True)),
             {
                 v: tuple(self.nodes[p] for p in given)
                 for v, given in zip(self.nodes, self.parents, strict=True)
             },
-            dict(zip(self.nodes, cpds, strict=True)),
+            None if self.cpds is None else dict(zip(self.nodes, self.cpds, strict=True)),
             name=self.name,
         )
 
@@ -454,7 +502,7 @@ class Network:
 
         Synthetic data for experiments, not a release: float draws are fine here.
         """
-        cpds = self.require_cpds()
+        cpds = self.require_cpds("sampling records")
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
         codes = np.zeros((records, len(self.nodes)), dtype=np.int16, order="F")
@@ -481,37 +529,63 @@ class Network:
             }
         )
 
-    def encode(self, data: Any) -> np.ndarray:
+    def encode(self, data: Any, *, columns: Mapping[str, str] | None = None) -> np.ndarray:
         """A DataFrame of records → state indices of shape (m, n), node order (Fortran order:
         each node's column is contiguous, which is how :meth:`count_tables` reads it).
+        ``columns`` maps every node to the data's column holding it (default: the column of
+        the node's name).
 
         Raises ``ValueError`` for missing or extra columns, missing values, values outside a
         node's states (strings are matched to the states; numbers by their text, e.g. 1 →
-        '1'; the message names the column, the first bad row counted from 1, and the states),
-        or no records; ``TypeError`` if ``data`` is not a DataFrame.
+        '1'; the message names the column, its node when named otherwise, the first bad row
+        counted from 1, and the states), or no records; ``TypeError`` if ``data`` is not a
+        DataFrame.
         """
         import pandas as pd
 
         if not isinstance(data, pd.DataFrame):
             raise TypeError(f"data must be a pandas DataFrame, got {type(data).__name__}")
-        columns = [str(c) for c in data.columns]
-        missing = sorted(set(self.nodes) - set(columns))
-        extra = sorted(set(columns) - set(self.nodes))
-        if missing or extra or len(set(columns)) != len(columns):
+        source = self._sources(columns)
+        names = [str(c) for c in data.columns]
+        missing = [source[v] for v in self.nodes if source[v] not in names]
+        extra = sorted(set(names) - set(source.values()))
+        if missing or extra or len(set(names)) != len(names):
+            whose = "the network's nodes" if columns is None else "the columns `columns` names"
             raise ValueError(
-                f"data columns must be the network's nodes: missing {missing}, extra {extra}"
-                + (", repeated names" if len(set(columns)) != len(columns) else "")
+                f"data columns must be {whose}: missing {missing}, extra {extra}"
+                + (", repeated names" if len(set(names)) != len(names) else "")
             )
         if len(data) == 0:
             raise ValueError("data has no records")
         label = {str(c): c for c in data.columns}
         codes = np.empty((len(data), len(self.nodes)), dtype=np.int16, order="F")
         for i, node in enumerate(self.nodes):
-            codes[:, i] = self._column_codes(node, data[label[node]], self.states[i])
+            where = repr(source[node]) + ("" if source[node] == node else f" (node {node!r})")
+            codes[:, i] = self._column_codes(where, data[label[source[node]]], self.states[i])
         return codes
 
+    def _sources(self, columns: Mapping[str, str] | None) -> dict[str, str]:
+        """{node: the data's column holding it}: ``columns`` checked (every node once, each
+        column a distinct str), or every node's own name."""
+        if columns is None:
+            return {v: v for v in self.nodes}
+        instance("columns", columns, Mapping)
+        unknown = [v for v in columns if v not in self.nodes]
+        missing = [v for v in self.nodes if v not in columns]
+        if unknown or missing:
+            raise ValueError(
+                f"columns must map every node of the network to a column: unknown nodes "
+                f"{unknown}, nodes without a column {missing}"
+            )
+        for node, column in columns.items():
+            instance(f"columns[{node!r}]", column, str)
+        if len(set(columns.values())) != len(columns):
+            raise ValueError(f"columns names a column for two nodes: {dict(columns)}")
+        return {v: columns[v] for v in self.nodes}
+
     @staticmethod
-    def _column_codes(node: str, column: pd.Series, states: tuple[str, ...]) -> np.ndarray:
+    def _column_codes(where: str, column: pd.Series, states: tuple[str, ...]) -> np.ndarray:
+        """The state indices of one column; ``where`` names it in an error."""
         import pandas as pd
 
         index = pd.Index(states)
@@ -526,7 +600,7 @@ class Network:
             absent = column.isna().to_numpy()
             if absent.any():
                 raise ValueError(
-                    f"column {node!r}, row {_first_row(absent)}: a missing value "
+                    f"column {where}, row {_first_row(absent)}: a missing value "
                     f"({int(absent.sum())} missing in all)"
                 )
             if not isinstance(column.dtype, pd.CategoricalDtype):
@@ -535,7 +609,7 @@ class Network:
         if outside.any():
             row = _first_row(outside)
             raise ValueError(
-                f"column {node!r}, row {row}: {str(column.iloc[row - 1])!r} is not one of its "
+                f"column {where}, row {row}: {str(column.iloc[row - 1])!r} is not one of its "
                 f"states {list(states)} ({int(outside.sum())} outside them in all)"
             )
         return np.asarray(codes, dtype=np.int16)
@@ -571,10 +645,10 @@ class Network:
 
     def to_pgmpy(self) -> Any:
         """A pgmpy ``DiscreteBayesianNetwork`` with these CPDs and state names."""
+        cpds = self.require_cpds("a pgmpy model with CPDs (to_pgmpy)")
         with quiet_pgmpy():
             from pgmpy.factors.discrete import TabularCPD
 
-        cpds = self.require_cpds()
         model = self.pgmpy_graph()
         for i, node in enumerate(self.nodes):
             evidence = [self.nodes[p] for p in self.parents[i]]
@@ -596,8 +670,10 @@ class Network:
 
 
 def load(source: Any) -> Network:
-    """A network from a bundled bnlearn name (:data:`dpopt.dgm.BUNDLED`), a BIF file path, a
-    pgmpy ``DiscreteBayesianNetwork`` or a :class:`Network` (returned as is)."""
+    """A network from a bundled bnlearn name (:data:`dpopt.dgm.BUNDLED`), a BIF file path (with
+    CPDs, or structure-only: :mod:`dpopt.dgm.bif`), a ``.json`` structure file
+    (:meth:`Network.from_json`), a pgmpy ``DiscreteBayesianNetwork`` or a :class:`Network`
+    (returned as is)."""
     if isinstance(source, Network):
         return source
     if isinstance(source, str | Path):
@@ -605,9 +681,12 @@ def load(source: Any) -> Network:
             states, parents, cpds = bif.parse(bif.bundled_text(source))
             return Network.from_parents(parents, states, cpds, name=source)
         if Path(source).is_file():
+            if Path(source).suffix.lower() == ".json":
+                return Network.from_json(source)
             return Network.from_bif(source)
-        raise ValueError(
-            f"{source!r} is neither a bundled network ({', '.join(bif.BUNDLED)}) nor a BIF file"
+        raise InvalidInput(
+            f"{source!r} is neither a bundled network ({', '.join(bif.BUNDLED)}) nor a file (BIF, "
+            "or a .json structure)"
         )
     if hasattr(source, "get_cpds") and hasattr(source, "nodes"):
         return Network.from_pgmpy(source)

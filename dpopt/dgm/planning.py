@@ -106,8 +106,8 @@ def plan_error_curve(
     seed = integer("seed", seed, minimum=0)
     budget = memory_budget(max_memory)
     model = network if isinstance(network, Network) else load(network)
-    if prior == "given" and model.cpds is None:
-        raise ValueError("prior 'given' needs a network with CPDs")
+    if prior == "given":
+        model.require_cpds("prior 'given' (the simulation's CPDs)")
     check_memory(
         memory_estimate(model, records),
         budget,

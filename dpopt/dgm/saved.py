@@ -65,7 +65,7 @@ def cpd_table(network: Network) -> Any:
     ``probability``."""
     import pandas as pd
 
-    cpds = instance("network", network, Network).require_cpds()
+    cpds = instance("network", network, Network).require_cpds("cpd_table")
     frame = pd.DataFrame(_keys(network), columns=KEYS)
     frame["probability"] = np.concatenate([np.ravel(cpd) for cpd in cpds])
     return frame
@@ -172,7 +172,9 @@ def _bif_errors(path: Path, network: Network, cpds: list[np.ndarray] | None) -> 
         return [f"{BIF} cannot be read: {err}"]
     if _structure(saved) != _structure(network):
         return [f"{BIF}: its structure (nodes, parents, states) is not the public one"]
-    if cpds is None or saved.cpds is None:
+    if saved.cpds is None:
+        return [f"{BIF} has no CPDs (a structure-only BIF), not the learned network"]
+    if cpds is None:
         return []
     return [
         f"{BIF} and {CPDS} differ on the CPD of {node!r}"

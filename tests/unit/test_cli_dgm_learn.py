@@ -163,7 +163,8 @@ def _bad_files(folder: Path) -> dict[str, tuple[Path, str]]:
         ),
         "extra column": (
             written("extra.csv", [header + ",id", *(f"{r},{i}" for i, r in enumerate(rows))]),
-            "extra ['id']",
+            "the columns 'id' are not nodes. Select the nodes' columns with --columns (here "
+            "--columns asia,smoke,tub,lung,bronc,either,xray,dysp;",
         ),
         "unknown state": (
             written("maybe.csv", [header, *changed]),
