@@ -44,6 +44,7 @@ __all__ = [
     "MARGINAL_DENSE_MAX_N",
     "MARGINAL_WEIGHTS_MAX_ATTRIBUTES",
     "MAX_BISECTIONS",
+    "MAX_COLUMN_NAME_CHARS",
     "MAX_CONVERTED_EPSILON",
     "MAX_COST",
     "MAX_COUNT",
@@ -164,6 +165,13 @@ at several times its size on disk.
 
 Unit: bytes.
 Past it: the command refuses the file before reading it (exit 2), nothing charged."""
+
+MAX_COLUMN_NAME_CHARS = 1024
+"""Longest column name of an input file a release command reads: the names label the released
+tables and are written into their manifests.
+
+Unit: characters.
+Past it: the file is refused by name before its rows are read (exit 2), nothing charged."""
 
 MAX_HEADER_BYTES = 1 << 20
 """Most bytes read to find a CSV's header line: a file without a line break in them (a binary or

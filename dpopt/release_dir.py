@@ -130,18 +130,29 @@ def begin(out_dir: Any) -> Path:
 def interrupts_held() -> Iterator[None]:
     """Hold SIGINT (Ctrl-C) and SIGTERM for the block: a release's last write (the manifest and
     the removal of its ``INCOMPLETE`` marker) either happens whole or not at all, and a signal
-    sent meanwhile is delivered as the block ends. Only the main thread of a POSIX process can
-    hold them; elsewhere the block runs as it is."""
-    signals = {signal.SIGINT, signal.SIGTERM}
-    held = threading.current_thread() is threading.main_thread() and hasattr(
-        signal, "pthread_sigmask"
-    )
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, signals) if held else None
+    received meanwhile is acted on, by the handler that was in place, as the block ends. Python
+    runs signal handlers in the main thread whichever thread the signal reached, so only there
+    can they be held; elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+
+    def hold(number: int, frame: Any) -> None:
+        caught.append(number)
+
+    previous = {number: signal.signal(number, hold) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        if previous is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if caught:
+            handler = previous[caught[0]]
+            if callable(handler):
+                handler(caught[0], None)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(caught[0])
 
 
 EARLIER = (INCOMPLETE, MANIFEST, "release.json")

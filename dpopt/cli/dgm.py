@@ -115,7 +115,7 @@ def add_parser(commands: Any) -> None:
         metavar="COLS",
         help="the nodes' columns in a wider --data file, comma-separated: NODE (the column of "
         "that name) or NODE=COLUMN (the node read from COLUMN); every node once, the other "
-        "columns unused (default: the file's columns are the nodes)",
+        "columns not read (default: the file's columns are the nodes)",
     )
     learn.add_argument("--out", required=True, metavar="DIR", help=OUT_HELP)
     _add_report_arguments(learn)
@@ -240,7 +240,7 @@ def _read_records(path: str, network: Any, items: list[tuple[str, str]] | None) 
         chosen = {v: v for v in network.nodes}
     else:
         chosen = _columns(items, network)
-        frame = read_frame(path, option="--data", required=list(chosen.values()), dtype=str)
+        frame = read_frame(path, option="--data", columns=list(chosen.values()), dtype=str)
     label = {str(c): c for c in frame.columns}
     frame = frame[[label[chosen[v]] for v in network.nodes]]
     try:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dpopt.errors import OptionError
-from dpopt.limits import MAX_HEADER_BYTES, MAX_INPUT_BYTES
+from dpopt.limits import MAX_COLUMN_NAME_CHARS, MAX_HEADER_BYTES, MAX_INPUT_BYTES
 from dpopt.paths import regular_file
 from dpopt.validation import instance, sequence
 
@@ -18,22 +18,34 @@ __all__ = ["SUFFIXES", "read_frame"]
 SUFFIXES = (".csv", ".parquet")
 
 
-def read_frame(path: Any, *, option: str, required: Sequence[str] = (), dtype: Any = None) -> Any:
+def read_frame(
+    path: Any,
+    *,
+    option: str,
+    required: Sequence[str] = (),
+    dtype: Any = None,
+    columns: Sequence[str] | None = None,
+) -> Any:
     """The table in ``path`` (``option`` names the flag that gave it; ``required``: columns it
     must have; ``dtype``: pandas' ``dtype=`` for CSV, e.g. ``str`` to keep every value as
-    written). OptionError for a missing, empty, oversized or unreadable file, a CSV without a
-    header line, missing columns (naming those the file has) or a header without rows."""
+    written; ``columns``: read only these, in the file's order). OptionError for a missing,
+    empty, oversized or unreadable file, a path that is not a regular file, a CSV without a
+    header line, a column name given twice or longer than
+    :data:`~dpopt.limits.MAX_COLUMN_NAME_CHARS`, missing columns (naming those the file has)
+    or a header without rows."""
     instance("option", option, str)
     wanted = [str(c) for c in sequence("required", list(required))]
+    chosen = None if columns is None else [str(c) for c in sequence("columns", list(columns))]
     file = _existing(path, option)
-    columns = _parquet_columns(file, option) if _is_parquet(file) else _header(file, option)
-    missing = [c for c in wanted if c not in columns]
+    names = _parquet_columns(file, option) if _is_parquet(file) else _header(file, option)
+    _check_names(file, option, names)
+    missing = [c for c in [*wanted, *(chosen or [])] if c not in names]
     if missing:
         raise OptionError(
             f"{option} {file}: no column {', '.join(map(repr, missing))} (it has "
-            f"{', '.join(map(repr, columns[:12]))}{', …' if len(columns) > 12 else ''})"
+            f"{', '.join(map(repr, names[:12]))}{', …' if len(names) > 12 else ''})"
         )
-    frame = _read(file, option, dtype)
+    frame = _read(file, option, dtype, chosen)
     if frame.empty:
         raise OptionError(f"{option} {file}: a header and no rows")
     return frame
@@ -58,6 +70,24 @@ def _existing(path: Any, option: str) -> Path:
             "(dpopt.limits.MAX_INPUT_BYTES)"
         )
     return file
+
+
+def _check_names(file: Path, option: str, names: list[str]) -> None:
+    """No column name twice (pandas would rename the second ``a.1``, and a table would be read
+    from the wrong column) and none over :data:`~dpopt.limits.MAX_COLUMN_NAME_CHARS`."""
+    seen: set[str] = set()
+    for number, name in enumerate(names, 1):
+        if len(name) > MAX_COLUMN_NAME_CHARS:
+            raise OptionError(
+                f"{option} {file}: column {number}'s name has {len(name):,} characters, over "
+                f"the {MAX_COLUMN_NAME_CHARS:,} of dpopt.limits.MAX_COLUMN_NAME_CHARS"
+            )
+        if name in seen:
+            raise OptionError(
+                f"{option} {file}: the header names column {name!r} twice (columns are read by "
+                "name: give each its own)"
+            )
+        seen.add(name)
 
 
 def _is_parquet(file: Path) -> bool:
@@ -93,13 +123,13 @@ def _parquet_columns(file: Path, option: str) -> list[str]:
         raise OptionError(f"{option} {file}: not a readable Parquet file ({err})") from err
 
 
-def _read(file: Path, option: str, dtype: Any) -> Any:
+def _read(file: Path, option: str, dtype: Any, columns: list[str] | None) -> Any:
     import pandas as pd
 
     try:
         if _is_parquet(file):
-            return pd.read_parquet(file)
-        return pd.read_csv(file, dtype=dtype, skipinitialspace=True)
+            return pd.read_parquet(file, columns=columns)
+        return pd.read_csv(file, dtype=dtype, skipinitialspace=True, usecols=columns)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         raise OptionError(f"{option} {file}: not a readable CSV ({err})") from err
     except (OSError, ValueError) as err:

@@ -108,7 +108,6 @@ def _synthesize(args: argparse.Namespace, release: ReleaseRun) -> int:
     from dpopt.relational.budget import relational_rho
     from dpopt.relational.frames import FrameError
     from dpopt.relational.synthesizer import plan
-    from dpopt.release_dir import begin
 
     budget = {"epsilon": args.epsilon, "delta": args.delta}
     try:
@@ -133,7 +132,7 @@ def _synthesize(args: argparse.Namespace, release: ReleaseRun) -> int:
         accountant=release.accountant,
         **options,
     )
-    manifest = stored.write(begin(args.out), data, result)
+    manifest = stored.write(args.out, data, result)
     return _report(args, result, manifest)
 
 

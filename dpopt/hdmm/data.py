@@ -91,6 +91,11 @@ def _integers(column: Any, source: str, name: str, size: int | None) -> np.ndarr
     import pandas as pd
 
     values = column.to_numpy()
+    if values.dtype.kind not in "iufbOSU":  # dates, durations, complex numbers: no codes
+        kind = "a count" if size is None else "a code"
+        raise ValueError(
+            f"{source}: column {name!r} holds {column.dtype} values, not {kind} (integers)"
+        )
     if values.dtype.kind in "iu":
         ints = values.astype(np.int64)
     else:

@@ -83,11 +83,12 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def write(out: Path, data: RelationalData, release: Any) -> Path:
-    """The release's tables and manifest in ``out`` (a directory :func:`dpopt.release_dir.begin`
-    prepared); the manifest's path."""
+def write(out_dir: Any, data: RelationalData, release: Any) -> Path:
+    """The release's tables and manifest in the new or empty directory ``out_dir``
+    (:func:`dpopt.release_dir.begin`); the manifest's path."""
     from dpopt import release_dir
 
+    out = release_dir.begin(out_dir)
     public = public_facts(data, release)
     frames = {"left": release.left, "right": release.right, "links": release.links}
     files = {name: release_dir.write_table(out, name, frames[t]) for t, name in FILES.items()}
