@@ -146,6 +146,7 @@ def test_every_limit_has_a_former_home_or_is_new() -> None:
         "MAX_INPUT_BYTES",
         "MAX_HEADER_BYTES",
         "HDMM_STORED_STRATEGY_ENTRIES",
+        "RELATIONAL_MAX_EPSILON",
     }
     assert set(limits.__all__) == used | new_here
 
