@@ -83,6 +83,7 @@ __all__ = [
     "PLAN_MEMORY_BUDGET",
     "PLAN_MIN_MEMORY",
     "RELATIONAL_MAX_CELLS",
+    "RELATIONAL_MAX_EPSILON",
     "RELATIONAL_MAX_ROWS",
     "RELAXED_MAX_CELLS",
     "RELAXED_MAX_PROPAGATION_ROUNDS",
@@ -643,6 +644,17 @@ and of one marginal the evaluation compares.
 
 Unit: cells.
 Past it: ValueError naming MAX_PAIR_CELLS."""
+
+RELATIONAL_MAX_EPSILON = 10**6
+"""Largest ε of a relational release (Theorem 1's (ε, δ) → ρ, dpopt.relational.budget). Up
+to it every measurement asks ρ ≤ 10⁶, so σ² ≥ Δ²/(2ρ) ≥ 10⁻⁶ (Δ² ≥ 2), far above the
+discrete Gaussian's finest step of σ² (2⁻²⁵): the noise is drawn at the planned scale and
+the budget spent as planned. Past about 10¹⁰ that floor leaves the plan's noise and charge
+unmet, and such an ε protects nothing. 10⁶ is the ε_rel of the noise-free runs
+(dpopt.paper.relational_figure.NOISE_FREE).
+
+Unit: ε.
+Past it: ValueError naming ``epsilon``, before anything is read or charged."""
 
 RELATIONAL_MAX_CELLS = 10**8
 """Largest joint domain of one relational workload or marginal (its answer is a dense vector of

@@ -136,10 +136,10 @@ def interrupts_held() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    caught: list[int] = []
+    caught: list[signal.Signals] = []
 
     def hold(number: int, frame: Any) -> None:
-        caught.append(number)
+        caught.append(signal.Signals(number))
 
     previous = {number: signal.signal(number, hold) for number in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -6,6 +6,7 @@ public domains (JSON), written as a release directory that ``dpopt check`` verif
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from fractions import Fraction
@@ -37,11 +38,18 @@ EPILOG = """example (the sample files of examples/data/relational, made up):
 Each table has a column of ids (--left-id, --right-id; found when the links file has a column
 of the same name); every other column is an attribute whose values --domains declares
 ({"left": {"age": ["18-24", ...]}, "right": {...}}: public, never read off the data). Values
-are compared as written. The links file holds one (left id, right id) pair a row, at most
---d-max per id (prune first: dpopt.relational.prune_links). The release directory holds
-left.csv, right.csv (an id column of row numbers and the attributes), links.csv (left_id,
-right_id) and manifest.json. exit status: 0 ok, 1 failed after the charge, 2 bad input
-(nothing is charged or written)"""
+are compared as written. The links file holds exactly two columns, the left and the right
+id, one pair a row, each pair once, at most --d-max links per id. --prune is the data owner's
+pruning to --d-max before the release (dpopt.relational.prune_links, in file order: a link
+is kept while both its ids have fewer than --d-max kept links; deterministic, no
+randomness): the release is DP for the pruned links, and how many were dropped, a fact of
+the private data, is neither printed nor recorded. The link learner measures --rounds T of
+--per-round K cross workloads each (attribute sets of both tables, k = 3 attributes in all;
+2 when each table has one): unset, they are adapted to the workloads the schema has, up to
+15 × 3, and the output and the manifest say so. The release directory holds left.csv,
+right.csv (an id column of row numbers and the attributes), links.csv (left_id, right_id)
+and manifest.json. exit status: 0 ok, 1 failed after the charge, 2 bad input (nothing is
+charged or written)"""
 
 TABLE_SHARE = 0.3
 """The share of ρ spent on the two tables (``relational.synthesize``'s default)."""
@@ -84,8 +92,22 @@ def add_parser(commands: Any) -> None:
     cmd.add_argument(
         "--d-max", type=positive_int, required=True, help="the public bound on links per row"
     )
-    cmd.add_argument("--rounds", type=positive_int, default=15, help="link rounds T (15)")
-    cmd.add_argument("--per-round", type=positive_int, default=3, help="workloads a round K (3)")
+    cmd.add_argument(
+        "--prune",
+        action="store_true",
+        help="prune the links to --d-max first, in file order (the data owner's step; the "
+        "release is DP for the pruned links; the count dropped is private: never shown)",
+    )
+    cmd.add_argument(
+        "--rounds",
+        type=positive_int,
+        help="link rounds T (default: 15, fewer when the schema has fewer workloads)",
+    )
+    cmd.add_argument(
+        "--per-round",
+        type=positive_int,
+        help="workloads a round K (default: 3, fewer when the schema has fewer workloads)",
+    )
     cmd.add_argument("--out", required=True, metavar="DIR", help=OUT_HELP)
     cmd.add_argument("--json", metavar="PATH", help="also write the report as JSON ('-': stdout)")
     add_release_arguments(cmd, recovers="the private tables' and links' exact counts")
@@ -104,7 +126,7 @@ def _synthesize(args: argparse.Namespace, release: ReleaseRun) -> int:
     """Plan (the files read and validated, the budget split, --out checked), then charge,
     draw and write."""
     from dpopt.privacy import Accountant
-    from dpopt.relational import LinkSettings, stored, synthesize
+    from dpopt.relational import stored, synthesize
     from dpopt.relational.budget import relational_rho
     from dpopt.relational.frames import FrameError
     from dpopt.relational.synthesizer import plan
@@ -113,7 +135,7 @@ def _synthesize(args: argparse.Namespace, release: ReleaseRun) -> int:
     try:
         check_output_path(args.json, option="--json", stdout=True)
         data = _read(args)
-        settings = LinkSettings(rounds=args.rounds, per_round=args.per_round)
+        settings = _settings(args, data)
         options = {"settings": settings, "table_share": TABLE_SHARE, **budget}
         planned = plan(data, **options)
         new_out(args.out)
@@ -139,7 +161,7 @@ def _synthesize(args: argparse.Namespace, release: ReleaseRun) -> int:
 def _read(args: argparse.Namespace) -> Any:
     """The private input from the files, every value as written; an error names the file."""
     from dpopt.relational import RelationalData
-    from dpopt.relational.frames import find_id_column
+    from dpopt.relational.frames import DegreeError, find_id_column
 
     domains = _domains(args.domains)
     links = _frame(args.links, "--links")
@@ -163,10 +185,62 @@ def _read(args: argparse.Namespace) -> Any:
                 f"{getattr(args, side)} (declare every attribute's values: domains read off "
                 "the data would leak which values occur)"
             )
-    return RelationalData.from_frames(
-        frames["left"], frames["right"], links, d_max=args.d_max, domains=domains,
-        left_id=ids["left"], right_id=ids["right"],
-    )  # fmt: skip
+    _check_link_columns(args.links, links, ids)
+    # --prune: every check but the degree on the links as given, then the data owner's pruning
+    bound = len(links) if args.prune else args.d_max
+    try:
+        data = RelationalData.from_frames(
+            frames["left"], frames["right"], links, d_max=bound, domains=domains,
+            left_id=ids["left"], right_id=ids["right"],
+        )  # fmt: skip
+    except DegreeError as error:  # the command's own way to prune
+        raise DegreeError(
+            error.side, error.ident, error.count, error.d_max, row=error.row,
+            remedy="pass --prune (the data owner's pruning to --d-max, in file order) or "
+            "raise --d-max",
+        ) from None  # fmt: skip
+    return _pruned(data, args.d_max) if args.prune else data
+
+
+def _check_link_columns(path: str, links: Any, ids: dict[str, str]) -> None:
+    """The links file holds its two id columns (named as the tables' id columns, else its
+    first two) and nothing else: another column is refused, naming it."""
+    from dpopt.relational.frames import link_columns
+
+    columns = link_columns(links, ids["left"], ids["right"])
+    extra = [c for c in links.columns if c not in columns]
+    if extra:
+        raise OptionError(
+            f"--links {path}: column {extra[0]!r} is not an id column: the links file holds "
+            f"exactly two columns, the left and the right id ({columns[0]!r} and "
+            f"{columns[1]!r} here), one link a row"
+        )
+
+
+def _pruned(data: Any, d_max: int) -> Any:
+    """``--prune``: ``data`` (checked, its links in file order, each pair once) with its links
+    pruned to ``d_max`` by :func:`dpopt.relational.prune_links` (in their order:
+    deterministic). How many links were dropped is a fact of the private data: never
+    reported."""
+    from dpopt.relational import prune_links
+
+    return dataclasses.replace(data, links=prune_links(data.links, d_max), d_max=d_max)
+
+
+def _settings(args: argparse.Namespace, data: Any) -> Any:
+    """The link settings of --rounds and --per-round (unset: adapted to the schema); values
+    the schema has too few workloads for are refused naming the options."""
+    from dpopt.relational import LinkSettings
+    from dpopt.relational.settings import schedule
+
+    settings = LinkSettings(rounds=args.rounds, per_round=args.per_round)
+    try:
+        schedule(settings, data)
+    except ValueError as error:
+        given = {"--rounds": args.rounds, "--per-round": args.per_round}
+        flags = " ".join(f"{flag} {value}" for flag, value in given.items() if value is not None)
+        raise OptionError(f"{flags}: {error}") from None
+    return settings
 
 
 def _frame(path: str, option: str, required: tuple[str, ...] = ()) -> Any:
@@ -175,7 +249,7 @@ def _frame(path: str, option: str, required: tuple[str, ...] = ()) -> Any:
     import pandas as pd
 
     frame = read_frame(path, option=option, required=required, dtype=str)
-    if Path(path).suffix == ".parquet":
+    if Path(path).suffix.lower() == ".parquet":
         frame = frame.astype("string").astype(object).where(frame.notna(), None)
     frame.index = pd.RangeIndex(1, len(frame) + 1)
     return frame
@@ -207,15 +281,41 @@ def _report(args: argparse.Namespace, release: Any, manifest: Path) -> int:
         "statuses": dict(release.statuses),
         "rows": {"left": len(release.left), "right": len(release.right)},
         "links": len(release.links),
+        "link_rounds": release.link_result.schedule.to_dict(),
     }
     if args.json:
         write_json(args.json, report)
     if args.json != "-":
         spent = _shown(report["budget"]["exact"]["spent"])
-        print(f"spent ρ = {spent} zCDP: ({args.epsilon}, {args.delta})-DP")
+        print(f"spent ρ = {spent} zCDP: ({float(args.epsilon):g}, {float(args.delta):g})-DP")
+        print(f"link rounds: {_rounds(report['link_rounds'])}")
         print(f"status {release.status}; {report['rows']} synthetic rows, {report['links']} links")
         print(f"wrote {report['out']} (check it: dpopt check {report['out']})")
     return 0
+
+
+def _rounds(schedule: dict[str, Any]) -> str:
+    """The link rounds of a plan or a release (``LinkSchedule.to_dict()``), and which of them
+    were adapted to the schema, below their defaults."""
+    from dpopt.relational.settings import DEFAULT_K, DEFAULT_PER_ROUND, DEFAULT_ROUNDS
+
+    text = (
+        f"T = {schedule['rounds']} rounds × K = {schedule['per_round']} workloads of k = "
+        f"{schedule['k']} attributes, of the schema's {schedule['workloads']} workloads"
+    )
+    defaults = {"rounds": DEFAULT_ROUNDS, "per_round": DEFAULT_PER_ROUND, "k": DEFAULT_K}
+    shown = {"rounds": "--rounds {}", "per_round": "--per-round {}", "k": "k = {}"}
+    lowered = [
+        shown[name].format(schedule[name])
+        for name in schedule["adapted"]
+        if schedule[name] < defaults[name]
+    ]
+    if lowered:
+        text += (
+            f" ({', '.join(lowered)}: not given, so adapted to the schema; the defaults "
+            f"{DEFAULT_ROUNDS} × {DEFAULT_PER_ROUND} of k = {DEFAULT_K} where it has room)"
+        )
+    return text
 
 
 def show_plan(report: dict[str, Any]) -> None:
@@ -225,10 +325,10 @@ def show_plan(report: dict[str, Any]) -> None:
     print(f"dry run: nothing charged, drawn or written; would charge ρ = {_shown(report['rho'])}")
     print(f"tables (MST): ρ = {', '.join(f'{s} {_shown(r)}' for s, r in report['tables'].items())}")
     print(
-        f"links: ρ = {_shown(links['rho'])}, {links['rounds']} rounds × {links['per_round']} of "
-        f"{links['workloads']} workloads; selection ε = {_shown(links['selection_epsilon'])}, "
+        f"links: ρ = {_shown(links['rho'])}; selection ε = {_shown(links['selection_epsilon'])}, "
         f"noise sd {links['noise_sd']:.4g} per link count"
     )
+    print(f"link rounds: {_rounds(links)}")
     print(f"synthetic rows: {report['rows']}")
 
 

@@ -5,7 +5,8 @@ The public API of the family:
 
 - :func:`synthesize` — the release end to end (:mod:`dpopt.relational.synthesizer`);
 - :func:`learn_links`, :class:`LinkSettings`, :class:`LinkResult`, :data:`FITS` — the link
-  learner (:mod:`dpopt.relational.links`) and its link fits (:mod:`dpopt.relational.fit`);
+  learner (:mod:`dpopt.relational.links`), its link fits (:mod:`dpopt.relational.fit`) and
+  its settings' schedule on a schema (:mod:`dpopt.relational.settings`);
 - :mod:`dpopt.relational.tables` — the built-in MST table synthesizer (its release
   ``tables.synthesize``, and the steps ``plan``, ``measure``, ``fit``, ``sample``);
 - :class:`RelationalData`, :data:`Workload` — the private input (:mod:`dpopt.relational.data`);

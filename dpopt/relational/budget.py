@@ -15,9 +15,10 @@ import math
 from fractions import Fraction
 from typing import Any
 
+from dpopt.limits import RELATIONAL_MAX_EPSILON as MAX_EPSILON
 from dpopt.privacy import Accountant, Loss, approx_dp_to_zcdp
 from dpopt.release import Measured
-from dpopt.validation import instance
+from dpopt.validation import instance, positive_number
 
 __all__ = ["SQRT2_UP", "relational_rho", "selection_record", "zcdp_ledger"]
 
@@ -27,7 +28,15 @@ SQRT2_UP = Fraction(math.isqrt(2 << 60) + 1, 1 << 30)
 
 def relational_rho(epsilon: Any, delta: Any) -> Fraction:
     """ρ = (√(ε + ln(1/δ)) − √ln(1/δ))² (Theorem 1), rounded down, as a Fraction; raises a
-    ``ValueError`` naming ``epsilon`` or ``delta`` when ε ≤ 0, δ ∉ (0, 1) or ρ rounds to 0."""
+    ``ValueError`` naming ``epsilon`` or ``delta`` when ε ≤ 0, ε above
+    dpopt.limits.RELATIONAL_MAX_EPSILON (the samplers could not draw the noise planned),
+    δ ∉ (0, 1) or ρ rounds to 0."""
+    if positive_number("epsilon", epsilon) > MAX_EPSILON:
+        raise ValueError(
+            f"epsilon {float(epsilon):.15g} is above {MAX_EPSILON:g} "
+            "(dpopt.limits.RELATIONAL_MAX_EPSILON): it protects nothing, and the noise could "
+            "not be drawn at the scales it plans"
+        )
     rho = Fraction(approx_dp_to_zcdp(epsilon, delta))
     if rho == 0:
         raise ValueError(f"epsilon {epsilon!r} is too small: ρ(ε, δ) rounds to 0")

@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpopt.limits import RELATIONAL_MAX_CELLS as MAX_CELLS
-from dpopt.relational.frames import FrameError, find_id_column, link_columns, row_label
+from dpopt.relational.frames import (
+    DegreeError,
+    FrameError,
+    find_id_column,
+    link_columns,
+    row_label,
+)
 from dpopt.validation import choice, integer, integer_array
 
 if TYPE_CHECKING:
@@ -747,10 +753,5 @@ def _check_link_ids(
         if over.size:
             at = int(over[0])
             count = int(np.count_nonzero(rows[j] == rows[j][at]))
-            raise FrameError(
-                "links",
-                f"{side} id {_plain(ids[side][rows[j][at]])!r} has {count} links, above "
-                f"d_max = {d_max}: prune the links first (dpopt.relational.prune_links, the "
-                "data owner's pre-processing) or raise d_max",
-                row=row_label(labels, at),
-            )
+            ident = _plain(ids[side][rows[j][at]])
+            raise DegreeError(side, ident, count, d_max, row=row_label(labels, at))

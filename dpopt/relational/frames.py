@@ -19,10 +19,24 @@ from dpopt.validation import choice, instance, integer
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["TABLES", "FrameError", "find_id_column", "link_columns", "prune_links", "row_label"]
+__all__ = [
+    "REMEDY",
+    "TABLES",
+    "DegreeError",
+    "FrameError",
+    "find_id_column",
+    "link_columns",
+    "prune_links",
+    "row_label",
+]
 
 TABLES = ("left", "right", "links")
 _ID_NAMES = ("id", "uid", "key", "uuid")
+REMEDY = (
+    "prune the links first (dpopt.relational.prune_links, the data owner's pre-processing) or "
+    "raise d_max"
+)
+"""What :class:`DegreeError` says to do by default."""
 
 
 class FrameError(InvalidInput):
@@ -36,6 +50,22 @@ class FrameError(InvalidInput):
         where += "" if row is None else f" row {row if isinstance(row, int) else repr(row)}"
         where = where.rstrip(",")
         super().__init__(f"{table}{where}: {reason}")
+
+
+class DegreeError(FrameError):
+    """A :class:`FrameError` for a row with more than ``d_max`` links: ``side``'s id
+    ``ident`` has ``count`` of them, the link at ``row`` the first above the bound; ``remedy``
+    says what to do (the command line names its own option)."""
+
+    def __init__(
+        self, side: str, ident: Any, count: int, d_max: int, *, row: Any, remedy: str = REMEDY
+    ):
+        self.side, self.ident, self.count, self.d_max = side, ident, count, d_max
+        super().__init__(
+            "links",
+            f"{side} id {ident!r} has {count} links, above d_max = {d_max}: {remedy}",
+            row=row,
+        )
 
 
 def row_label(index: pd.Index, position: int) -> Any:
@@ -141,19 +171,20 @@ def prune_links(
     import pandas as pd
 
     d_max = integer("d_max", d_max, minimum=1)
+    columns: list[Any] = [None, None]
     if isinstance(links, pd.DataFrame):
         columns = link_columns(links, left_id, right_id)
-        pairs = [links[c].to_numpy() for c in columns]
+        pairs, labels = [links[c].to_numpy() for c in columns], links.index
     else:
         array = np.asarray(links)
         if array.ndim != 2 or array.shape[1] != 2:
             raise ValueError(f"links must be a DataFrame or an (m, 2) array, got {array.shape}")
-        pairs = [array[:, 0], array[:, 1]]
-    for side, ids in zip(("left", "right"), pairs, strict=True):
-        if pd.isna(ids).any():
-            raise ValueError(
-                f"links: a missing {side} id (row {int(np.flatnonzero(pd.isna(ids))[0])})"
-            )
+        pairs, labels = [array[:, 0], array[:, 1]], pd.RangeIndex(len(array))
+    for side, ids, column in zip(("left", "right"), pairs, columns, strict=True):
+        missing = np.flatnonzero(pd.isna(ids))
+        if missing.size:
+            at = row_label(labels, int(missing[0]))
+            raise FrameError("links", f"a missing {side} id", column=column, row=at)
     order = np.arange(len(pairs[0])) if rng is None else _shuffled(len(pairs[0]), rng)
     keep = _greedy(pd.factorize(pairs[0])[0], pd.factorize(pairs[1])[0], order, d_max)
     return links.iloc[keep] if isinstance(links, pd.DataFrame) else np.asarray(links)[keep]

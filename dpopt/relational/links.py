@@ -28,7 +28,9 @@ noisy answers and the synthetic tables.
 A run is :func:`plan` (every setting validated, every noise scale computed; nothing read from
 the private data but its public sizes and schema) then :func:`run` (charge, draw, fit);
 :func:`learn_links` is both, the release entry point (the release contract,
-:mod:`dpopt.release`). The settings are one frozen :class:`LinkSettings`.
+:mod:`dpopt.release`). The settings are one frozen :class:`LinkSettings`
+(:mod:`dpopt.relational.settings`), whose rounds and workloads a round left unset adapt to
+the schema.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from dpopt.relational.budget import SQRT2_UP, relational_rho, selection_record, 
 from dpopt.relational.contract import link_result_errors
 from dpopt.relational.data import RelationalData, Workload
 from dpopt.relational.rounding import sample_rows, unbiased_sample
+from dpopt.relational.settings import LinkSchedule, LinkSettings, schedule
 from dpopt.release import Measured, ReleaseError, measured_answers, resolve_rng, worst_status
 from dpopt.release import contract_errors as common_errors
 from dpopt.reprs import short_repr
@@ -64,7 +67,7 @@ from dpopt.solvers.relational.qp import projected_gradient
 
 if TYPE_CHECKING:
     from dpopt.models.relational.link_queries import LinkQueries
-from dpopt.validation import choice, instance, integer, positive_number
+from dpopt.validation import choice, instance, integer
 
 __all__ = [
     "DEFAULT_FIT",
@@ -108,79 +111,16 @@ def workload_budget(rho: Fraction, workloads: int, alpha: Fraction) -> tuple[Fra
     return Fraction(numerator, scale), (1 - alpha) * share
 
 
-@dataclass(frozen=True)
-class LinkSettings:
-    """The link learner's settings, validated once on construction (``ValueError`` naming the
-    field); the defaults are docs/families/relational.md#relational-settings's.
-
-    Attributes
-    ----------
-    m_syn : int or None
-        Edges of the synthetic link table; None: ⌊m·√(n1s·n2s/(n1·n2))⌋
-        (docs/families/relational.md#relational-public). One-to-many: always n2s, one parent per
-        synthetic child.
-    rounds, per_round : int
-        T rounds of K workloads each (T·K ≤ the number of cross workloads).
-    alpha : float
-        The share α ∈ (0, 1) of each workload's budget spent on its selection.
-    k : int
-        The order of the cross-table marginals (≥ 2).
-    candidates : int
-        The exponential mechanism's candidate pool per round (a random subsample of the
-        unmeasured workloads, ≥ ``per_round``).
-    workloads_in_qp, slice_cells, slices : int
-        The slice fits' settings (``fit="paper"`` or ``"pgd"``; Alimohammadi et al., Algorithm 4
-        experiment rules, docs/families/relational.md#relational-settings): the measured workloads
-        with the largest current error that each slice fits, the cells of a slice (all of B when it
-        is smaller), slices per round (8, the paper's for MovieLens).
-    pgd_iterations : int
-        The projected-gradient steps per fit: Algorithm 2's fixed count for ``paper``, the
-        cap of each certified run otherwise (the default fit's runs are warm-started from the
-        previous round).
-    """
-
-    m_syn: int | None = None
-    rounds: int = 15
-    per_round: int = 3
-    alpha: float = 0.2
-    k: int = 3
-    candidates: int = 300
-    workloads_in_qp: int = 8
-    slice_cells: int = 1_000_000
-    slices: int = 8
-    pgd_iterations: int = 100
-
-    def __post_init__(self) -> None:
-        def keep(name: str, value: Any) -> None:
-            object.__setattr__(self, name, value)
-
-        if self.m_syn is not None:
-            keep("m_syn", integer("m_syn", self.m_syn, minimum=1))
-        for name, low in (
-            ("rounds", 1),
-            ("per_round", 1),
-            ("k", 2),
-            ("workloads_in_qp", 1),
-            ("slice_cells", 1),
-            ("slices", 1),
-            ("pgd_iterations", 1),
-        ):
-            keep(name, integer(name, getattr(self, name), minimum=low))
-        keep("candidates", integer("candidates", self.candidates, minimum=self.per_round))
-        alpha = positive_number("alpha", self.alpha)
-        if not alpha < 1:
-            raise ValueError(f"alpha must lie in (0, 1), got {self.alpha!r}")
-        keep("alpha", alpha)
-
-
 @dataclass(frozen=True, eq=False)
 class LinkPlan:
     """A validated link-learning run waiting for its charge (:func:`plan`).
 
     ``data`` is the private database (read only by :func:`run`'s measurements); the rest is
     public: the synthetic tables' sizes, ``m_syn``, the cross workloads, the link fit
-    (``fit``, :data:`FITS`) and settings, ρ and each workload's (ε_EM, ρ_Gauss), and
-    ``label``, which starts every charge label and status key.
+    (``fit``, :data:`FITS`), the settings as given and their ``schedule`` on the schema
+    (:func:`~dpopt.relational.settings.schedule`: the rounds and workloads a round run), ρ
+    and each workload's (ε_EM, ρ_Gauss), and ``label``, which starts every charge label and
+    status key.
     """
 
     __repr__ = short_repr
@@ -192,6 +132,7 @@ class LinkPlan:
     m_syn: int
     fit: str
     settings: LinkSettings
+    schedule: LinkSchedule
     workloads: tuple[Workload, ...] = field(repr=False)
     eps_em: Fraction
     rho_gauss: Fraction
@@ -232,7 +173,8 @@ class LinkResult:
     order; ``errors`` the mean L1 distance between the noisy answers and the synthetic
     marginals of the measured workloads after each round (post-processing only);
     ``weights`` the default fit's shrinkage weight λ after each round (empty for the slice
-    fits).
+    fits); ``schedule`` the rounds and workloads a round the run measured
+    (:class:`~dpopt.relational.settings.LinkSchedule`, adapted to the schema where unset).
     """
 
     __repr__ = short_repr
@@ -244,6 +186,7 @@ class LinkResult:
     selected: tuple[Workload, ...]
     errors: tuple[float, ...] = field(default_factory=tuple)
     weights: tuple[float, ...] = field(default_factory=tuple)
+    schedule: LinkSchedule | None = None
 
     @property
     def status(self) -> Status | None:
@@ -380,11 +323,9 @@ def plan(
     else:
         m_syn = settings.m_syn
     m_syn = integer("m_syn", m_syn, minimum=1, maximum=size)
-    workloads = data.cross_workloads(settings.k)
-    picks = settings.rounds * settings.per_round
-    if picks > len(workloads):
-        raise ValueError(_too_few_workloads(data, settings, len(workloads)))
-    eps_em, rho_gauss = workload_budget(total, picks, Fraction(settings.alpha))
+    runs = schedule(settings, data)
+    workloads = data.cross_workloads(runs.k)
+    eps_em, rho_gauss = workload_budget(total, runs.picks, Fraction(settings.alpha))
     if eps_em == 0:
         raise ValueError(f"rho {float(total):.6g} is too small for the workload selection")
     try:
@@ -394,29 +335,9 @@ def plan(
             f"rho {float(total):.6g} is too small for the measurements: {err}"
         ) from None
     return LinkPlan(
-        data, n_left, n_right, total, m_syn, fit, settings, tuple(workloads), eps_em,
+        data, n_left, n_right, total, m_syn, fit, settings, runs, tuple(workloads), eps_em,
         rho_gauss, label,
     )  # fmt: skip
-
-
-def _too_few_workloads(data: RelationalData, settings: LinkSettings, available: int) -> str:
-    """Why T·K workloads cannot be measured, and what to change
-    (docs/families/relational.md#relational-settings)."""
-    d1, d2, k = len(data.left_columns), len(data.right_columns), settings.k
-    change = (
-        f"lower rounds or per_round in LinkSettings (rounds × per_round ≤ {available})"
-        if available
-        else "lower k in LinkSettings (k = 2 takes one attribute of each table)"
-    )
-    return (
-        f"settings: rounds × per_round = {settings.rounds} × {settings.per_round} = "
-        f"{settings.rounds * settings.per_round} workloads to measure, but the data has "
-        f"{available}. A workload is a pair of a left and a right attribute set, k = {k} "
-        "attributes in all, whose joint counts are measured across the links, each once; "
-        f"{d1} left and {d2} right attributes give Σ C({d1}, s)·C({d2}, {k} − s) over "
-        f"0 < s < {k} = {available} of them. To fix: {change}, or give the tables more "
-        "attributes"
-    )
 
 
 def run(
@@ -459,7 +380,10 @@ def run(
     from tqdm.auto import tqdm
 
     rounds = tqdm(
-        range(1, settings.rounds + 1), disable=not progress, desc="relational rounds", leave=False
+        range(1, plan.schedule.rounds + 1),
+        disable=not progress,
+        desc="relational rounds",
+        leave=False,
     )
     for number in rounds:
         where = f"{plan.label} round {number}"
@@ -491,6 +415,7 @@ def run(
         tuple(measured),
         tuple(errors),
         tuple(weights),
+        plan.schedule,
     )
 
 
@@ -631,7 +556,7 @@ def _select_and_measure(
     ]
     picked: dict[Workload, np.ndarray] = {}
     variance = 0.0
-    for pick in range(1, plan.settings.per_round + 1):
+    for pick in range(1, plan.schedule.per_round + 1):
         index = exponential_mechanism(
             scores,
             plan.eps_em,

@@ -18,18 +18,20 @@ synthetic links themselves are not bounded by d_max: the fit does not cap their 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from dpopt.paths import regular_file
+from dpopt.privacy import approx_dp_to_zcdp
 from dpopt.progress import Progress
 from dpopt.relational.budget import SQRT2_UP
 from dpopt.relational.contract import link_errors
 from dpopt.relational.data import SIDES, RelationalData
 from dpopt.relational.synthesizer import SyntheticDatabase
-from dpopt.release import Measured
+from dpopt.release import NOISE_RTOL, Measured
 from dpopt.release_dir import StoredRelease
 from dpopt.validation import instance, integer, sequence
 
@@ -72,6 +74,7 @@ def public_facts(data: RelationalData, release: Any) -> dict[str, Any]:
         "delta": release.delta,
         "rows": {"left": len(release.left), "right": len(release.right)},
         "links": len(release.links),
+        "link_rounds": release.link_result.schedule.to_dict(),
         "columns": {side: data.columns(side) for side in SIDES},
         "domains": {
             side: [[_plain(v) for v in domain] for domain in data.domains(side)] for side in SIDES
@@ -112,7 +115,7 @@ def check(stored: Any, *, progress: Progress) -> list[str]:
 
 def _table_check(stored: Any) -> list[str]:
     public = instance("stored", stored, StoredRelease).public
-    errors = _sensitivity_errors(stored)
+    errors = _sensitivity_errors(stored) + _guarantee_errors(stored) + _rounds_errors(stored)
     rows = {}
     for side in SIDES:
         frame = _as_written(stored, FILES[side])
@@ -144,6 +147,43 @@ def _sensitivity_errors(stored: Any) -> list[str]:
         for record, given, want in zip(stored.measured, stored.sensitivities, derived, strict=True)
         if given is None or given < want
     ]
+
+
+def _guarantee_errors(stored: Any) -> list[str]:
+    """The measured records' composed ρ against ρ(ε, δ) of the guarantee the manifest states
+    (Theorem 1's closed form, :func:`dpopt.privacy.approx_dp_to_zcdp`, as the release
+    converted it; float round-off allowed, ``NOISE_RTOL``)."""
+    epsilon, delta = float(stored.public["epsilon"]), float(stored.public["delta"])
+    try:
+        allowed = approx_dp_to_zcdp(epsilon, delta)
+    except ValueError as err:
+        return [f"the stated guarantee (ε, δ) = ({epsilon:g}, {delta:g}) has no ρ: {err}"]
+    rhos = [record.loss.rho for record in stored.measured]
+    drawn = sum((rho for rho in rhos if rho is not None), Fraction(0))
+    if drawn > Fraction(allowed) * (1 + Fraction(NOISE_RTOL)):
+        return [
+            f"the measured records compose to ρ = {float(drawn):.6g}, above ρ(ε, δ) = "
+            f"{allowed:.6g} of the stated guarantee (ε, δ) = ({epsilon:g}, {delta:g})"
+        ]
+    return []
+
+
+def _rounds_errors(stored: Any) -> list[str]:
+    """The link records against the stated link rounds: a selection and a measurement for
+    each of the rounds × per_round workloads (a manifest without ``link_rounds``, written
+    before it was recorded, is not checked)."""
+    rounds = stored.public.get("link_rounds")
+    if rounds is None:
+        return []
+    picks = int(rounds["rounds"]) * int(rounds["per_round"])
+    found = sum(record.label.startswith("links round ") for record in stored.measured)
+    if found != 2 * picks:
+        return [
+            f"measured holds {found} link records, not the {2 * picks} of the stated "
+            f"{rounds['rounds']} rounds × {rounds['per_round']} workloads (a selection and a "
+            "measurement each)"
+        ]
+    return []
 
 
 def _table_errors(side: str, frame: Any, public: Any) -> list[str]:

@@ -103,18 +103,17 @@ class DatabasePlan:
         return [*parts, *self.links.charges]
 
     def report(self) -> dict[str, Any]:
-        """The plan as plain JSON data (a dry run's): ρ and its split, the link rounds, each
+        """The plan as plain JSON data (a dry run's): ρ and its split, the link rounds (their
+        schedule on the schema, :class:`~dpopt.relational.settings.LinkSchedule`), each
         workload's selection ε and measurement ρ, the noise's standard deviation on its link
         counts (√2·d_max/√(2ρ)), the synthetic sizes."""
-        links, settings = self.links, self.links.settings
+        links = self.links
         return {
             "rho": str(self.rho),
             "tables": {side: str(p.rho) for side, p in self.table_plans.items()},
             "links": {
                 "rho": str(links.rho),
-                "rounds": settings.rounds,
-                "per_round": settings.per_round,
-                "workloads": len(links.workloads),
+                **links.schedule.to_dict(),
                 "selection_epsilon": str(links.eps_em),
                 "measurement_rho": str(links.rho_gauss),
                 "noise_sd": links.data.d_max / math.sqrt(links.rho_gauss),

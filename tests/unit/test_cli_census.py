@@ -376,7 +376,7 @@ def test_input_dry_run_prints_the_plan_and_an_occupied_out_is_refused(
     out.mkdir()
     (out / "mine.txt").touch()
     status, _, err = run(argv[:-1], capsys)
-    assert status == 2 and "holds files: a release is written only to a new or empty directory" in err
+    assert status == 2 and "holds files: a release is written only to a new or empty" in err
 
 
 @pytest.mark.parametrize(

@@ -135,6 +135,15 @@ def _garbage(folder: Path) -> None:
             lambda d: _rewrite(d, "links.csv", lambda f: pd.concat([f, f.head(1)])),
             r"--links .*links.csv: links row 501: repeats the link \('u",
         ),
+        (
+            lambda d: _rewrite(d, "links.csv", lambda f: f.assign(rating="4")),
+            r"--links .*links.csv: column 'rating' is not an id column: the links file holds "
+            r"exactly two columns, the left and the right id \('user_id' and 'movie_id' here\)",
+        ),
+        (
+            lambda d: _rewrite(d, "links.csv", lambda f: f.assign(user_id=f["user_id"].shift(1))),
+            r"--links .*links.csv: links column 'user_id', row 1: a missing left id",
+        ),
     ],
     ids=[
         "columns",
@@ -145,13 +154,16 @@ def _garbage(folder: Path) -> None:
         "empty",
         "garbage",
         "repeated-link",
+        "extra-links-column",
+        "missing-link-id",
     ],
 )
-def test_bad_files_are_refused_before_any_charge(tmp_path, capsys, edit, message) -> None:
+@pytest.mark.parametrize("extra", [(), ("--prune",)], ids=["", "prune"])
+def test_bad_files_are_refused_before_any_charge(tmp_path, capsys, edit, message, extra) -> None:
     folder = tmp_path / "data"
     shutil.copytree(SAMPLES, folder)
     edit(folder)
-    assert _run(folder, tmp_path / "out") == 2
+    assert _run(folder, tmp_path / "out", *extra) == 2
     err = capsys.readouterr().err
     assert re.search(message, err), err
     assert not (tmp_path / "out").exists()  # nothing written: no manifest, no marker
@@ -160,3 +172,147 @@ def test_bad_files_are_refused_before_any_charge(tmp_path, capsys, edit, message
 def _rewrite(folder: Path, name: str, change) -> None:
     frame = pd.read_csv(folder / name, dtype=str)
     change(frame).to_csv(folder / name, index=False)
+
+
+# --- a first try on a small schema, --prune, hostile inputs ----------------------------------
+
+SMALL_COLUMNS = {"left": ["user_id", "gender", "age"], "right": ["movie_id", "Action", "Drama"]}
+SMALL_ROUNDS = {"rounds": 2, "per_round": 2, "k": 3, "workloads": 4}
+
+
+@pytest.fixture
+def small_schema(tmp_path: Path) -> Path:
+    """The sample files cut to two attributes a table: 2·C(2, 2) + C(2, 2)·2 = 4 cross
+    workloads of 3 attributes, fewer than the default 15 × 3."""
+    folder = tmp_path / "small"
+    shutil.copytree(SAMPLES, folder)
+    domains = json.loads((SAMPLES / "domains.json").read_text())
+    kept = {}
+    for side, columns in SMALL_COLUMNS.items():
+        _rewrite(folder, f"{side}.csv", lambda f, c=columns: f[c])
+        kept[side] = {c: domains[side][c] for c in columns[1:]}
+    (folder / "domains.json").write_text(json.dumps(kept))
+    return folder
+
+
+def test_a_first_try_on_a_two_plus_two_schema_adapts_the_rounds(small_schema, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert _run(small_schema, out, "--noise-key", str(2**40 + 3)) == 0  # refused before
+    shown = capsys.readouterr().out
+    assert (
+        "link rounds: T = 2 rounds × K = 2 workloads of k = 3 attributes, of the schema's 4 "
+        "workloads (--rounds 2, --per-round 2: not given, so adapted to the schema" in shown
+    )
+    assert main(["check", str(out)]) == 0
+    public = json.loads((out / "manifest.json").read_text())["public"]
+    assert public["link_rounds"] == {**SMALL_ROUNDS, "adapted": ["rounds", "per_round", "k"]}
+    manifest = json.loads((out / "manifest.json").read_text())
+    link_records = [r for r in manifest["measured"] if r["label"].startswith("links round ")]
+    assert len(link_records) == 2 * 2 * 2  # a selection and a measurement per workload
+
+
+def test_the_dry_run_states_the_adapted_rounds(small_schema, tmp_path, capsys) -> None:
+    assert _run(small_schema, tmp_path / "out", "--dry-run", "--json", "-") == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert {k: plan["links"][k] for k in SMALL_ROUNDS} == SMALL_ROUNDS
+    assert _run(small_schema, tmp_path / "out", "--dry-run", "--rounds", "1") == 0
+    assert "T = 1 rounds × K = 3 workloads" in capsys.readouterr().out
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_python_release_adapts_on_a_two_plus_two_schema(small_schema) -> None:
+    from dpopt import relational
+
+    read = lambda name: pd.read_csv(small_schema / f"{name}.csv")  # noqa: E731
+    domains = json.loads((small_schema / "domains.json").read_text())
+    data = relational.RelationalData.from_frames(
+        read("left"), read("right"), read("links"), d_max=3, domains=domains
+    )
+    database = relational.synthesize(data, epsilon=2, delta=1e-5, rng=5)  # refused before
+    schedule = database.link_result.schedule
+    assert (schedule.rounds, schedule.per_round, schedule.k, schedule.workloads) == (2, 2, 3, 4)
+    assert len(database.link_result.selected) == 4 and database.contract_errors() == []
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (["--rounds", "5"], r"--rounds 5: settings: rounds = 5: at least 5 workloads to "
+         r"measure, but the data has 4\..*To fix: lower rounds to at most 4"),
+        (["--per-round", "5"], r"--per-round 5: .*To fix: lower per_round to at most 4"),
+        (["--rounds", "3", "--per-round", "2"], r"--rounds 3 --per-round 2: settings: rounds × "
+         r"per_round = 3 × 2 = 6 .*lower rounds or per_round \(rounds × per_round ≤ 4\)"),
+    ],
+)  # fmt: skip
+def test_explicit_rounds_above_the_schema_are_refused(small_schema, tmp_path, capsys, given,
+                                                      message) -> None:  # fmt: skip
+    assert _run(small_schema, tmp_path / "out", *given) == 2
+    assert re.search(message, capsys.readouterr().err)
+    assert not (tmp_path / "out").exists()
+
+
+def test_links_above_d_max_are_refused_naming_prune_and_pruned_with_it(tmp_path, capsys) -> None:
+    from dpopt.relational import prune_links
+
+    assert _run(SAMPLES, tmp_path / "out", "--d-max", "2") == 2
+    err = capsys.readouterr().err
+    assert re.search(r"--links .*links.csv: links row \d+: left id 'u\d+' has 3 links, above "
+                     r"d_max = 2: pass --prune \(the data owner's pruning", err)  # fmt: skip
+    assert not (tmp_path / "out").exists()
+    out = tmp_path / "release"
+    assert _run(SAMPLES, out, "--d-max", "2", "--prune", "--noise-key", str(2**40 + 5)) == 0
+    shown = capsys.readouterr().out
+    assert main(["check", str(out)]) == 0
+    kept = prune_links(pd.read_csv(SAMPLES / "links.csv", dtype=str), 2)  # in file order
+    public = json.loads((out / "manifest.json").read_text())["public"]
+    assert public["d_max"] == 2 and public["m"] == len(kept) < 500  # the pruned data's m
+    dropped = 500 - len(kept)
+    assert not re.search(rf"prun|drop|\b{dropped}\b", shown)  # the count dropped: never shown
+    assert not any("prun" in key or "drop" in key for key in public)
+
+
+@pytest.mark.parametrize("epsilon", ["1e300", "1e100", "1e10", "1000001"])
+def test_an_epsilon_above_the_limit_is_refused_before_any_charge(tmp_path, capsys, epsilon):
+    args = _documented_command()
+    args[args.index("--epsilon") + 1] = epsilon
+    args[args.index("--out") + 1] = str(tmp_path / "out")
+    for option in ("--left", "--right", "--links", "--domains"):
+        args[args.index(option) + 1] = str(SAMPLES / Path(args[args.index(option) + 1]).name)
+    assert main(args) == 2  # today: exit 0 and a manifest of ρ = ε past the samplers' floor
+    err = capsys.readouterr().err
+    assert "is above 1e+06 (dpopt.limits.RELATIONAL_MAX_EPSILON)" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("edit", "found"),
+    [
+        (lambda p: p.update(epsilon=0.5), r"the measured records compose to ρ = 0\.0800454, "
+         r"above ρ\(ε, δ\) = 0\.00531\d* of the stated guarantee \(ε, δ\) = \(0\.5, 1e-05\)"),
+        (lambda p: p.update(delta=1e-300), r"above ρ\(ε, δ\) = 0\.00144\d* of the stated"),
+        (lambda p: p["link_rounds"].update(rounds=14), r"measured holds 90 link records, not "
+         r"the 84 of the stated 14 rounds × 3 workloads"),
+    ],
+)  # fmt: skip
+def test_dpopt_check_refuses_a_guarantee_the_records_contradict(released, tmp_path, capsys,
+                                                                 edit, found) -> None:  # fmt: skip
+    copy = tmp_path / "copy"
+    shutil.copytree(released, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    edit(manifest["public"])
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["check", str(copy)]) == 1  # today: valid
+    assert re.search(found, capsys.readouterr().out)
+
+
+def test_an_upper_case_parquet_table_is_read_as_written(tmp_path, capsys) -> None:
+    folder = tmp_path / "data"
+    shutil.copytree(SAMPLES, folder)
+    left = pd.read_csv(folder / "left.csv").assign(age=lambda f: f["age"].astype("int64"))
+    left.to_parquet(folder / "left.PARQUET")  # ints in the file, "18" in --domains
+    args = _documented_command()
+    args[args.index("--left") + 1] = str(folder / "left.PARQUET")
+    for option in ("--right", "--links", "--domains"):
+        args[args.index(option) + 1] = str(folder / Path(args[args.index(option) + 1]).name)
+    args[args.index("--out") + 1] = str(tmp_path / "out")
+    assert main([*args, "--dry-run"]) == 0, capsys.readouterr().err

@@ -6,6 +6,7 @@ directory names only regular files inside it."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -48,6 +49,10 @@ def _errors(out: Path) -> list[str]:
     return release_dir.load(out).contract_errors()
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def _rewrite(out: Path, edit: Any) -> None:
     """Edit the answers table and record its new checksum, as a forger would."""
     manifest = json.loads((out / release_dir.MANIFEST).read_text())
@@ -59,7 +64,7 @@ def _rewrite(out: Path, edit: Any) -> None:
         frame.to_parquet(path, index=False)
     else:
         frame.to_csv(path, index=False)
-    manifest["files"][name] = release_dir._sha256(path)  # noqa: SLF001 (a forger's checksum)
+    manifest["files"][name] = _sha256(path)
     (out / release_dir.MANIFEST).write_text(json.dumps(manifest))
 
 
@@ -188,7 +193,7 @@ def test_a_manifest_naming_a_file_outside_the_directory_is_invalid(
     elif name.startswith(".."):
         shutil.copy(out / "answers.csv", outside)
     manifest = json.loads((out / release_dir.MANIFEST).read_text())
-    manifest["files"] = {name: release_dir._sha256(outside)}  # noqa: SLF001
+    manifest["files"] = {name: _sha256(outside)}
     manifest["public"]["table"] = name
     (out / release_dir.MANIFEST).write_text(json.dumps(manifest))
     assert main(["check", str(out)]) == 1

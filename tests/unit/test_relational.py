@@ -18,6 +18,7 @@ from dpopt.problem import STATUSES
 from dpopt.relational import LinkSettings, RelationalData, cross_errors, generate, tables
 from dpopt.relational import links as link_module
 from dpopt.relational.links import workload_budget
+from dpopt.relational.settings import schedule
 from dpopt.release import ReleaseResult
 
 DELTA = 1e-5
@@ -36,6 +37,13 @@ def learn(data: RelationalData, left: Any, right: Any, epsilon: float, **options
 @pytest.fixture(scope="module")
 def small() -> RelationalData:
     return generate(120, 80, 400, d_max=10, strength=0.9, seed=3)
+
+
+def test_rho_is_refused_above_the_limit_where_the_noise_could_not_be_drawn() -> None:
+    assert relational.relational_rho(1e6, 1e-5) > 993_000  # ρ ≈ ε − 2√(ε ln(1/δ))
+    for epsilon in (1e6 * (1 + 1e-12), 1e10, 1e100, 1e300):
+        with pytest.raises(ValueError, match="RELATIONAL_MAX_EPSILON"):
+            relational.relational_rho(epsilon, 1e-5)
 
 
 @pytest.mark.parametrize(
@@ -297,10 +305,16 @@ def test_synthesize_with_one_given_table_gives_its_share_to_the_links(
 @pytest.mark.parametrize(
     ("options", "field"),
     [
-        ({"settings": LinkSettings(rounds=200)}, "lower rounds or per_round"),
+        ({"settings": LinkSettings(rounds=200, per_round=3)}, "lower rounds or per_round"),
+        ({"settings": LinkSettings(rounds=600)}, "lower rounds to at most 513"),
+        ({"settings": LinkSettings(k=40)}, "lower k to at most 21"),
         ({"fit": "bogus"}, "fit"),
         ({"delta": 2.0}, "delta"),
         ({"epsilon": 0.0}, "epsilon"),
+        (
+            {"epsilon": 1e10},
+            r"epsilon 10000000000 is above 1e\+06 \(dpopt.limits.RELATIONAL_MAX_EP",
+        ),
         ({"table_share": 1.0}, "table_share"),
         ({"rng": "seven"}, "rng"),
         ({"synthetic_left": np.zeros((5, 2), int)}, "left"),
@@ -376,3 +390,46 @@ def test_synthesize_release_contract(small: RelationalData, rng: Any) -> None:
         again = relational.synthesize(small, epsilon=1.0, delta=DELTA, settings=settings, rng=rng)
         assert again.links.equals(database.links) and again.left.equals(database.left)
         assert again.budget == database.budget
+
+
+# --- the schedule on small schemas ------------------------------------------------------------
+
+
+def _schema(d1: int, d2: int) -> RelationalData:
+    """Two tables of d1 and d2 binary attributes, three rows each, three links."""
+    codes = lambda d: np.eye(3, d, dtype=int)  # noqa: E731
+    return RelationalData(
+        [f"a{j}" for j in range(d1)], [f"b{j}" for j in range(d2)], [(0, 1)] * d1,
+        [(0, 1)] * d2, codes(d1), codes(d2), [[0, 0], [1, 1], [2, 2]], d_max=1,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("d1", "d2", "settings", "expected"),
+    [
+        (2, 2, {}, (2, 2, 3, 4)),  # 4 workloads: 2 × 2 (3 × 1 would leave one)
+        (1, 2, {}, (1, 1, 3, 1)),
+        (1, 1, {}, (1, 1, 2, 1)),  # k = 2: one attribute a table
+        (1, 3, {}, (1, 3, 3, 3)),
+        (1, 5, {}, (5, 2, 3, 10)),
+        (1, 7, {}, (7, 3, 3, 21)),
+        (3, 18, {}, (15, 3, 3, 513)),  # room for the paper's 15 × 3
+        (2, 2, {"rounds": 2}, (2, 2, 3, 4)),
+        (2, 2, {"rounds": 4}, (4, 1, 3, 4)),
+        (2, 2, {"per_round": 3}, (1, 3, 3, 4)),
+        (2, 2, {"candidates": 1}, (4, 1, 3, 4)),  # K ≤ the candidate pool
+        (2, 2, {"k": 2}, (2, 2, 2, 4)),
+        (3, 18, {"rounds": 200}, (200, 2, 3, 513)),
+    ],
+)
+def test_unset_rounds_take_the_most_workloads_the_schema_has(d1, d2, settings, expected) -> None:
+    found = schedule(LinkSettings(**settings), _schema(d1, d2))
+    assert (found.rounds, found.per_round, found.k, found.workloads) == expected
+    assert found.adapted == tuple(n for n in ("rounds", "per_round", "k") if n not in settings)
+
+
+def test_a_default_schedule_is_the_paper_one_where_the_schema_has_room(small) -> None:
+    """What ran before the adaptation runs unchanged: 15 × 3 of k = 3 on MovieLens's schema."""
+    work = link_module.plan(small, 10, 10, rho=1)
+    assert (work.schedule.rounds, work.schedule.per_round, work.schedule.k) == (15, 3, 3)
+    assert work.eps_em == workload_budget(Fraction(1), 45, Fraction(1, 5))[0]

@@ -87,14 +87,26 @@ def test_a_degree_above_d_max_points_to_prune_links() -> None:
 def test_too_many_workloads_says_what_a_workload_is_and_what_to_change() -> None:
     users, items, links = frames()
     data = RelationalData.from_frames(users, items, links, d_max=2, domains=DOMAINS)
-    first = (
-        r"rounds × per_round = 15 × 3 = 45 .* has 0\. A workload is a pair of a left and a right"
-    )
-    with pytest.raises(ValueError, match=first + r" attribute set.*lower k"):
-        relational.synthesize(data, epsilon=1, delta=1e-5)
-    with pytest.raises(ValueError, match=r"has 1\. .*1 left and 1 right attributes give .* = 1 "
-                       r"of them\. To fix: lower rounds or per_round in LinkSettings"):  # fmt: skip
-        relational.synthesize(data, epsilon=1, delta=1e-5, settings=LinkSettings(k=2))
+    no_workload = r"k = 3 .* 1 left and 1 right attributes give no cross workload of 3 .*lower k"
+    with pytest.raises(ValueError, match=no_workload + " to at most 2"):
+        relational.synthesize(data, epsilon=1, delta=1e-5, settings=LinkSettings(k=3))
+    explicit = LinkSettings(rounds=15, per_round=3, k=2)
+    with pytest.raises(ValueError, match=r"rounds × per_round = 15 × 3 = 45 workloads to measure, "
+                       r"but the data has 1\. A workload is a pair of a left and a right attribute "
+                       r"set.*1 left and 1 right attributes give .* = 1 of them\. To fix: lower "
+                       r"rounds or per_round"):  # fmt: skip
+        relational.synthesize(data, epsilon=1, delta=1e-5, settings=explicit)
+
+
+def test_one_attribute_a_table_adapts_k_and_the_rounds_to_the_one_workload() -> None:
+    users, items, links = frames()
+    data = RelationalData.from_frames(users, items, links, d_max=2, domains=DOMAINS)
+    database = relational.synthesize(data, epsilon=1, delta=1e-5, rng=0)  # refused before
+    schedule = database.link_result.schedule
+    assert (schedule.rounds, schedule.per_round, schedule.k, schedule.workloads) == (1, 1, 2, 1)
+    assert schedule.adapted == ("rounds", "per_round", "k")
+    assert database.link_result.selected == ((("gender",), ("genre",)),)
+    assert database.contract_errors() == []
 
 
 def _degrees(pairs: np.ndarray) -> int:
@@ -136,5 +148,5 @@ def test_prune_links_is_deterministic_given_rng_and_takes_arrays() -> None:
     np.testing.assert_array_equal(in_order, prune_links(pairs, 2))
     with pytest.raises(ValueError, match="d_max"):
         prune_links(pairs, 0)
-    with pytest.raises(ValueError, match="missing left id"):
-        prune_links(pd.DataFrame({"a": [1, None], "b": [1, 2]}), 1)
+    with pytest.raises(FrameError, match=r"links column 'a', row 11: a missing left id"):
+        prune_links(pd.DataFrame({"a": [1, None], "b": [1, 2]}, index=[10, 11]), 1)
