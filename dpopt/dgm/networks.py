@@ -24,6 +24,7 @@ import numpy as np
 from dpopt.dgm import bif
 from dpopt.errors import InvalidInput
 from dpopt.extras import require
+from dpopt.paths import path_kind, regular_file
 from dpopt.validation import finite_array, instance, integer
 
 if TYPE_CHECKING:
@@ -684,6 +685,8 @@ def load(source: Any) -> Network:
             if Path(source).suffix.lower() == ".json":
                 return Network.from_json(source)
             return Network.from_bif(source)
+        if path_kind(source) != "missing":  # a FIFO or a device: never opened (it would wait)
+            regular_file("network", source)
         raise InvalidInput(
             f"{source!r} is neither a bundled network ({', '.join(bif.BUNDLED)}) nor a file (BIF, "
             "or a .json structure)"
