@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from dpopt import release_dir
-from dpopt.errors import InvalidType
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.hdmm.contract import hdmm_sensitivity, residual_sensitivities
 from dpopt.hdmm.release import Answered
 from dpopt.hdmm.residual.release import MarginalAnswers, ResidualMeasurement
@@ -167,6 +167,8 @@ class AnswerLayout:
         self.sizes = [
             integer(f"sizes[{i}]", n, minimum=1) for i, n in enumerate(sequence("sizes", sizes))
         ]
+        if not self.sizes:
+            raise InvalidInput("sizes must list at least one attribute's size")
         self.attributes = [
             tuple(
                 integer(f"attributes[{j}][{i}]", a, minimum=0, maximum=len(self.sizes) - 1)
@@ -175,18 +177,37 @@ class AnswerLayout:
             for j, attrs in enumerate(sequence("attributes", attributes))
         ]
         self.counts = [_cells(self.sizes, attrs) for attrs in self.attributes]
+        largest = max(self.sizes)
+        self.dtype = next(
+            kind
+            for kind in (np.int8, np.int16, np.int32, np.int64)
+            if largest <= np.iinfo(kind).max
+        )
+        """The smallest integer type that holds every code (and -1, for "outside")."""
 
     def keys(self, j: int, start: int, stop: int) -> list[np.ndarray | None]:
         """The code of each attribute of cells ``start`` to ``stop`` of marginal ``j``: one
-        int64 array per attribute, None for an attribute outside the marginal."""
-        attrs = self.attributes[j]
+        array per attribute (of :attr:`dtype`), None for an attribute outside the marginal."""
         codes: list[np.ndarray | None] = [None] * len(self.sizes)
-        if attrs:
-            shape = tuple(self.sizes[a] for a in attrs)
-            found = np.unravel_index(np.arange(start, stop, dtype=np.int64), shape)
-            for attribute, code in zip(attrs, found, strict=True):
-                codes[attribute] = code.astype(np.int64, copy=False)
+        cells = np.arange(start, stop, dtype=np.int64)
+        for attribute, stride, size in self._strides(j):
+            codes[attribute] = ((cells // stride) % size).astype(self.dtype)
         return codes
+
+    def fill(self, j: int, codes: np.ndarray, offset: int) -> None:
+        """Write marginal ``j``'s codes into the rows ``offset`` on of ``codes`` (one row per
+        attribute, one column per cell of the table being built)."""
+        cells = np.arange(self.counts[j], dtype=np.int64)
+        for attribute, stride, size in self._strides(j):
+            codes[attribute, offset : offset + cells.size] = (cells // stride) % size
+
+    def _strides(self, j: int) -> list[tuple[int, int, int]]:
+        """(attribute, stride, size) of each attribute of marginal ``j``, row-major."""
+        attrs, found, stride = self.attributes[j], [], 1
+        for attribute in reversed(attrs):
+            found.append((attribute, stride, self.sizes[attribute]))
+            stride *= self.sizes[attribute]
+        return found[::-1]
 
 
 def _marginal_batches(
@@ -213,13 +234,13 @@ def _batch(
     counts = [layout.counts[j] for j in marginals]
     rows = sum(counts)
     batch: dict[str, Any] = {"marginal": np.repeat(np.array(marginals, np.int64), counts)}
-    parts: list[list[np.ndarray]] = [[] for _ in layout.sizes]
+    codes = np.full((len(layout.sizes), rows), -1, dtype=layout.dtype)
+    offset = 0
     for j, count in zip(marginals, counts, strict=True):
-        for attribute, code in enumerate(layout.keys(j, 0, count)):
-            parts[attribute].append(np.full(count, -1, np.int64) if code is None else code)
-    for name, pieces in zip(columns, parts, strict=True):
-        codes = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
-        batch[name] = np.ma.masked_array(codes, mask=codes < 0)
+        layout.fill(j, codes, offset)
+        offset += count
+    for name, row in zip(columns, codes, strict=True):
+        batch[name] = np.ma.masked_array(row, mask=row < 0)
     batch["answer"] = np.asarray(values[:rows], dtype=np.float64)
     return batch
 
