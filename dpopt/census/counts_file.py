@@ -6,7 +6,9 @@
 region's path in the level columns (the root's cells and a region's cells below its own level
 empty, as :func:`~dpopt.census.from_frame` reads an aggregate row), ``size``, ``count`` and,
 with intervals, ``lower`` and ``upper``. :func:`write_directory` writes the table, then
-``release.json`` last; an ``INCOMPLETE`` marker stands until it is written.
+``release.json`` last; an ``INCOMPLETE`` marker stands until it is written, and says what
+wrote it (:data:`MARKER`), so that a directory interrupted before ``counts.csv`` is still
+told from a block release's (whose marker names its ``manifest.json``).
 :func:`check_directory` (what ``dpopt check DIR`` runs) verifies ``release.json`` with
 :func:`~dpopt.census.check.check_saved` and the table against it: the same regions in the
 same tree, the same counts and intervals.
@@ -30,6 +32,7 @@ from dpopt.validation import boolean, file_path, instance, sequence
 __all__ = [
     "COUNTS",
     "INCOMPLETE",
+    "MARKER",
     "RELEASE",
     "check_directory",
     "check_out_dir",
@@ -41,6 +44,12 @@ __all__ = [
 RELEASE = "release.json"
 COUNTS = "counts.csv"
 INCOMPLETE = "INCOMPLETE"
+MARKER = (
+    f"A census release of your own data (dpopt census release --input) is being written here, "
+    f"or it was interrupted or failed: nothing in this directory is a finished release until "
+    f"this file is gone and {RELEASE} exists.\n"
+)
+"""The text of this mode's ``INCOMPLETE`` marker, by which :func:`is_directory` knows it."""
 _VALUES = ("size", "count", "lower", "upper")
 
 
@@ -105,7 +114,7 @@ def write_directory(
     out = check_out_dir(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     marker = out / INCOMPLETE
-    marker.write_text("a release is being written\n", encoding="utf-8")
+    marker.write_text(MARKER, encoding="utf-8")
     counts_frame(release, names, levels).to_csv(out / COUNTS, index=False)
     save_release(release, out / RELEASE)
     marker.unlink()
@@ -114,9 +123,17 @@ def write_directory(
 
 def is_directory(path: Any) -> bool:
     """Whether ``path`` is a directory :func:`write_directory` wrote, or began to (its
-    ``release.json`` or its ``counts.csv``)."""
+    ``release.json``, its ``counts.csv`` or its ``INCOMPLETE`` marker, :data:`MARKER`)."""
     folder = file_path("path", path)
-    return folder.is_dir() and ((folder / RELEASE).is_file() or (folder / COUNTS).is_file())
+    if not folder.is_dir():
+        return False
+    if (folder / RELEASE).is_file() or (folder / COUNTS).is_file():
+        return True
+    try:
+        with (folder / INCOMPLETE).open("rb") as marker:
+            return marker.read(len(MARKER.encode()) + 1) == MARKER.encode()
+    except OSError:  # no marker (or an unreadable one): not this mode's
+        return False
 
 
 def check_directory(
