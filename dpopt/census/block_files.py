@@ -43,13 +43,14 @@ class StateSource:
 class BlockIntervals:
     """What a state's sink needs to write each count's interval beside it
     (:func:`dpopt.census.confidence.bounds` on the state's noisy column): the interval
-    settings (level, method, the interval's own public seed), the noisy partitions and each
-    level's discrete Laplace scale."""
+    settings (level, method, the interval's own public seed), the noisy partitions, each
+    level's discrete Laplace scale and the public number of groups n (no count is above it)."""
 
     settings: IntervalSettings
     noisy_dir: str
     geography: Geography
     scales: tuple[float, ...]
+    total: int
 
     def column(self, state: int, size: int) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) of state ``state``'s counts of size index ``size``."""
@@ -61,6 +62,7 @@ class BlockIntervals:
             part.parents,
             part.values,
             np.asarray(self.scales)[part.level],
+            total=self.total,
             level=settings.level,
             raw=settings.method == "raw",
             conservative=settings.method == "conservative-pivot",
@@ -79,6 +81,7 @@ class BlockIntervals:
             np.array([-1]),
             np.asarray(nation_noisy, dtype=np.int64)[None, :],
             np.array([self.scales[0]]),
+            total=self.total,
             level=settings.level,
             raw=True,
             conservative=settings.method == "conservative-pivot",

@@ -384,7 +384,7 @@ def _run(
         runner=runner,
         domain_sd=plan.domain_sd,
         widening=plan.widening,
-        sinks=[StateSink(str(out / "release"), s, _block_intervals(plan)) for s in states],
+        sinks=[StateSink(str(out / "release"), s, _block_intervals(plan, total)) for s in states],
     )
     if solution.x is None:
         raise RuntimeError(
@@ -401,23 +401,25 @@ def _run(
         {f"post-processing ({PARTITIONED})": solution.status},
         measured,
         plan.objective,
-        _nation_intervals(plan, nation_noisy),
+        _nation_intervals(plan, nation_noisy, total),
         plan.domain_sd,
     )
     _write_manifest(out, result.manifest())
     return result
 
 
-def _block_intervals(plan: BlockPlan) -> BlockIntervals | None:
+def _block_intervals(plan: BlockPlan, total: int) -> BlockIntervals | None:
     if plan.intervals is None:
         return None
     scales = tuple(float(plan.noise.sampler(level).scale) for level in range(len(LEVELS)))
-    return BlockIntervals(plan.intervals, str(plan.out / "noisy"), plan.geography, scales)
+    return BlockIntervals(plan.intervals, str(plan.out / "noisy"), plan.geography, scales, total)
 
 
-def _nation_intervals(plan: BlockPlan, nation_noisy: np.ndarray) -> dict[str, Any] | None:
+def _nation_intervals(
+    plan: BlockPlan, nation_noisy: np.ndarray, total: int
+) -> dict[str, Any] | None:
     """The manifest's ``intervals``: level, method, seed and the nation's intervals."""
-    found = _block_intervals(plan)
+    found = _block_intervals(plan, total)
     if found is None:
         return None
     settings = found.settings

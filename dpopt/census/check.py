@@ -253,7 +253,7 @@ def _with_intervals(
             recorded.get("coarse_children"),
         )
         settings = BlockIntervals(
-            options, str(out / "noisy"), geography, tuple(r.scale for r in measured)
+            options, str(out / "noisy"), geography, tuple(r.scale for r in measured), release.total
         )
         nation = recorded["nation"]
         given = settings.nation(integer_array("nation_noisy", manifest["nation_noisy"], ndim=1))

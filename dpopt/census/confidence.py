@@ -21,21 +21,24 @@ come from a pivot whose distribution does not depend on the truth:
   X − D·t falls in the acceptance set A: the central ``level`` mass of S's distribution, the
   two boundary atoms kept with the probability that makes the mass exactly ``level`` (one
   uniform per count, from the interval's own ``seed``). So P(truth covered) = ``level`` for
-  every truth, zero included; the interval is then cut to t ≥ 0, which keeps every true count
-  it held.
+  every truth, zero included; the interval is then cut to 0 ≤ t ≤ n (no count is negative or
+  above the public number of groups n), which keeps every true count it held.
 - **empty intervals** (``lower > upper``). An empty interval misses the truth, so at every
   true count P(empty) ≤ 1 − ``level``. When A holds more than D consecutive integers (its
   boundaries at least D + 1 apart: the usual case), the uncut interval is never empty and the
-  cut empties it only when X falls below A: probability exactly (1 − ``level``)/2 at a true 0,
-  and less, shrinking geometrically, at a true count v ≥ 1 (S must fall D·v lower). At a tiny
-  noise scale a few atoms carry nearly all of S's mass, so keeping exactly ``level`` of it
-  means rejecting part of those atoms: e.g. when S = 0 alone has mass ≥ ``level``, A is {0}
-  with probability ``level``/P(S = 0) and empty otherwise, and about 1 − ``level`` of the
-  intervals are empty at every true count.
+  cut empties it only when X falls below A or more than D·n above it: at a true count v,
+  probability exactly T(D·v) + T(D·(n − v)), where T(k) is the chance that S + k is below A
+  (on A's boundary atom: rejected), T(0) = (1 − ``level``)/2 and T shrinks geometrically
+  (S must fall D·v lower, or rise D·(n − v) higher): (1 − ``level``)/2 + T(D·n) at a true 0
+  or n, less between them, 1 − ``level`` when n = 0. At a tiny noise scale a few atoms carry
+  nearly all of S's mass, so keeping exactly ``level`` of it means rejecting part of those
+  atoms: e.g. when S = 0 alone has mass ≥ ``level``, A is {0} with probability
+  ``level``/P(S = 0) and empty otherwise, and about 1 − ``level`` of the intervals are empty
+  at every true count.
 - **conservative** (``conservative-pivot``): the same pivot with both boundary atoms always
   kept, so P(truth covered) ≥ ``level`` (by at most their mass), no randomisation, and an
-  interval that would be empty is the single count nearest the estimate max(X, 0)/D instead:
-  never empty, a little wider, coverage not exact.
+  interval that would be empty is the single count in 0 … n nearest the estimate X/D
+  instead: never empty, a little wider, coverage not exact.
 - **coarse pivot** (``coarse-…``, approximate). S's support grows with the noise scale (about
   2·39·scale·(a + b·k) integers); past what ``memory_limit`` allows (:func:`pivot_support`,
   :data:`BYTES_PER_SUPPORT` bytes per integer) the distribution is computed at the scales
@@ -278,24 +281,25 @@ def _bounds(
     p_low: np.ndarray,
     p_high: np.ndarray,
     u: np.ndarray,
+    total: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The integers t ≥ 0 with low ≤ x − d·t ≤ high, a t on a boundary atom kept iff u < its
-    probability (so the true count is kept with probability exactly ``level``)."""
+    """The integers 0 ≤ t ≤ ``total`` with low ≤ x − d·t ≤ high, a t on a boundary atom kept
+    iff u < its probability (so the true count is kept with probability exactly ``level``)."""
     top = np.floor_divide(x - low, d)
     on_low = (x - low) % d == 0
     top = np.where(on_low & ~(u < p_low), top - 1, top)
     bottom = -np.floor_divide(high - x, d)
     on_high = (x - high) % d == 0
     bottom = np.where(on_high & ~(u < p_high), bottom + 1, bottom)
-    return np.maximum(bottom, 0), top
+    return np.maximum(bottom, 0), np.minimum(top, total)
 
 
 def _never_empty(
-    x: np.ndarray, d: np.ndarray, lower: np.ndarray, upper: np.ndarray
+    x: np.ndarray, d: np.ndarray, lower: np.ndarray, upper: np.ndarray, total: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """An empty interval replaced by the count nearest the estimate max(x, 0)/d (round half
-    up): a superset, so coverage stays ≥ level."""
-    nearest = (2 * np.maximum(x, 0) + d) // (2 * d)
+    """An empty interval replaced by the count in 0 … ``total`` nearest the estimate x/d
+    (round half up): a superset, so coverage stays ≥ level."""
+    nearest = np.minimum((2 * np.maximum(x, 0) + d) // (2 * d), total)
     empty = lower > upper
     return np.where(empty, nearest, lower), np.where(empty, nearest, upper)
 
@@ -337,6 +341,7 @@ def intervals(
         measurement.parents,
         np.asarray(measurement.noisy, dtype=np.int64),
         np.asarray(measurement.scale, dtype=np.float64),
+        total=measurement.total,
         level=level,
         raw=method == "raw",
         conservative=method == "conservative-pivot",
@@ -379,6 +384,7 @@ def bounds(
     noisy: np.ndarray,
     scale: np.ndarray,
     *,
+    total: int,
     level: float,
     raw: bool,
     conservative: bool,
@@ -387,14 +393,15 @@ def bounds(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """(lower, upper, per-region weights a, b, regions whose pivot was coarsened) for noisy
     answers ``noisy`` (regions × sizes) of the regions of ``parents`` with discrete Laplace
-    scales ``scale``, one uniform ``u`` per count: the own answers alone (``raw``), the
-    boundary atoms kept and no interval empty (``conservative``), pivots of at most
-    ``max_support`` integers; the engine of :func:`intervals` and of the block release's
-    partitions."""
+    scales ``scale``, one uniform ``u`` per count, within 0 … ``total`` (the public n): the own
+    answers alone (``raw``), the boundary atoms kept and no interval empty (``conservative``),
+    pivots of at most ``max_support`` integers; the engine of :func:`intervals` and of the
+    block release's partitions."""
     query = choice("query", query, QUERIES)
     parents = integer_array("parents", parents, ndim=1)
     noisy = integer_array("noisy", noisy, ndim=2)
     scale = positive_array("scale", scale, ndim=1)
+    total = integer("total", total, minimum=0)
     if noisy.shape[0] != parents.size or scale.shape != parents.shape:
         raise ValueError(
             f"noisy {noisy.shape} and scale {scale.shape} must have one row per region "
@@ -419,9 +426,9 @@ def bounds(
     high = accept[:, column, 1].astype(np.int64)
     if conservative:
         chances = np.ones_like(chances)
-    lower, upper = _bounds(x, d, low, high, chances[:, column, 0], chances[:, column, 1], u)
+    lower, upper = _bounds(x, d, low, high, chances[:, column, 0], chances[:, column, 1], u, total)
     if conservative:
-        lower, upper = _never_empty(x, d, lower, upper)
+        lower, upper = _never_empty(x, d, lower, upper, total)
     return lower, upper, weights, int(np.sum(spread > 1))
 
 

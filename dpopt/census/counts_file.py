@@ -6,7 +6,9 @@
 region's path in the level columns (the root's cells and a region's cells below its own level
 empty, as :func:`~dpopt.census.from_frame` reads an aggregate row), ``size``, ``count`` and,
 with intervals, ``lower`` and ``upper``. :func:`write_directory` writes the table, then
-``release.json`` last; an ``INCOMPLETE`` marker stands until it is written.
+``release.json`` last; an ``INCOMPLETE`` marker stands until it is written, and says what
+wrote it (:data:`MARKER`), so that a directory interrupted before ``counts.csv`` is still
+told from a block release's (whose marker names its ``manifest.json``).
 :func:`check_directory` (what ``dpopt check DIR`` runs) verifies ``release.json`` with
 :func:`~dpopt.census.check.check_saved` and the table against it: the same regions in the
 same tree, the same counts and intervals.
@@ -24,15 +26,15 @@ from dpopt.census.check import CheckReport, check_saved
 from dpopt.census.mechanism import Release
 from dpopt.census.release_file import SavedRelease, load_release, save_release
 from dpopt.progress import Progress
-from dpopt.release_dir import begin, check_new, interrupts_held
+from dpopt.release_dir import begin, interrupts_held
 from dpopt.validation import boolean, file_path, instance, sequence
 
 __all__ = [
     "COUNTS",
     "INCOMPLETE",
+    "MARKER",
     "RELEASE",
     "check_directory",
-    "check_out_dir",
     "counts_frame",
     "is_directory",
     "write_directory",
@@ -41,6 +43,12 @@ __all__ = [
 RELEASE = "release.json"
 COUNTS = "counts.csv"
 INCOMPLETE = "INCOMPLETE"
+MARKER = (
+    f"A census release of your own data (dpopt census release --input) is being written here, "
+    f"or it was interrupted or failed: nothing in this directory is a finished release until "
+    f"this file is gone and {RELEASE} exists.\n"
+)
+"""The text of this mode's ``INCOMPLETE`` marker, by which :func:`is_directory` knows it."""
 _VALUES = ("size", "count", "lower", "upper")
 
 
@@ -85,12 +93,6 @@ def counts_frame(
     return pd.DataFrame(table)
 
 
-def check_out_dir(out_dir: Any) -> Path:
-    """``out_dir`` as a Path, refused before the charge by the rule of every release's output
-    directory (:func:`dpopt.release_dir.check_new`); nothing is created."""
-    return check_new(out_dir)
-
-
 def write_directory(
     release: Release, out_dir: Any, *, names: Sequence[str], levels: Sequence[str]
 ) -> Path:
@@ -99,6 +101,7 @@ def write_directory(
     an ``INCOMPLETE`` marker standing until then; the directory."""
     instance("release", release, Release)
     out = begin(out_dir)
+    (out / INCOMPLETE).write_text(MARKER, encoding="utf-8")  # says which mode wrote it
     counts_frame(release, names, levels).to_csv(out / COUNTS, index=False)
     with interrupts_held():  # the record and the marker's removal stand or fall together
         save_release(release, out / RELEASE)
@@ -108,9 +111,17 @@ def write_directory(
 
 def is_directory(path: Any) -> bool:
     """Whether ``path`` is a directory :func:`write_directory` wrote, or began to (its
-    ``release.json`` or its ``counts.csv``)."""
+    ``release.json``, its ``counts.csv`` or its ``INCOMPLETE`` marker, :data:`MARKER`)."""
     folder = file_path("path", path)
-    return folder.is_dir() and ((folder / RELEASE).is_file() or (folder / COUNTS).is_file())
+    if not folder.is_dir():
+        return False
+    if (folder / RELEASE).is_file() or (folder / COUNTS).is_file():
+        return True
+    try:
+        with (folder / INCOMPLETE).open("rb") as marker:
+            return marker.read(len(MARKER.encode()) + 1) == MARKER.encode()
+    except OSError:  # no marker (or an unreadable one): not this mode's
+        return False
 
 
 def check_directory(

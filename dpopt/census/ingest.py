@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import unicodedata
 from collections.abc import Hashable, Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -79,10 +81,21 @@ def _require_columns(frame: pd.DataFrame, columns: Sequence[Hashable], what: str
             raise ValueError(f"{what} has more than one column named {c!r}")
 
 
+_NOT_NUMBERS = {"b": "booleans", "M": "dates and times", "m": "time spans", "c": "complex numbers"}
+"""The dtype kinds of a column that holds no counts, whatever its values: refused whole."""
+
+
 def _integer_column(frame: pd.DataFrame, column: Hashable, *, minimum: int = 0) -> np.ndarray:
     """The column as exact int64 in [minimum, 2**62]: integer dtypes are taken as they are,
-    floats must be whole (and at most 2**53), anything else is checked entry by entry."""
+    floats must be whole (and at most 2**53), booleans, dates, time spans and complex numbers
+    are refused (a date is no count, though numpy would give its nanoseconds), anything else is
+    checked entry by entry."""
     values = frame[column].to_numpy()
+    if values.dtype.kind in _NOT_NUMBERS:
+        raise ValueError(
+            f"{column} holds {_NOT_NUMBERS[values.dtype.kind]} (dtype {frame[column].dtype}), "
+            "not integers"
+        )
 
     def fail(i: int) -> None:  # raises the message of the first bad entry
         value = values[i].item() if isinstance(values[i], np.generic) else values[i]
@@ -92,6 +105,7 @@ def _integer_column(frame: pd.DataFrame, column: Hashable, *, minimum: int = 0) 
     kind = values.dtype.kind
     if kind in "iuf":
         if kind == "f":
+            values = values.astype(np.float64)  # a float16 cannot even hold 2**53
             bad = ~np.isfinite(values) | (values != np.round(values))
             bad |= np.abs(values) > 2**53
         else:
@@ -103,6 +117,8 @@ def _integer_column(frame: pd.DataFrame, column: Hashable, *, minimum: int = 0) 
     values = frame[column].to_numpy(dtype=object)
     out = np.empty(values.size, dtype=np.int64)
     for i, value in enumerate(values):
+        if isinstance(value, Decimal) and value.is_finite() and value == value.to_integral_value():
+            value = int(value)  # a Parquet decimal column: exact, whatever its magnitude
         try:
             out[i] = integer(str(column), value, minimum=minimum)
         except ValueError:
@@ -113,8 +129,38 @@ def _integer_column(frame: pd.DataFrame, column: Hashable, *, minimum: int = 0) 
 # --- region ids and paths ----------------------------------------------------------------------
 
 
+_JOINERS = frozenset("\u200c\u200d")
+"""The zero-width non-joiner and joiner: format characters that names in some scripts (Persian,
+the Indic ones) need, so an id may hold them."""
+
+_UNSAFE = {
+    "Cc": "a control character",
+    "Cf": "an invisible format character",
+    "Cs": "a lone surrogate",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+}
+_NAMED = {"\n": "a line break", "\r": "a carriage return", "\t": "a tab"}
+
+
+def _text_error(value: str) -> str | None:
+    """Why the non-empty string id ``value`` is unsafe in a released table
+    (docs/families/census.md, "Your own data"), or None: a character that breaks a line or a
+    cell or prints as nothing (a control character such as a line break or a tab, a line or
+    paragraph separator, an invisible format character other than the joiners); spaces at
+    either end, which print like the id without them."""
+    for char in value:
+        kind = unicodedata.category(char)
+        if kind in _UNSAFE and char not in _JOINERS:
+            return f"holds {_NAMED.get(char, _UNSAFE[kind])} (U+{ord(char):04X})"
+    if value != value.strip():
+        return "has spaces at its start or end"
+    return None
+
+
 def _region_id(value: Any, where: str, what: str = "region") -> tuple[tuple, str]:
-    """(typed key, name) of one region id: a non-empty string, an integer or a finite float.
+    """(typed key, name) of one region id: a non-empty string that :func:`_text_error`
+    accepts, an integer or a finite float.
 
     A whole float is named like the integer (1.0 → "1"), so that ids which are equal or print
     alike (1, 1.0, "1") give one name and their clash is caught, never merged silently.
@@ -124,6 +170,9 @@ def _region_id(value: Any, where: str, what: str = "region") -> tuple[tuple, str
     if isinstance(value, str):
         if not value.strip():
             raise ValueError(f"{where}: empty {what} id {value!r}")
+        error = _text_error(value)
+        if error is not None:
+            raise ValueError(f"{where}: {what} id {value!r:.60} {error}")
         return ("str", str(value)), str(value)
     if isinstance(value, numbers.Integral):
         return ("int", int(value)), str(int(value))
@@ -138,12 +187,15 @@ def _region_id(value: Any, where: str, what: str = "region") -> tuple[tuple, str
 
 
 class _Ids:
-    """Names of the region ids seen per level, to refuse two ids with one name."""
+    """Names of the region ids seen per level, to refuse two ids with one name, or with names
+    that print alike: equal after Unicode's NFKC normalization (a composed "é" and an "e"
+    with a combining accent, a full-width "０１" and "01")."""
 
     def __init__(self, levels: Sequence[Hashable], what: str = "region") -> None:
         self.levels = list(levels)
         self.what = what
         self.seen: list[dict[str, tuple[tuple, str, Any]]] = [{} for _ in self.levels]
+        self.looks: list[dict[str, tuple[str, str, Any]]] = [{} for _ in self.levels]
 
     def name(self, level: int, value: Any, where: str) -> str:
         if isinstance(value, np.generic):
@@ -155,6 +207,16 @@ class _Ids:
                 f"{where}: {self.what} ids {value!r} and {first_value!r} ({first_where}) collide, "
                 f"both are named {name!r}; give the ids of column {self.levels[level]!r} "
                 "one type"
+            )
+        look = unicodedata.normalize("NFKC", name)
+        first_name, first_where, first_value = self.looks[level].setdefault(
+            look, (name, where, value)
+        )
+        if first_name != name:
+            raise ValueError(
+                f"{where}: {self.what} ids {value!r} and {first_value!r} ({first_where}) print "
+                f"alike (one id after Unicode NFKC normalization); spell each id of column "
+                f"{self.levels[level]!r} one way"
             )
         return name
 

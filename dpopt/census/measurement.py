@@ -44,7 +44,8 @@ class Measurement:
     ``noisy[r]`` is region r's noisy group-size vector (query "counts") or cumulative vector
     (query "cumulative"); ``scale[r]`` the discrete Laplace scale λ drawn for region r and
     ``sd[r]`` that noise's standard deviation; ``measured`` one :class:`~dpopt.release.Measured`
-    record per level, labelled as the accountant's charge of that level.
+    record per level, labelled as the accountant's charge of that level. ``parents`` must be a
+    tree (:class:`~dpopt.hierarchy.Tree`: one root, every index a region, no cycle).
     """
 
     __repr__ = short_repr
@@ -65,6 +66,11 @@ class Measurement:
         noisy = np.asarray(self.noisy)
         if parents.ndim != 1 or sizes.ndim != 1:
             raise ValueError("parents and sizes must be 1-D arrays")
+        if parents.dtype.kind not in "iu" or sizes.dtype.kind not in "iu":
+            raise ValueError(
+                f"parents and sizes must be integer arrays, got {parents.dtype} and {sizes.dtype}"
+            )
+        Tree(parents)  # a ValueError naming what breaks the tree
         regions = (parents.size,)
         if noisy.shape != (parents.size, sizes.size) or noisy.dtype.kind not in "iu":
             raise ValueError(

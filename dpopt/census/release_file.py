@@ -31,7 +31,7 @@ from dpopt.release import Measured, measured_from_record, measured_record
 from dpopt.release import contract_errors as common_errors
 from dpopt.reprs import short_repr
 from dpopt.solvers.census.partitioned import checksum
-from dpopt.validation import file_path, instance
+from dpopt.validation import file_path, instance, integer, integer_array
 
 __all__ = ["FORMAT", "SavedRelease", "load_release", "save_release"]
 
@@ -135,7 +135,9 @@ def _array(record: dict[str, Any], key: str, dtype: Any) -> np.ndarray:
 def load_release(path: str | Path) -> SavedRelease:
     """The :class:`SavedRelease` in the JSON file ``path``; a ValueError when the file is not
     a readable census release (of :data:`FORMAT`, or of format 1, which names the mechanism
-    ``method``). Counts are read as they are (a non-integer count stays one, for the check to
+    ``method``): among others, when its ``parents`` are no tree (a cycle, a self-parent, an
+    index out of range, two roots) or its parents, sizes, n or noisy answers are not exact
+    integers. Counts are read as they are (a non-integer count stays one, for the check to
     report)."""
     file = file_path("path", path)
     try:
@@ -148,10 +150,10 @@ def load_release(path: str | Path) -> SavedRelease:
     try:
         measurement = Measurement(
             record["query"],
-            _array(record, "parents", np.int64),
-            _array(record, "sizes", np.int64),
-            int(record["total"]),
-            _array(record, "noisy", np.int64),
+            integer_array("parents", record["parents"]),  # exact: a fraction is refused, not cut
+            integer_array("sizes", record["sizes"]),
+            integer("total", record["total"], minimum=0),
+            integer_array("noisy", record["noisy"]),
             _array(record, "scale", float),
             _array(record, "sd", float),
             tuple(measured_from_record(m) for m in record["measured"]),

@@ -242,12 +242,15 @@ def _read(path: str, option: str, required: list[str], dtype: Any) -> Any:
 
 
 def _numbers(frame: Any, columns: list[str], path: str) -> None:
-    """The ``columns`` of ``frame`` read as numbers in place (a CSV column with one word in
-    it is read as text), or an OptionError naming the first cell that is not a number."""
+    """The text ``columns`` of ``frame`` read as numbers in place (a CSV column with one word
+    in it is read as text), or an OptionError naming the first cell that is not a number.
+    Only text is parsed: a column of another dtype (numbers, or dates, booleans, which
+    ``census.from_frame`` refuses) is left as it is, never converted (pandas would turn a date
+    into its nanoseconds and True into 1)."""
     import pandas as pd
 
     for column in columns:
-        if pd.api.types.is_numeric_dtype(frame[column]):
+        if not pd.api.types.is_string_dtype(frame[column]):
             continue
         numbers = pd.to_numeric(frame[column], errors="coerce")
         bad = numbers.isna() & frame[column].notna()

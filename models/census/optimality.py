@@ -47,7 +47,7 @@ def arc_interval(
 ) -> Interval:
     """[−f⁺(x), f⁻(x)] for f(x) = weight·(x − noisy)², with ∓∞ where x sits on a bound."""
     weight = np.asarray(weight, dtype=np.float64)
-    step = 2.0 * (np.asarray(x, dtype=np.float64) - noisy)
+    step = 2.0 * np.subtract(x, noisy).astype(np.float64)  # exact for integer counts past 2**53
     low = np.where(x < upper, -weight * (step + 1.0), -np.inf)
     high = np.where(x > lower, weight * (1.0 - step), np.inf)
     return low, high

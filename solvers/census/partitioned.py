@@ -129,25 +129,49 @@ def _weights(tree: Tree, weighted: bool) -> np.ndarray | None:
     return leaf_weights(tree) if weighted else None
 
 
+def _noise_sds(name: str, sd: Any, regions: int) -> np.ndarray:
+    """``sd`` as one noise sd per region, each finite and ≥ 0 (an sd that underflowed to 0 at
+    a huge ε keeps its domain a point; the widening loops are bounded), or a ValueError naming
+    ``name`` and the first bad entry (a NaN sd would make every domain empty)."""
+    values = finite_array(name, sd, ndim=1)
+    if values.shape != (regions,):
+        raise ValueError(f"{name} must hold one sd per region ({regions}), got {values.size}")
+    bad = np.flatnonzero(values < 0)
+    if bad.size:
+        raise ValueError(f"{name}[{bad[0]}] must be >= 0, got {values[bad[0]]}")
+    return values
+
+
 @dataclass(frozen=True, eq=False)
 class MemorySource:
-    """A partition held in memory (shipped once to the workers by :meth:`Runner.put`)."""
+    """A partition held in memory (shipped once to the workers by :meth:`Runner.put`): its
+    local ``parents`` (a tree), ``noisy`` counts (regions × sizes) and noise ``sd`` per
+    region, validated here."""
 
     parents: np.ndarray
     noisy: np.ndarray
     sd: np.ndarray
+
+    def __post_init__(self) -> None:
+        parents = integer_array("parents", self.parents, ndim=1)
+        Tree(parents)  # a ValueError naming what breaks the tree
+        noisy = integer_array("noisy", self.noisy, ndim=2)
+        if noisy.shape[0] != parents.size:
+            raise ValueError(
+                f"noisy must have one row per region ({parents.size}), got shape {noisy.shape}"
+            )
+        object.__setattr__(self, "parents", parents)
+        object.__setattr__(self, "noisy", noisy)
+        object.__setattr__(self, "sd", _noise_sds("sd", self.sd, parents.size))
 
     def column(self, size: int) -> Column:
         return Column(self.parents, self.noisy[:, size], self.sd)
 
 
 def _column(source: ColumnSource, size: int) -> Column:
-    """``source``'s column of ``size``, its noise sds checked: finite and ≥ 0 (an sd that
-    underflowed to 0 at a huge ε keeps its domain a point; the widening loops are bounded)."""
+    """``source``'s column of ``size``, its noise sds checked (:func:`_noise_sds`)."""
     column = source.column(size)
-    sd = np.asarray(column.sd, dtype=np.float64)
-    if sd.shape != np.shape(column.noisy) or not np.all(np.isfinite(sd) & (sd >= 0)):
-        raise ValueError("a partition's noise sds must be finite and >= 0, one per region")
+    _noise_sds("a partition's sd", column.sd, np.size(column.noisy))
     return column
 
 
@@ -420,8 +444,13 @@ def split_at_root(
     parents: np.ndarray, noisy: np.ndarray, sd: np.ndarray
 ) -> tuple[list[np.ndarray], list[MemorySource]]:
     """The subtrees under the root of an in-memory tree: each one's region indices (in index
-    order, so children keep their order) and its :class:`MemorySource`."""
+    order, so children keep their order) and its :class:`MemorySource`; ``sd``: each region's
+    noise sd (:func:`_noise_sds`)."""
     tree = Tree(parents)
+    noisy = integer_array("noisy", noisy, ndim=2)
+    if noisy.shape[0] != tree.size:
+        raise ValueError(f"noisy must have one row per region ({tree.size}), got {noisy.shape}")
+    sd = _noise_sds("sd", sd, tree.size)
     top = np.arange(tree.size)
     for _ in range(tree.levels):
         deep = tree.depth[top] > 1

@@ -4,6 +4,7 @@ class, determinism, no budget, validation before any charge, and the block relea
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -190,10 +191,10 @@ def test_block_release_writes_intervals_beside_counts(tmp_path) -> None:
         shape, epsilon=1.0, out_dir=tmp_path, rng=123, interval_level=0.95, interval_seed=7
     )
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    planned = plan_blocks(
-        shape, epsilon=1.0, out_dir=tmp_path, interval_level=0.95, interval_seed=7
+    planned = plan_blocks(  # its own (new) out_dir: the release's is never reused
+        shape, epsilon=1.0, out_dir=tmp_path / "plan", interval_level=0.95, interval_seed=7
     )
-    settings = blocks._block_intervals(planned)
+    settings = blocks._block_intervals(planned, result.total)
     assert settings is not None
     hits = cells = 0
     assert manifest["intervals"]["level"] == 0.95 and manifest["intervals"]["seed"] == 7
@@ -240,14 +241,21 @@ def test_cli_release_writes_intervals(tmp_path) -> None:
     assert lower.shape == upper.shape and (lower >= 0).all()
 
 
-def _empty_chance(pmf: np.ndarray, accept, d: int, v: int) -> float:
+def _empty_chance(pmf: np.ndarray, accept, d: int, v: int, total: int = 10**9) -> float:
     """P(interval empty | true count v), exactly: every pivot value S with its probability,
-    the boundary atoms kept (u = 0, probability p) or not (u = 1)."""
+    the boundary atoms kept (u = 0, probability p) or not (u = 1); ``total`` the public n."""
     s = np.arange(pmf.size) - (pmf.size - 1) // 2
     chance = 0.0
     for u, weight in ((0.0, accept.p_low), (1.0, 1.0 - accept.p_low)):
         lower, upper = iv._bounds(
-            d * v + s, d, accept.low, accept.high, accept.p_low, accept.p_high, np.full(s.size, u)
+            d * v + s,
+            d,
+            accept.low,
+            accept.high,
+            accept.p_low,
+            accept.p_high,
+            np.full(s.size, u),
+            total,
         )
         chance += weight * float(pmf[lower > upper].sum())
     return chance
@@ -277,6 +285,45 @@ def test_empty_intervals_are_as_the_docstring_states() -> None:
             assert _empty_chance(pmf, accept, d, v) <= 0.1 + 1e-12
     pmf, accept, d = _pivot_pmf(3, 0.01)
     assert _empty_chance(pmf, accept, d, 42) == pytest.approx(0.1, abs=1e-6)
+
+
+def test_empty_intervals_near_n_are_as_the_docstring_states() -> None:
+    """With the cut at n (no count is above it), an interval is also empty when X lies more
+    than D·n above A: exactly T(D·v) + T(D·(n − v)) at a true v, T(k) the chance that S + k
+    is below A (T(0) = (1 − level)/2): 1 − level at n = 0, less away from both ends."""
+    assert "T(D·v) + T(D·(n − v))" in iv.__doc__
+    pmf, accept, d = _pivot_pmf(3, 5.0)
+    s = np.arange(pmf.size) - (pmf.size - 1) // 2
+
+    def below(k: int) -> float:  # T(k), the boundary atom rejected with 1 − p
+        return float(pmf[s + k < accept.low].sum() + pmf[s + k == accept.low].sum() * (
+            1 - accept.p_low))  # fmt: skip
+
+    assert below(0) == pytest.approx(0.05, abs=1e-12)
+    assert _empty_chance(pmf, accept, d, 0, total=0) == pytest.approx(0.1, abs=1e-12)
+    for total in (1, 3, 8):
+        chances = [_empty_chance(pmf, accept, d, v, total) for v in range(total + 1)]
+        for v, chance in enumerate(chances):
+            assert chance == pytest.approx(below(d * v) + below(d * (total - v)), abs=1e-12)
+            assert chance <= 0.1 + 1e-12
+        middle = (total + 1) // 2  # less away from both ends
+        assert all(a >= b for a, b in itertools.pairwise(chances[: middle + 1]))
+    assert _empty_chance(pmf, accept, d, 0, 3) > 0.05  # the far end is no longer out of reach
+
+
+@pytest.mark.parametrize("method", ["exact-pivot", "conservative-pivot", "raw"])
+def test_intervals_lie_within_0_and_n_at_huge_noise(data: CensusData, method: str) -> None:
+    """At ε = 10⁻⁶ (noise scales of millions against n = 2,000) the intervals' upper ends were
+    far above n, which no count can pass; cut at n, they still cover every truth they held."""
+    measurement = census.measure(data, "counts", epsilon=1e-6, rng=2)
+    found = census.intervals(measurement, level=0.9, method=method, seed=3)
+    assert found.upper.max() <= data.total and found.lower.min() >= 0
+    assert found.upper.max() == data.total  # the cut binds
+    if method == "conservative-pivot":
+        assert (found.lower <= found.upper).all()
+    release = census.release(data, epsilon=1e-6, rng=2, interval_level=0.9, interval_method=method)
+    assert release.intervals is not None and release.intervals.upper.max() <= data.total
+    assert release.contract_errors() == []
 
 
 def test_conservative_intervals_are_never_empty_and_cover_at_least_level(
@@ -328,6 +375,7 @@ def test_coarse_pivot_coverage_over_many_draws(query: str, children: int, scale:
             parents,
             noisy,
             np.full(children + 1, scale),
+            total=int(truth.max()),
             level=level,
             raw=False,
             conservative=False,

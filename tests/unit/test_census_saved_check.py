@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -177,6 +178,49 @@ def test_unreadable_files_exit_2(tmp_path: Path, capsys) -> None:
     path.write_text(json.dumps({"format": census.release_file.FORMAT, "counts": []}))
     with pytest.raises(ValueError, match="not a readable census release"):
         census.load_release(path)
+
+
+def _set_parent(region: int, parent: Any) -> Any:
+    def change(record: dict[str, Any]) -> None:
+        record["parents"][region] = parent
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_set_parent(1, 4), "region 1 is on a cycle that does not reach the root"),  # 1 ↔ 4
+        (_set_parent(1, 1), "region 1 is on a cycle"),  # its own parent
+        (_set_parent(1, 99), "parents[1] = 99 is not a region index in 0..12 or -1"),
+        (_set_parent(1, -5), "parents[1] = -5 is not a region index"),
+        (_set_parent(1, -1), "parents must contain exactly one root (-1), found 2"),
+        (_set_parent(1, 0.5), "parents[1] must be an integer, got 0.5"),  # was cut to 0
+        (_set_parent(1, True), "parents[1] must be an integer, got True"),
+        (lambda record: record["noisy"][1].__setitem__(0, 2.5), "noisy[1, 0] must be an integer"),
+    ],
+)
+def test_a_malformed_hierarchy_is_refused_and_dpopt_check_exits_2(
+    saved: Path, change: Any, message: str, tmp_path: Path, capsys
+) -> None:
+    """A cyclic tree, a self-parent, a parent out of range, two roots, a fractional parent
+    (or noisy answer) were loaded (the fraction cut to an integer); load_release refuses them,
+    and ``dpopt check`` on the file or on a directory holding it says so, exit 2
+    (unreadable)."""
+    record = json.loads(saved.read_text())
+    assert len(record["parents"]) == 13 and record["parents"][1] == 0 and record["parents"][4] == 1
+    _edit(saved, change)
+    with pytest.raises(ValueError, match=f"{saved} is not a readable census release: .*"):
+        census.load_release(saved)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        census.load_release(saved)
+    assert main(["check", str(saved)]) == 2
+    assert message in capsys.readouterr().err
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    (folder / "release.json").write_text(saved.read_text())
+    assert main(["check", str(folder)]) == 2
+    assert message in capsys.readouterr().err
 
 
 def test_save_release_refuses_other_results(tmp_path: Path) -> None:

@@ -389,3 +389,175 @@ def test_sizes_read_n_or_a_range(text: str, sizes: range) -> None:
     for bad in ("0", "3-1", "a-3", "-3"):
         with pytest.raises(ValueError, match=r"must be|is not"):
             size_range(bad)
+
+
+# --- hostile own data: codes that break the table, counts that are no numbers -------------------
+
+PEOPLE_HEAD = "state,county,household\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "hierarchy", "match"),
+    [
+        (PEOPLE_HEAD + 'North,"00\n1",H1\nNorth,001,H2\n', None,
+         "--input {input}: row 1, column 'county': region id '00\\n1' holds a line break"),
+        (PEOPLE_HEAD + 'North,001,H1\n"No\rrth",001,H2\n', None,
+         "--input {input}: row 2, column 'state': region id 'No\\rrth' holds a carriage return"),
+        (PEOPLE_HEAD + 'North,001,"H\n1"\n', None,
+         "--input {input}: row 1, column 'household': unit id 'H\\n1' holds a line break"),
+        (PEOPLE_HEAD + "North,001\t,H1\n", None,
+         "--input {input}: row 1, column 'county': region id '001\\t' holds a tab"),
+        (PEOPLE_HEAD + "North,001 ,H1\nNorth,001,H2\n", None,
+         "row 1, column 'county': region id '001 ' has spaces at its start or end"),
+        (PEOPLE_HEAD + "North,0\u200b01,H1\n", None, "holds an invisible format character"),
+        (PEOPLE_HEAD + "Nörth,001,H1\nNo\u0308rth,001,H2\n", None,
+         "row 2, column 'state': region ids 'No\u0308rth' and 'N\u00f6rth' (row 1, column 'state') "
+         "print alike"),
+        (PEOPLE_HEAD + "North,001,H1\n", 'state,county\nNorth,001\nNorth,"00\n2"\n',
+         "--hierarchy {hierarchy}: hierarchy row 2, column 'county': region id '00\\n2' holds"),
+    ],
+)  # fmt: skip
+def test_an_unsafe_code_is_refused_naming_file_column_and_row_before_the_charge(
+    text: str,
+    hierarchy: str | None,
+    match: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A quoted field holding a line break (or a tab, a space at an end, an invisible
+    character, two spellings of one name) in a region code or a household id was released:
+    exit 0, a counts.csv whose rows it split or whose regions print alike."""
+    from dpopt.census import mechanism
+
+    def no_charge(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a bad file reached the charge")
+
+    monkeypatch.setattr(mechanism, "execute", no_charge)
+    path = tmp_path / "mine.csv"
+    path.write_text(text, encoding="utf-8")
+    extra = ["--unit", "household"]
+    regions = tmp_path / "regions.csv"
+    if hierarchy is not None:
+        regions.write_text(hierarchy, encoding="utf-8")
+        extra += ["--hierarchy", str(regions)]
+    out = tmp_path / "rel"
+    status, _, err = run(_input(path, out, *extra), capsys)
+    assert status == 2 and match.format(input=path, hierarchy=regions) in err, err
+    assert not out.exists()
+
+
+def test_legitimate_codes_are_released_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    path = tmp_path / "mine.csv"
+    rows = ["01,A-7,H1", "01,A-7,H2", "Zürich,Saint-Étienne,H3", "東京,a b,H4"]
+    path.write_text(PEOPLE_HEAD + "\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp_path / "rel"
+    assert run(_input(path, out, "--unit", "household"), capsys)[0] == 0
+    table = (out / "counts.csv").read_text(encoding="utf-8")
+    for row in ("\n01,A-7,1,", "\nZürich,Saint-Étienne,1,", "\n東京,a b,1,"):
+        assert row in table
+    assert run(["check", str(out)], capsys)[0] == 0
+
+
+def _parquet(path: Path, count: Any) -> Path:
+    import pandas as pd
+
+    frame = pd.DataFrame({"state": ["A", "A"], "county": ["1", "2"], "size": [1, 2]})
+    frame.assign(count=count).to_parquet(path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("kind", "match"),
+    [
+        ("datetime64[ns]", "count holds dates and times (dtype datetime64[ns]), not integers"),
+        ("datetime64[us]", "count holds dates and times (dtype datetime64[us]), not integers"),
+        ("timedelta", "count holds time spans (dtype timedelta64"),
+        ("bool", "count holds booleans (dtype bool), not integers"),
+        ("fraction", "row 1: count must be an integer >= 0, got 1.5"),
+        ("negative", "row 2: count must be an integer >= 0, got -1"),
+        ("too large", "row 1: count must be an integer <= 2**62"),
+    ],
+)
+def test_a_parquet_count_column_of_dates_or_booleans_is_refused_before_the_charge(
+    kind: str,
+    match: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A count column of datetimes hung (pandas gave each its nanoseconds since 1970, and the
+    release of counts of 1.6·10¹⁸ never ended); microseconds were released as counts; True
+    was the count 1."""
+    import numpy as np
+    import pandas as pd
+
+    from dpopt.census import mechanism
+
+    def no_charge(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a bad file reached the charge")
+
+    monkeypatch.setattr(mechanism, "execute", no_charge)
+    dates = pd.to_datetime(["2020-01-01", "2020-01-02"])
+    count = {
+        "datetime64[ns]": dates.astype("datetime64[ns]"),
+        "datetime64[us]": dates.astype("datetime64[us]"),
+        "timedelta": pd.to_timedelta([1, 2], unit="D"),
+        "bool": [True, False],
+        "fraction": [1.5, 2.0],
+        "negative": [3, -1],
+        "too large": np.array([2**63, 1], dtype=np.uint64),
+    }[kind]
+    path = _parquet(tmp_path / "counts.parquet", count)
+    out = tmp_path / "rel"
+    status, _, err = run(_input(path, out), capsys)
+    assert status == 2 and f"--input {path}: {match}" in err, err
+    assert not out.exists()
+
+
+def test_huge_decimal_and_categorical_parquet_counts_release_and_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Counts near 2**60 (what a date's nanoseconds look like) release certified optimal and
+    check valid (the release never ended: the domains doubled without end); a Parquet decimal
+    column and categorical integers are read exactly."""
+    import decimal
+
+    import pandas as pd
+
+    for name, count in (
+        ("huge", [2**60 + 7, 2**60]),
+        ("decimal", [decimal.Decimal(2**60 + 7), decimal.Decimal(3)]),
+        ("categorical", pd.Categorical([5, 3])),
+    ):
+        path = _parquet(tmp_path / f"{name}.parquet", count)
+        out = tmp_path / name
+        status, stdout, err = run(_input(path, out, "--intervals", "0.9", "--json", "-"), capsys)
+        assert status == 0, err
+        assert json.loads(stdout)["statuses"] == {"post-processing (pwl-dp)": "optimal"}
+        status, stdout, err = run(["check", str(out)], capsys)
+        assert status == 0 and "valid" in stdout, (stdout, err)
+
+
+def test_check_names_what_an_interrupted_input_release_leaves(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interrupted after its INCOMPLETE marker, before counts.csv: `dpopt check DIR` named
+    manifest.json, which this mode never writes (it took the directory for a block release's)."""
+    from dpopt.census import counts_file
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(counts_file, "counts_frame", interrupted)
+    out = tmp_path / "rel"
+    assert run(_input(SAMPLES / "counts.csv", out), capsys)[0] == 130
+    assert sorted(p.name for p in out.iterdir()) == ["INCOMPLETE"]
+    status, stdout, _ = run(["check", str(out)], capsys)
+    assert status == 1 and "INCOMPLETE marker present" in stdout
+    assert "no release.json" in stdout and "manifest.json" not in stdout
+    (out / "INCOMPLETE").write_text("A census release is being written here\n")  # a block's
+    status, stdout, _ = run(["check", str(out)], capsys)
+    assert status == 1 and "no manifest.json" in stdout
