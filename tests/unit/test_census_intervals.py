@@ -4,6 +4,7 @@ class, determinism, no budget, validation before any charge, and the block relea
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -191,9 +192,10 @@ def test_block_release_writes_intervals_beside_counts(tmp_path) -> None:
         shape, epsilon=1.0, out_dir=tmp_path, rng=123, interval_level=0.95, interval_seed=7
     )
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    planned = plan_blocks(  # its own (new) out_dir: the release's is never reused
+    planned = plan_blocks(  # a new out_dir (a release's is never reused), then the release's
         shape, epsilon=1.0, out_dir=tmp_path / "plan", interval_level=0.95, interval_seed=7
     )
+    planned = dataclasses.replace(planned, out=tmp_path)
     settings = blocks._block_intervals(planned, result.total)
     assert settings is not None
     hits = cells = 0
