@@ -157,7 +157,7 @@ def interrupts_held() -> Iterator[None]:
 
 EARLIER = (INCOMPLETE, MANIFEST, "release.json")
 """What marks a directory as an earlier release, finished or interrupted, of any family: the
-marker, this format's manifest (a census block release's too) or a census ``--input``
+marker, this format's manifest (a census block release's too) or a census ``--data``
 release's record."""
 
 

@@ -44,7 +44,7 @@ RELEASE = "release.json"
 COUNTS = "counts.csv"
 INCOMPLETE = "INCOMPLETE"
 MARKER = (
-    f"A census release of your own data (dpopt census release --input) is being written here, "
+    f"A census release of your own data (dpopt census release --data) is being written here, "
     f"or it was interrupted or failed: nothing in this directory is a finished release until "
     f"this file is gone and {RELEASE} exists.\n"
 )

@@ -40,11 +40,11 @@ EPILOG = """examples:
   dpopt census release --epsilon 1 --workers 2 --out nation     the nation, 8.46 M regions
   dpopt census release --epsilon 1 --scheduler tcp://host:8786 --out /shared/nation   on a cluster
   dpopt census generate --scale 0.01 --out data                 write truth partitions
-  dpopt census release --epsilon 1 --scale 0.01 --data data --out run2   release them
+  dpopt census release --epsilon 1 --scale 0.01 --truth data --out run2   release them
 
 A cluster: run `dask scheduler` on one machine and `dask worker tcp://host:8786 --nthreads 1`
 on each worker machine (dpopt installed with the [dask] extra everywhere); every worker must
-see --out (and --data) at the same path, e.g. on a shared file system. Unset Dask's
+see --out (and --truth) at the same path, e.g. on a shared file system. Unset Dask's
 MALLOC_TRIM_THRESHOLD_ and set MALLOC_ARENA_MAX=1 for those workers (docs/families/census.md
 shows the config file): with the first, numpy runs ~1.5x slower there.
 
@@ -55,7 +55,7 @@ an INCOMPLETE file, which an interrupted or failed release leaves behind. The ou
 bit-identical on any number of workers. --noise-key is the noise's secret key: leave it out
 for a real release (fresh OS entropy); whoever knows it recovers the private counts. --geo-seed
 seeds the synthetic data (public).
-With --input FILE (your own data, docs/families/census.md "Your own data") it writes
+With --data FILE (your own data, docs/families/census.md "Your own data") it writes
 --out/counts.csv and --out/release.json instead; `dpopt check DIR` verifies either.
 exit status: 0 ok, 1 failed after the budget was charged (the noisy partitions are kept under
 --out), 2 bad input or unreachable scheduler (nothing is charged), 130 interrupted"""
@@ -83,7 +83,7 @@ def add_parser(commands: Any) -> None:
         (
             "release",
             "noise every region's counts and post-process them with pwl-dp: the synthetic "
-            "geography's blocks, or your own --input file",
+            "geography's blocks, or your own --data file",
         ),
         ("generate", "write the synthetic geography's private counts as truth partitions"),
     ):
@@ -95,7 +95,7 @@ def add_parser(commands: Any) -> None:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         group = groups[action] = (
-            cmd.add_argument_group("the synthetic geography (without --input)")
+            cmd.add_argument_group("the synthetic geography (without --data)")
             if action == "release"
             else cmd
         )
@@ -123,7 +123,8 @@ def add_parser(commands: Any) -> None:
         help="ε > 0, read exactly (0.1 is 1/10)",
     )
     synthetic.add_argument(
-        "--data",
+        "--truth",
+        dest="data",
         metavar="DIR",
         help="truth partitions written by `dpopt census generate` (default: generate each "
         "state's data inside its task from --geo-seed)",
@@ -139,7 +140,7 @@ def add_parser(commands: Any) -> None:
     release.add_argument(
         "--objective",
         choices=("leaf-weighted", "paper"),
-        help="leaf-weighted (default; with --input, of the Model 1 mechanisms): every "
+        help="leaf-weighted (default; with --data, of the Model 1 mechanisms): every "
         "region's fit weighted by the blocks it aggregates, "
         "and with global widening the domains widened until the release is certified optimal; "
         "paper: the paper's Model 1, every cell alike, which biases the nation up where many "
@@ -209,6 +210,8 @@ def run(args: argparse.Namespace) -> int:
     from dpopt.census import blocks
 
     instance("args", args, argparse.Namespace)
+    if args.action == "release":
+        census_input.truth_alias(args)
     if args.action == "release" and args.input is not None:
         return census_input.run(args, show_plan)
     if args.action == "release":
@@ -426,7 +429,7 @@ def show_plan(report: dict[str, Any]) -> None:
 
 
 def _solve(report: dict[str, Any]) -> str:
-    """The block release's widening, or the mechanism of a release of ``--input``."""
+    """The block release's widening, or the mechanism of a release of ``--data``."""
     if "widening" in report:
         return f"widening {report['widening']}, "
     return f"mechanism {report['mechanism']}, "

@@ -1,4 +1,4 @@
-"""``dpopt census release --input FILE``: release your own census data, person records or
+"""``dpopt census release --data FILE``: release your own census data, person records or
 counts per region and size from a CSV or Parquet file (docs/families/census.md, "Your own
 data"), beside the synthetic geography's block release (:mod:`dpopt.cli.census`).
 
@@ -21,8 +21,9 @@ from typing import Any
 
 from dpopt.cli.files import read_frame
 from dpopt.cli.options import check_output_path, write_json
-from dpopt.cli.release_options import dry_run, warn_if_small_noise_key
+from dpopt.cli.release_options import DeprecatedAlias, dry_run, warn_if_small_noise_key
 from dpopt.cli.release_run import ReleaseRun, new_out
+from dpopt.deprecation import REMOVED_IN
 from dpopt.errors import OptionError
 from dpopt.validation import instance
 
@@ -34,6 +35,7 @@ __all__ = [
     "refuse_other_mode",
     "run",
     "separate_modes",
+    "truth_alias",
 ]
 
 INPUT_KINDS = ("records", "counts")
@@ -61,16 +63,29 @@ def column_names(text: str) -> list[str]:
 
 
 def add_input_arguments(release: argparse.ArgumentParser) -> None:
-    """The options of ``--input`` (your own data), in their own group of the help."""
+    """The options of ``--data`` (your own data), in their own group of the help."""
     instance("release", release, argparse.ArgumentParser)
     group = release.add_argument_group(
-        "your own data (--input FILE)",
+        "your own data (--data FILE)",
         "Person records (one row per person: the level columns and a unit id) or counts (one\n"
         "row per region and size: the level columns, size, count). The kind is counts when the\n"
         "file has the --size and --count columns, records otherwise. Writes --out/counts.csv\n"
         "and --out/release.json, which `dpopt check DIR` verifies.",
     )
-    group.add_argument("--input", metavar="FILE", help="your data: a .csv or .parquet file")
+    group.add_argument(
+        "--input",
+        dest="input",
+        action=DeprecatedAlias,
+        new="--data",
+        help=argparse.SUPPRESS,
+    )  # before --data: the flag this mode's errors name is the last one for the dest
+    group.add_argument(
+        "--data",
+        dest="input",
+        metavar="FILE",
+        help="your data: a .csv or .parquet file (formerly --input; a directory of truth "
+        "partitions here is the deprecated spelling of --truth)",
+    )
     group.add_argument(
         "--levels",
         type=column_names,
@@ -89,7 +104,7 @@ def add_input_arguments(release: argparse.ArgumentParser) -> None:
         "--hierarchy",
         metavar="FILE",
         help="the public geography: a file listing every leaf region in the --levels columns "
-        "(default: the regions of --input, which reveals which regions have no groups)",
+        "(default: the regions of --data, which reveals which regions have no groups)",
     )
     group.add_argument(
         "--top-code",
@@ -104,9 +119,27 @@ def add_input_arguments(release: argparse.ArgumentParser) -> None:
     )
 
 
+def truth_alias(args: argparse.Namespace) -> None:
+    """``--data DIR``, a directory and no ``--levels`` (which your own data needs): the truth
+    partitions of the synthetic geography, the former spelling of ``--truth DIR`` (``--data``
+    is the user's own file, as in every release command): moved to ``--truth`` with a
+    deprecation note."""
+    from pathlib import Path
+
+    instance("args", args, argparse.Namespace)
+    moved = args.input is not None and args.levels is None and args.data is None
+    if moved and Path(args.input).is_dir():
+        print(
+            f"dpopt census release: warning: --data DIR (truth partitions) is now --truth DIR "
+            f"(--data names your own data file; the old spelling goes in dpopt {REMOVED_IN})",
+            file=sys.stderr,
+        )
+        args.data, args.input = args.input, None
+
+
 def separate_modes(release: argparse.ArgumentParser) -> None:
     """Make every flag of either input mode recognisable as given: the synthetic mode's
-    defaults become None (restored by :func:`refuse_other_mode`); ``--input``'s are None."""
+    defaults become None (restored by :func:`refuse_other_mode`); ``--data``'s are None."""
     instance("release", release, argparse.ArgumentParser)
     flags = {action.dest: action.option_strings[0] for action in release._actions}
     defaults = {dest: release.get_default(dest) for dest in SYNTHETIC}
@@ -115,14 +148,14 @@ def separate_modes(release: argparse.ArgumentParser) -> None:
 
 def refuse_other_mode(args: argparse.Namespace) -> None:
     """An OptionError naming the flags given that belong to the other input mode; without
-    ``--input``, the synthetic mode's defaults restored."""
+    ``--data``, the synthetic mode's defaults restored."""
     instance("args", args, argparse.Namespace)
     flags, defaults = getattr(args, _MODES)
     own, other = (_INPUT, SYNTHETIC) if args.input is not None else (SYNTHETIC, _INPUT)
     given = [flags[dest] for dest in other if getattr(args, dest) is not None]
     if given:
-        mode = "the synthetic geography" if args.input is not None else "--input"
-        where = "not with --input" if args.input is not None else "only with --input"
+        mode = "the synthetic geography" if args.input is not None else "--data"
+        where = "not with --data" if args.input is not None else "only with --data"
         raise OptionError(f"{', '.join(given)}: options of {mode}, {where}")
     if args.input is None:
         for dest in own:
@@ -131,7 +164,7 @@ def refuse_other_mode(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace, show: Callable[[dict], None]) -> int:
-    """``dpopt census release --input FILE``: exit 0 released, 1 failed after the charge, 2
+    """``dpopt census release --data FILE``: exit 0 released, 1 failed after the charge, 2
     bad input or options (nothing charged or written), 130 interrupted; ``show`` prints the
     plan of ``--dry-run``."""
     from dpopt.census.counts_file import RELEASE
@@ -187,18 +220,16 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _data(args: argparse.Namespace) -> tuple[Any, list[str]]:
-    """The census data of ``--input`` and its level columns, validated (nothing charged)."""
+    """The census data of ``--data`` and its level columns, validated (nothing charged)."""
     from dpopt import census
 
     levels = args.levels
     if levels is None:
-        raise OptionError(
-            "--input needs --levels: the region columns, top down (e.g. state,county)"
-        )
+        raise OptionError("--data needs --levels: the region columns, top down (e.g. state,county)")
     unit, size, count = args.unit or "unit", args.size or "size", args.count or "count"
     kind = args.input_kind
     needs = {"records": [unit], "counts": [size, count], None: []}[kind]
-    frame = _read(args.input, "--input", [*levels, *needs], dict.fromkeys([*levels, unit], str))
+    frame = _read(args.input, "--data", [*levels, *needs], dict.fromkeys([*levels, unit], str))
     if kind is None:
         kind = _kind(args.input, frame, unit, size, count)
     if kind == "counts":
@@ -257,7 +288,7 @@ def _numbers(frame: Any, columns: list[str], path: str) -> None:
         if bad.any():
             row = bad.idxmax()
             raise OptionError(
-                f"--input {path}: row {row}: {column} {frame.at[row, column]!r} is not a number"
+                f"--data {path}: row {row}: {column} {frame.at[row, column]!r} is not a number"
             )
         frame[column] = numbers
 
@@ -270,7 +301,7 @@ def _kind(path: str, frame: Any, unit: str, size: str, count: str) -> str:
     if unit in frame.columns:
         return "records"
     raise OptionError(
-        f"--input {path}: neither counts (columns {size!r}, {count!r}) nor person records "
+        f"--data {path}: neither counts (columns {size!r}, {count!r}) nor person records "
         f"(a unit column {unit!r}); it has {list(frame.columns)[:12]} (--size, --count, "
         "--unit name the columns)"
     )
@@ -282,7 +313,7 @@ def _located(message: str, args: argparse.Namespace) -> str:
     option, path = (
         ("--hierarchy", args.hierarchy)
         if message.startswith("hierarchy")
-        else ("--input", args.input)
+        else ("--data", args.input)
     )
     return f"{option} {path}: {message.replace('top_code=True', '--top-code')}"
 

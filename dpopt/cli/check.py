@@ -1,6 +1,6 @@
 """``dpopt check PATH``: verify a saved release of any family without the private data: a
 family's release directory (:mod:`dpopt.release_dir`: hdmm, dgm, relational), or a census block
-directory, ``--input`` directory or file (docs/families/census.md; :mod:`dpopt.census.check`)."""
+directory, ``--data`` directory or file (docs/families/census.md; :mod:`dpopt.census.check`)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def add_parser(commands: Any) -> None:
         "without the private data",
         description="Verify a saved release without the private data: the directory written "
         "by dpopt hdmm answer, dpopt dgm learn, dpopt relational synthesize or dpopt census "
-        "release (--input: counts.csv and release.json; the synthetic geography: one state at "
+        "release (--data: counts.csv and release.json; the synthetic geography: one state at "
         "a time), or dpopt.census.save_release's JSON file. Every family: the budget against "
         "the noise (no claim below the loss its scales imply at the public sensitivity), every "
         "solve's status, the tables' checksums, a finished release (no INCOMPLETE marker), "
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
 RECORDS = ("manifest.json", "release.json")
 """The files that say what a release directory holds (every family's manifest, a census
-``--input`` release's record)."""
+``--data`` release's record)."""
 
 
 def _openable(path: Path) -> None:
@@ -113,7 +113,7 @@ def _stored(args: argparse.Namespace) -> dict[str, Any]:
 
 def _census(args: argparse.Namespace) -> dict[str, Any]:
     """The report on a census block directory, a saved census release file or a directory
-    of ``dpopt census release --input`` (:mod:`dpopt.census.counts_file`)."""
+    of ``dpopt census release --data`` (:mod:`dpopt.census.counts_file`)."""
     from dpopt.census.check import check_release, check_saved
     from dpopt.census.counts_file import check_directory, is_directory
 

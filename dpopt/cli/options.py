@@ -224,13 +224,13 @@ def add_geography_arguments(
     )
     cmd.add_argument("--scale", type=positive_float, help=scale_help)
     cmd.add_argument("--puerto-rico", action="store_true", help="add Puerto Rico")
+    own_data = "; with --data, A-B may start at 0 (groups of size 0)" if sizes_to else ""
     (cmd if sizes_to is None else sizes_to).add_argument(
         "--sizes",
         type=size_range,
         default="30",
         metavar="N|A-B",
-        help="household sizes: 1 to N, or A to B (0-30 when groups of size 0 occur: --input "
-        "only); default 30",
+        help=f"household sizes: 1 to N, or A to B (default 30){own_data}",
     )
     cmd.add_argument(
         "--geo-seed",

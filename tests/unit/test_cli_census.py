@@ -36,7 +36,7 @@ def test_every_subcommand_runs(tmp_path: Path, capsys: pytest.CaptureFixture) ->
     assert status == 0 and "wrote 3 truth partitions" in stdout  # failed on every call before
     status, stdout, _ = run(["census", "generate", *TINY, "--out", data, "--json", "-"], capsys)
     assert status == 0 and len(json.loads(stdout)["partitions"]) == 3
-    argv = ["census", "release", *TINY, "--epsilon", "1", "--data", data, "--out", out]
+    argv = ["census", "release", *TINY, "--epsilon", "1", "--truth", data, "--out", out]
     status, stdout, err = run([*argv, "--json", "-"], capsys)
     assert status == 0, err
     report = json.loads(stdout)
@@ -67,13 +67,13 @@ def _documented() -> list[str]:
     return found
 
 
-DOCUMENTED = [command for command in _documented() if "--input" not in command]
-INPUT_DOCUMENTED = [command for command in _documented() if "--input" in command]
+DOCUMENTED = [command for command in _documented() if "--data " not in command]
+INPUT_DOCUMENTED = [command for command in _documented() if "--data " in command]
 """The synthetic geography's command lines, those of your own data (run on the sample files)."""
 
 
 def test_the_documented_command_lines_are_found() -> None:
-    assert any("generate" in c for c in DOCUMENTED) and any("--data" in c for c in DOCUMENTED)
+    assert any("generate" in c for c in DOCUMENTED) and any("--truth" in c for c in DOCUMENTED)
     assert len(DOCUMENTED) >= 5
     assert any("people.csv" in c for c in INPUT_DOCUMENTED)
     assert any("counts.csv" in c for c in INPUT_DOCUMENTED)
@@ -91,7 +91,7 @@ def _tiny(command: str, tmp_path: Path) -> list[str]:
         if word in ("--geography", "--scheduler", "--workers", "--sizes"):
             skip = True
             continue
-        if i > 0 and words[i - 1] in ("--out", "--data"):
+        if i > 0 and words[i - 1] in ("--out", "--truth"):
             word = str(tmp_path / Path(word).name)
         argv.append(word)
     return [*argv[:2], *TINY, *argv[2:]]
@@ -102,8 +102,8 @@ def test_every_documented_command_line_runs(
     command: str, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     argv = _tiny(command, tmp_path)
-    if "--data" in argv:  # its truth partitions, as the docs write them first
-        data = argv[argv.index("--data") + 1]
+    if "--truth" in argv:  # its truth partitions, as the docs write them first
+        data = argv[argv.index("--truth") + 1]
         scale = argv[argv.index("--scale") : argv.index("--scale") + 2] if "--scale" in argv else []
         assert run(["census", "generate", *TINY, *scale, "--out", data], capsys)[0] == 0
     status, _, err = run(argv, capsys)
@@ -202,7 +202,7 @@ def test_interval_methods_of_the_cli_are_the_library_s() -> None:
     assert census_command.INTERVAL_METHODS == INTERVAL_METHODS
 
 
-# --- dpopt census release --input: your own data --------------------------------------------
+# --- dpopt census release --data: your own data --------------------------------------------
 
 SAMPLES = ROOT / "examples" / "data" / "census"
 KEY = ["--noise-key", str(2**40 + 37)]  # a test's key, above the small-key warning
@@ -229,7 +229,7 @@ def test_every_documented_input_command_releases_and_checks(
 
 
 def _input(path: Path, out: Path, *extra: str) -> list[str]:
-    return ["census", "release", "--input", str(path), "--levels", "state,county", "--epsilon",
+    return ["census", "release", "--data", str(path), "--levels", "state,county", "--epsilon",
             "1", "--out", str(out), *KEY, *extra]  # fmt: skip
 
 
@@ -313,7 +313,7 @@ def test_a_bad_file_is_refused_naming_file_column_and_row_before_the_charge(
     path.write_bytes(text.encode("latin-1"))
     out = tmp_path / "rel"
     status, _, err = run(_input(path, out, *extra), capsys)
-    assert status == 2 and f"--input {path}: " in err and match in err, err
+    assert status == 2 and f"--data {path}: " in err and match in err, err
     assert not out.exists()
 
 
@@ -331,14 +331,14 @@ def test_a_region_outside_the_hierarchy_names_the_row(
     ("argv", "match"),
     [
         (
-            ["--input", "x.csv", "--workers", "2", "--geography", "small"],
-            "--geography, --workers: options of the synthetic geography, not with --input",
+            ["--data", "x.csv", "--workers", "2", "--geography", "small"],
+            "--geography, --workers: options of the synthetic geography, not with --data",
         ),
         (
             ["--geography", "small", "--workers", "0", "--levels", "a", "--top-code"],
-            "--levels, --top-code: options of --input, only with --input",
+            "--levels, --top-code: options of --data, only with --data",
         ),
-        (["--input", str(SAMPLES / "counts.csv")], "--input needs --levels"),
+        (["--data", str(SAMPLES / "counts.csv")], "--data needs --levels"),
         (
             ["--geography", "small", "--workers", "0", "--sizes", "0-3"],
             "--sizes: the synthetic geography's sizes start at 1, got 0-3",
@@ -400,13 +400,13 @@ PEOPLE_HEAD = "state,county,household\n"
     ("text", "hierarchy", "match"),
     [
         (PEOPLE_HEAD + 'North,"00\n1",H1\nNorth,001,H2\n', None,
-         "--input {input}: row 1, column 'county': region id '00\\n1' holds a line break"),
+         "--data {input}: row 1, column 'county': region id '00\\n1' holds a line break"),
         (PEOPLE_HEAD + 'North,001,H1\n"No\rrth",001,H2\n', None,
-         "--input {input}: row 2, column 'state': region id 'No\\rrth' holds a carriage return"),
+         "--data {input}: row 2, column 'state': region id 'No\\rrth' holds a carriage return"),
         (PEOPLE_HEAD + 'North,001,"H\n1"\n', None,
-         "--input {input}: row 1, column 'household': unit id 'H\\n1' holds a line break"),
+         "--data {input}: row 1, column 'household': unit id 'H\\n1' holds a line break"),
         (PEOPLE_HEAD + "North,001\t,H1\n", None,
-         "--input {input}: row 1, column 'county': region id '001\\t' holds a tab"),
+         "--data {input}: row 1, column 'county': region id '001\\t' holds a tab"),
         (PEOPLE_HEAD + "North,001 ,H1\nNorth,001,H2\n", None,
          "row 1, column 'county': region id '001 ' has spaces at its start or end"),
         (PEOPLE_HEAD + "North,0\u200b01,H1\n", None, "holds an invisible format character"),
@@ -513,7 +513,7 @@ def test_a_parquet_count_column_of_dates_or_booleans_is_refused_before_the_charg
     path = _parquet(tmp_path / "counts.parquet", count)
     out = tmp_path / "rel"
     status, _, err = run(_input(path, out), capsys)
-    assert status == 2 and f"--input {path}: {match}" in err, err
+    assert status == 2 and f"--data {path}: {match}" in err, err
     assert not out.exists()
 
 
@@ -561,3 +561,22 @@ def test_check_names_what_an_interrupted_input_release_leaves(
     (out / "INCOMPLETE").write_text("A census release is being written here\n")  # a block's
     status, stdout, _ = run(["check", str(out)], capsys)
     assert status == 1 and "no manifest.json" in stdout
+
+
+def test_the_former_flags_still_work_with_a_deprecation_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """``--data`` is the user's own file in every release command: census's former ``--input``
+    FILE and ``--data DIR`` (truth partitions, now ``--truth``) work until 0.3, each saying so."""
+    argv = _input(SAMPLES / "people.csv", tmp_path / "rel", "--unit", "household")
+    argv[argv.index("--data")] = "--input"
+    status, _, err = run(argv, capsys)
+    assert status == 0 and "--input is deprecated here: use --data" in err
+    data = tmp_path / "truth"
+    assert run(["census", "generate", *TINY, "--out", str(data)], capsys)[0] == 0
+    status, _, err = run(
+        ["census", "release", *TINY, "--epsilon", "1", "--data", str(data), "--out",
+         str(tmp_path / "blocks")], capsys,
+    )  # fmt: skip
+    assert status == 0 and "--data DIR (truth partitions) is now --truth DIR" in err
+    assert (tmp_path / "blocks" / "manifest.json").is_file()

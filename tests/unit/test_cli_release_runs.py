@@ -45,7 +45,7 @@ def _relational(out: Path) -> list[str]:
 
 
 def _census(out: Path) -> list[str]:
-    return ["census", "release", "--input", str(DATA / "census" / "people.csv"),
+    return ["census", "release", "--data", str(DATA / "census" / "people.csv"),
             "--levels", "state,county", "--unit", "household", "--epsilon", "1",
             "--out", str(out)]  # fmt: skip
 

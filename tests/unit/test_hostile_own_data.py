@@ -38,12 +38,12 @@ def _argv(option: str, path: Path, out: Path) -> list[str]:
             "dgm", "learn", "--network", str(path), "--data",
             str(DATA / "dgm" / "asia_records.csv"), "--epsilon", "1",
         ],
-        "census --input": [
-            "census", "release", "--input", str(path), "--levels", "state,county", "--unit",
+        "census --data": [
+            "census", "release", "--data", str(path), "--levels", "state,county", "--unit",
             "household", "--epsilon", "1",
         ],
         "census --hierarchy": [
-            "census", "release", "--input", str(DATA / "census" / "people.csv"), "--levels",
+            "census", "release", "--data", str(DATA / "census" / "people.csv"), "--levels",
             "state,county", "--unit", "household", "--hierarchy", str(path), "--epsilon", "1",
         ],
     }  # fmt: skip
@@ -69,7 +69,7 @@ OPTIONS = [
     "plan marginals-file",
     "dgm --data",
     "dgm --network",
-    "census --input",
+    "census --data",
     "census --hierarchy",
     "relational --left",
     "relational --right",
