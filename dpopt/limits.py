@@ -239,8 +239,9 @@ Unit: bytes.
 Past it: ValueError with the estimate, from the public sizes, before anything is allocated."""
 
 PLAN_MIN_MEMORY = 2**20
-"""The smallest ``max_memory`` accepted (1 MiB): every planner's fixed overhead alone is above
-it (8–64 MiB), so a smaller budget is a mistake, most likely in its unit.
+"""The smallest ``max_memory`` accepted (1 MiB): the census, DGM and relational planners'
+fixed overhead alone is above it (8–64 MiB), an HDMM plan's is 0.2–0.3 MiB, so a smaller
+budget is a mistake, most likely in its unit.
 
 Unit: bytes.
 Past it (below it): ValueError naming ``max_memory``."""
