@@ -146,10 +146,17 @@ def factor_forms(block: wl.Matrix | np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def _kron_forms(factors: list[wl.Matrix], cov: Covariance) -> list[tuple[float, list[np.ndarray]]]:
-    """Per term, each factor's diag(Wᵢ Cₜᵢ Wᵢᵀ)."""
-    return [
-        (c, [factor_forms(w, ci) for w, ci in zip(factors, cs, strict=True)]) for c, cs in cov.terms
-    ]
+    """Per term, each factor's diag(Wᵢ Cₜᵢ Wᵢᵀ), computed once per (Wᵢ, Cₜᵢ) pair: the 2^d
+    terms of a marginal strategy share two factors per attribute."""
+    forms: dict[tuple[int, int], np.ndarray] = {}
+
+    def form(w: wl.Matrix, ci: np.ndarray) -> np.ndarray:
+        key = (id(w), id(ci))
+        if key not in forms:
+            forms[key] = factor_forms(w, ci)
+        return forms[key]
+
+    return [(c, [form(w, ci) for w, ci in zip(factors, cs, strict=True)]) for c, cs in cov.terms]
 
 
 def _factorwise(matrix: wl.Matrix, cov: Covariance) -> list[wl.Matrix] | None:
@@ -199,7 +206,9 @@ def _row_forms(workload: wl.Matrix | np.ndarray, cov: Covariance) -> np.ndarray:
 
 def max_row_form(workload: wl.Matrix | np.ndarray, cov: Covariance) -> float:
     """max diag(W C Wᵀ): the largest query variance; for a Kronecker workload against a
-    one-term C, the product of the factors' maxima (the queries are never enumerated)."""
+    one-term C, the product of the factors' maxima, and against a C of several terms where
+    every factor's forms are constant, the one value every query has (the queries are never
+    enumerated)."""
     return _max_row_form(_operands(workload, cov), cov)
 
 
@@ -212,6 +221,12 @@ def _max_row_form(workload: wl.Matrix | np.ndarray, cov: Covariance) -> float:
     if factors is not None and len(cov.terms) == 1:
         ((c, forms),) = _kron_forms(factors, cov)
         return c * math.prod(float(f.max()) for f in forms)
+    if factors is not None:
+        terms = _kron_forms(factors, cov)
+        if all(np.all(f == f[0]) for _, forms in terms for f in forms):
+            # every query has the same variance (a marginal's cells under a marginal strategy's
+            # I and 1·1ᵀ factors): one query's, the queries never enumerated
+            return float(sum(c * math.prod(float(f[0]) for f in forms) for c, forms in terms))
     return float(_row_forms(workload, cov).max())
 
 
@@ -222,11 +237,19 @@ def total_form(workload: wl.Matrix | np.ndarray, cov: Covariance) -> float:
     workload = _operands(workload, cov)
     if isinstance(workload, np.ndarray):
         return float(np.vdot(cov.dense(), workload.T @ workload))
+    traces: dict[tuple[int, int], float] = {}  # tr(Cₜᵢ Vᵢ) once per shared pair of arrays
+
+    def trace(ci: np.ndarray, g: np.ndarray) -> float:
+        key = (id(ci), id(g))
+        if key not in traces:
+            traces[key] = float(np.vdot(ci, g))
+        return traces[key]
+
     total = 0.0
     for squared_weight, grams in wl.union_of_kron_terms(workload):
         if tuple(g.shape[0] for g in grams) == cov.sizes:
             term = sum(
-                c * math.prod(float(np.vdot(ci, g)) for ci, g in zip(cs, grams, strict=True))
+                c * math.prod(trace(ci, g) for ci, g in zip(cs, grams, strict=True))
                 for c, cs in cov.terms
             )
         else:

@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from dpopt.cli.files import read_frame
-from dpopt.cli.options import output_path, positive_fraction, positive_int, write_json
+from dpopt.cli.options import (
+    memory_gib,
+    output_path,
+    positive_fraction,
+    positive_int,
+    write_json,
+)
 from dpopt.cli.release_options import (
     OUT_HELP,
     add_release_arguments,
@@ -21,8 +27,9 @@ from dpopt.cli.release_options import (
     warn_if_small_noise_key,
 )
 from dpopt.cli.release_run import ReleaseRun, new_out
-from dpopt.cli.workloads import METHODS, parse_workload, strategy_method
+from dpopt.cli.workloads import METHODS, plan_release
 from dpopt.limits import HDMM_CSV_MAX_ANSWERS
+from dpopt.planning import MEMORY_BUDGET
 from dpopt.validation import instance
 
 __all__ = ["EPILOG", "PROG", "TABLE_FORMATS", "add_parser", "run", "show_plan"]
@@ -107,11 +114,16 @@ def add_parser(commands: Any) -> None:
         "--restarts", type=positive_int, default=5, help="optimizer restarts (default 5)"
     )
     cmd.add_argument(
-        "--out",
-        required=True,
-        metavar="DIR",
-        help=OUT_HELP,
+        "--max-memory",
+        metavar="GIB",
+        type=memory_gib,
+        default=MEMORY_BUDGET,
+        help=f"memory the release may use, in GiB (default {MEMORY_BUDGET / 2**30:g}): "
+        "optimizing the strategy and planning its error, estimated from the workload's sizes "
+        "before the data is read, and a residual release's answers from the number of "
+        "records; more is refused before anything is charged",
     )
+    cmd.add_argument("--out", required=True, metavar="DIR", help=OUT_HELP)
     cmd.add_argument(
         "--table-format",
         choices=TABLE_FORMATS,
@@ -148,10 +160,6 @@ def _answer(args: argparse.Namespace, release: ReleaseRun) -> int:
     from dpopt import hdmm
     from dpopt.hdmm.stored import answers_name
 
-    if args.noise == "gaussian" and args.delta is None:
-        return _fail("Gaussian noise needs --delta")
-    if args.noise == "laplace" and args.delta is not None:
-        return _fail("--delta applies to --noise gaussian only")
     try:
         workload, data, names, strategy, planned = _prepare(args)
         table = answers_name(workload, args.table_format)
@@ -166,7 +174,7 @@ def _answer(args: argparse.Namespace, release: ReleaseRun) -> int:
     budget = {"epsilon": args.epsilon, "delta": args.delta, "noise": args.noise}
     answered = hdmm.answer(
         workload, data, rng=args.noise_key, strategy=strategy, accountant=release.accountant,
-        **budget,
+        max_memory=args.max_memory, **budget,
     )  # fmt: skip
     answered = replace(answered, statuses=dict(strategy.statuses))
     manifest = hdmm.save_release(
@@ -189,17 +197,29 @@ def _accountant(args: argparse.Namespace, strategy: Any) -> Any:
 
 
 def _prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, Any, Any]:
-    """Everything before the charge: the workload, the data read and validated against its
-    domain (records, or the histogram a strategy other than the residual one measures), the
-    attribute names, the strategy optimised for ε and its planned error."""
+    """Everything before the charge: the plan of :func:`~dpopt.cli.workloads.plan_release`
+    (the method, what the release refuses, the memory and (ε, δ), before the data file is
+    read), the data read and validated against the workload's domain (records, or the
+    histogram a strategy other than the residual one measures), the attribute names, the
+    strategy optimised for ε, a residual release's memory from its records, and the planned
+    error."""
     from dpopt import hdmm
     from dpopt import workload as wl
     from dpopt.hdmm.data import attribute_columns, frame_data, histogram_of
+    from dpopt.hdmm.residual.planning import check_release_memory, plan_noise
     from dpopt.hdmm.residual.strategy import ResidualStrategy
     from dpopt.hdmm.stored import answer_columns
 
-    workload = parse_workload(args.workload)
-    method = strategy_method(workload, args.method, args.noise, args.objective)
+    workload, method = plan_release(
+        args.workload,
+        family="hdmm",
+        noise=args.noise,
+        method=args.method,
+        objective=args.objective,
+        delta=args.delta,
+        epsilons=[args.epsilon],
+        max_memory=args.max_memory,
+    )
     sizes = wl.domain(workload)
     frame = read_frame(args.data, option="--data")
     data = frame_data(frame, sizes, form=args.format, source=f"--data {args.data}")
@@ -215,7 +235,10 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, Any,
         strategy = hdmm.optimize_product(
             workload, args.noise, method=method, objective=objective, **options
         )
-    if data.ndim == 2 and not isinstance(strategy, ResidualStrategy):
+    if isinstance(strategy, ResidualStrategy):
+        records = data.shape[0] if data.ndim == 2 else int((data != 0).sum())  # occupied cells
+        check_release_memory(plan_noise(strategy, **budget), records, args.max_memory)
+    elif data.ndim == 2:
         data = histogram_of(data, sizes)
     return workload, data, names, strategy, hdmm.plan_error(workload, strategy, **budget)
 

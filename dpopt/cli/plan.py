@@ -18,8 +18,9 @@ from dpopt.cli.options import (
     positive_int,
     write_json,
 )
-from dpopt.cli.workloads import METHODS, parse_workload, strategy_method
-from dpopt.planning import MAX_CURVE_EPSILONS, MEMORY_BUDGET, MIN_MEMORY, check_memory
+from dpopt.cli.workloads import METHODS, parse_workload, plan_release
+from dpopt.limits import MAX_HISTOGRAM_CELLS, MAX_LISTED_ATTRIBUTES
+from dpopt.planning import MAX_CURVE_EPSILONS, MEMORY_BUDGET, MIN_MEMORY
 from dpopt.progress import Progress
 from dpopt.validation import instance
 
@@ -30,7 +31,7 @@ __all__ = [
     "run",
 ]
 
-PLAN_EPILOG = """workloads (--workload):
+GRAMMAR = """workloads (--workload):
   allrange:N  prefix:N  suffix:N  identity:N  total:N  identity-total:N  widthranges:N:K
   a Kronecker product joins factors with 'x':   allrange:64xprefix:32
   a union of products joins terms with '+':     allrange:64xtotal:32+total:64xprefix:32
@@ -40,25 +41,59 @@ PLAN_EPILOG = """workloads (--workload):
   marginals-file:PATH:sizes=SIZES  the marginals listed in the file PATH (below)
   marginals:SIZES:K                the older spelling of marginals:sizes=SIZES,k=K
   SIZES: sizes joined by ',', NxR for R attributes of size N: 10x100  3,2,4,5  10x50,2x50
+  (at most {listed:,} attributes)
   a marginals file lists one marginal a line: its attributes (0-based) separated by spaces
   or commas, then optionally ';' and its weight (default 1): '0 1 2', '0,3;1.5', ';' alone
   is the total; '#' starts a comment, blank lines are skipped
-  Gaussian noise on a marginal workload plans the residual strategy (--objective sum: the
-  total variance, max: the largest query variance), Laplace noise OPT_M (15 attributes at most)
+"""
+
+COLUMNS = """
+columns: ε (with δ for Gaussian noise), the strategy a release at that ε measures (the
+optimised one, or Identity where its integer noise is smaller), the RMSE over the m queries
+and the largest standard deviation of one query — of the exact discrete noise the release
+draws, before any data is read. With --rmse / --max-std the row is the smallest ε meeting
+every target given. A plan its release would refuse is refused first, before the optimizer
+runs, as is one whose memory (optimizing and planning, estimated from the workload's sizes)
+is over --max-memory.
+exit status: 0 ok, 2 bad input"""
+
+HISTOGRAM_NOTE = (
+    "the release measures the histogram of the whole domain, at most {cells:,} cells "
+    "(MAX_HISTOGRAM_CELLS)"
+)
+
+PLAN_EPILOG = (
+    GRAMMAR
+    + """strategies (--method auto): a 1-D workload runs OPT₀ (Laplace) or the L2 optimum
+(Gaussian); a marginal workload with Gaussian noise the residual strategy (--objective sum:
+the total variance, max: the largest query variance), which reads the records, on any
+number of cells; with Laplace noise OPT_M (15 attributes at most); any other product OPT_⊗.
+Every strategy but the residual one is measured on the histogram: {histogram}.
 
 examples:
   dpopt plan hdmm --workload allrange:1024 --rmse 10            smallest ε for RMSE 10
   dpopt plan hdmm --workload allrange:256 --epsilon 0.1,1,10    the error at each ε
   dpopt plan hdmm --workload allrange:64xallrange:64 --max-std 20 --json -
-  dpopt plan eigen --workload prefix:256 --rmse 5 --delta 1e-9  Gaussian noise, (ε, δ)
   dpopt plan hdmm --workload 'marginals:sizes=10x100,k<=3' --noise gaussian --delta 1e-6 --rmse 1000
+"""
+    + COLUMNS
+)
 
-columns: ε (with δ for Gaussian noise), the strategy a release at that ε measures (the
-optimised one, or Identity where its integer noise is smaller), the RMSE over the m queries
-and the largest standard deviation of one query — of the exact discrete noise the release
-draws, before any data is read. With --rmse / --max-std the row is the smallest ε meeting
-every target given.
-exit status: 0 ok, 2 bad input"""
+EIGEN_EPILOG = (
+    GRAMMAR
+    + """Eigen-Design (Gaussian noise, --delta required) takes every workload above: a
+Kronecker product, or a union on more than 4,096 cells, is designed factor by factor, any
+other workload on its Gram; {histogram}, so a larger marginal workload is planned with
+dpopt plan hdmm --noise gaussian (the residual strategy, which reads the records).
+
+examples:
+  dpopt plan eigen --workload prefix:256 --rmse 5 --delta 1e-9  the smallest ε for RMSE 5
+  dpopt plan eigen --workload allrange:64xprefix:32 --epsilon 0.5,1 --delta 1e-6
+  dpopt plan eigen --workload 'marginals:sizes=4x6,k<=2' --max-std 3 --delta 1e-9
+"""
+    + COLUMNS
+)
+
 
 CENSUS_EPILOG = """examples:
   dpopt plan census --scale 0.01 --target-l1 2 --level county     mean |error| per county cell
@@ -85,14 +120,18 @@ def add_parser(commands: Any) -> None:
         "standard deviation of a release, or the smallest ε that meets a target.",
     )
     families = plan.add_subparsers(dest="family", required=True, metavar="FAMILY")
-    for family, noise_help in (
-        ("hdmm", "laplace (default) or gaussian"),
-        ("eigen", "Eigen-Design releases with Gaussian noise: --delta is required"),
+    facts = {
+        "listed": MAX_LISTED_ATTRIBUTES,
+        "histogram": HISTOGRAM_NOTE.format(cells=MAX_HISTOGRAM_CELLS),
+    }
+    for family, noise_help, epilog in (
+        ("hdmm", "laplace (default) or gaussian", PLAN_EPILOG),
+        ("eigen", "Eigen-Design releases with Gaussian noise: --delta is required", EIGEN_EPILOG),
     ):
         cmd = families.add_parser(
             family,
             help=f"{family}: {noise_help}",
-            epilog=PLAN_EPILOG,
+            epilog=epilog.format(**facts),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         cmd.add_argument("--workload", required=True, help="the workload (see below)")
@@ -137,7 +176,7 @@ def add_parser(commands: Any) -> None:
         cmd.add_argument(
             "--max-std", type=positive_float, help="bound on every query's standard deviation"
         )
-        add_output_arguments(cmd, "rows")
+        add_output_arguments(cmd, "rows", "workload")
     _census_parser(families)
     _curve_parsers(families)
 
@@ -153,9 +192,18 @@ the mechanism wins); dgm's metrics are the mean L1 of random marginal and (weigh
 conditional queries, relational's the cross 3-way error. No data is read, no budget spent."""
 
 
-def add_output_arguments(cmd: argparse.ArgumentParser, what: str) -> None:
+MEMORY_HELP = {
+    "workload": "memory in GiB that optimizing the strategy and computing its error may use",
+    "curve": "memory in GiB that the simulated releases may use",
+    "census": "memory in GiB that the simulated block releases may use, split evenly over "
+    "--workers",
+}
+"""What each planner's ``--max-memory`` bounds (:func:`add_output_arguments`)."""
+
+
+def add_output_arguments(cmd: argparse.ArgumentParser, what: str, planner: str) -> None:
     """``--json PATH``, checked before any work (:func:`~dpopt.cli.options.output_path`), and
-    ``--max-memory GIB``, the planner's memory budget."""
+    ``--max-memory GIB``, the memory budget of the ``planner`` (a key of :data:`MEMORY_HELP`)."""
     instance("cmd", cmd, argparse.ArgumentParser)
     instance("what", what, str)
     cmd.add_argument(
@@ -169,8 +217,8 @@ def add_output_arguments(cmd: argparse.ArgumentParser, what: str) -> None:
         metavar="GIB",
         type=memory_gib,
         default=MEMORY_BUDGET,
-        help=f"memory the planner may use, estimated before it allocates (default "
-        f"{MEMORY_BUDGET / 2**30:g}; census: split over --workers)",
+        help=f"{MEMORY_HELP[planner]} (default {MEMORY_BUDGET / 2**30:g}), estimated from "
+        "the public sizes before anything is allocated; more is refused",
     )
 
 
@@ -205,7 +253,7 @@ def _curve_parsers(families: Any) -> None:
             "--epsilon", "--eps", default=default, help=f"ε values (default {default})"
         )
         cmd.add_argument("--seeds", type=positive_int, default=3, help="simulated releases per ε")
-        add_output_arguments(cmd, "rows")
+        add_output_arguments(cmd, "rows", "curve")
 
 
 def _plan_curve(args: argparse.Namespace) -> int:
@@ -294,7 +342,7 @@ def _census_parser(families: Any) -> None:
     cmd.add_argument(
         "--workers", type=nonnegative_int, default=0, help="worker processes (0: in-process)"
     )
-    add_output_arguments(cmd, "plan")
+    add_output_arguments(cmd, "plan", "census")
 
 
 def _plan_census(args: argparse.Namespace) -> int:
@@ -341,14 +389,6 @@ def _plan_census(args: argparse.Namespace) -> int:
     return 0
 
 
-def _method(args: argparse.Namespace, workload: Any) -> str:
-    """The optimizer a plan runs: ``eigen`` (Eigen-Design), or
-    :func:`~dpopt.cli.workloads.strategy_method`'s choice for HDMM."""
-    if args.family == "eigen":
-        return "eigen"
-    return strategy_method(workload, args.method, args.noise, args.objective)
-
-
 def _strategy(args: argparse.Namespace, workload: Any, method: str) -> Any:
     from dpopt import eigen, hdmm
 
@@ -361,34 +401,6 @@ def _strategy(args: argparse.Namespace, workload: Any, method: str) -> Any:
     return hdmm.optimize_product(
         workload, args.noise, method=method, objective=objective, **options
     )
-
-
-RESIDUAL_PAIR_BYTES = 128
-"""Bytes a residual plan takes per (marginal, subset) pair of its workload: the selection and
-:func:`~dpopt.hdmm.plan_error` measured with tracemalloc took 83–148 B per pair from 20,000 to
-1.3 million pairs, beside :data:`RESIDUAL_BASE_BYTES`."""
-RESIDUAL_BASE_BYTES = 8 * 2**20
-"""The residual plan's fixed bytes (1.4 MB measured on 844 pairs), rounded up."""
-
-
-def _check_memory(args: argparse.Namespace, workload: Any, method: str) -> None:
-    """Refuse a plan that will not fit ``--max-memory`` before the optimizer runs: a residual
-    plan holds O(1) numbers per (marginal, subset) pair of its workload (the closure, never a
-    cell); any other plan's covariance lives on the workload's domain (one factor per
-    attribute; 2^d terms for OPT_M), :func:`~dpopt.query_variance.forms_bytes`."""
-    from dpopt import workload as wl
-    from dpopt.query_variance import forms_bytes
-
-    if method == "residual":
-        count, width = wl.marginal_table(workload).table.shape
-        estimate = RESIDUAL_PAIR_BYTES * (count << width) + RESIDUAL_BASE_BYTES
-        what = f"--workload {args.workload}: a residual plan of {count:,} marginals"
-        check_memory(estimate, args.max_memory, f"{what} of up to {width} attributes")
-        return
-    sizes = tuple(wl.domain(workload))
-    terms = 2 ** len(sizes) if method == "opt-marginals" else 1
-    what = f"--workload {args.workload}: planning on a domain of sizes {sizes}"
-    check_memory(forms_bytes(sizes, terms), args.max_memory, what)
 
 
 def _epsilons(text: str | None) -> list[float]:
@@ -431,11 +443,8 @@ def run(args: argparse.Namespace) -> int:
         return _plan_census(args)
     if args.family in ("dgm", "relational"):
         return _plan_curve(args)
-    noise = "gaussian" if args.family == "eigen" else args.noise
-    if noise == "gaussian" and args.delta is None:
-        return _fail("Gaussian noise needs --delta")
-    if noise == "laplace" and args.delta is not None:
-        return _fail("--delta applies to --noise gaussian only")
+    eigen = args.family == "eigen"
+    noise = "gaussian" if eigen else args.noise
     try:
         epsilons = _epsilons(args.epsilon)
     except argparse.ArgumentTypeError as error:
@@ -443,11 +452,16 @@ def run(args: argparse.Namespace) -> int:
     if not epsilons and args.rmse is None and args.max_std is None:
         return _fail("give --epsilon, --rmse or --max-std")
     try:
-        workload = parse_workload(args.workload, args.max_memory)
-        for epsilon in epsilons or [1.0]:  # (ε, δ) refused before the optimizer runs
-            hdmm.noise_variance(noise, epsilon, args.delta)
-        method = _method(args, workload)
-        _check_memory(args, workload, method)
+        workload, method = plan_release(
+            args.workload,
+            family=args.family,
+            noise=noise,
+            method="eigen" if eigen else args.method,
+            objective=None if eigen else args.objective,
+            delta=args.delta,
+            epsilons=epsilons or [1.0],
+            max_memory=args.max_memory,
+        )
         steps = Progress(stages=2)
         with steps.stage(f"optimizing the strategy ({method})"):
             strategy = _strategy(args, workload, method)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dpopt.cli.options import nonnegative_int, positive_float, positive_int
@@ -16,11 +16,11 @@ from dpopt.paths import read_text
 from dpopt.planning import check_memory, memory_budget
 from dpopt.validation import instance
 
-__all__ = ["BLOCK_NAMES", "METHODS", "parse_workload", "strategy_method"]
+__all__ = ["BLOCK_NAMES", "METHODS", "marginal_spec", "parse_workload", "plan_release"]
 
 BLOCK_NAMES = ("allrange", "prefix", "suffix", "identity", "total", "identity-total")
 METHODS = ("auto", "opt-kron", "opt-marginals", "residual", "identity")
-"""``--method`` of the HDMM commands (:func:`strategy_method`)."""
+"""``--method`` of the HDMM commands (:func:`plan_release` resolves ``auto``)."""
 
 
 def parse_workload(text: str, max_memory: int | None = None) -> Any:
@@ -37,7 +37,13 @@ def parse_workload(text: str, max_memory: int | None = None) -> Any:
         return _marginals(text, budget)
     terms = []
     for term in text.split("+"):
-        factors = [_factor(factor) for factor in re.split(r"(?<=\d)x(?=[a-z])", term.strip())]
+        parts = re.split(r"(?<=\d)x(?=[a-z])", term.strip())
+        if len(parts) > MAX_LISTED_ATTRIBUTES:
+            raise ValueError(
+                f"a product of {len(parts):,} factors is over MAX_LISTED_ATTRIBUTES = "
+                f"{MAX_LISTED_ATTRIBUTES:,} attributes"
+            )
+        factors = [_factor(factor) for factor in parts]
         terms.append(factors[0] if len(factors) == 1 else wl.Kron(factors))
     return terms[0] if len(terms) == 1 else wl.VStack(terms)
 
@@ -56,17 +62,20 @@ def _parse_sizes(text: str) -> list[int]:
         except ValueError as error:
             raise ValueError(f"sizes {text!r}: {item!r} is not N or NxR ({error})") from None
         if len(sizes) + count > MAX_LISTED_ATTRIBUTES:
-            raise ValueError(f"sizes {text!r} list over {MAX_LISTED_ATTRIBUTES:,} attributes")
+            raise ValueError(
+                f"sizes {text[:40]!r}{'…' if len(text) > 40 else ''} list over "
+                f"MAX_LISTED_ATTRIBUTES = {MAX_LISTED_ATTRIBUTES:,} attributes"
+            )
         sizes += [size] * count
     return sizes
 
 
-def _marginals(text: str, budget: int) -> Any:
-    """``marginals:sizes=SIZES,k=K`` (the K-way marginals), ``k<=K`` (those of at most K
-    attributes: one :class:`~dpopt.workload.Marginals` table per arity) or the older
-    ``marginals:SIZES:K``."""
-    from dpopt import workload as wl
-
+def marginal_spec(text: str) -> tuple[list[int], range] | None:
+    """The attribute sizes and the arities of a ``marginals:`` workload, read without making
+    its table (None for another form); a ValueError for a malformed one."""
+    instance("text", text, str)
+    if not text.startswith("marginals:"):
+        return None
     spec = text.removeprefix("marginals:")
     keyed = re.fullmatch(r"sizes=(?P<sizes>.+),k(?P<upto><?)=(?P<k>[^,=]+)", spec)
     keyed = keyed or re.fullmatch(r"k(?P<upto><?)=(?P<k>[^,=]+),sizes=(?P<sizes>.+)", spec)
@@ -80,7 +89,18 @@ def _marginals(text: str, budget: int) -> Any:
         raise ValueError(f"k in {text!r}: {error}") from None
     if k > len(sizes):
         raise ValueError(f"k must be <= the number of attributes {len(sizes)}, got {k}")
-    arities = range(k + 1) if keyed and keyed["upto"] else range(k, k + 1)
+    return sizes, range(k + 1) if keyed and keyed["upto"] else range(k, k + 1)
+
+
+def _marginals(text: str, budget: int) -> Any:
+    """``marginals:sizes=SIZES,k=K`` (the K-way marginals), ``k<=K`` (those of at most K
+    attributes: one :class:`~dpopt.workload.Marginals` table per arity) or the older
+    ``marginals:SIZES:K``."""
+    from dpopt import workload as wl
+
+    spec = marginal_spec(text)
+    assert spec is not None
+    sizes, arities = spec
     _check_table(len(sizes), arities, budget, text)
     tables = [wl.Marginals(sizes, j) for j in arities]
     return tables[0] if len(tables) == 1 else wl.VStack(tables)
@@ -186,43 +206,107 @@ def _factor(text: str) -> Any:
     )
 
 
-def strategy_method(workload: Any, method: str, noise: str, objective: str | None) -> str:
-    """The strategy optimizer ``--method`` runs on ``workload`` (``--objective`` given or
-    None): a method of :data:`METHODS` as given; ``auto``: OPT₀ (``opt0``) on a 1-D workload,
-    on a marginal workload the residual strategy for Gaussian noise and OPT_M for Laplace,
-    and OPT_⊗ on any other product. A ValueError for a method or objective that does not fit."""
-    from dpopt import workload as wl
-    from dpopt.hdmm.residual.strategy import marginal_workload
+FLAG_WORDING = {
+    "residual": "the residual strategy plans Gaussian noise (--noise gaussian --delta D) on a "
+    "marginal workload (marginals:…, marginals-file:…, products of identity and total)",
+    "objective": "--objective is the residual strategy's (--noise gaussian on a marginal "
+    "workload, or --method residual); this plan runs {method}",
+    "opt-marginals": "OPT_M (opt-marginals, the Laplace strategy of marginal workloads) takes "
+    "at most {cap} attributes; this workload has {attributes}: plan Gaussian noise (--noise "
+    "gaussian --delta D, the residual strategy) or give --method opt-kron",
+    "histogram": "a release through the {method} strategy measures the histogram of the whole "
+    "domain, and its {cells} cells are over MAX_HISTOGRAM_CELLS = {limit:,}{remedy}",
+}
+"""The command-line wording of :data:`dpopt.hdmm.feasibility.REASONS` (the others quote no
+argument and keep the library's)."""
+HISTOGRAM_REMEDIES = {
+    ("hdmm", "gaussian"): ": give --noise gaussian --delta D (the residual strategy reads the "
+    "records instead)",
+    ("hdmm", "residual"): ": give --noise gaussian --delta D --method residual (the residual "
+    "strategy reads the records instead)",
+    ("eigen", "gaussian"): ": plan it with dpopt plan hdmm --noise gaussian --delta D (the "
+    "residual strategy reads the records instead)",
+    ("eigen", "residual"): ": plan it with dpopt plan hdmm --noise gaussian --delta D --method "
+    "residual (the residual strategy reads the records instead)",
+}
+NO_REMEDY = (
+    ": no strategy releases this workload (only the residual strategy of a marginal workload "
+    "reads the records instead of the histogram)"
+)
 
-    marginal = marginal_workload(workload) is not None
-    if method == "auto" and len(wl.domain(workload)) == 1 and not isinstance(workload, wl.VStack):
-        method = "opt0"
-    elif method == "auto":
-        gaussian = noise == "gaussian"
-        method = "opt-kron" if not marginal else "residual" if gaussian else "opt-marginals"
-    if method == "residual" and not (marginal and noise == "gaussian"):
-        raise ValueError(
-            "the residual strategy plans Gaussian noise (--noise gaussian --delta D) on a "
-            "marginal workload (marginals:…, marginals-file:…, products of identity and total)"
+
+def plan_release(
+    text: str,
+    *,
+    family: str,
+    noise: str,
+    method: str,
+    objective: str | None,
+    delta: Any,
+    epsilons: Sequence[Any],
+    max_memory: int,
+) -> tuple[Any, str]:
+    """The one planning step of ``dpopt plan hdmm|eigen`` and ``dpopt hdmm answer``, before any
+    optimizer runs or any data is read: the noise and δ, the strategy method a release runs
+    (:func:`~dpopt.hdmm.feasibility.resolve_method`), what the release would refuse
+    (:func:`~dpopt.hdmm.feasibility.release_refusal`), the memory of optimizing and planning
+    (:func:`~dpopt.hdmm.feasibility.planning_bytes`) against ``max_memory`` and every ε; then
+    the workload matrix (a ``marginals:`` table is made only after all of it). Returns the
+    workload and the method (``eigen`` for ``family="eigen"``); a ValueError in the flags'
+    words for anything refused."""
+    from dpopt.hdmm import feasibility
+    from dpopt.hdmm.noise import check_release
+    from dpopt.privacy import noise_kind
+
+    if noise == "gaussian" and delta is None:
+        raise ValueError("Gaussian noise needs --delta")
+    if noise == "laplace" and delta is not None:
+        raise ValueError("--delta applies to --noise gaussian only")
+    spec = marginal_spec(text)
+    workload = None if spec is not None else parse_workload(text, max_memory)
+    if spec is not None:
+        _check_table(len(spec[0]), spec[1], max_memory, text)
+        facts = feasibility.marginal_facts(spec[0], list(spec[1]))
+    else:
+        facts = feasibility.workload_facts(workload)
+    try:
+        chosen = (
+            "eigen"
+            if family == "eigen"
+            else feasibility.resolve_method(facts, method, noise, objective)
         )
-    if objective is not None and method != "residual":
-        raise ValueError(
-            f"--objective is the residual strategy's (--noise gaussian on a marginal workload, "
-            f"or --method residual); this plan runs {method}"
-        )
-    return _opt_marginals(workload) if method == "opt-marginals" and marginal else method
+        refusal = feasibility.release_refusal(facts, chosen)
+        if refusal is not None:
+            raise refusal
+    except feasibility.Refused as refused:
+        raise ValueError(f"--workload {text}: {_flag_wording(refused, family)}") from None
+    estimate = feasibility.planning_bytes(facts, chosen)
+    check_memory(estimate, max_memory, f"--workload {text}: {_planned_what(facts, chosen)}")
+    for epsilon in epsilons:  # (ε, δ) refused as the release refuses it
+        check_release(noise_kind(noise), epsilon, delta)
+    return (parse_workload(text, max_memory) if workload is None else workload), chosen
 
 
-def _opt_marginals(workload: Any) -> str:
-    """OPT_M on a marginal workload, refused past its attribute cap."""
-    from dpopt import workload as wl
-    from dpopt.limits import OPT_M_MAX_ATTRIBUTES
+def _flag_wording(refused: Any, family: str) -> str:
+    """A :class:`~dpopt.hdmm.feasibility.Refused` in the command line's words."""
+    if refused.reason not in FLAG_WORDING:
+        return str(refused)
+    facts = dict(refused.facts)
+    if refused.reason == "histogram":
+        remedy = facts["remedy"]
+        facts["remedy"] = HISTOGRAM_REMEDIES[family, remedy] if remedy else NO_REMEDY
+    return FLAG_WORDING[refused.reason].format(**facts)
 
-    d = len(wl.domain(workload))
-    if d > OPT_M_MAX_ATTRIBUTES:
-        raise ValueError(
-            f"OPT_M (opt-marginals, the Laplace strategy of marginal workloads) takes at most "
-            f"{OPT_M_MAX_ATTRIBUTES} attributes; this workload has {d}: plan Gaussian noise "
-            "(--noise gaussian --delta D, the residual strategy) or give --method opt-kron"
-        )
-    return "opt-marginals"
+
+def _planned_what(facts: Any, method: str) -> str:
+    """What a plan's memory grows with, for its refusal."""
+    if method == "residual":
+        return f"a residual plan of {facts.marginals:,} marginals of up to {facts.width} attributes"
+    return f"planning {method} on a domain of sizes {_shown(facts.sizes)}"
+
+
+def _shown(sizes: tuple[int, ...]) -> str:
+    """Attribute sizes for a message: all of them, or the first 16 and how many more."""
+    if len(sizes) <= 16:
+        return str(sizes)
+    return f"({', '.join(map(str, sizes[:16]))}, … {len(sizes) - 16} more)"

@@ -44,17 +44,17 @@ __all__ = [
 
 
 def _marginal_covariance(theta: np.ndarray, sizes: tuple[int, ...]) -> Covariance:
-    """(𝕄(θ)ᵀ𝕄(θ))⁺ = 𝔾(v) as Σₐ vₐ ⊗ᵢ(aᵢ ? I : 1·1ᵀ) (McKenna et al., §7–8)."""
+    """(𝕄(θ)ᵀ𝕄(θ))⁺ = 𝔾(v) as Σₐ vₐ ⊗ᵢ(aᵢ ? I : 1·1ᵀ) (McKenna et al., §7–8). The terms
+    share each attribute's two read-only factors: up to 2^d terms hold 2·Σ nᵢ² entries."""
     v = pinv_coefficients(theta**2, sizes)
     bits = key_bits(len(sizes))
+    shared = [(np.ones((n, n)), np.eye(n)) for n in sizes]
+    for pair in shared:
+        for factor in pair:
+            factor.setflags(write=False)
     return Covariance(
         tuple(
-            (
-                float(v[a]),
-                tuple(
-                    np.eye(n) if b else np.ones((n, n)) for n, b in zip(sizes, bits[a], strict=True)
-                ),
-            )
+            (float(v[a]), tuple(pair[b] for pair, b in zip(shared, bits[a], strict=True)))
             for a in np.flatnonzero(v)
         )
     )
@@ -97,7 +97,8 @@ def _planned(
     """The strategy's plan, its memory (``queries`` enumerated) checked first against ``budget``."""
     stack, kind, _, theta = exact_stack(strategy, None)
     sizes = tuple(f.shape[1] for f in stack.blocks[0].matrices)
-    estimate = forms_bytes(sizes, 2 ** len(sizes) if theta is not None else 1, queries)
+    # a marginal strategy's 2^d terms share two factors per attribute (_marginal_covariance)
+    estimate = forms_bytes(sizes, 2 if theta is not None else 1, queries)
     check_memory(estimate, budget, f"planning on a domain of sizes {sizes}")
     covariance = _unit_covariance(stack, theta)
     if math.prod(covariance.sizes) != workload_cells(workload):

@@ -15,6 +15,7 @@ import numpy as np
 from dpopt import workload as wl
 from dpopt.hdmm.contract import answered_errors, measurement_errors
 from dpopt.hdmm.data import frame_data, is_frame
+from dpopt.hdmm.feasibility import resolve_method, workload_facts
 from dpopt.hdmm.formulas import gram_of, strategy_matrix
 from dpopt.hdmm.noise import exact_stack, measured_theta, release_noise, strategy_columns
 from dpopt.hdmm.optimizers import OPT0_METHODS, optimize, optimize_product
@@ -23,7 +24,7 @@ from dpopt.hdmm.residual.mechanism import answer_residual, measure_residual
 from dpopt.hdmm.residual.release import MarginalAnswers, ResidualMeasurement
 from dpopt.hdmm.residual.release import reconstruct as reconstruct_residual
 from dpopt.hdmm.residual.store import StoredMarginals
-from dpopt.hdmm.residual.strategy import ResidualStrategy, marginal_workload, select
+from dpopt.hdmm.residual.strategy import ResidualStrategy, select
 from dpopt.hdmm.strategies import PRODUCT_METHODS, AnyStrategy, ProductStrategy, Strategy
 from dpopt.models.hdmm.matrix_mechanism import (
     strategy_error,
@@ -245,29 +246,25 @@ def _optimized(
     delta: Any,
     objective: str,
 ) -> AnyStrategy:
-    """:func:`answer`'s strategy: the residual strategy for ``residual`` and for ``auto`` on a
-    Gaussian marginal workload, OPT₀ (:func:`optimize`) for ``auto`` otherwise and the
-    :data:`OPT0_METHODS`, :func:`optimize_product` for the product methods."""
-    gaussian_marginals = noise == "gaussian" and marginal_workload(workload) is not None
-    if method == "residual" or (method == "auto" and gaussian_marginals):
+    """:func:`answer`'s strategy: the :data:`OPT0_METHODS` but ``auto`` run :func:`optimize`;
+    any other method, ``auto`` resolved as ``dpopt plan hdmm`` and ``dpopt hdmm answer``
+    resolve it (:func:`~dpopt.hdmm.feasibility.resolve_method`): OPT₀ on one 1-D block, the
+    residual strategy (Gaussian) or OPT_M (Laplace) on a marginal workload, OPT_⊗ on any other
+    product; the product methods run :func:`optimize_product`."""
+    options = {"restarts": restarts, "seed": seed, "epsilon": epsilon, "delta": delta}
+    if method in OPT0_METHODS and method != "auto":
+        return optimize(workload, noise, method=method, **options)
+    facts = workload_facts(workload)
+    chosen = resolve_method(facts, method, noise, None if objective == "sum" else objective)
+    if chosen == "residual":
         return select(workload, noise, objective)
-    if method in OPT0_METHODS:
-        return optimize(
-            workload,
-            noise,
-            method=method,
-            restarts=restarts,
-            seed=seed,
-            epsilon=epsilon,
-            delta=delta,
-        )
-    if method not in PRODUCT_METHODS:
+    if chosen == "opt0":
+        return optimize(workload, noise, **options)
+    if chosen not in PRODUCT_METHODS:
         raise ValueError(
             f"method must be one of {(*OPT0_METHODS, *PRODUCT_METHODS[1:])}, got {method!r}"
         )
-    return optimize_product(
-        workload, noise, method=method, restarts=restarts, seed=seed, epsilon=epsilon, delta=delta
-    )
+    return optimize_product(workload, noise, method=chosen, **options)
 
 
 def answer(
@@ -286,6 +283,7 @@ def answer(
     objective: str = "sum",
     executor: Any = None,
     out_dir: Any = None,
+    max_memory: int | None = None,
 ) -> Answered:
     """Optimise a strategy for this ε (data-independent, free), measure it, reconstruct, and
     answer W x̂ (McKenna et al., §10).
@@ -304,10 +302,14 @@ def answer(
     ``x`` may also be a pandas DataFrame (any workload): records, one column of codes per
     attribute, or a histogram with a ``count`` column (:mod:`dpopt.hdmm.data`).
 
-    ``method`` chooses the optimizer: ``"auto"`` and :data:`OPT0_METHODS` run OPT₀
-    (:func:`optimize`), ``opt-kron`` (OPT_⊗), ``opt-marginals`` (OPT_M) and ``identity`` of
-    :data:`PRODUCT_METHODS` run :func:`optimize_product`; either is asked for the strategy to
-    release at this ε, so never less accurate than Identity there. ``restarts`` and ``seed``
+    ``method`` chooses the optimizer: :data:`OPT0_METHODS` run OPT₀ (:func:`optimize`),
+    ``opt-kron`` (OPT_⊗), ``opt-union`` (OPT_+), ``opt-marginals`` (OPT_M) and ``identity`` of
+    :data:`PRODUCT_METHODS` run :func:`optimize_product`; ``"auto"`` is the command line's rule
+    (:func:`~dpopt.hdmm.feasibility.resolve_method`: OPT₀ on one 1-D block, the residual
+    strategy or OPT_M on a marginal workload, OPT_⊗ on any other). Either is asked for the
+    strategy to release at this ε, so never less accurate than Identity there. ``max_memory``
+    (bytes, default :data:`~dpopt.planning.MEMORY_BUDGET`) bounds a residual release's memory,
+    estimated from the plan and the number of records before the charge. ``restarts`` and ``seed``
     are the optimizer's (public). A given ``strategy`` (a Strategy, a one-block or marginal
     ProductStrategy, or a matrix) is measured as it is, and ``method`` is then not used.
     ``epsilon``, ``delta``, ``rng`` and ``accountant`` are as in :func:`measure`. A strategy
@@ -322,7 +324,7 @@ def answer(
     if isinstance(strategy, ResidualStrategy):
         if is_frame(x):
             x = frame_data(x, [int(s) for s in strategy.closure.sizes], source="x")
-        place = {"executor": executor, "out_dir": out_dir}
+        place = {"executor": executor, "out_dir": out_dir, "max_memory": max_memory}
         return _answer_residual(
             workload, strategy, x, epsilon, delta, rng, accountant, statuses, place
         )

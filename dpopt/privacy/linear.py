@@ -112,14 +112,24 @@ class ExactLinear:
     bits: tuple[int, ...]
 
     @classmethod
-    def from_matrices(cls, matrices: Sequence[Any], bits: int = QUERY_BITS) -> ExactLinear:
-        """Round each real factor to the grid 2^−bits (integer factors are kept exactly)."""
+    def from_matrices(
+        cls, matrices: Sequence[Any], bits: int = QUERY_BITS, rounded: dict | None = None
+    ) -> ExactLinear:
+        """Round each real factor to the grid 2^−bits (integer factors are kept exactly).
+        ``rounded`` (id of a factor → the factor and its rounding) shares the rounding of a
+        factor object that several blocks hold (a marginal strategy's I and 1ᵀ)."""
         pairs = []
         for i, matrix in enumerate(matrices):
+            known = None if rounded is None else rounded.get(id(matrix))
+            if known is not None and known[0] is matrix:
+                pairs.append(known[1])
+                continue
             factor = np.asarray(matrix, dtype=np.float64)
             if factor.ndim != 2 or factor.size == 0 or not np.all(np.isfinite(factor)):
                 raise ValueError(f"strategy factor {i} must be a finite, non-empty 2-D matrix")
             pairs.append(_quantise(factor, bits, f"strategy factor {i}"))
+            if rounded is not None:
+                rounded[id(matrix)] = (matrix, pairs[-1])
         if not pairs:
             raise ValueError("a strategy needs at least one factor")
         return cls(tuple(f for f, _ in pairs), tuple(b for _, b in pairs))
@@ -201,12 +211,13 @@ class ExactStack:
         if not blocks:
             raise ValueError("a strategy needs at least one block")
         linear, weights, weight_bits = [], [], []
+        rounded: dict[int, Any] = {}
         for j, (weight, factors) in enumerate(blocks):
             w = float(weight)
             if not (math.isfinite(w) and w > 0):
                 raise ValueError(f"block {j} weight must be finite and > 0, got {weight!r}")
             quantised, b = _quantise(np.array([[w]]), bits, f"block {j} weight")
-            linear.append(ExactLinear.from_matrices(factors, bits))
+            linear.append(ExactLinear.from_matrices(factors, bits, rounded))
             weights.append(int(quantised[0, 0]))
             weight_bits.append(b)
         cells = {block.shape[1] for block in linear}

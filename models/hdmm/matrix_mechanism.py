@@ -474,12 +474,12 @@ class ProductPoint:
         theta = np.asarray(theta, dtype=np.float64)
         keys = np.flatnonzero(theta > 0)
         d = len(sizes)
+        shared = [(np.ones((1, n)), np.eye(n)) for n in sizes]  # read-only, one pair a size
+        for pair in shared:
+            for factor in pair:
+                factor.setflags(write=False)
         blocks = tuple(
-            tuple(
-                np.eye(n) if (a >> (d - 1 - i)) & 1 else np.ones((1, n))
-                for i, n in enumerate(sizes)
-            )
-            for a in keys
+            tuple(pair[(a >> (d - 1 - i)) & 1] for i, pair in enumerate(shared)) for a in keys
         )
         return cls(tuple(theta[keys].tolist()), blocks, theta)
 

@@ -93,7 +93,7 @@ def test_bad_workloads_are_refused(text: str, capsys) -> None:
         ("marginals:sizes=10x,k=2", "sizes '10x': '10x' is not N or NxR ('' is not an integer)"),
         ("marginals:sizes=4,0,k=1", "'0' is not N or NxR (must be an integer >= 1, got 0)"),
         ("marginals:sizes=4,ax2,k=1", "'ax2' is not N or NxR ('a' is not an integer)"),
-        ("marginals:sizes=10x2000000,k=1", "list over 1,000,000 attributes"),
+        ("marginals:sizes=10x2000000,k=1", "list over MAX_LISTED_ATTRIBUTES = 10,000 attributes"),
         ("marginals:sizes=10x5,k=6", "k must be <= the number of attributes 5, got 6"),
         ("marginals:sizes=10x5,k<=a", "k in 'marginals:sizes=10x5,k<=a': 'a' is not an integer"),
         ("marginals:sizes=2x28,k<=14", "more than MAX_MARGINAL_ROWS = 50,000,000 marginals"),
@@ -237,7 +237,7 @@ def test_objective_max(method: str, capsys) -> None:
         ),
         (
             ["--workload", "marginals:sizes=10x100,k<=3", *GAUSSIAN, "--max-memory", "0.1"],
-            "a residual plan of 166,751 marginals of up to 3 attributes needs about 0.167 GiB",
+            "a residual plan of 166,751 marginals of up to 3 attributes needs about 0.159 GiB",
         ),
     ],
 )
@@ -383,7 +383,7 @@ def test_output_path_takes_stdout_and_refuses_what_check_output_path_refuses(tmp
     ("arguments", "message"),
     [
         (["hdmm", "--workload", "allrange:16384", "--rmse", "1"], "(16384,) needs about 34 GiB"),
-        (["hdmm", "--workload", "identity:100000000", "--rmse", "1"], "needs about"),
+        (["hdmm", "--workload", "identity:200000", "--rmse", "1"], "needs about"),
         (["hdmm", "--workload", "allrange:512", "--rmse", "1", "--max-memory", "0.01"], "512"),
         (["eigen", "--workload", "prefix:8", "--rmse", "1", "--delta", "2"], "delta must be"),
         (["hdmm", "--workload", "prefix:8", "--epsilon", "1e-300"], "epsilon"),
@@ -400,3 +400,101 @@ def test_max_memory_flag_is_checked(value: str, capsys) -> None:
     with pytest.raises(SystemExit):
         main(["plan", *PLANS["hdmm"], "--max-memory", value])
     assert "argument --max-memory" in capsys.readouterr().err
+
+
+ADULT_3WAY = "marginals:sizes=85,9,100,16,7,15,6,5,2,100,100,99,42,2,k=3"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            ["hdmm", "--workload", ADULT_3WAY],
+            f"--workload {ADULT_3WAY}: a release through the opt-marginals strategy measures the "
+            "histogram of the whole domain, and its 641,263,392,000,000,000 cells are over "
+            "MAX_HISTOGRAM_CELLS = 16,777,216: give --noise gaussian --delta D (the residual "
+            "strategy reads the records instead)",
+        ),
+        (
+            ["hdmm", "--workload", ADULT_3WAY, "--method", "opt-kron"],
+            "through the opt-kron strategy measures the histogram",
+        ),
+        (
+            ["eigen", "--workload", ADULT_3WAY, "--delta", "1e-9"],
+            "plan it with dpopt plan hdmm --noise gaussian --delta D",
+        ),
+        (
+            ["hdmm", "--workload", "identity:100000000"],
+            "give --noise gaussian --delta D --method residual",
+        ),
+        (
+            ["hdmm", "--workload", "prefix:5000xprefix:5000", *GAUSSIAN],
+            "its 25,000,000 cells are over MAX_HISTOGRAM_CELLS = 16,777,216: no strategy "
+            "releases this workload",
+        ),
+    ],
+)
+def test_a_plan_its_release_would_refuse_is_refused_before_the_optimizer(
+    arguments: list[str], message: str, capsys, nothing_computed
+) -> None:
+    """A strategy other than the residual one is measured on the histogram, which a release
+    builds up to MAX_HISTOGRAM_CELLS cells: the plan is refused, naming the way out, before
+    any optimizer runs or memory is estimated (the Adult 3-way plan was refused for 6 GiB,
+    then planned an error its release refused)."""
+    assert main(["plan", *arguments, "--epsilon", "1"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_residual_plan_of_adult_fits_in_a_mebibyte(capsys) -> None:
+    assert main(["plan", "hdmm", "--workload", ADULT_3WAY, *GAUSSIAN, "--epsilon", "1",
+                 "--max-memory", "0.001"]) == 0  # fmt: skip
+    assert "residual (sum)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "workload",
+    [
+        "marginals:sizes=2x10001,k=1",
+        "marginals:sizes=2x5000,3x5001,k=1",
+        "x".join(["total:1"] * 10_001),
+    ],
+)
+def test_more_listed_attributes_than_the_limit_are_refused(workload, capsys) -> None:
+    assert main(["plan", "hdmm", "--workload", workload, *GAUSSIAN, "--epsilon", "1"]) == 2
+    assert "over MAX_LISTED_ATTRIBUTES = 10,000 attributes" in capsys.readouterr().err
+
+
+def _help(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_eigen_help_shows_what_eigen_design_takes(capsys) -> None:
+    """plan eigen's epilog is its own: no residual strategy, OPT_M or --objective of hdmm's."""
+    eigen_help = _help(["plan", "eigen"], capsys)
+    assert "Eigen-Design (Gaussian noise, --delta required) takes every workload above" in (
+        eigen_help
+    )
+    assert "at most 16,777,216 cells" in eigen_help
+    for hdmm_only in ("OPT_M", "--objective", "dpopt plan hdmm --workload"):
+        assert hdmm_only not in eigen_help
+    hdmm_help = _help(["plan", "hdmm"], capsys)
+    assert "with Laplace noise OPT_M (15 attributes at most)" in hdmm_help
+    assert "Eigen-Design" not in hdmm_help
+
+
+@pytest.mark.parametrize(
+    ("family", "meaning"),
+    [
+        ("hdmm", "optimizing the strategy and computing its error may use (default 4)"),
+        ("eigen", "optimizing the strategy and computing its error may use (default 4)"),
+        ("census", "block releases may use, split evenly over --workers (default 4)"),
+        ("dgm", "the simulated releases may use (default 4)"),
+        ("relational", "the simulated releases may use (default 4)"),
+    ],
+)
+def test_max_memory_help_says_what_each_planner_bounds(family, meaning, capsys) -> None:
+    shown = _help(["plan", family], capsys)
+    assert meaning in shown
+    assert ("--workers" in shown.split("--max-memory GIB")[-1]) == (family == "census")

@@ -124,6 +124,31 @@ def test_one_term_kron_maximum_never_enumerates_the_queries() -> None:
         row_forms(workload, cov)
 
 
+def test_marginal_queries_of_a_marginal_covariance_are_never_enumerated(monkeypatch) -> None:
+    """Every cell of a marginal has the same variance under a covariance of I and 1·1ᵀ factors
+    (a marginal strategy's, several terms): the maximum is one query's, equal to the largest
+    row form, and found without listing the 10⁶ cells of the largest marginal."""
+    from dpopt import query_variance
+
+    sizes = (100, 100, 100, 3)
+    factors = {0: [np.ones((n, n)) for n in sizes], 1: [np.eye(n) for n in sizes]}
+    terms = tuple(
+        (float(1 + key), tuple(factors[(key >> (3 - i)) & 1][i] for i in range(4)))
+        for key in (0, 3, 5, 12, 15)
+    )
+    cov = Covariance(terms)
+    workload = wl.VStack([wl.Marginals(sizes, 3), wl.Marginals(sizes, 1)])
+    small = wl.VStack([wl.Marginals(sizes, 1), wl.Marginal(sizes, (0, 3))])
+    expected = row_forms(small, cov).max()
+    monkeypatch.setattr(query_variance, "_outer", _enumerated)
+    assert max_row_form(small, cov) == pytest.approx(expected, rel=1e-12)
+    assert max_row_form(workload, cov) >= max_row_form(small, cov)
+
+
+def _enumerated(*args):
+    raise AssertionError("the queries were enumerated")
+
+
 def test_covariance_refuses_mixed_sizes() -> None:
     with pytest.raises(ValueError, match="same factor sizes"):
         Covariance(((1.0, (np.eye(2),)), (1.0, (np.eye(3),))))
