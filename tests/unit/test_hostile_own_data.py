@@ -1,4 +1,4 @@
-"""The own-data commands on hostile input (issue 40's sweep, each case a test): no special file
+"""The own-data commands on hostile input (a sweep of them, each case a test): no special file
 (a FIFO, a device, a directory) is opened as a file, so nothing waits for ever; a release
 directory names only files inside it; and bad tables are refused before anything is charged
 (a repeated or overlong column name, a date column of counts, a histogram short of a column)."""
