@@ -82,6 +82,8 @@ __all__ = [
     "PAPER_SDP_CLARABEL_MAX_N",
     "PLAN_MEMORY_BUDGET",
     "PLAN_MIN_MEMORY",
+    "PROJECTION_CVXPY_MAX_CELLS",
+    "PROJECTION_MAX_ITERATIONS",
     "RELATIONAL_MAX_CELLS",
     "RELATIONAL_MAX_EPSILON",
     "RELATIONAL_MAX_ROWS",
@@ -438,6 +440,20 @@ MAX_HISTOGRAM_CELLS = 1 << 24
 
 Unit: cells.
 Past it: ValueError: give the data as records."""
+
+PROJECTION_MAX_ITERATIONS = 5000
+"""Most iterations of ``dual-ascent``, the fast path of the marginals' post-processing
+(dpopt.solvers.hdmm.marginal_projection): each costs about two passes over every table.
+
+Unit: iterations.
+Past it: the method stops with status feasible and the certified gap it reached."""
+
+PROJECTION_CVXPY_MAX_CELLS = 200_000
+"""Most workload cells the cvxpy model of the marginals' post-processing writes out (one sparse
+row per cell and a term per residual cell; docs/families/hdmm.md, "Publishable marginals").
+
+Unit: cells.
+Past it: the cvxpy methods refuse the problem; ``dual-ascent`` is exact at any size."""
 
 HDMM_CSV_MAX_ANSWERS = 1 << 20
 """Most answers an HDMM release directory writes as CSV when its table format is ``auto``: a

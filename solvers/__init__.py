@@ -32,6 +32,9 @@ METHOD_MODULES: dict[str, tuple[str, ...]] = {
     "dpopt.models.hdmm.matrix_mechanism.StrategySelection": HDMM_MODULES,
     "dpopt.models.hdmm.matrix_mechanism.ProductStrategySelection": HDMM_MODULES,
     "dpopt.models.hdmm.residual.ResidualSelection": ("dpopt.solvers.hdmm.residual",),
+    "dpopt.models.hdmm.marginal_projection.MarginalProjection": (
+        "dpopt.solvers.hdmm.marginal_projection",
+    ),
     "dpopt.models.relational.qp.RelaxedLinkQP": ("dpopt.solvers.relational.qp",),
 }
 """Problem type → the modules that register its built-in methods (imported on first lookup)."""
