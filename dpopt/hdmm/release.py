@@ -20,7 +20,13 @@ from dpopt.hdmm.formulas import gram_of, strategy_matrix
 from dpopt.hdmm.noise import exact_stack, measured_theta, release_noise, strategy_columns
 from dpopt.hdmm.optimizers import OPT0_METHODS, optimize, optimize_product
 from dpopt.hdmm.planning import ErrorPlan, plan_error, plan_measured
-from dpopt.hdmm.residual.mechanism import answer_residual, measure_residual
+from dpopt.hdmm.residual.mechanism import (
+    answer_residual,
+    measure_residual,
+    publish_residual,
+    write_published,
+)
+from dpopt.hdmm.residual.publish import Published, Publishing
 from dpopt.hdmm.residual.release import MarginalAnswers, ResidualMeasurement
 from dpopt.hdmm.residual.release import reconstruct as reconstruct_residual
 from dpopt.hdmm.residual.store import StoredMarginals
@@ -219,6 +225,9 @@ class Answered:
     marginals: MarginalAnswers | StoredMarginals | None = None
     """A residual release's marginals as tables (``answers`` holds them flat, in row order;
     None when they were written to a directory)."""
+    published: Published | None = None
+    """How a residual release's tables were post-processed (None: ``raw``): the projection's
+    status and certified gap, the rounding's report."""
 
     @property
     def budget(self) -> BudgetReport:
@@ -284,6 +293,9 @@ def answer(
     executor: Any = None,
     out_dir: Any = None,
     max_memory: int | None = None,
+    postprocess: str = "auto",
+    total: float | None = None,
+    rounding_seed: int | None = None,
 ) -> Answered:
     """Optimise a strategy for this ε (data-independent, free), measure it, reconstruct, and
     answer W x̂ (McKenna et al., §10).
@@ -297,7 +309,14 @@ def answer(
     at scale"). It runs chunk by chunk on ``executor`` (a ``concurrent.futures`` executor or a
     Dask client); with ``out_dir`` the noisy answers and the marginals are written there as
     Parquet by the tasks (``answers`` is then None and ``marginals`` reads them back), the
-    same bits as in memory for the same ``rng``.
+    same bits as in memory for the same ``rng``. ``postprocess`` says what is published
+    (:mod:`dpopt.hdmm.residual.publish`; docs/families/hdmm.md, "Publishable marginals"):
+    ``"auto"`` is ``"nonnegative"`` for a residual release (consistent tables, every cell ≥ 0,
+    the maximum-likelihood ones under the release's noise, with a certified duality gap),
+    ``"integer"`` rounds those tables (``rounding_seed``: the rounding's public seed, default
+    fresh entropy, recorded), ``"raw"`` keeps the least-squares tables (negative and fractional
+    cells); ``total`` is a public number of records every table then sums to. Any other
+    strategy's answers are ``raw``, the only choice there.
 
     ``x`` may also be a pandas DataFrame (any workload): records, one column of codes per
     attribute, or a histogram with a ``count`` column (:mod:`dpopt.hdmm.data`).
@@ -325,11 +344,14 @@ def answer(
         if is_frame(x):
             x = frame_data(x, [int(s) for s in strategy.closure.sizes], source="x")
         place = {"executor": executor, "out_dir": out_dir, "max_memory": max_memory}
+        publishing = Publishing.of(postprocess, total, rounding_seed)
         return _answer_residual(
-            workload, strategy, x, epsilon, delta, rng, accountant, statuses, place
+            workload, strategy, x, epsilon, delta, rng, accountant, statuses, place, publishing
         )
     if executor is not None or out_dir is not None:
         raise ValueError("executor and out_dir are the residual release's (marginal workloads)")
+    if Publishing.of(postprocess, total, rounding_seed, residual=False).postprocess != "raw":
+        raise ValueError("only a residual release (Gaussian marginals) post-processes its tables")
     if isinstance(strategy, ProductStrategy):
         if len(strategy.blocks) > 1 and strategy.theta is None:
             raise ValueError(
@@ -378,14 +400,22 @@ def _answer_residual(
     accountant: Accountant | None,
     statuses: Mapping[str, Status],
     place: dict[str, Any],
+    publishing: Publishing,
 ) -> Answered:
     """:func:`answer` of a residual strategy: planned, measured, every marginal reconstructed
-    (``place``: the executor and the output directory)."""
+    and post-processed (``place``: the executor and the output directory)."""
     planned = plan_error(workload, strategy, epsilon=epsilon, delta=delta)
     measurement = measure_residual(
         strategy, x, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant, **place
     )
-    tables = answer_residual(measurement, place["executor"])
+    if publishing.postprocess == "raw":
+        tables = answer_residual(measurement, place["executor"])
+        published = None
+    else:
+        published = publish_residual(measurement, publishing)
+        tables = published.answers
+        if measurement.directory is not None:
+            tables = write_published(measurement, published)
     rows = None if isinstance(tables, StoredMarginals) else tables.rows(strategy.closure.weights)
     return Answered(
         rows,  # type: ignore[arg-type]
@@ -394,4 +424,5 @@ def _answer_residual(
         dict(statuses),
         planned,
         tables,
+        published,
     )

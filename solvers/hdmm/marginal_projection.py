@@ -197,6 +197,7 @@ def dual_ascent(
     gap = (best["upper"] - best["lower"]) / max(best["upper"], 1.0)
     info = {
         "gap": gap,
+        "tol": tol,
         "lower_bound": best["lower"],
         "upper_bound": best["upper"],
         "mixing": best["weight"],

@@ -175,15 +175,19 @@ def test_bad_input_charges_nothing() -> None:
     assert accountant.ledger == ()
 
 
-def test_a_failed_reconstruction_hands_back_the_measurement(monkeypatch) -> None:
+@pytest.mark.parametrize(("postprocess", "step"), [("raw", "reconstruct"), ("auto", "publish")])
+def test_a_failed_reconstruction_hands_back_the_measurement(
+    monkeypatch, postprocess: str, step: str
+) -> None:
     from dpopt.hdmm.residual import mechanism
 
-    def broken(measurement, executor=None, out_dir=None):
+    def broken(measurement, **options):
         raise ValueError("planted")
 
-    monkeypatch.setattr(mechanism, "reconstruct", broken)
+    monkeypatch.setattr(mechanism, step, broken)
+    options = {"epsilon": 1.0, "delta": 1e-6, "noise": "gaussian", "postprocess": postprocess}
     with pytest.raises(ReleaseError, match="planted") as raised:
-        hdmm.answer(_workload(), _records(), epsilon=1.0, delta=1e-6, noise="gaussian", rng=1)
+        hdmm.answer(_workload(), _records(), rng=1, **options)
     measurement = raised.value.measurement
     assert hdmm.reconstruct(measurement).values.size == _workload().shape[0]
 

@@ -1,7 +1,8 @@
 """A residual release end to end under the release contract (docs/design.md, "The release
 contract"; docs/families/hdmm.md, "Marginals at scale"): plan (the strategy's noise at (ε, δ),
-the records validated, the memory estimated, the accountant checked) → charge → draw every
-residual → reconstruct every workload marginal.
+the post-processing's options, the records validated, the memory estimated, the accountant
+checked) → charge → draw every residual → reconstruct every workload marginal, or publish
+them (docs/families/hdmm.md, "Publishable marginals").
 """
 
 from __future__ import annotations
@@ -15,13 +16,25 @@ from dpopt.hdmm.residual.planning import (
     check_release_memory,
     plan_noise,
 )
+from dpopt.hdmm.residual.publish import Published, Publishing, publish
 from dpopt.hdmm.residual.records import records_of
-from dpopt.hdmm.residual.release import MarginalAnswers, ResidualMeasurement, measure, reconstruct
+from dpopt.hdmm.residual.release import (
+    MarginalAnswers,
+    ResidualMeasurement,
+    measure,
+    reconstruct,
+    write_tables,
+)
 from dpopt.hdmm.residual.store import StoredMarginals
 from dpopt.hdmm.residual.strategy import ResidualStrategy
 from dpopt.release import ReleaseError, resolve_rng
 
-__all__ = ["answer_residual", "measure_residual"]
+__all__ = [
+    "answer_residual",
+    "measure_residual",
+    "publish_residual",
+    "write_published",
+]
 
 
 def measure_residual(
@@ -72,3 +85,37 @@ def answer_residual(
             measurement=measurement,
             budget=measurement.budget,
         ) from error
+
+
+def publish_residual(measurement: ResidualMeasurement, publishing: Publishing) -> Published:
+    """``measurement``'s tables post-processed as ``publishing`` says
+    (:func:`~dpopt.hdmm.residual.publish.publish`); a failure hands the paid-for measurement
+    back (:class:`~dpopt.release.ReleaseError`)."""
+    try:
+        return publish(
+            measurement,
+            postprocess=publishing.postprocess,
+            total=publishing.total,
+            rounding_seed=publishing.rounding_seed,
+        )
+    except (ValueError, ArithmeticError, MemoryError) as error:
+        raise ReleaseError(
+            f"hdmm.answer: the post-processing failed ({error})",
+            measurement=measurement,
+            budget=measurement.budget,
+        ) from error
+
+
+def write_published(measurement: ResidualMeasurement, published: Published) -> StoredMarginals:
+    """The published tables written to the measurement's release directory, with the record
+    of their post-processing in its manifest."""
+    assert measurement.directory is not None
+    try:
+        write_tables(measurement, published.answers, published.record())
+    except (ValueError, OSError, MemoryError) as error:
+        raise ReleaseError(
+            f"hdmm.answer: writing the published tables failed ({error})",
+            measurement=measurement,
+            budget=measurement.budget,
+        ) from error
+    return StoredMarginals(measurement.directory)

@@ -55,7 +55,14 @@ from dpopt.reprs import short_repr
 from dpopt.runner import Runner
 from dpopt.validation import instance
 
-__all__ = ["Layout", "MarginalAnswers", "ResidualMeasurement", "measure", "reconstruct"]
+__all__ = [
+    "Layout",
+    "MarginalAnswers",
+    "ResidualMeasurement",
+    "measure",
+    "reconstruct",
+    "write_tables",
+]
 
 SAFE = 1 << 61
 """Largest magnitude of a noisy residual answer held in int64 (room for one addition)."""
@@ -416,9 +423,31 @@ def reconstruct(
     return MarginalAnswers(tuple(closure.sizes.tolist()), attributes, offsets, values)
 
 
-def write_manifest(out: str, measurement: ResidualMeasurement, layout: Layout) -> None:
-    """The release directory's manifest (its public facts, budget and records), written last;
-    the INCOMPLETE marker is removed after it."""
+def write_tables(
+    measurement: ResidualMeasurement, answers: MarginalAnswers, postprocessing: dict[str, Any]
+) -> None:
+    """``answers`` (the workload's tables, e.g. post-processed) written to the measurement's
+    release directory chunk by chunk (each marginal with its own member's chunk), then the
+    manifest with the ``postprocessing`` record."""
+    out = measurement.directory
+    assert out is not None
+    layout = measurement.layout
+    for c in range(len(layout.chunks)):
+        marginals = np.flatnonzero(layout.owner == c)
+        attributes = [list(answers.attributes[j]) for j in marginals.tolist()]
+        tables = [answers.table(j).ravel().astype(np.float64) for j in marginals.tolist()]
+        write_marginals(out, c, marginals, attributes, tables)
+    write_manifest(out, measurement, layout, postprocessing)
+
+
+def write_manifest(
+    out: str,
+    measurement: ResidualMeasurement,
+    layout: Layout,
+    postprocessing: dict[str, Any] | None = None,
+) -> None:
+    """The release directory's manifest (its public facts, budget and records, how its tables
+    were post-processed), written last; the INCOMPLETE marker is removed after it."""
     closure = measurement.closure
     record = {
         "format": "dpopt residual release 1",
@@ -431,6 +460,7 @@ def write_manifest(out: str, measurement: ResidualMeasurement, layout: Layout) -
         "weights": closure.weights.tolist(),
         "budget": measurement.budget.to_dict(),
         "measured": [measured_record(m) for m in measurement.measured],
+        "postprocessing": postprocessing or {"postprocess": "raw", "total": None},
     }
     path = Path(out)
     partial = path / (MANIFEST + ".partial")
