@@ -189,9 +189,10 @@ class MarginalProjection(Problem):
         """The model from measured marginal tables: ``measured`` lists (attributes, noisy
         table, noise variance per cell) with independent noise; ``marginals`` the workload to
         make non-negative (default: the measured marginals). Each measured table M gives every
-        A ⊆ M a residual estimate (its mean over M∖A, centred) of variance σ_M²·Π_{i∈M∖A}
-        1/nᵢ per coordinate; the estimates of A are combined by inverse variance, the
-        generalised least-squares residual. A member that no table measures is refused."""
+        A ⊆ M a residual estimate (its sum over M∖A, centred) of variance σ_M²·Π_{i∈M∖A} nᵢ
+        per coordinate; the estimates of A are combined by inverse variance, which is the
+        generalised least squares on the tables: Σ_M ‖t_M(r) − y_M‖²/σ_M² is the model's
+        objective plus a constant. A member that no table measures is refused."""
         items = sequence("measured", measured, "(attributes, table, variance) triples")
         attrs = [tuple(sorted(int(a) for a in item[0])) for item in items]
         closure = Closure.of(sizes, marginals if marginals is not None else attrs)
@@ -236,12 +237,12 @@ def _add_estimates(
         if kept not in index:
             continue
         axes = tuple(j for j in range(k) if not (bits >> j) & 1)
-        mean = values.mean(axis=axes) if axes else values
-        for axis in range(mean.ndim):
-            mean = mean - mean.mean(axis=axis, keepdims=True)
-        weight = float(np.prod([shape[j] for j in axes])) / sigma2
+        summed = values.sum(axis=axes) if axes else values
+        for axis in range(summed.ndim):
+            summed = summed - summed.mean(axis=axis, keepdims=True)
+        weight = 1.0 / (sigma2 * float(np.prod([shape[j] for j in axes])))
         i = index[kept]
-        sums[i] += weight * mean
+        sums[i] += weight * summed
         precision[i] += weight
 
 
