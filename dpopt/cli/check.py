@@ -12,6 +12,7 @@ from typing import Any
 
 from dpopt.cli.options import write_json
 from dpopt.limits import CHECK_MAX_VIOLATIONS
+from dpopt.progress import progress_of
 from dpopt.validation import instance
 
 __all__ = ["add_parser", "run"]
@@ -44,9 +45,11 @@ def add_parser(commands: Any) -> None:
     cmd.add_argument(
         "--certificate",
         action="store_true",
-        help="census releases: also re-solve the post-processing from the release's noisy "
-        "answers (the noisy partitions, or the JSON file's measurement) with an exact method "
-        "and check that the released counts are its certified optimum",
+        help="census and HDMM residual releases: also re-solve the post-processing from the "
+        "release's noisy answers (census: the noisy partitions, or the JSON file's measurement; "
+        "HDMM: noisy.csv/.parquet) with an exact method and check that the released tables are "
+        "its certified optimum (an integer release: the rounding replayed with its recorded "
+        "seed)",
     )
     cmd.add_argument("--json", metavar="PATH", help="also write the report as JSON ('-': stdout)")
 
@@ -97,11 +100,16 @@ def _stored(args: argparse.Namespace) -> dict[str, Any]:
     """The report on a :mod:`dpopt.release_dir` release (every family but census's own files)."""
     from dpopt.release_dir import load
 
-    if args.certificate:
-        raise ValueError("--certificate re-solves census releases only")
     start = time.perf_counter()
     stored = load(args.path)
-    errors = stored.contract_errors(progress=True)
+    if args.certificate and stored.family != "hdmm":
+        raise ValueError("--certificate re-solves census and HDMM residual releases only")
+    progress = progress_of(True, stages=6 if args.certificate else 2)
+    errors = stored.contract_errors(progress=progress)
+    if args.certificate:
+        from dpopt.hdmm.stored_certificate import certificate_errors
+
+        errors += certificate_errors(stored, progress=progress)
     return {
         "path": str(stored.path),
         "valid": not errors,

@@ -15,6 +15,7 @@ from typing import Any
 from dpopt.cli.files import read_frame
 from dpopt.cli.options import (
     memory_gib,
+    nonnegative_int,
     output_path,
     positive_fraction,
     positive_int,
@@ -32,9 +33,21 @@ from dpopt.limits import HDMM_CSV_MAX_ANSWERS
 from dpopt.planning import MEMORY_BUDGET
 from dpopt.validation import instance
 
-__all__ = ["EPILOG", "PROG", "TABLE_FORMATS", "add_parser", "run", "show_plan"]
+__all__ = [
+    "EPILOG",
+    "POSTPROCESS_CHOICES",
+    "PROG",
+    "TABLE_FORMATS",
+    "add_parser",
+    "run",
+    "show_plan",
+]
 
 PROG = "dpopt hdmm answer"
+
+POSTPROCESS_CHOICES = ("auto", "nonnegative", "integer", "raw")
+"""``--postprocess``: ``auto`` and :data:`dpopt.hdmm.residual.publish.POSTPROCESSING`, named
+here so that ``dpopt`` starts without importing the family."""
 
 TABLE_FORMATS = ("auto", "csv", "parquet")
 """``--table-format``: :data:`dpopt.hdmm.stored.TABLE_FORMATS`, named here so that ``dpopt``
@@ -123,6 +136,31 @@ def add_parser(commands: Any) -> None:
         "before the data is read, and a residual release's answers from the number of "
         "records; more is refused before anything is charged",
     )
+    cmd.add_argument(
+        "--postprocess",
+        choices=POSTPROCESS_CHOICES,
+        default="auto",
+        help="what a residual release (--noise gaussian on marginals) publishes: auto "
+        "(default: nonnegative), nonnegative (consistent tables, every cell >= 0, the "
+        "maximum-likelihood ones under the release's noise, with a certified duality gap), "
+        "integer (those tables rounded: non-negative integers, one total, 2-way tables summing "
+        "exactly to their 1-way margins) or raw (least squares: negative and fractional cells). "
+        "Other releases are raw",
+    )
+    cmd.add_argument(
+        "--total",
+        type=nonnegative_int,
+        metavar="N",
+        help="a public number of records every published table sums to (nonnegative or "
+        "integer); without it the total is estimated with the rest",
+    )
+    cmd.add_argument(
+        "--rounding-seed",
+        type=nonnegative_int,
+        metavar="SEED",
+        help="the integer rounding's public seed (default: fresh entropy; recorded in the "
+        "manifest: the rounding is post-processing and reads no data)",
+    )
     cmd.add_argument("--out", required=True, metavar="DIR", help=OUT_HELP)
     cmd.add_argument(
         "--table-format",
@@ -174,13 +212,22 @@ def _answer(args: argparse.Namespace, release: ReleaseRun) -> int:
     budget = {"epsilon": args.epsilon, "delta": args.delta, "noise": args.noise}
     answered = hdmm.answer(
         workload, data, rng=args.noise_key, strategy=strategy, accountant=release.accountant,
-        max_memory=args.max_memory, **budget,
+        max_memory=args.max_memory, **budget, **_publishing(args),
     )  # fmt: skip
     answered = replace(answered, statuses=dict(strategy.statuses))
     manifest = hdmm.save_release(
         args.out, workload, answered, names=names, table_format=args.table_format
     )
     return _report(args, answered, manifest, table)
+
+
+def _publishing(args: argparse.Namespace) -> dict[str, Any]:
+    """``hdmm.answer``'s post-processing options from the command line."""
+    return {
+        "postprocess": args.postprocess,
+        "total": args.total,
+        "rounding_seed": args.rounding_seed,
+    }
 
 
 def _accountant(args: argparse.Namespace, strategy: Any) -> Any:
@@ -207,6 +254,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, Any,
     from dpopt import workload as wl
     from dpopt.hdmm.data import attribute_columns, frame_data, histogram_of
     from dpopt.hdmm.residual.planning import check_release_memory, plan_noise
+    from dpopt.hdmm.residual.publish import Publishing
     from dpopt.hdmm.residual.strategy import ResidualStrategy
     from dpopt.hdmm.stored import answer_columns
 
@@ -235,6 +283,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, Any,
         strategy = hdmm.optimize_product(
             workload, args.noise, method=method, objective=objective, **options
         )
+    Publishing.of(**_publishing(args), residual=isinstance(strategy, ResidualStrategy))
     if isinstance(strategy, ResidualStrategy):
         records = data.shape[0] if data.ndim == 2 else int((data != 0).sum())  # occupied cells
         check_release_memory(plan_noise(strategy, **budget), records, args.max_memory)
@@ -255,6 +304,7 @@ def _report(args: argparse.Namespace, answered: Any, manifest: Path, table: str)
         "budget": answered.budget.to_dict(),
         "statuses": dict(answered.statuses),
         "planned": None if planned is None else {"rmse": planned.rmse, "max_std": planned.max_std},
+        "postprocessing": None if answered.published is None else answered.published.record(),
     }
     if args.json:
         write_json(args.json, report)
@@ -267,8 +317,24 @@ def _report(args: argparse.Namespace, answered: Any, manifest: Path, table: str)
         )
         if planned is not None:
             print(f"planned error: RMSE {planned.rmse:.4g}, largest std {planned.max_std:.4g}")
+        if report["postprocessing"] is not None:
+            print(_published_line(report["postprocessing"]))
         print(f"wrote {manifest.parent / table} (verify: dpopt check {manifest.parent})")
     return 0
+
+
+def _published_line(record: dict[str, Any]) -> str:
+    """What the post-processing did, in one line."""
+    line = (
+        f"published {record['postprocess']} tables: projection {record['status']} "
+        f"(certified gap {record['gap']:.2g}, tol {record['tol']:g})"
+    )
+    if record.get("total") is not None:
+        line += f", total {record['total']:,}"
+    if "discrepancy" in record:
+        line += f"; rounding seed {record['rounding_seed']}, largest discrepancy of a table "
+        line += f"beyond 2-way {record['discrepancy']:g}"
+    return line
 
 
 def _plan_report(args: argparse.Namespace, planned: Any, table: str) -> dict[str, Any]:

@@ -43,6 +43,8 @@ __all__ = [
     "AnswerLayout",
     "answer_columns",
     "answers_name",
+    "noisy_batches",
+    "postprocessing_facts",
     "save_release",
 ]
 
@@ -131,6 +133,10 @@ def save_release(
     facts, sensitivities = _strategy_facts(answered.measurement)
     public.update(strategy=facts, strategy_template=answered.strategy.template, table=name)
     files = {name: release_dir.write_batches(out, name, batches)}
+    if isinstance(answered.measurement, ResidualMeasurement):
+        noisy = "noisy" + Path(name).suffix
+        files[noisy] = release_dir.write_batches(out, noisy, noisy_batches(answered.measurement))
+        public.update(noisy=noisy, postprocessing=postprocessing_facts(answered))
     return release_dir.finish(
         out,
         family="hdmm",
@@ -139,6 +145,32 @@ def save_release(
         files=files,
         public=public,
     )
+
+
+def noisy_batches(measurement: ResidualMeasurement) -> Iterator[dict[str, Any]]:
+    """The paid-for noisy answers ω of a residual release, one row per closure cell (closure
+    members in order, each member's cells row-major): ``member`` and ``omega``, chunk by
+    chunk, at most :data:`BATCH_ROWS` rows a batch. ``dpopt check --certificate`` re-solves the
+    post-processing from them."""
+    closure, layout = measurement.closure, measurement.layout
+    for c, (start, stop) in enumerate(layout.chunks):
+        flat = np.asarray(measurement.chunk(c), dtype=np.int64)
+        members = np.repeat(
+            np.arange(start, stop, dtype=np.int64), closure.member_cells[start:stop].astype(int)
+        )
+        for at in range(0, max(flat.size, 1), BATCH_ROWS):
+            yield {"member": members[at : at + BATCH_ROWS], "omega": flat[at : at + BATCH_ROWS]}
+
+
+def postprocessing_facts(answered: Answered) -> dict[str, Any]:
+    """What a residual release records of its post-processing
+    (:meth:`~dpopt.hdmm.residual.publish.Published.record`; ``raw`` when none) and the
+    variances of its samplers, which the post-processing's model weighs the residuals by."""
+    assert isinstance(answered.measurement, ResidualMeasurement)
+    published = answered.published
+    facts = {"postprocess": "raw", "total": None} if published is None else published.record()
+    facts["sampler_variances"] = [float(s.variance) for s in answered.measurement.plan.samplers]
+    return facts
 
 
 def _marginal_values(answered: Answered, table: Any) -> np.ndarray:

@@ -155,6 +155,25 @@ class MarginalProjection(Problem):
             array.setflags(write=False)
         return stacked
 
+    def residuals_of(self, tables: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+        """The point whose workload tables are ``tables`` (consistent, one per workload
+        marginal in order): each member's residual from the first table containing it, summed
+        over the other axes and centred."""
+        closure = self.closure
+        d = closure.sizes.size
+        rows = [[a for a in row if a < d] for row in closure.table.tolist()]
+        found = []
+        for row, shape in zip(closure.members.tolist(), self.layout.member_shapes, strict=True):
+            attrs = {a for a in row if a < d}
+            j = next(j for j, mine in enumerate(rows) if attrs <= set(mine))
+            axes = tuple(i for i, a in enumerate(rows[j]) if a not in attrs)
+            summed = np.asarray(tables[j], dtype=np.float64)
+            summed = summed.sum(axis=axes) if axes else summed
+            for axis in range(summed.ndim):
+                summed = summed - summed.mean(axis=axis, keepdims=True)
+            found.append(summed.reshape(shape))
+        return tuple(found)
+
     def violations(self, x: Any) -> float:
         """The largest relative violation at ``x`` (class docstring)."""
         stacked = self.point(x)

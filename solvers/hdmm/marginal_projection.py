@@ -33,6 +33,7 @@ from dpopt.limits import PROJECTION_MAX_ITERATIONS as MAX_ITERATIONS
 from dpopt.models.hdmm.marginal_projection import MarginalProjection, cvxpy_model
 from dpopt.problem import Outcome, register
 from dpopt.solvers.backends.cvxpy import register_cvxpy
+from dpopt.solvers.hdmm.projection_polish import active_cells, polish
 from dpopt.validation import integer, positive_number
 
 __all__ = ["CHECK_EVERY", "CVXPY_MAX_CELLS", "MAX_ITERATIONS", "PROJECTION_TOL", "Dual"]
@@ -42,6 +43,18 @@ PROJECTION_TOL = 1e-6
 
 CHECK_EVERY = 10
 """Iterations between two computations of the certificate (each costs one iteration)."""
+
+POLISH_AFTER = 40
+"""Dual iterations before the first active-set polish (the active set must be near)."""
+
+POLISH_EVERY = 40
+"""Dual iterations between two polishes, while the gap is not certified."""
+
+POLISH_ROUNDS = 4
+"""Most active sets one polish solves for (each updated from the last solution)."""
+
+POLISH_ACCURACY = 1e-11
+"""|t_c| to which a polish solves its active cells' equations, relative to the largest cell."""
 
 
 @dataclass
@@ -161,11 +174,20 @@ def dual_ascent(
     r = layout.zeros()
     theta = 1.0
     best: dict[str, Any] = {"upper": np.inf, "lower": -np.inf, "point": None, "weight": 1.0}
-    status, iterations = "feasible", 0
+    status, iterations, polished = "feasible", 0, 0
     while True:
-        if iterations % CHECK_EVERY == 0 and _certify(dual, mu, r, spare, best, tol):
+        if iterations % CHECK_EVERY == 0 and _certify(dual, mu, mu, r, spare, best, tol):
             status = "optimal"
             break
+        if iterations >= POLISH_AFTER and iterations % POLISH_EVERY == 0:
+            done, cg = _polish_rounds(dual, mu, r, spare, best, tol)
+            polished += cg
+            if done:
+                status = "optimal"
+                break
+            for a, b in zip(y, mu, strict=True):  # the dual iteration goes on from there
+                np.copyto(a, b)
+            theta = 1.0
         if iterations >= max_iterations:
             break
         if time_limit is not None and time.perf_counter() - begun > time_limit:
@@ -202,21 +224,54 @@ def dual_ascent(
         "upper_bound": best["upper"],
         "mixing": best["weight"],
         "iterations": iterations,
+        "polish_iterations": polished,
     }
     message = "" if status == "optimal" else f"stopped with duality gap {gap:.3g} > tol {tol:g}"
     return Outcome(layout.unstack(best["point"]), status, message, info)
 
 
-def _certify(
+def _polish_rounds(
     dual: Dual, mu: list[np.ndarray], r: list[np.ndarray], spare: list[np.ndarray],
     best: dict[str, Any], tol: float,
-) -> bool:  # fmt: skip
-    """Update ``best`` with the bounds at μ (``r`` and ``spare`` are scratch); whether the gap
-    is now within ``tol``."""
-    problem, layout = dual.problem, dual.problem.layout
+) -> tuple[bool, int]:  # fmt: skip
+    """The active-set polish (:mod:`dpopt.solvers.hdmm.projection_polish`) from μ, at most
+    :data:`POLISH_ROUNDS` sets: whether it certified the gap, and its CG iterations. ``mu``
+    is left at the last polished multipliers (clipped at 0)."""
+    layout = dual.problem.layout
     dual.primal(mu, r)
     tables = layout.forward(r, spare)
+    accuracy = POLISH_ACCURACY * max(1.0, max(float(np.abs(t).max()) for t in tables))
+    active = active_cells(mu, tables, accuracy)
+    spent = 0
+    for _ in range(POLISH_ROUNDS):
+        nu, cg = polish(dual, mu, active, accuracy)
+        spent += cg
+        clipped = [np.maximum(n, 0.0) for n in nu]
+        done = _certify(dual, clipped, nu, r, spare, best, tol)  # spare: the tables of r(ν)
+        for a, b in zip(mu, clipped, strict=True):
+            np.copyto(a, b)
+        if done:
+            return True, spent
+        following = active_cells(nu, spare, accuracy)
+        if all(np.array_equal(a, b) for a, b in zip(active, following, strict=True)):
+            break
+        active = following
+    return False, spent
+
+
+def _certify(
+    dual: Dual, mu: list[np.ndarray], ahead: list[np.ndarray], r: list[np.ndarray],
+    spare: list[np.ndarray], best: dict[str, Any], tol: float,
+) -> bool:  # fmt: skip
+    """Update ``best`` with the dual bound at μ ≥ 0 and the feasible point made from r(ahead)
+    (``r`` and ``spare`` are scratch; ``spare`` is left holding the tables of r(ahead));
+    whether the gap is now within ``tol``."""
+    problem, layout = dual.problem, dual.problem.layout
+    dual.primal(mu, r)
     best["lower"] = max(best["lower"], dual.lower(mu, r))
+    if ahead is not mu:
+        dual.primal(ahead, r)
+    tables = layout.forward(r, spare)
     point, weight = dual.feasible(r, tables)
     upper = problem.stacked_objective(point, problem.stacked_noisy)
     if upper < best["upper"]:
