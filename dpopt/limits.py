@@ -84,6 +84,7 @@ __all__ = [
     "PLAN_MIN_MEMORY",
     "PROJECTION_CVXPY_MAX_CELLS",
     "PROJECTION_MAX_ITERATIONS",
+    "PUBLISHED_MAX_SIMULATIONS",
     "RELATIONAL_MAX_CELLS",
     "RELATIONAL_MAX_EPSILON",
     "RELATIONAL_MAX_ROWS",
@@ -454,6 +455,15 @@ row per cell and a term per residual cell; docs/families/hdmm.md, "Publishable m
 
 Unit: cells.
 Past it: the cvxpy methods refuse the problem; ``dual-ascent`` is exact at any size."""
+
+PUBLISHED_MAX_SIMULATIONS = 100_000
+"""Most simulated releases one simulation of a residual release's published tables draws
+(dpopt.hdmm.residual.intervals: the cells' standard errors and intervals, and the planned
+error of the post-processed tables at a reference): each is one post-processing, and the
+intervals keep 4 bytes per cell and simulation.
+
+Unit: simulated releases.
+Past it: ValueError naming ``simulations``."""
 
 HDMM_CSV_MAX_ANSWERS = 1 << 20
 """Most answers an HDMM release directory writes as CSV when its table format is ``auto``: a

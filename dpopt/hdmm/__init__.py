@@ -19,6 +19,10 @@
 - :func:`plan_error`, :func:`plan_epsilon`, :func:`query_std` — accuracy before the budget
   is spent (docs/choosing-epsilon.md): a release's RMSE and largest per-query standard deviation at
   ε, the smallest ε that meets a target for either, and every query's standard deviation.
+- :func:`cell_errors` — every published cell's standard error and interval from the public
+  noise scales alone, exact for raw tables, simulated through the post-processing for
+  non-negative ones; :class:`Reference` — the public dataset at which :func:`plan_error`
+  simulates the post-processed tables (docs/families/hdmm.md, "Errors of the published tables").
 - :func:`save_release` — an answered release written as a directory that ``dpopt check``
   verifies (:mod:`dpopt.hdmm.stored`; ``dpopt hdmm answer`` writes the same).
 
@@ -36,6 +40,8 @@ from dpopt.hdmm.optimizers import (
 )
 from dpopt.hdmm.planning import ErrorPlan, plan_epsilon, plan_error, query_std
 from dpopt.hdmm.release import Answered, Measurement, answer, measure, reconstruct
+from dpopt.hdmm.residual.intervals import CellErrors, cell_errors
+from dpopt.hdmm.residual.reference import PublishedError, Reference
 from dpopt.hdmm.stored import save_release
 from dpopt.hdmm.strategies import (
     PRODUCT_METHODS,
@@ -51,11 +57,15 @@ __all__ = [
     "TEMPLATE_OF",
     "Answered",
     "AnyStrategy",
+    "CellErrors",
     "ErrorPlan",
     "Measurement",
     "ProductStrategy",
+    "PublishedError",
+    "Reference",
     "Strategy",
     "answer",
+    "cell_errors",
     "expected_error",
     "gram_of",
     "measure",

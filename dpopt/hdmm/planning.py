@@ -5,6 +5,7 @@ query's standard deviation (:func:`query_std`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from dpopt.hdmm.formulas import workload_cells, workload_rows
 from dpopt.hdmm.noise import check_release, exact_stack, measured_theta, release_noise
 from dpopt.hdmm.optimizers import identity_for
 from dpopt.hdmm.residual.planning import plan_noise, release_error
+from dpopt.hdmm.residual.reference import PublishedError, Reference, published_error
 from dpopt.hdmm.residual.strategy import ResidualStrategy, marginal_workload
 from dpopt.hdmm.strategies import AnyStrategy, ProductStrategy, Strategy
 from dpopt.limits import MAX_BISECTIONS
@@ -29,9 +31,10 @@ from dpopt.privacy import (
     ExactStack,
     Noise,
 )
+from dpopt.progress import Progress
 from dpopt.query_variance import Covariance, forms_bytes, max_row_form, row_forms, total_form
 from dpopt.reprs import short_repr
-from dpopt.validation import finite_array, positive_number
+from dpopt.validation import finite_array, instance, positive_number
 
 __all__ = [
     "ErrorPlan",
@@ -136,6 +139,7 @@ class ErrorPlan:
     max_std: float
     queries: int
     strategy: AnyStrategy
+    published: PublishedError | None = None
 
 
 def _candidates(
@@ -192,6 +196,8 @@ def plan_error(
     epsilon: float,
     delta: float | None = None,
     max_memory: int | None = None,
+    reference: Reference | None = None,
+    progress: bool | Progress = False,
 ) -> ErrorPlan:
     """The RMSE and largest per-query standard deviation of a release of ``workload`` through
     ``strategy`` (an :func:`optimize`, :func:`optimize_product` or
@@ -203,9 +209,25 @@ def plan_error(
     A plan that would take more than ``max_memory`` bytes (default
     :data:`~dpopt.planning.MEMORY_BUDGET`, estimated by
     :func:`~dpopt.query_variance.forms_bytes`) is refused before it allocates.
+
+    A residual strategy's plan also gives the post-processed tables' figures when given a
+    ``reference`` (a public dataset, :class:`~dpopt.hdmm.residual.reference.Reference`):
+    simulated there (``published``; docs/families/hdmm.md, "Errors of the published tables"),
+    with ``progress`` on stderr. Without data the figures are the reference's, not the
+    release's; the non-negative tables are never further from the truth than the raw ones in
+    the model's norm, on any draw.
     """
     check_release(_kind_of(strategy), epsilon, delta)
-    return _evaluator(workload, strategy, max_memory)(epsilon, delta)
+    if reference is not None:
+        instance("reference", reference, Reference)
+        if not isinstance(strategy, ResidualStrategy):
+            raise ValueError("a reference simulates a residual release's post-processing")
+    plan = _evaluator(workload, strategy, max_memory)(epsilon, delta)
+    if reference is None:
+        return plan
+    noise = plan_noise(strategy, epsilon=epsilon, delta=delta)  # type: ignore[arg-type]
+    found = published_error(noise, reference, progress=progress)
+    return dataclasses.replace(plan, published=found)
 
 
 Evaluator = Callable[[float, float | None], ErrorPlan]
