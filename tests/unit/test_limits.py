@@ -150,6 +150,7 @@ def test_every_limit_has_a_former_home_or_is_new() -> None:
         "MAX_TEXT_FILE_BYTES",
         "MAX_COLUMN_NAME_CHARS",
         "RELATIONAL_MAX_EPSILON",
+        "ROUNDING_MAX_TOTAL",
     }
     assert set(limits.__all__) == used | new_here
 
