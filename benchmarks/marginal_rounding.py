@@ -1,7 +1,7 @@
 """Integer marginal tables at scale: the time and the discrepancy of controlled rounding.
 
     python benchmarks/marginal_rounding.py [--quick] [--cases adult,adult-bundled,d30,d100]
-        [--records 10000] [--seed 0]
+        [--records 10000] [--seed 0] [--threads N]
 
 Makes consistent non-negative fractional tables by counting random records with random weights
 in [0, 2) (``np.bincount`` per marginal; no domain is formed), then rounds them with
@@ -93,9 +93,10 @@ def up_to_three(d: int) -> list[tuple]:
     return [c for k in range(4) for c in itertools.combinations(range(d), k)]
 
 
-def run(name: str, answers: MarginalAnswers, seed: int, made: float) -> None:
+def run(name: str, answers: MarginalAnswers, seed: int, made: float, threads: int | None) -> None:
     start, cpu = time.perf_counter(), time.process_time()
-    result = round_marginals(answers, rng=np.random.default_rng(seed), progress=True)
+    rng = np.random.default_rng(seed)
+    result = round_marginals(answers, rng=rng, threads=threads, progress=True)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(
@@ -115,6 +116,7 @@ def main() -> None:
         "--records", type=int, default=10_000, help="records of the synthetic cases"
     )
     parser.add_argument("--seed", type=int, default=0, help="records and rounding (public)")
+    parser.add_argument("--threads", type=int, default=None, help="default: the idle cores")
     args = parser.parse_args()
     cases = ["quick", "adult"] if args.quick else args.cases.split(",")
     for case in cases:
@@ -131,7 +133,7 @@ def main() -> None:
             answers = synthetic((10,) * d, up_to_three(d), args.records, args.seed)
         else:
             parser.error(f"unknown case {case!r}")
-        run(case, answers, args.seed, time.perf_counter() - start)
+        run(case, answers, args.seed, time.perf_counter() - start, args.threads)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ transportation flow against exhaustive enumeration; the unbiasedness of the tota
 
 from __future__ import annotations
 
+import io
 import itertools
 import math
 from dataclasses import replace
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpopt.hdmm.residual import transport as transport_module
 from dpopt.hdmm.residual.release import MarginalAnswers
 from dpopt.hdmm.residual.rounding import (
     RoundedMarginals,
@@ -23,6 +25,7 @@ from dpopt.hdmm.residual.rounding import (
 )
 from dpopt.hdmm.residual.transport import model_objective, north_west, transport
 from dpopt.limits import ROUNDING_MAX_TOTAL
+from dpopt.progress import Progress
 
 
 def weighted_answers(
@@ -180,6 +183,23 @@ def compositions(total: int, parts: int) -> list[tuple[int, ...]]:
     if parts == 1:
         return [(total,)]
     return [(k, *rest) for k in range(total + 1) for rest in compositions(total - k, parts - 1)]
+
+
+def test_lowering_that_the_hub_cannot_split_is_solved_again(monkeypatch) -> None:
+    # the hub lowers (0, 1) and (1, 0), which a north-west split puts on (0, 0) and (1, 1),
+    # whose floors are 0: the problem is solved again with an arc a cell
+    calls = []
+    original = transport_module._flow
+
+    def spy(x, rows, cols, lower_hub):
+        calls.append(lower_hub)
+        return original(x, rows, cols, lower_hub)
+
+    monkeypatch.setattr(transport_module, "_flow", spy)
+    x = np.array([[[0.0, 2.0], [2.0, 0.0]], [[0.5, 0.5], [0.5, 0.5]]])
+    n = transport(x, np.array([[1, 1], [1, 1]]), np.array([[1, 1], [1, 1]]))
+    assert n[0].tolist() == [[0, 1], [1, 0]]
+    assert calls == [True, False]
 
 
 def enumerate_best(x: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> int:
@@ -353,3 +373,37 @@ def test_inputs_are_validated() -> None:
     nan[0] = np.nan
     with pytest.raises(ValueError, match="finite"):
         round_marginals(replace(answers, values=nan), rng=np.random.default_rng(0))
+
+
+def test_threads_do_not_change_the_result_and_progress_reports_levels() -> None:
+    answers = three_way_answers(7, sizes=(2, 3, 4, 2, 3), records=60)
+    stream = io.StringIO()
+    progress = Progress(stream=stream, bar=False)
+    one = round_marginals(answers, rng=np.random.default_rng(4), threads=1)
+    two = round_marginals(answers, rng=np.random.default_rng(4), threads=2, progress=progress)
+    assert np.array_equal(one.answers.values, two.answers.values)
+    assert one.levels == two.levels
+    assert "2-way tables" in stream.getvalue() and "3-way tables" in stream.getvalue()
+
+
+def test_a_given_total_absorbs_float_error() -> None:
+    answers = three_way_answers(8)
+    n = 50
+    scaled = replace(answers, values=answers.values * (n / float(answers.table(0).sum())))
+    noisy = replace(scaled, values=scaled.values * (1 + 1e-12))
+    result = round_marginals(noisy, rng=np.random.default_rng(0), total=n)
+    assert result.total == n
+    assert violations(noisy, result, n) == []
+
+
+def test_four_way_tables_are_exact_on_their_parents() -> None:
+    rng = np.random.default_rng(12)
+    sizes = (2, 3, 3, 4, 2)
+    codes = np.stack([rng.integers(0, s, 80) for s in sizes], axis=1)
+    answers = weighted_answers(sizes, [(0, 1, 2, 3), (1, 2, 3, 4)], codes, rng.random(80))
+    result = round_marginals(answers, rng=np.random.default_rng(1))
+    assert violations(answers, result) == []
+    assert [level.level for level in result.levels] == [1, 2, 3, 4]
+    # the 3-way parents outside the workload are rounded and returned
+    assert all(len(attrs) <= 3 for attrs in result.lower)
+    assert any(len(attrs) == 3 for attrs in result.lower)

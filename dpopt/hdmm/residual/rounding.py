@@ -47,19 +47,23 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
 
 from dpopt.hdmm.residual.release import MarginalAnswers
-from dpopt.hdmm.residual.transport import BATCH_CELLS, transport
+from dpopt.hdmm.residual.transport import transport
 from dpopt.limits import ROUNDING_MAX_TOTAL
 from dpopt.progress import Progress, progress_of
 from dpopt.reprs import short_repr
+from dpopt.threads import idle_cores
 from dpopt.validation import instance, integer
 
 __all__ = [
+    "BATCH_CELLS",
     "NEGATIVE_TOL",
     "TOTAL_TOL",
     "LevelReport",
@@ -72,6 +76,9 @@ __all__ = [
 TOTAL_TOL = 1e-6
 """Relative tolerance (of max(1, N)) between the tables' float totals, between a table and the
 sum of one holding it, and between the float total and a given ``total``."""
+
+BATCH_CELLS = 1 << 21
+"""Cells of the tables rounded together (one task): ~100 bytes a cell in flight."""
 
 NEGATIVE_TOL = 1e-9
 """Relative tolerance (of max(1, N)) of a negative float cell: set to 0; below it, ValueError."""
@@ -119,10 +126,17 @@ class RoundedMarginals:
         key = tuple(sorted(attributes))
         if key in self.lower:
             return self.lower[key]
-        for j, attrs in enumerate(self.answers.attributes):
-            if attrs == key:
-                return self.answers.table(j)
+        if key in self.workload_index:
+            return self.answers.table(self.workload_index[key])
         raise KeyError(f"{key} is not a table of the rounding's hierarchy")
+
+    @cached_property
+    def workload_index(self) -> dict[tuple[int, ...], int]:
+        """The first workload marginal of each set of attributes."""
+        index: dict[tuple[int, ...], int] = {}
+        for j, attrs in enumerate(self.answers.attributes):
+            index.setdefault(attrs, j)
+        return index
 
 
 def systematic(fractions: np.ndarray, target: float, u: float) -> np.ndarray:
@@ -248,11 +262,14 @@ def round_marginals(
     *,
     rng: np.random.Generator,
     total: int | None = None,
+    threads: int | None = None,
     progress: bool | Progress = False,
 ) -> RoundedMarginals:
     """Integer tables from consistent non-negative float ones (module docstring): every cell a
     non-negative integer, every table summing to the same N (``total`` when given), every
-    2-way table exactly consistent with its 1-way tables, the rest reported."""
+    2-way table exactly consistent with its 1-way tables, the rest reported. ``threads``
+    solve batches of tables at once (default: the idle cores, at least 1); the result does not
+    depend on them (``rng`` is drawn from only before, for the 1-way tables)."""
     instance("answers", answers, MarginalAnswers)
     instance("rng", rng, np.random.Generator)
     given = None if total is None else integer("total", total, minimum=0)
@@ -260,6 +277,7 @@ def round_marginals(
         raise ValueError(f"total must be <= ROUNDING_MAX_TOTAL ({ROUNDING_MAX_TOTAL}), got {given}")
     if len(answers) == 0:
         raise ValueError("answers must hold at least one marginal table")
+    workers = max(1, idle_cores()) if threads is None else integer("threads", threads, minimum=1)
     values, float_total = _checked_values(answers, given)
     report = progress_of(progress)
     hierarchy = _Hierarchy(answers, values)
@@ -285,16 +303,20 @@ def round_marginals(
             out.store(member, table)
         levels.append(tally.report())
     depth = max(len(order) for order in hierarchy.members)
-    for k in range(2, depth + 1):
-        members = hierarchy.level(k)
-        if not members:
-            continue
-        tally = _Tally(k)
-        with report.stage(f"{k}-way tables", len(members), unit="table") as stage:
-            for group in _groups(members):
-                _round_group(group, hierarchy, out, n_total, tally, keep=k < depth)
-                stage.advance(len(group))
-        levels.append(tally.report())
+    with ThreadPoolExecutor(workers) as pool:
+        for k in range(2, depth + 1):
+            members = hierarchy.level(k)
+            if not members:
+                continue
+            tally = _Tally(k)
+            with report.stage(f"{k}-way tables", len(members), unit="table") as stage:
+                work = partial(_round_group, hierarchy=hierarchy, out=out, n_total=n_total)
+                for group, solved, part in pool.map(work, _groups(members)):
+                    tally.merge(part)
+                    for member, table in zip(group, solved, strict=True):
+                        out.store(member, table, keep=k < depth)
+                    stage.advance(len(group))
+            levels.append(tally.report())
     return out.result(n_total, tuple(levels))
 
 
@@ -353,6 +375,13 @@ class _Tally:
         self.l1 += float(deviation.sum())
         self.exact += exact
         return deviation
+
+    def merge(self, other: _Tally) -> None:
+        for name in ("tables", "cells", "moved", "exact", "reported", "l1"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.worst = max(self.worst, other.worst)
+        self.largest = max(self.largest, other.largest)
+        self.bound = max(self.bound, other.bound)
 
     def report(self) -> LevelReport:
         return LevelReport(
@@ -413,16 +442,11 @@ def _groups(members: list[_Member]) -> Iterator[list[_Member]]:
 
 
 def _round_group(
-    group: list[_Member],
-    hierarchy: _Hierarchy,
-    out: _Output,
-    n_total: int,
-    tally: _Tally,
-    keep: bool,
-) -> None:
+    group: list[_Member], hierarchy: _Hierarchy, out: _Output, n_total: int
+) -> tuple[list[_Member], np.ndarray, _Tally]:
     """Round members of one shape: their (p, q) slices as one batch of transportation problems
-    whose margins are the rounded parents (module docstring); then count them and their
-    discrepancies."""
+    whose margins are the rounded parents (module docstring); the tables (stacked) and their
+    counts and discrepancies."""
     shape = group[0].x.shape
     m, n = shape[-2], shape[-1]
     members, rounded = hierarchy.members, out.rounded
@@ -437,11 +461,11 @@ def _round_group(
     _consistent(slices.sum(axis=2), want_rows, n_total, group[0].order)
     _consistent(slices.sum(axis=1), want_cols, n_total, group[0].order)
     solved = transport(slices, rows, cols).reshape(x.shape)
+    tally = _Tally(len(shape))
     deviation = tally.cells_of(x, solved, exact=2 * len(group))
     for axis in range(len(shape) - 2):
         _discrepancy(group, axis, solved, deviation, hierarchy, rounded, tally)
-    for member, table in zip(group, solved, strict=True):
-        out.store(member, table, keep)
+    return group, solved, tally
 
 
 def _discrepancy(
