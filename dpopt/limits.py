@@ -95,6 +95,7 @@ __all__ = [
     "RESIDUAL_MAX_ARITY",
     "RESIDUAL_MAX_CLOSURE",
     "RESIDUAL_MAX_ITERATIONS",
+    "ROUNDING_MAX_TOTAL",
     "SDP_CLARABEL_MAX_N",
     "SDP_SCS_MAX_N",
     "SORT_KEY_LIMIT",
@@ -435,6 +436,13 @@ RESIDUAL_DENSE_BLOCKS = 4096
 
 Unit: closure members.
 Past it: ValueError: measure it with ``hdmm.measure`` instead."""
+
+ROUNDING_MAX_TOTAL = 1 << 40
+"""Largest total of the tables ``hdmm.residual.rounding.round_marginals`` rounds: its flows'
+costs (2^20 a unit) times their units stay far inside int64 (1.1 × 10^12 records).
+
+Unit: records (the tables' total).
+Past it: ValueError naming ROUNDING_MAX_TOTAL."""
 
 MAX_HISTOGRAM_CELLS = 1 << 24
 """Largest domain a residual release takes as a histogram (16.8 million cells).

@@ -151,6 +151,9 @@ def test_every_limit_has_a_former_home_or_is_new() -> None:
         "MAX_COLUMN_NAME_CHARS",
         "RELATIONAL_MAX_EPSILON",
         "PUBLISHED_MAX_SIMULATIONS",
+        "ROUNDING_MAX_TOTAL",
+        "PROJECTION_MAX_ITERATIONS",
+        "PROJECTION_CVXPY_MAX_CELLS",
     }
     assert set(limits.__all__) == used | new_here
 
