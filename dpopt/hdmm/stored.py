@@ -168,7 +168,9 @@ def postprocessing_facts(answered: Answered) -> dict[str, Any]:
     variances of its samplers, which the post-processing's model weighs the residuals by."""
     assert isinstance(answered.measurement, ResidualMeasurement)
     published = answered.published
-    facts = {"postprocess": "raw", "total": None} if published is None else published.record()
+    facts: dict[str, Any] = (
+        {"postprocess": "raw", "total": None} if published is None else published.record()
+    )
     facts["sampler_variances"] = [float(s.variance) for s in answered.measurement.plan.samplers]
     return facts
 

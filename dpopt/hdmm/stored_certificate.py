@@ -140,12 +140,22 @@ def _optimality_errors(
 ) -> list[str]:
     """The published tables' objective against the re-solve's certified dual bound."""
     point = problem.residuals_of(_tables(closure, released))
+    rebuilt = np.concatenate([t.ravel() for t in problem.tables(point)])
+    scale = max(1.0, float(np.abs(released).max(initial=0.0)))
+    gap = float(np.abs(rebuilt - released).max(initial=0.0))
+    if gap > TOLERANCE * scale * max(1, closure.table.shape[1]):
+        return [f"--certificate: the published tables are not consistent (off by {gap:.3g})"]
+    lowest = float(released.min(initial=0.0))
+    if lowest < 0:
+        return [f"--certificate: a published cell is {lowest:.3g}: not a point of the model"]
     objective = problem.objective(point)
     lower = float(solution.info["lower_bound"])
     excess = (objective - lower) / max(objective, 1.0)
     if excess > tol * (1.0 + 1e-9):
-        return [f"--certificate: the published tables' objective {objective:.10g} exceeds the "
-                f"certified lower bound {lower:.10g} by {excess:.3g} relative (tol {tol:g})"]  # fmt: skip
+        return [
+            f"--certificate: the published tables' objective {objective:.10g} exceeds the "
+            f"certified lower bound {lower:.10g} by {excess:.3g} relative (tol {tol:g})"
+        ]
     return []
 
 

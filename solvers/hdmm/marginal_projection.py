@@ -31,7 +31,7 @@ import numpy as np
 from dpopt.limits import PROJECTION_CVXPY_MAX_CELLS as CVXPY_MAX_CELLS
 from dpopt.limits import PROJECTION_MAX_ITERATIONS as MAX_ITERATIONS
 from dpopt.models.hdmm.marginal_projection import MarginalProjection, cvxpy_model
-from dpopt.problem import Outcome, register
+from dpopt.problem import Outcome, Status, register
 from dpopt.solvers.backends.cvxpy import register_cvxpy
 from dpopt.solvers.hdmm.projection_polish import active_cells, polish
 from dpopt.validation import integer, positive_number
@@ -174,7 +174,8 @@ def dual_ascent(
     r = layout.zeros()
     theta = 1.0
     best: dict[str, Any] = {"upper": np.inf, "lower": -np.inf, "point": None, "weight": 1.0}
-    status, iterations, polished = "feasible", 0, 0
+    status: Status = "feasible"
+    iterations, polished = 0, 0
     while True:
         if iterations % CHECK_EVERY == 0 and _certify(dual, mu, mu, r, spare, best, tol):
             status = "optimal"

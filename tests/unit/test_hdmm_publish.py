@@ -148,3 +148,75 @@ def test_only_a_residual_release_post_processes() -> None:
             accountant=accountant,
         )
     assert accountant.ledger == ()
+
+
+def test_integer_tables_are_non_negative_integers_of_one_total_with_exact_margins() -> None:
+    answered = hdmm.answer(
+        wl.Marginals(SIZES, 3), _records(), rng=2, postprocess="integer", rounding_seed=4,
+        **GAUSSIAN,
+    )  # fmt: skip
+    tables = answered.marginals
+    assert tables is not None and answered.published is not None
+    assert tables.values.dtype == np.int64 and tables.values.min() >= 0
+    rounding = answered.published.rounding
+    assert len({int(t.sum()) for t in tables}) == 1
+    for attrs in [(0, 1), (1, 2), (2, 3)]:  # every 2-way table sums exactly to its 1-way ones
+        pair = rounding.table(attrs)
+        assert np.array_equal(pair.sum(axis=1), rounding.table(attrs[:1]))
+        assert np.array_equal(pair.sum(axis=0), rounding.table(attrs[1:]))
+    again = hdmm.answer(
+        wl.Marginals(SIZES, 3), _records(), rng=2, postprocess="integer", rounding_seed=4,
+        **GAUSSIAN,
+    )  # fmt: skip
+    np.testing.assert_array_equal(again.answers, answered.answers)  # the seed fixes it
+
+
+def _saved(tmp_path, **options):
+    from dpopt import release_dir
+    from dpopt.progress import progress_of
+
+    answered = hdmm.answer(_workload(), _records(), rng=9, **GAUSSIAN, **options)
+    hdmm.save_release(tmp_path / "r", _workload(), answered)
+    return release_dir.load(tmp_path / "r"), progress_of(False)
+
+
+@pytest.mark.parametrize("postprocess", ["raw", "nonnegative", "integer"])
+def test_check_and_certificate_accept_each_release(tmp_path, postprocess: str) -> None:
+    from dpopt.hdmm.stored_certificate import certificate_errors
+
+    stored, progress = _saved(tmp_path, postprocess=postprocess)
+    assert stored.public["postprocessing"]["postprocess"] == postprocess
+    assert stored.contract_errors() == []
+    assert certificate_errors(stored, progress=progress) == []
+
+
+def test_a_raw_release_claimed_non_negative_fails_the_check_and_the_certificate(tmp_path):
+    from dpopt.hdmm.stored_certificate import certificate_errors
+
+    stored, progress = _saved(tmp_path, postprocess="raw")
+    manifest = tmp_path / "r" / "manifest.json"
+    record = json.loads(manifest.read_text())
+    record["public"]["postprocessing"].update(postprocess="nonnegative", tol=1e-6)
+    manifest.write_text(json.dumps(record))
+    from dpopt import release_dir
+
+    stored = release_dir.load(tmp_path / "r")
+    assert any("negative cells" in e for e in stored.contract_errors())
+    found = certificate_errors(stored, progress=progress)
+    assert len(found) == 1 and "not a point of the model" in found[0]
+
+
+def test_a_projection_stopped_early_fails_the_certificate(tmp_path, monkeypatch) -> None:
+    """A release whose projection stopped after one iteration says so (status feasible, its
+    gap), and the certificate finds its tables short of the optimum."""
+    from dpopt.hdmm.residual import publish as module
+    from dpopt.hdmm.stored_certificate import certificate_errors
+
+    solve = module.solve
+    monkeypatch.setattr(module, "solve", lambda *a, **k: solve(*a, **k, max_iterations=1))
+    stored, progress = _saved(tmp_path, postprocess="nonnegative")
+    monkeypatch.undo()
+    record = stored.public["postprocessing"]
+    assert record["status"] == "feasible" and record["gap"] > record["tol"]
+    found = certificate_errors(stored, progress=progress)
+    assert len(found) == 1 and "exceeds the certified lower bound" in found[0]

@@ -151,14 +151,16 @@ def publish(
     if solution.x is None:
         raise ValueError(f"the projection found no point ({solution.info.get('message', '')})")
     tables = tables_of(problem, solution.x, clip=True)
-    facts = {"total": options.total, "solution": solution}
+    total = options.total
     if options.postprocess == "nonnegative":
-        return Published(tables, "nonnegative", **facts)
+        return Published(tables, "nonnegative", total=total, solution=solution)
     from dpopt.hdmm.residual.rounding import round_marginals
 
     seed = options.rounding_seed
     rounded = round_marginals(tables, rng=np.random.default_rng(seed), total=options.total)
-    return Published(rounded.answers, "integer", rounding_seed=seed, rounding=rounded, **facts)
+    return Published(
+        rounded.answers, "integer", total, rounding_seed=seed, solution=solution, rounding=rounded
+    )
 
 
 @dataclass(frozen=True)
@@ -189,5 +191,6 @@ class Publishing:
             if chosen != "integer":
                 raise ValueError("rounding_seed is the integer post-processing's")
         elif chosen == "integer":
-            rounding_seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
+            fresh = np.random.SeedSequence().generate_state(1, np.uint64)[0]
+            rounding_seed = int(fresh >> np.uint64(2))  # 62 bits: what ``integer`` accepts
         return cls(chosen, total, rounding_seed)
