@@ -44,7 +44,6 @@ __all__ = [
     "answer_columns",
     "answers_name",
     "noisy_batches",
-    "postprocessing_facts",
     "save_release",
 ]
 

@@ -271,6 +271,7 @@ def cvxpy_model(problem: MarginalProjection) -> tuple[Any, Any]:
     point back; for small workloads (the cells and the closure are written out)."""
     import cvxpy as cp
 
+    instance("problem", problem, MarginalProjection)
     shapes = problem.layout.member_shapes
     offsets = np.concatenate(([0], np.cumsum([int(np.prod(s)) for s in shapes])))
     forward = _sparse_forward(problem, offsets)

@@ -16,14 +16,11 @@ alone leaves negatives of the order of its own slow convergence. The set is then
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from dpopt.solvers.hdmm.marginal_projection import Dual
-
-__all__ = ["POLISH_CG_ITERATIONS", "polish"]
+__all__ = ["POLISH_CG_ITERATIONS"]
 
 POLISH_CG_ITERATIONS = 200
 """Most conjugate-gradient iterations of one polish (each costs one dual iteration)."""
@@ -34,10 +31,11 @@ def _dot(a: list[np.ndarray], b: list[np.ndarray]) -> float:
 
 
 def polish(
-    dual: Dual, mu: list[np.ndarray], active: list[np.ndarray], accuracy: float
+    dual: Any, mu: list[np.ndarray], active: list[np.ndarray], accuracy: float
 ) -> tuple[list[np.ndarray], int]:
     """ν solving t_S(r(ν)) = 0 on the cells ``active`` (boolean, one array per table group),
-    from ``mu`` (module docstring), to |t_c| ≤ ``accuracy`` on S; and the CG iterations."""
+    from ``mu`` (module docstring), to |t_c| ≤ ``accuracy`` on S; and the CG iterations.
+    ``dual``: the :class:`~dpopt.solvers.hdmm.marginal_projection.Dual` of the problem."""
     layout = dual.problem.layout
     r = layout.zeros()
 

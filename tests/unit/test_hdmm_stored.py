@@ -75,7 +75,8 @@ def test_both_formats_hold_the_same_rows_and_check_valid(
     workload = wl.VStack([wl.Marginals(SIZES, k) for k in range(3)])
     out = _save(tmp_path / table_format, workload, table_format)
     name = f"answers.{table_format}"
-    assert sorted(p.name for p in out.iterdir()) == [name, "manifest.json"]
+    noisy = f"noisy.{table_format}"  # the residual release's paid-for noisy answers
+    assert sorted(p.name for p in out.iterdir()) == [name, "manifest.json", noisy]
     assert _errors(out) == []
     frame = pd.read_parquet(out / name) if table_format == "parquet" else pd.read_csv(out / name)
     assert list(frame.columns) == ["marginal", "a0", "a1", "a2", "a3", "answer"]
@@ -174,7 +175,7 @@ def test_the_check_reports_its_marginals_as_it_goes(tmp_path: Path) -> None:
     release = release_dir.load(out)
     assert release.contract_errors(progress=Progress(stages=2, stream=stream)) == []
     lines = stream.getvalue().splitlines()
-    assert lines[0].startswith("[1/2] checksums: 1/1 tables, ")
+    assert lines[0].startswith("[1/2] checksums: 2/2 tables, ")  # answers and noisy answers
     assert lines[1].startswith("[2/2] answers.csv: 6/6 marginals, ")
 
 

@@ -34,6 +34,7 @@ from dpopt.models.census.problems import (
 )
 from dpopt.models.dgm.budget import BudgetAllocation
 from dpopt.models.eigen.weighting import DesignWeighting, EigenWeighting
+from dpopt.models.hdmm.marginal_projection import MarginalProjection
 from dpopt.models.hdmm.matrix_mechanism import (
     ProductStrategySelection,
     StrategySelection,
@@ -102,6 +103,11 @@ CASES: dict[str, Case] = {
             "weights": [([1.0], ("weights",)), ([1.0, np.nan], ("weights",))],
             "sizes": [([3, 0, 4], ("sizes",))],
         },
+    ),
+    "MarginalProjection": Case(
+        MarginalProjection.from_tables,
+        {"sizes": [2, 3], "measured": [((0, 1), np.ones((2, 3)), 1.0)]},
+        {"measured": [([((0, 1), np.ones((3, 2)), 1.0)], ("measured",))]},
     ),
     "ProductStrategySelection": Case(
         ProductStrategySelection,

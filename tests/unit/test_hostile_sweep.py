@@ -162,6 +162,7 @@ POINTS: dict[str, Any] = {
     ),
     "RelaxedLinkQP": np.full(3, 0.5),
     "ResidualSelection": np.ones(5),
+    "MarginalProjection": (np.zeros((2, 3)), np.zeros(2), np.zeros(3), np.zeros(())),
     "OneToManyLinkQP": np.full(4, 0.5),
 }
 """A valid point of each Problem type of ``dpopt.models``, at its valid instance of
@@ -222,6 +223,12 @@ def hostile_points(label: str) -> dict[str, Any]:
         own = _array_variants(point)
     elif isinstance(point, ProductPoint):
         own = _product_variants(point)
+    elif isinstance(point, tuple):  # one table per closure member (MarginalProjection)
+        own = {
+            "a NaN cell": (np.full_like(point[0], np.nan), *point[1:]),
+            "a table short": point[:-1],
+            "a table of the wrong shape": (np.zeros((1, 1)), *point[1:]),
+        }
     else:
         own = _partitioned_variants(point)
     return HOSTILE | own

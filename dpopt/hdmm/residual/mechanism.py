@@ -28,6 +28,7 @@ from dpopt.hdmm.residual.release import (
 from dpopt.hdmm.residual.store import StoredMarginals
 from dpopt.hdmm.residual.strategy import ResidualStrategy
 from dpopt.release import ReleaseError, resolve_rng
+from dpopt.validation import instance
 
 __all__ = [
     "answer_residual",
@@ -91,6 +92,8 @@ def publish_residual(measurement: ResidualMeasurement, publishing: Publishing) -
     """``measurement``'s tables post-processed as ``publishing`` says
     (:func:`~dpopt.hdmm.residual.publish.publish`); a failure hands the paid-for measurement
     back (:class:`~dpopt.release.ReleaseError`)."""
+    instance("measurement", measurement, ResidualMeasurement)
+    instance("publishing", publishing, Publishing)
     try:
         return publish(
             measurement,
@@ -109,7 +112,10 @@ def publish_residual(measurement: ResidualMeasurement, publishing: Publishing) -
 def write_published(measurement: ResidualMeasurement, published: Published) -> StoredMarginals:
     """The published tables written to the measurement's release directory, with the record
     of their post-processing in its manifest."""
-    assert measurement.directory is not None
+    instance("measurement", measurement, ResidualMeasurement)
+    instance("published", published, Published)
+    if measurement.directory is None:
+        raise ValueError("measurement was not written to a release directory")
     try:
         write_tables(measurement, published.answers, published.record())
     except (ValueError, OSError, MemoryError) as error:

@@ -113,6 +113,7 @@ def tables_of(problem: MarginalProjection, x: Any, *, clip: bool = False) -> Mar
     """The workload tables of the point ``x`` of ``problem``, flat in the workload's order;
     with ``clip`` the cells that rounding error left below 0 (a point :func:`~dpopt.problem
     .solve` judged feasible is within the model's tolerance of the cone) are set to 0."""
+    instance("problem", problem, MarginalProjection)
     closure = problem.closure
     d = closure.sizes.size
     tables = problem.tables(x)

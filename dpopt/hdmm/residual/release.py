@@ -429,8 +429,11 @@ def write_tables(
     """``answers`` (the workload's tables, e.g. post-processed) written to the measurement's
     release directory chunk by chunk (each marginal with its own member's chunk), then the
     manifest with the ``postprocessing`` record."""
+    instance("measurement", measurement, ResidualMeasurement)
+    instance("answers", answers, MarginalAnswers)
     out = measurement.directory
-    assert out is not None
+    if out is None:
+        raise ValueError("measurement was not written to a release directory")
     layout = measurement.layout
     for c in range(len(layout.chunks)):
         marginals = np.flatnonzero(layout.owner == c)

@@ -69,8 +69,6 @@ __all__ = [
     "LevelReport",
     "RoundedMarginals",
     "round_marginals",
-    "round_vector",
-    "systematic",
 ]
 
 TOTAL_TOL = 1e-6

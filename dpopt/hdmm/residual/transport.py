@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["COST_SCALE", "GRAPH_CELLS", "cell_costs", "model_objective", "transport"]
+__all__ = ["COST_SCALE", "GRAPH_CELLS"]  # its functions serve dpopt.hdmm.residual.rounding
 
 COST_SCALE = 1 << 20
 """S: the integer cost of moving a cell one unit away from its value (the middle segment's
