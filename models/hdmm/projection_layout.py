@@ -125,7 +125,8 @@ class ProjectionLayout:
     def unstack(self, stacked: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
         """One table per closure member (copies) from :meth:`stack`'s arrays."""
         return tuple(
-            np.array(stacked[g][r]) for g, r in zip(self.member_group, self.member_row, strict=True)
+            np.array(stacked[g][r])
+            for g, r in zip(self.member_group.tolist(), self.member_row.tolist(), strict=True)
         )
 
     def zeros(self) -> list[np.ndarray]:
