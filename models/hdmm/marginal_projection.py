@@ -57,21 +57,9 @@ class MarginalProjection(Problem):
 
     def __post_init__(self) -> None:
         instance("closure", self.closure, Closure)
-        noisy = tuple(sequence("noisy", self.noisy, "one table per closure member"))
-        if len(noisy) != self.closure.size:
-            raise ValueError(
-                f"noisy must hold one table per closure member ({self.closure.size}), got "
-                f"{len(noisy)}"
-            )
-        shapes = self.layout.member_shapes
-        checked = []
-        for i, (table, shape) in enumerate(zip(noisy, shapes, strict=True)):
-            array = finite_array(f"noisy[{i}]", table)
-            if array.shape != shape:
-                raise ValueError(f"noisy[{i}] must have shape {shape}, got {array.shape}")
-            for axis in range(array.ndim):  # its part outside R_A says nothing of the tables
-                array = array - array.mean(axis=axis, keepdims=True)
-            checked.append(array)
+        tables = self._member_tables("noisy", self.noisy)
+        # each table's part outside R_A says nothing of the workload's tables
+        checked = [_centred(array) for array in tables]
         object.__setattr__(self, "noisy", tuple(checked))
         u = positive_array("variances", self.variances, ndim=1)
         if u.shape != (self.closure.size,):
@@ -107,19 +95,24 @@ class MarginalProjection(Problem):
 
     def point(self, x: Any) -> list[np.ndarray]:
         """``x`` (one table per closure member) validated and stacked."""
-        tables = sequence("x", x, "one residual table per closure member")
+        checked = self._member_tables("x", x)
+        return self.layout.stack(checked)
+
+    def _member_tables(self, name: str, value: Any) -> list[np.ndarray]:
+        """``value`` checked as one finite table per closure member, of its shape."""
+        tables = sequence(name, value, "one table per closure member")
         if len(tables) != self.closure.size:
             raise ValueError(
-                f"x must hold one table per closure member ({self.closure.size}), got {len(tables)}"
+                f"{name} must hold one table per closure member ({self.closure.size}), got "
+                f"{len(tables)}"
             )
-        shapes = self.layout.member_shapes
         checked = []
-        for i, (table, shape) in enumerate(zip(tables, shapes, strict=True)):
-            array = finite_array(f"x[{i}]", table)
+        for i, (table, shape) in enumerate(zip(tables, self.layout.member_shapes, strict=True)):
+            array = finite_array(f"{name}[{i}]", table)
             if array.shape != shape:
-                raise ValueError(f"x[{i}] must have shape {shape}, got {array.shape}")
+                raise ValueError(f"{name}[{i}] must have shape {shape}, got {array.shape}")
             checked.append(array)
-        return self.layout.stack(checked)
+        return checked
 
     def tables(self, x: Any) -> list[np.ndarray]:
         """Every workload marginal's table at ``x``, in the workload's order."""
@@ -168,10 +161,7 @@ class MarginalProjection(Problem):
             j = next(j for j, mine in enumerate(rows) if attrs <= set(mine))
             axes = tuple(i for i, a in enumerate(rows[j]) if a not in attrs)
             summed = np.asarray(tables[j], dtype=np.float64)
-            summed = summed.sum(axis=axes) if axes else summed
-            for axis in range(summed.ndim):
-                summed = summed - summed.mean(axis=axis, keepdims=True)
-            found.append(summed.reshape(shape))
+            found.append(_centred(summed.sum(axis=axes) if axes else summed).reshape(shape))
         return tuple(found)
 
     def violations(self, x: Any) -> float:
@@ -239,6 +229,14 @@ class MarginalProjection(Problem):
         return cls(closure, noisy, 1.0 / precision, total)
 
 
+def _centred(table: np.ndarray) -> np.ndarray:
+    """P_A t: ``table`` with its mean along every axis subtracted (a new float array)."""
+    out = np.asarray(table, dtype=np.float64)
+    for axis in range(out.ndim):
+        out = out - out.mean(axis=axis, keepdims=True)
+    return out
+
+
 def _add_estimates(
     values: np.ndarray,
     attrs: tuple[int, ...],
@@ -256,9 +254,7 @@ def _add_estimates(
         if kept not in index:
             continue
         axes = tuple(j for j in range(k) if not (bits >> j) & 1)
-        summed = values.sum(axis=axes) if axes else values
-        for axis in range(summed.ndim):
-            summed = summed - summed.mean(axis=axis, keepdims=True)
+        summed = _centred(values.sum(axis=axes) if axes else values)
         weight = 1.0 / (sigma2 * float(np.prod([shape[j] for j in axes])))
         i = index[kept]
         sums[i] += weight * summed

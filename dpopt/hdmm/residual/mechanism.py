@@ -7,6 +7,8 @@ them (docs/families/hdmm.md, "Publishable marginals").
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from dpopt.hdmm.residual.planning import (
@@ -78,14 +80,8 @@ def answer_residual(
     """Every workload marginal from ``measurement`` (on ``executor``, written to ``out_dir``
     when given); a failure hands the paid-for measurement back
     (:class:`~dpopt.release.ReleaseError`)."""
-    try:
+    with _handing_back(measurement, "the residual reconstruction"):
         return reconstruct(measurement, executor=executor, out_dir=out_dir)
-    except (ValueError, ArithmeticError, MemoryError) as error:
-        raise ReleaseError(
-            f"hdmm.answer: the residual reconstruction failed ({error})",
-            measurement=measurement,
-            budget=measurement.budget,
-        ) from error
 
 
 def publish_residual(measurement: ResidualMeasurement, publishing: Publishing) -> Published:
@@ -94,19 +90,13 @@ def publish_residual(measurement: ResidualMeasurement, publishing: Publishing) -
     back (:class:`~dpopt.release.ReleaseError`)."""
     instance("measurement", measurement, ResidualMeasurement)
     instance("publishing", publishing, Publishing)
-    try:
+    with _handing_back(measurement, "the post-processing"):
         return publish(
             measurement,
             postprocess=publishing.postprocess,
             total=publishing.total,
             rounding_seed=publishing.rounding_seed,
         )
-    except (ValueError, ArithmeticError, MemoryError) as error:
-        raise ReleaseError(
-            f"hdmm.answer: the post-processing failed ({error})",
-            measurement=measurement,
-            budget=measurement.budget,
-        ) from error
 
 
 def write_published(measurement: ResidualMeasurement, published: Published) -> StoredMarginals:
@@ -116,12 +106,24 @@ def write_published(measurement: ResidualMeasurement, published: Published) -> S
     instance("published", published, Published)
     if measurement.directory is None:
         raise ValueError("measurement was not written to a release directory")
-    try:
+    with _handing_back(measurement, "writing the published tables", OSError):
         write_tables(measurement, published.answers, published.record())
-    except (ValueError, OSError, MemoryError) as error:
+    return StoredMarginals(measurement.directory)
+
+
+@contextmanager
+def _handing_back(
+    measurement: ResidualMeasurement, step: str, *also: type[Exception]
+) -> Iterator[None]:
+    """A failure of ``step`` after the charge (ValueError, ArithmeticError, MemoryError and
+    ``also``) raised as a :class:`~dpopt.release.ReleaseError` holding the paid-for
+    measurement."""
+    caught: tuple[type[Exception], ...] = (ValueError, ArithmeticError, MemoryError, *also)
+    try:
+        yield
+    except caught as error:
         raise ReleaseError(
-            f"hdmm.answer: writing the published tables failed ({error})",
+            f"hdmm.answer: {step} failed ({error})",
             measurement=measurement,
             budget=measurement.budget,
         ) from error
-    return StoredMarginals(measurement.directory)
