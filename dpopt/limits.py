@@ -72,7 +72,6 @@ __all__ = [
     "MAX_SEEDS",
     "MAX_TERMS",
     "MAX_TEXT_FILE_BYTES",
-    "MAX_THRESHOLDS",
     "NORM_LIMIT",
     "OPT0_IMPLICIT_MAX_N",
     "OPT0_MAX_LINE_SEARCH",
@@ -131,13 +130,6 @@ MAX_DRAWS = 1 << 31
 
 Unit: draws.
 Past it: ValueError ("draw in batches")."""
-
-MAX_THRESHOLDS = 1 << 20
-"""Most exact thresholds F_g a keyed Laplace sampler keeps per scale (8 MiB of uint64); for
-scales up to ~25,000 a word below the last one has probability below e^−40.
-
-Unit: thresholds.
-Past it: a word below the last threshold is decided exactly by reading more bits (slow)."""
 
 MAX_GRID_BITS = 1074 + 1023
 """The finest grid 2^−bits the exact mechanisms snap a float onto: on a finer one every non-zero

@@ -264,8 +264,8 @@ def build_problem(
     potentials certify the DP's point optimal for Model 1 on 0 … n. Model 2 has no exact fast path,
     so its domains are widened to contain the pava-dp answer (a feasible point computed from the
     noisy data alone), which makes that answer feasible for the problem returned; the probe's
-    solution is the one
-    :func:`dpopt.solve` judged on the domains it ran on. The probe is the DP of :data:`PROBE`;
+    solution is judged on the problem returned (a point that left the narrower domains it ran
+    on says so in its message). The probe is the DP of :data:`PROBE`;
     its solution is returned so it need not be solved twice. ``objective``: see
     :func:`dpopt.census.release`.
     """
@@ -305,6 +305,12 @@ def build_problem(
         anchor = solution.x
         bounds = (np.minimum(bounds[0], anchor), np.maximum(bounds[1], anchor))
         problem = _post_processing_problem(spec, measurement, target, bounds, weights)
+        if solution.status == "violated" and problem.violations(anchor) <= problem.feasibility_tol:
+            # it left the narrower domains it ran on, which now contain it: on the problem
+            # returned (the one the release solves) the probe's point is feasible
+            note = f"on its narrower domains: {solution.info.get('message', 'violated')}"
+            info = {**solution.info, "message": note, "method_status": solution.status}
+            solution = replace(solution, status="feasible", info=info)
     return problem, solution
 
 

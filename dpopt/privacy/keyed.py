@@ -14,28 +14,27 @@ and every coordinate of the region draws from it.
 - :func:`keyed_laplace` draws Z = G₁ − G₂, the difference of two independent geometric
   variables with P(G ≥ g) = αᵍ and α = exp(−1/scale) for the sampler's exact scale 2^bits/s
   (:class:`~dpopt.privacy.samplers.DiscreteLaplace`): P(Z = z) ∝ α^|z|, the same distribution
-  the sampler draws. Each G = #{g ≥ 1 : U < αᵍ} is read off one uniform U ∈ [0, 1) by
-  inversion against the exact integer thresholds F_g = ⌊2⁶⁴αᵍ⌋ (Python's ``decimal``, whose
-  ``exp`` is correctly rounded, with the rounding error bounded and checked): U's first word
-  w = ⌊2⁶⁴U⌋ is inside {U < αᵍ} when w < F_g and outside when w > F_g; only a word equal to
-  some F_g (αᵍ is irrational, so never a multiple of 2⁻⁶⁴), or one below the whole table, is
-  decided by reading more of U's bits and comparing exactly (probability about
-  len(table)·2⁻⁶⁴). Coordinate j of a region reads words 2j and 2j + 1 of its stream; the rare
-  further words come from word 2·width on, in coordinate order. No floating-point number is
-  drawn or compared.
+  the sampler draws. Each G = #{g ≥ 1 : U < αᵍ} = ⌊−scale·ln U⌋ is read off one uniform
+  U ∈ [0, 1) whose first 64 bits are one word: its top 52 decide G in certified floating point
+  (:func:`~dpopt.privacy.certified.floor_certified`) unless the error bound leaves it open
+  (about once in 10⁸ words at the census's scales), and then exact comparisons
+  (:func:`~dpopt.privacy.exact_exp.geometric_exact`) read more of U's bits. Coordinate j of a
+  region reads words 2j and 2j + 1 of its stream; the rare further words come from word
+  2·width on, in coordinate order. Every decision is the exact one, so a region's noise is a
+  function of its stream alone, on any machine.
 """
 
 from __future__ import annotations
 
-import decimal
 from collections.abc import Callable
 from fractions import Fraction
-from functools import lru_cache, partial
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from dpopt.limits import MAX_THRESHOLDS
+from dpopt.privacy import exact_exp
+from dpopt.privacy.certified import floor_certified
 from dpopt.privacy.samplers import DiscreteLaplace
 
 __all__ = ["keyed_laplace", "stream_seeds"]
@@ -163,18 +162,14 @@ def keyed_laplace(sampler: DiscreteLaplace, seeds: np.ndarray, width: int) -> np
     seeds = np.asarray(seeds, dtype=_U64)
     if seeds.ndim != 2 or seeds.shape[1] != 3:
         raise ValueError(f"seeds must have shape (regions, 3), got {seeds.shape}")
-    thresholds = geometric_thresholds(sampler.bits, sampler.divisor)
-    ascending = thresholds[::-1].copy()
     out = np.empty((seeds.shape[0], width), dtype=np.int64)
     for start in range(0, seeds.shape[0], REGIONS_PER_BATCH):
         batch = seeds[start : start + REGIONS_PER_BATCH]
         streams = _Streams(batch, 2 * width)
         words = streams.words
-        below = np.searchsorted(ascending, words, side="right")  # thresholds ≤ w
-        geometric = (thresholds.size - below).astype(np.int64)  # thresholds > w: inside
-        tie = (below > 0) & (ascending[np.maximum(below - 1, 0)] == words)
-        for region, column in zip(*np.nonzero(tie | (below == 0)), strict=True):
-            # undecided by its first word: more words of U, from the region's spare ones
+        geometric, undecided = _geometric_of_words(words, sampler.scale)
+        for region, column in zip(*np.nonzero(undecided), strict=True):
+            # undecided in floating point: more words of U, from the region's spare ones
             geometric[region, column] = geometric_exact(
                 int(words[region, column]),
                 partial(streams.spare, int(region)),
@@ -186,52 +181,26 @@ def keyed_laplace(sampler: DiscreteLaplace, seeds: np.ndarray, width: int) -> np
     return out
 
 
-@lru_cache(maxsize=16)
-def geometric_thresholds(bits: int, divisor: int) -> np.ndarray:
-    """F_g = ⌊2⁶⁴·exp(−g·divisor/2^bits)⌋ for g = 1, 2, … up to the first zero (included) or
-    :data:`MAX_THRESHOLDS` entries, uint64, non-increasing: exact (each floor is certified by
-    the error bound of a correctly rounded ``decimal`` exp, recomputed more precisely when the
-    bound leaves it open)."""
-    table = []
-    for g in range(1, MAX_THRESHOLDS + 1):
-        lower, upper = _exp_bounds(g * divisor, bits, 60)
-        digits = 60
-        while int(lower * _TWO64) != int(upper * _TWO64):  # pragma: no cover - never seen
-            digits *= 2
-            lower, upper = _exp_bounds(g * divisor, bits, digits)
-        table.append(int(lower * _TWO64))
-        if table[-1] == 0:
-            break
-    return np.array(table, dtype=_U64)
+_ONE = np.uint64(0x3FF0000000000000)  # the bits of 1.0
 
 
-_TWO64 = 1 << 64
-
-
-def _exp_bounds(numerator: int, bits: int, digits: int) -> tuple[Fraction, Fraction]:
-    """Rationals lower ≤ exp(−numerator/2^bits) ≤ upper, from ``decimal``'s correctly rounded
-    exp at ``digits`` significant digits (error at most half a unit in the last digit)."""
-    # numerator/2^bits = numerator·5^bits/10^bits: exact with this many digits (else it raises)
-    exact = decimal.Context(prec=numerator.bit_length() // 3 + bits + 2, traps=[decimal.Inexact])
-    x = exact.divide(decimal.Decimal(numerator), decimal.Decimal(1 << bits))
-    value = decimal.Context(prec=digits).exp(-x)
-    exponent = value.adjusted() - digits + 1  # the value of the last digit is 10^exponent
-    unit = Fraction(10) ** exponent
-    return Fraction(value) - unit, Fraction(value) + unit
+def _geometric_of_words(words: np.ndarray, scale: Fraction) -> tuple[np.ndarray, np.ndarray]:
+    """G = #{g ≥ 1 : U < exp(−g/scale)} for the uniform U whose first 64 bits are each word,
+    decided from its top 52 in certified floating point
+    (:func:`~dpopt.privacy.certified.floor_certified`), and where it was not: there the value is
+    a lower bound on G."""
+    low = (words >> np.uint64(12) | _ONE).view(np.float64) - 1.0  # U ∈ [low, low + 2⁻⁵²)
+    with np.errstate(divide="ignore"):
+        top = np.log(low)
+    bottom = np.log(low + 2.0**-52)
+    g, certain = floor_certified(
+        top, bottom, scale, np.empty_like(low), np.empty(low.shape, dtype=bool)
+    )
+    return g.astype(np.int64), ~certain
 
 
 def geometric_exact(word: int, more: Callable[[], int], bits: int, divisor: int, start: int) -> int:
     """G = #{g ≥ 1 : U < exp(−g·divisor/2^bits)} for the uniform U whose first 64 bits are
-    ``word`` and whose further bits ``more()`` gives, 64 at a time, knowing G ≥ ``start``.
-    Every comparison is exact: U's interval [prefix, prefix + 1)·2^−length is compared with
-    rational bounds on the exponential, and a straddle reads 64 more bits of U."""
-    prefix, length, g = word, 64, start
-    while True:
-        digits = length * 3 // 10 + 30  # the bounds' width stays far below U's interval
-        lower, upper = _exp_bounds((g + 1) * divisor, bits, digits)
-        if Fraction(prefix + 1, 1 << length) <= lower:
-            g += 1  # U < exp(−(g + 1)λ): inside
-        elif Fraction(prefix, 1 << length) >= upper:
-            return g  # outside, and so for every larger g
-        else:
-            prefix, length = (prefix << 64) | more(), length + 64
+    ``word`` and whose further bits ``more()`` gives, 64 at a time, knowing G ≥ ``start``
+    (:func:`dpopt.privacy.exact_exp.geometric_exact`: every comparison exact)."""
+    return exact_exp.geometric_exact(word, 64, more, Fraction(divisor, 1 << bits), start)

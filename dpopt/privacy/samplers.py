@@ -1,13 +1,16 @@
 """Exact samplers on the integers: discrete Laplace and discrete Gaussian.
 
 Canonne, Kamath & Steinke, "The Discrete Gaussian for Differential Privacy" (NeurIPS 2020),
-Algorithms 1–3, vectorised over numpy arrays. Every decision compares uniformly random
-integers with integer thresholds, so the output distribution is exactly the stated one: no
-floating-point number is ever drawn, rounded or compared (the floating-point attack of Mironov,
-CCS 2012, has nothing to read).
+Algorithms 1–3, vectorised over numpy arrays. Every decision is the exact one, so the output
+distribution is exactly the stated one and no output depends on a floating-point rounding (the
+floating-point attack of Mironov, CCS 2012, has nothing to read). Scales up to 2³² — every
+release path's — are drawn by :mod:`dpopt.privacy.certified`: decisions taken in floating
+point where a rigorous error bound settles them, in exact arithmetic elsewhere (docs/privacy.md,
+"Exact samplers"). Larger scales are drawn by the integer algorithms below.
 
-Randomness comes only from the caller's ``numpy.random.Generator``: 64-bit words from its bit
-generator, read as the leading binary digits of a uniform real number U ∈ [0, 1). An event
+Randomness comes only from the caller's ``numpy.random.Generator``. In the integer algorithms,
+64-bit words from its bit generator are read as the leading binary digits of a uniform real
+number U ∈ [0, 1). An event
 {U < p} with p = T/2⁶⁴ + f/2⁶⁴ (T integer, 0 ≤ f < 1 rational) is decided by the first word w:
 w < T is inside, w > T outside, and only on the tie w = T (probability 2⁻⁶⁴) is the rest of U
 compared with f, exactly, with more random integers. This "lazy bits" rule is what keeps
@@ -28,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.limits import MAX_DRAWS, MAX_GAUSSIAN_SIGMA, MAX_LAPLACE_SCALE
+from dpopt.privacy import certified
 from dpopt.validation import instance, integer
 
 __all__ = [
@@ -297,8 +301,19 @@ def _ceil(value: Fraction) -> int:
 _LAPLACE_BITS = MAX_LAPLACE_SCALE.numerator.bit_length() - 1  # 56
 
 
+# Scales up to 2³² are drawn by certified floating point (dpopt.privacy.certified); larger
+# ones by the integer algorithms below, exact as well.
+_CERTIFIED_SCALE = Fraction(1 << 32)
+
+
 class _IntegerSampler:
-    """A distribution on the integers sampled in vectors (``_draw``: ``count`` int64 draws)."""
+    """A distribution on the integers sampled in vectors (``_draw``: ``count`` int64 draws).
+
+    ``fallbacks`` counts the uniforms whose decision floating point left open and exact
+    arithmetic settled, over this sampler's draws in this process.
+    """
+
+    fallbacks = 0
 
     def sample(self, size: int | tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
         """Independent draws as an int64 array of shape ``size`` (an int ≥ 0 or a tuple of
@@ -330,9 +345,11 @@ def _shape(size: Any) -> tuple[int, ...]:
 class DiscreteLaplace(_IntegerSampler):
     """The discrete Laplace distribution P[Z = z] ∝ exp(−|z|/scale) on the integers.
 
-    CKS Algorithm 2 with the scale written t/s, t = 2^a: U uniform on [0, t) is a+0 random
-    bits, Bernoulli(exp(−U/t)) is decided by lazy bits, V is geometric with ratio e⁻¹ and
-    Z = ±⌊(U + tV)/s⌋ (the sign drawn, −0 rejected). The requested scale is rounded up to
+    Z = ±G with the sign drawn and −0 rejected, G geometric with P(G ≥ g) = e^{−g/scale}: up to
+    scale 2³² G = ⌊−scale·ln U⌋ in certified floating point (:mod:`dpopt.privacy.certified`);
+    beyond, CKS Algorithm 2 with the scale written t/s, t = 2^a: U uniform on [0, t) is a
+    random bits, Bernoulli(exp(−U/t)) is decided by lazy bits, V is geometric with ratio e⁻¹
+    and Z = ±⌊(U + tV)/s⌋. The requested scale is rounded up to
     t/s (``scale``, exact): by at most one part in 2⁵⁵ for scales between 2⁻⁶ and 2⁵⁰.
 
     Parameters
@@ -383,6 +400,10 @@ class DiscreteLaplace(_IntegerSampler):
         return 0.5 / math.sinh(inverse / 2) ** 2
 
     def _draw(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        if self.scale <= _CERTIFIED_SCALE:
+            out, fallbacks = certified.discrete_laplace(count, self.scale, rng)
+            self.fallbacks += fallbacks
+            return out
         out = np.empty(count, dtype=np.int64)
         filled = 0
         bits, divisor = self.bits, _U64(self.divisor)
@@ -418,9 +439,11 @@ _GAUSS_BITS = 25
 class DiscreteGaussian(_IntegerSampler):
     """The discrete Gaussian P[Z = z] ∝ exp(−z²/(2σ²)) on the integers (CKS Algorithm 3).
 
-    Proposals Y ~ discrete Laplace with scale t = 2^b ≥ ⌊σ⌋ + 1 are accepted with probability
-    exp(−(|Y| − σ²/t)²/(2σ²)), decided exactly by :func:`bernoulli_exp`; the proof of
-    Algorithm 3 holds for any t > 0, the choice of t only sets the acceptance rate. σ²/t is
+    Proposals Y ~ discrete Laplace with scale t are accepted with probability
+    exp(−(|Y| − σ²/t)²/(2σ²)); the proof of Algorithm 3 holds for any t > 0, the choice of t
+    only sets the acceptance rate. Up to σ ≈ 2³², t is σ + 1/4 (near the best rate) and every
+    decision is certified floating point or exact arithmetic (:mod:`dpopt.privacy.certified`).
+    Beyond, t = 2^b ≥ ⌊σ⌋ + 1 and the decisions are :func:`bernoulli_exp`'s. σ²/t is
     rounded up to C/2^f with f = max(0, 25 − b): σ² grows by at most t/2^f, i.e. relatively
     by less than 2⁻²³ (``sigma2`` is the exact value sampled).
 
@@ -456,6 +479,8 @@ class DiscreteGaussian(_IntegerSampler):
         self.sigma2 = Fraction(self.c * t, 1 << self.shift)
         """σ² actually sampled (≥ the requested one)."""
         self._proposal = DiscreteLaplace(t)
+        # the certified path's proposal scale: σ + 1/4 accepts within 2 % of the best scale
+        self._scale = Fraction(math.sqrt(float(self.sigma2)) + 0.25)
 
     def __repr__(self) -> str:
         return f"DiscreteGaussian(sigma={self.sigma:.9g})"
@@ -490,6 +515,10 @@ class DiscreteGaussian(_IntegerSampler):
         return min(second / total, float(self.sigma2))
 
     def _draw(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        if self._scale <= _CERTIFIED_SCALE:
+            out, fallbacks = certified.discrete_gaussian(count, self.sigma2, self._scale, rng)
+            self.fallbacks += fallbacks
+            return out
         out = np.empty(count, dtype=np.int64)
         filled = 0
         f, c, b = self.shift, self.c, self.bits

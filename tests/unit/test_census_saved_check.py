@@ -160,9 +160,13 @@ def test_a_heuristic_release_is_not_certified(tmp_path: Path) -> None:
     assert any("topdown did not release an optimum" in v for v in report.violations)
 
 
+@pytest.mark.parametrize("rng", [1, 3, 7])
 @pytest.mark.parametrize("mechanism", ["cumulative-cpsat", "chain-dp"])
-def test_cumulative_releases_are_certified(mechanism: str, tmp_path: Path) -> None:
-    release = census.release(_data(), epsilon=1.0, rng=3, mechanism=mechanism)
+def test_cumulative_releases_are_certified(mechanism: str, rng: int, tmp_path: Path) -> None:
+    """Also where the domain probe's heuristic point leaves the narrower domains it ran on
+    (rng 1, 3 and 7 at cumulative-cpsat): the domains are widened to hold it, and on the problem
+    released it is feasible, not ``violated``."""
+    release = census.release(_data(), epsilon=1.0, rng=rng, mechanism=mechanism)
     report = check_saved(census.save_release(release, tmp_path / "r.json"), certificate=True)
     assert report.valid, report.violations
 
@@ -326,11 +330,11 @@ def test_an_interval_moved_off_its_count_is_named(saved: Path, capsys) -> None:
 
 def test_released_counts_outside_their_intervals_are_no_violation(tmp_path: Path) -> None:
     """An interval covers the true count, not the released estimate: this release (rng 2) has
-    3 counts outside their non-empty intervals and is valid."""
+    counts outside their non-empty intervals and is valid."""
     release = census.release(_data(), epsilon=1.0, rng=2, interval_level=0.9)
     found = release.intervals
     assert found is not None
-    assert np.sum(~found.covers(release.counts) & (found.lower <= found.upper)) == 3
+    assert np.sum(~found.covers(release.counts) & (found.lower <= found.upper)) >= 1
     assert check_saved(census.save_release(release, tmp_path / "r.json")).valid
 
 

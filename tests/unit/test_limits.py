@@ -24,7 +24,6 @@ dpopt.validation: MAX_COUNT
 dpopt.cli.workloads: MAX_LISTED_ATTRIBUTES
 dpopt.privacy: MAX_LAPLACE_SCALE MAX_GAUSSIAN_SIGMA
 dpopt.privacy.samplers: MAX_LAPLACE_SCALE MAX_DRAWS MAX_GAUSSIAN_SIGMA
-dpopt.privacy.keyed: MAX_THRESHOLDS
 dpopt.privacy.mechanisms: _MAX_BITS=MAX_GRID_BITS
 dpopt.privacy.calibration: _MAX_CONVERTED_EPSILON=MAX_CONVERTED_EPSILON
     _MAX_DOUBLINGS=MAX_DOUBLINGS

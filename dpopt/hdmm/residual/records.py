@@ -124,6 +124,7 @@ def counts_of(records: Records, sizes: np.ndarray, members: np.ndarray) -> list[
     attributes padded with d), in order."""
     d = sizes.size
     codes, weights = records.codes, records.weights
+    pairs = _PairCodes(codes, sizes)
     out: list[np.ndarray] = []
     for start, stop in _groups(members, d):
         group = members[start:stop]
@@ -137,28 +138,81 @@ def counts_of(records: Records, sizes: np.ndarray, members: np.ndarray) -> list[
         code = np.zeros(codes.shape[0], dtype=np.int64)
         for a in prefix.tolist():
             code = code * int(sizes[a]) + codes[:, a]
-        out.extend(_count_last(code, codes, weights, sizes, shape, lasts))
+        out.extend(_count_last(code, pairs, weights, shape, lasts))
     return out
+
+
+PAIR_BINS = 1 << 14
+"""Most cells of a joint table of two last attributes counted in one ``bincount`` (128 KiB of
+counts: they stay in the processor's cache)."""
+
+PAIR_CODES_BYTES = 1 << 28
+"""Most memory the joint codes of attribute pairs kept for reuse across prefixes take."""
+
+
+class _PairCodes:
+    """The records' codes of single attributes and of attribute pairs (k, l): nₗ·c_k + c_l,
+    int64, each pair computed once while :data:`PAIR_CODES_BYTES` allows (the prefixes of one
+    chunk pair the same lasts again and again)."""
+
+    def __init__(self, codes: np.ndarray, sizes: np.ndarray):
+        self.codes, self.sizes = codes, sizes
+        self.kept: dict[tuple[int, int], np.ndarray] = {}
+        self.room = PAIR_CODES_BYTES // max(8 * codes.shape[0], 1)
+
+    def pair(self, k: int, second: int) -> np.ndarray:
+        found = self.kept.get((k, second))
+        if found is not None:
+            return found
+        joint = self.codes[:, k] * np.int64(self.sizes[second]) + self.codes[:, second]
+        if len(self.kept) < self.room:
+            self.kept[(k, second)] = joint
+        return joint
 
 
 def _count_last(
     code: np.ndarray,
-    codes: np.ndarray,
+    pairs: _PairCodes,
     weights: np.ndarray | None,
-    sizes: np.ndarray,
     shape: tuple[int, ...],
     lasts: np.ndarray,
 ) -> list[np.ndarray]:
-    """The tables of (prefix, k) for every k in ``lasts``, the prefix's cell code given: one
-    ``bincount`` per table over the records (its counts stay in cache, unlike one bincount
-    over a records × members index)."""
-    tables = []
+    """The tables of (prefix, k) for every k in ``lasts``, the prefix's cell code given.
+
+    Two lasts k, l at a time when their joint table (prefix, k, l) has at most
+    :data:`PAIR_BINS` cells: one ``bincount`` over the records gives it, and its two sums the
+    tables of (prefix, k) and (prefix, l) — half the passes over the records of one
+    ``bincount`` per table, whose counts stay in cache (unlike one over records × members)."""
+    sizes = pairs.sizes
     cells = int(np.prod(shape, dtype=np.int64))
-    for k in lasts.tolist():
+    index = np.empty(code.size, dtype=np.int64)
+    scaled: dict[int, np.ndarray] = {}  # the prefix's code times each factor met
+    tables: list[np.ndarray] = []
+    pending = lasts.tolist()
+    while pending:
+        k = pending.pop(0)
         width = int(sizes[k])
-        index = code * width + codes[:, k]
-        flat = np.bincount(index, weights=weights, minlength=cells * width)
-        if weights is not None:
-            flat = np.rint(flat).astype(np.int64)  # exact: integer sums below 2^53
-        tables.append(flat.reshape((*shape, width)))
+        if pending and cells * width * int(sizes[pending[0]]) <= PAIR_BINS:
+            second = pending.pop(0)
+            other = int(sizes[second])
+            factor = width * other
+            base = scaled.get(factor)
+            if base is None:
+                base = scaled[factor] = code * np.int64(factor)
+            np.add(base, pairs.pair(k, second), out=index)
+            joint = _counted(index, weights, cells * width * other).reshape(cells, width, other)
+            tables.append(joint.sum(axis=2).reshape((*shape, width)))
+            tables.append(joint.sum(axis=1).reshape((*shape, other)))
+            continue
+        np.multiply(code, np.int64(width), out=index)
+        np.add(index, pairs.codes[:, k], out=index)
+        tables.append(_counted(index, weights, cells * width).reshape((*shape, width)))
     return tables
+
+
+def _counted(index: np.ndarray, weights: np.ndarray | None, bins: int) -> np.ndarray:
+    """How many records (or how much weight: exact, integer sums below 2⁵³) fall in each bin."""
+    flat = np.bincount(index, weights=weights, minlength=bins)
+    if weights is not None:
+        flat = np.rint(flat).astype(np.int64)
+    return flat

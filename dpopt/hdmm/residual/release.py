@@ -23,7 +23,6 @@ that cache. Every float operation is the same on any executor, so releases are b
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -33,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.hdmm.contract import residual_errors
+from dpopt.hdmm.residual.answers import Chunk, Residuals, marginal_tables, residuals
 from dpopt.hdmm.residual.noise import NoisePlan, chunk_generator, chunks, secret_key
 from dpopt.hdmm.residual.records import Records, counts_of
 from dpopt.hdmm.residual.store import (
@@ -68,20 +68,26 @@ SAFE = 1 << 61
 """Largest magnitude of a noisy residual answer held in int64 (room for one addition)."""
 
 
-def centred(table: np.ndarray) -> np.ndarray:
-    """E_A t = Π nᵢ · ⊗Pᵢ t of an integer table (every axis centred, scaled to integers)."""
-    out = np.asarray(table, dtype=np.int64)
-    for axis, n in enumerate(out.shape):
-        out = n * out - out.sum(axis=axis, keepdims=True)
-    return out
+def centred(tables: list[np.ndarray]) -> np.ndarray:
+    """E_A t = Π nᵢ · ⊗Pᵢ t of each integer table (every axis centred, scaled to integers),
+    flat and in order; each run of tables of one shape is centred as one stacked array."""
+    parts = []
+    start = 0
+    while start < len(tables):
+        stop = start + 1
+        while stop < len(tables) and tables[stop].shape == tables[start].shape:
+            stop += 1
+        out = np.stack(tables[start:stop]).astype(np.int64, copy=False)
+        for axis, n in enumerate(out.shape[1:], start=1):
+            out = n * out - out.sum(axis=axis, keepdims=True)
+        parts.append(out.ravel())
+        start = stop
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def residual_of(noisy: np.ndarray) -> np.ndarray:
     """r̂ = ⊗Pᵢ ω / Π nᵢ: the residual estimate of a noisy centred table (float64)."""
-    out = np.asarray(noisy, dtype=np.float64)
-    for axis in range(out.ndim):
-        out = out - out.mean(axis=axis, keepdims=True)
-    return out / math.prod(out.shape)
+    return residuals(np.asarray(noisy)[None])[0]
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,64 +136,6 @@ class Layout:
             closure.subsets[marginals],
             self.own[marginals],
         )
-
-
-@dataclass(frozen=True, eq=False)
-class Chunk:
-    """What the tasks of chunk ``index`` read: the attribute ``sizes``, its closure ``members``
-    (from ``start`` on) with their cells' ``offsets`` in the chunk's flat answers and whether
-    each is ``cached``; the workload ``marginals`` it answers, their attribute rows
-    (``table``), their subsets' closure indices (``subsets``) and their own members
-    (``own``)."""
-
-    index: int
-    start: int
-    sizes: np.ndarray
-    members: np.ndarray
-    offsets: np.ndarray
-    cached: np.ndarray
-    marginals: np.ndarray
-    table: np.ndarray
-    subsets: np.ndarray
-    own: np.ndarray
-
-    def member_table(self, flat: np.ndarray, member: int) -> np.ndarray:
-        """Member ``member``'s (closure index) table in the chunk's flat answers."""
-        local = member - self.start
-        d = self.sizes.size
-        shape = tuple(int(self.sizes[a]) for a in self.members[local] if a < d)
-        return flat[self.offsets[local] : self.offsets[local + 1]].reshape(shape)
-
-
-@dataclass(frozen=True, eq=False)
-class Residuals:
-    """Residuals r̂ of some closure members, flat, in one array: ``members`` (sorted),
-    member i's values at ``values[offsets[i]:offsets[i + 1]]``. One object, so that an
-    executor ships it whole (a Dask scatter of a dict would make one future per member)."""
-
-    members: np.ndarray
-    offsets: np.ndarray
-    values: np.ndarray
-
-    @classmethod
-    def of(cls, found: Mapping[int, np.ndarray]) -> Residuals:
-        members = np.array(sorted(found), dtype=np.int64)
-        sizes = [found[m].size for m in members.tolist()]
-        offsets = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
-        parts = [np.ravel(found[m]) for m in members.tolist()]
-        values = np.concatenate(parts) if parts else np.zeros(0)
-        return cls(members, offsets, values)
-
-    def __contains__(self, member: int) -> bool:
-        at = int(np.searchsorted(self.members, member))
-        return at < self.members.size and int(self.members[at]) == member
-
-    def __getitem__(self, member: int) -> np.ndarray:
-        """Member ``member``'s residual, flat (a KeyError when it is not held)."""
-        at = int(np.searchsorted(self.members, member))
-        if at >= self.members.size or int(self.members[at]) != member:
-            raise KeyError(member)
-        return self.values[self.offsets[at] : self.offsets[at + 1]]
 
 
 @dataclass(frozen=True, eq=False)
@@ -252,26 +200,37 @@ def measure_chunk(
     in sampler order, dealt to the members in their order — and the residuals of its cached
     members. With ``out`` (a release directory) ω is written there instead of returned."""
     tables = counts_of(records, chunk.sizes, chunk.members)
-    flat = np.concatenate([centred(table).ravel() for table in tables])
-    owners = np.repeat(sampler_of, np.diff(chunk.offsets))
+    flat = centred(tables)
+    groups = np.unique(sampler_of).tolist()
+    owners = np.repeat(sampler_of, np.diff(chunk.offsets)) if len(groups) > 1 else None
     generator = chunk_generator(key, chunk.index)
-    for group in np.unique(owners).tolist():
-        where = np.flatnonzero(owners == group)
-        noise = samplers[group].sample(where.size, generator)
-        if np.abs(flat[where]).max() >= SAFE or np.abs(noise).max() >= SAFE:
+    for group in groups:
+        where = slice(None) if owners is None else np.flatnonzero(owners == group)
+        counts = flat[where]  # a view when one sampler draws the whole chunk
+        noise = samplers[group].sample(counts.size, generator)
+        if _largest(counts) >= SAFE or _largest(noise) >= SAFE:
             raise OverflowError(f"chunk {chunk.index}: a noisy answer beyond 2^61")
-        flat[where] += noise
+        counts += noise
+        if owners is not None:  # a copy: put it back
+            flat[where] = counts
     kept = {
         member: residual_of(chunk.member_table(flat, member))
         for member in (np.flatnonzero(chunk.cached) + chunk.start).tolist()
     }
-    small = np.abs(flat).max() < 1 << 31
+    small = _largest(flat) < 1 << 31
     flat = flat.astype(np.int32) if small else flat
     if out is None:
         return flat, kept
     members = np.arange(chunk.start, chunk.start + chunk.members.shape[0])
     write_noisy(out, chunk.index, members, np.split(flat, chunk.offsets[1:-1]))
     return None, kept
+
+
+def _largest(values: np.ndarray) -> int:
+    """max |v| of integers, without a temporary array (0 when there are none)."""
+    if not values.size:
+        return 0
+    return max(int(values.max()), -int(values.min()))
 
 
 def measure(
@@ -361,27 +320,10 @@ def marginal_answers(
     chunk does not own, ``cache``. With ``out`` the tables are written there
     (:func:`~dpopt.hdmm.residual.store.write_marginals`) instead of returned."""
     flat = read_noisy(noisy, chunk.index)[1] if isinstance(noisy, str) else noisy
-    d, width = chunk.sizes.size, chunk.table.shape[1]
-    sizes = chunk.sizes.tolist()
-    tables = []
-    rows = zip(chunk.table.tolist(), chunk.subsets.tolist(), chunk.own.tolist(), strict=True)
-    for row, subsets, mine in rows:
-        attrs = [a for a in row if a < d]
-        table = np.zeros(tuple(sizes[a] for a in attrs))
-        for subset, member in enumerate(subsets):
-            if member < 0:
-                continue
-            if member == mine and member not in cache:
-                residual = residual_of(chunk.member_table(flat, member))
-            else:
-                residual = cache[member]
-            chosen = [(subset >> k) & 1 for k in range(width)][: len(attrs)]
-            view = [sizes[a] if c else 1 for a, c in zip(attrs, chosen, strict=True)]
-            spread = math.prod(sizes[a] for a, c in zip(attrs, chosen, strict=True) if not c)
-            table += residual.reshape(view) / spread
-        tables.append(table.ravel())
+    tables = marginal_tables(chunk, flat, cache)
     if out is None:
         return tables
+    d = chunk.sizes.size
     attributes = [[a for a in row if a < d] for row in chunk.table.tolist()]
     write_marginals(out, chunk.index, chunk.marginals, attributes, tables)
     return []
@@ -414,9 +356,11 @@ def reconstruct(
     offsets = np.concatenate(([0], np.cumsum(closure.cells.astype(np.int64))))
     values = np.empty(int(offsets[-1]), dtype=np.float64)
 
+    starts = offsets.tolist()
+
     def place(chunk: int, tables: list[np.ndarray]) -> None:
         for j, table in zip(np.flatnonzero(layout.owner == chunk).tolist(), tables, strict=True):
-            values[offsets[j] : offsets[j + 1]] = table
+            values[starts[j] : starts[j + 1]] = table
 
     runner.run("reconstruct", marginal_answers, tasks, sink=place)
     values.setflags(write=False)
