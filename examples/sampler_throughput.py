@@ -9,8 +9,9 @@ Three workloads, as the trust-layer issue defines them:
 
 Each is timed as a whole vector of ``--size`` draws, best of ``--repeat`` runs, whole calls
 (validation included). OpenDP (``pip install opendp``) is timed through its vector
-measurements, its fastest interface. Run: ``python examples/sampler_throughput.py``
-(``--quick``: 10,000 draws, one run).
+measurements, its fastest interface; numpy's float ``standard_normal``, which no release
+draws, is timed beside them as the yardstick (``benchmarks/exact_noise.py`` per scale).
+Run: ``python examples/sampler_throughput.py`` (``--quick``: 10,000 draws, one run).
 """
 
 from __future__ import annotations
@@ -99,6 +100,10 @@ def main() -> None:
         ratio = rate / other if other else float("nan")
         rows.append({"draws": name, "dpopt": rate, "opendp": other, "ratio": ratio})
         print(f"{name:<16} {rate:>12,.0f} {other or float('nan'):>12,.0f} {ratio:>8.1f}")
+    generator = np.random.default_rng()
+    floats = args.size / _best(lambda: generator.standard_normal(args.size), args.repeat)
+    print(f"{'numpy float normal':<16} {floats:>12,.0f}   (the yardstick: never released)")
+    rows.append({"draws": "numpy standard_normal", "dpopt": None, "numpy": floats})
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(rows, handle, indent=1)
