@@ -23,6 +23,7 @@ that cache. Every float operation is the same on any executor, so releases are b
 from __future__ import annotations
 
 import json
+import mmap
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -329,6 +330,26 @@ def marginal_answers(
     return []
 
 
+PLAIN_PAGES_BYTES = 1 << 26
+"""Answers of at least this many bytes are held in memory mapped without transparent huge pages
+(:func:`_plain_pages`)."""
+
+
+def _plain_pages(count: int) -> np.ndarray:
+    """An uninitialised float64 array of ``count`` entries. Past :data:`PLAIN_PAGES_BYTES`, on a
+    system that allows it, its memory is mapped with ``MADV_NOHUGEPAGE``: numpy asks for huge
+    pages, whose first touch on a fragmented machine waits for the kernel to compact memory
+    (measured on a 2-core machine: 3.5–5.4 s to touch 1.3 GB, 0.5–0.8 s without; the release of
+    all ≤3-way marginals of 100 attributes 29–30 s against 38–40 s)."""
+    nbytes = 8 * count
+    advice = getattr(mmap, "MADV_NOHUGEPAGE", None)
+    if nbytes < PLAIN_PAGES_BYTES or advice is None:
+        return np.empty(count, dtype=np.float64)
+    pages = mmap.mmap(-1, nbytes)
+    pages.madvise(advice)
+    return np.frombuffer(pages, dtype=np.float64, count=count)
+
+
 def reconstruct(
     measurement: ResidualMeasurement, *, executor: Any = None, out_dir: Any = None
 ) -> MarginalAnswers | StoredMarginals:
@@ -354,8 +375,7 @@ def reconstruct(
     d = closure.sizes.size
     attributes = tuple(tuple(int(a) for a in row if a < d) for row in closure.table)
     offsets = np.concatenate(([0], np.cumsum(closure.cells.astype(np.int64))))
-    values = np.empty(int(offsets[-1]), dtype=np.float64)
-
+    values = _plain_pages(int(offsets[-1]))
     starts = offsets.tolist()
 
     def place(chunk: int, tables: list[np.ndarray]) -> None:
