@@ -21,6 +21,7 @@ __all__ = [
     "CENSUS_MAX_SIZES",
     "CENSUS_MEMORY_LIMIT",
     "CENSUS_MIN_MEMORY_LIMIT",
+    "CERTIFIED_MAX_SCALE",
     "CHECK_MAX_VIOLATIONS",
     "CHORD_MAX_WIDTH",
     "COLLAPSE_LIMIT",
@@ -118,6 +119,15 @@ e^−128), so the noise fits a 64-bit integer.
 Unit: noise scale (Δ/ε).
 Past it: ValueError from ``DiscreteLaplace`` ("is epsilon far too small?"); a V ≥ 128 draw is
 refused rather than wrapped."""
+
+CERTIFIED_MAX_SCALE = Fraction(1 << 32)
+"""Largest noise scale (discrete Laplace scale, or the discrete Gaussian's proposal scale
+σ + 1/4) drawn in certified floating point (``dpopt.privacy.certified``): beyond it −t·ln U
+keeps too few exact digits of a double for floating point to settle most decisions.
+
+Unit: noise scale.
+Past it: the samplers draw with CKS's integer algorithms, exact as well and several times
+slower."""
 
 MAX_GAUSSIAN_SIGMA = Fraction(1 << 52)
 """Largest discrete Gaussian σ: beyond it the noise would not fit a 64-bit integer.

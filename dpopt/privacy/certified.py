@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.limits import MAX_DRAWS
+from dpopt.limits import CERTIFIED_MAX_SCALE, MAX_DRAWS
 from dpopt.privacy.exact_exp import below_exp, geometric_exact
 from dpopt.validation import instance, integer
 
@@ -40,6 +40,7 @@ __all__ = [
     "discrete_gaussian",
     "discrete_laplace",
     "floor_certified",
+    "log_ends",
 ]
 
 LOG_RELATIVE_ERROR = 2.0**-46
@@ -91,12 +92,31 @@ def _logs(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``size`` uniforms: (ℓ, ln ℓ, ln(ℓ + 2⁻⁵³)), U ∈ [ℓ, ℓ + 2⁻⁵³); ln 0 = −inf."""
     low = rng.random(out=space.low[:size])
-    top, bottom = space.top[:size], space.bottom[:size]
-    np.add(low, _STEP, out=bottom)  # exact: ℓ ≤ 1 − 2⁻⁵³
+    top, bottom = log_ends(low, _STEP, space.top[:size], space.bottom[:size])
+    return low, top, bottom
+
+
+def log_ends(
+    low: np.ndarray, step: float, top: np.ndarray, bottom: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """ln ℓ into ``top`` (−inf at 0) and ln(ℓ + ``step``) into ``bottom``: the logs of the two
+    ends of each uniform's interval [ℓ, ℓ + step) (ℓ + step ≤ 1, and exact: ℓ is a multiple of
+    ``step``, a power of two)."""
+    _float_arrays(low=low, top=top, bottom=bottom)
+    np.add(low, step, out=bottom)
     np.log(bottom, out=bottom)
     with np.errstate(divide="ignore"):
         np.log(low, out=top)
-    return low, top, bottom
+    return top, bottom
+
+
+def _float_arrays(**arrays: Any) -> None:
+    """TypeError unless each is a float64 array; ValueError unless they have one shape."""
+    for name, array in arrays.items():
+        if not isinstance(array, np.ndarray) or array.dtype != np.float64:
+            raise TypeError(f"{name} must be a float64 array, got {array!r:.60}")
+    if len({array.shape for array in arrays.values()}) > 1:
+        raise ValueError(f"{', '.join(arrays)} must be arrays of one shape")
 
 
 def _prefix(low: float) -> int:
@@ -110,12 +130,10 @@ def floor_certified(
     end's) and ``bottom``: in ``out`` the floor at the upper end, a lower bound on G and G
     itself where ``certain`` says the lower end's floor is the same. ``top`` is overwritten."""
     t = float(_scale(scale))
-    for name, array, kind in (("top", top, "f"), ("bottom", bottom, "f"), ("out", out, "f")):
-        if not isinstance(array, np.ndarray) or array.dtype.kind != kind:
-            raise TypeError(f"{name} must be a float64 array, got {array!r:.60}")
+    _float_arrays(top=top, bottom=bottom, out=out)
     instance("certain", certain, np.ndarray)
-    if not top.shape == bottom.shape == out.shape == certain.shape or certain.dtype != bool:
-        raise ValueError("top, bottom, out and certain must be arrays of one shape")
+    if certain.shape != top.shape or certain.dtype != bool:
+        raise ValueError("certain must be a boolean array of the shape of top")
     g = np.multiply(bottom, -t * _LOW, out=out)
     np.floor(g, out=g)
     np.multiply(top, -t * _HIGH, out=top)
@@ -224,9 +242,10 @@ def _draws(count: int, rng: np.random.Generator, propose: Propose) -> tuple[np.n
 
 
 def _scale(scale: Any) -> Fraction:
-    """``scale`` if it is a Fraction in (0, 2³²]; else TypeError/ValueError naming it."""
+    """``scale`` if it is a Fraction in (0, :data:`~dpopt.limits.CERTIFIED_MAX_SCALE`]; else
+    TypeError/ValueError naming it."""
     checked: Fraction = instance("scale", scale, Fraction)
-    if not 0 < checked <= 1 << 32:
+    if not 0 < checked <= CERTIFIED_MAX_SCALE:
         raise ValueError(f"scale must lie in (0, 2^32], got {float(checked):.6g}")
     return checked
 

@@ -61,34 +61,39 @@ def _digits(length: int) -> int:
     return length * 3 // 10 + 30
 
 
+def _compare(
+    prefix: int, length: int, more: Callable[[], int], x: Fraction
+) -> tuple[bool, int, int]:
+    """Whether U < exp(−x), and U's digits known then (prefix, length): 64 more are read from
+    ``more()`` while U's interval straddles the bounds on exp(−x)."""
+    while True:
+        lower, upper = exp_bounds(x, _digits(length))
+        if Fraction(prefix + 1, 1 << length) <= lower:
+            return True, prefix, length
+        if Fraction(prefix, 1 << length) >= upper:
+            return False, prefix, length
+        prefix, length = (prefix << 64) | more(), length + 64
+
+
 def below_exp(prefix: int, length: int, more: Callable[[], int], x: Fraction) -> bool:
     """Whether U < exp(−x), for the uniform U ∈ [prefix, prefix + 1)·2^−length whose further
     binary digits ``more()`` gives, 64 at a time."""
     prefix, length = _uniform(prefix, length, more)
-    _exponent(x)
-    while True:
-        lower, upper = exp_bounds(x, _digits(length))
-        if Fraction(prefix + 1, 1 << length) <= lower:
-            return True
-        if Fraction(prefix, 1 << length) >= upper:
-            return False
-        prefix, length = (prefix << 64) | more(), length + 64
+    return _compare(prefix, length, more, _exponent(x))[0]
 
 
 def geometric_exact(
     prefix: int, length: int, more: Callable[[], int], rate: Fraction, start: int
 ) -> int:
     """G = #{g ≥ 1 : U < exp(−g·rate)} for U as in :func:`below_exp`, knowing G ≥ ``start``:
-    P(G ≥ g) = exp(−g·rate), the geometric law of the discrete Laplace's magnitude."""
+    P(G ≥ g) = exp(−g·rate), the geometric law of the discrete Laplace's magnitude. One U
+    decides every g: the digits read for one comparison are kept for the next."""
     prefix, length = _uniform(prefix, length, more)
     if _exponent(rate) == 0:
         raise ValueError("rate must be > 0")
     g = integer("start", start, minimum=0, maximum=None)
     while True:
-        lower, upper = exp_bounds((g + 1) * rate, _digits(length))
-        if Fraction(prefix + 1, 1 << length) <= lower:
-            g += 1  # U < exp(−(g + 1)·rate): inside
-        elif Fraction(prefix, 1 << length) >= upper:
+        inside, prefix, length = _compare(prefix, length, more, (g + 1) * rate)
+        if not inside:
             return g  # outside, and so for every larger g
-        else:
-            prefix, length = (prefix << 64) | more(), length + 64
+        g += 1

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.privacy import exact_exp
-from dpopt.privacy.certified import floor_certified
+from dpopt.privacy.certified import floor_certified, log_ends
 from dpopt.privacy.samplers import DiscreteLaplace
 
 __all__ = ["keyed_laplace", "stream_seeds"]
@@ -190,9 +190,7 @@ def _geometric_of_words(words: np.ndarray, scale: Fraction) -> tuple[np.ndarray,
     (:func:`~dpopt.privacy.certified.floor_certified`), and where it was not: there the value is
     a lower bound on G."""
     low = (words >> np.uint64(12) | _ONE).view(np.float64) - 1.0  # U ∈ [low, low + 2⁻⁵²)
-    with np.errstate(divide="ignore"):
-        top = np.log(low)
-    bottom = np.log(low + 2.0**-52)
+    top, bottom = log_ends(low, 2.0**-52, np.empty_like(low), np.empty_like(low))
     g, certain = floor_certified(
         top, bottom, scale, np.empty_like(low), np.empty(low.shape, dtype=bool)
     )

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.limits import MAX_DRAWS, MAX_GAUSSIAN_SIGMA, MAX_LAPLACE_SCALE
+from dpopt.limits import CERTIFIED_MAX_SCALE, MAX_DRAWS, MAX_GAUSSIAN_SIGMA, MAX_LAPLACE_SCALE
 from dpopt.privacy import certified
 from dpopt.validation import instance, integer
 
@@ -301,11 +301,6 @@ def _ceil(value: Fraction) -> int:
 _LAPLACE_BITS = MAX_LAPLACE_SCALE.numerator.bit_length() - 1  # 56
 
 
-# Scales up to 2³² are drawn by certified floating point (dpopt.privacy.certified); larger
-# ones by the integer algorithms below, exact as well.
-_CERTIFIED_SCALE = Fraction(1 << 32)
-
-
 class _IntegerSampler:
     """A distribution on the integers sampled in vectors (``_draw``: ``count`` int64 draws).
 
@@ -400,7 +395,7 @@ class DiscreteLaplace(_IntegerSampler):
         return 0.5 / math.sinh(inverse / 2) ** 2
 
     def _draw(self, count: int, rng: np.random.Generator) -> np.ndarray:
-        if self.scale <= _CERTIFIED_SCALE:
+        if self.scale <= CERTIFIED_MAX_SCALE:
             out, fallbacks = certified.discrete_laplace(count, self.scale, rng)
             self.fallbacks += fallbacks
             return out
@@ -515,7 +510,7 @@ class DiscreteGaussian(_IntegerSampler):
         return min(second / total, float(self.sigma2))
 
     def _draw(self, count: int, rng: np.random.Generator) -> np.ndarray:
-        if self._scale <= _CERTIFIED_SCALE:
+        if self._scale <= CERTIFIED_MAX_SCALE:
             out, fallbacks = certified.discrete_gaussian(count, self.sigma2, self._scale, rng)
             self.fallbacks += fallbacks
             return out

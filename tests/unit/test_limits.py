@@ -153,6 +153,7 @@ def test_every_limit_has_a_former_home_or_is_new() -> None:
         "ROUNDING_MAX_TOTAL",
         "PROJECTION_MAX_ITERATIONS",
         "PROJECTION_CVXPY_MAX_CELLS",
+        "CERTIFIED_MAX_SCALE",
     }
     assert set(limits.__all__) == used | new_here
 
