@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 from scipy.optimize import Bounds, LinearConstraint, milp
@@ -71,7 +71,9 @@ def milp_objective(x: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> float:
         constraints=constraints,
         integrality=integrality,
         bounds=Bounds(0, np.inf),
-        options={"mip_rel_gap": 0.0},
+        # HiGHS's presolve fails on some of these tiny programs ("Solve error" on the 3 × 4
+        # instance of the example below, scipy 1.17.1); without it every one solves
+        options={"mip_rel_gap": 0.0, "presolve": False},
     )
     assert res.status == 0, res.message
     best = np.rint(res.x[:k]).reshape(m, n)
@@ -111,8 +113,26 @@ def test_flow_equals_cpsat_on_the_integer_model(problem) -> None:
     assert model_objective(x, solved(x, rows, cols)) == cpsat_objective(x, rows, cols)
 
 
+PRESOLVE_FAILED = (
+    np.round(
+        np.array(
+            [
+                [0.97753906, 0.0, 0.0, 0.53222656],
+                [0.43847656, 2.31152344, 0.03515625, 2.89941406],
+                [1.76171875, 0.0, 0.0, 0.59179688],
+            ]
+        )
+        * 1024
+    )
+    / 1024,
+    np.array([1, 5, 3]),
+    np.array([3, 2, 0, 4]),
+)
+
+
 @settings(max_examples=80, deadline=None)
 @given(problems(grid=True))
+@example(PRESOLVE_FAILED)
 def test_flow_equals_milp_on_the_real_objective_on_the_grid(problem) -> None:
     x, rows, cols = problem
     got = float(np.abs(solved(x, rows, cols) - x).sum())
