@@ -82,6 +82,8 @@ __all__ = [
     "PAPER_SDP_CLARABEL_MAX_N",
     "PLAN_MEMORY_BUDGET",
     "PLAN_MIN_MEMORY",
+    "PRODUCT_HDMM_MAX_TERMS",
+    "PRODUCT_MAX_QUERY_SIZE",
     "PROJECTION_CVXPY_MAX_CELLS",
     "PROJECTION_MAX_ITERATIONS",
     "PUBLISHED_MAX_SIMULATIONS",
@@ -405,6 +407,22 @@ MAX_BISECTIONS = 64
 
 Unit: bisection steps.
 Past it: the search stops; the plan returned is the smallest ε found that meets the targets."""
+
+PRODUCT_HDMM_MAX_TERMS = 64
+"""Most terms of a product-marginal workload on which ``hdmm.optimize_product(W, "gaussian")``
+also runs OPT_HDMM (OPT_⊗, OPT_+, OPT_M, Identity) and keeps the better strategy; past it the
+residual strategy alone (OPT_+ solves one OPT_⊗ per term).
+
+Unit: terms.
+Past it: the residual strategy is returned without the comparison."""
+
+PRODUCT_MAX_QUERY_SIZE = 4096
+"""Largest attribute of a product-marginal workload (``workload.ProductMarginals``) that carries
+a query other than the identity: its residual strategy is the dense L2 optimum of an n × n
+Gram (the limit of the exact L2 method, ``l2-dual``).
+
+Unit: cells of one attribute.
+Past it: ValueError naming PRODUCT_MAX_QUERY_SIZE."""
 
 RESIDUAL_MAX_ARITY = 16
 """Most attributes in one marginal of a residual workload: its 2^k subsets are enumerated

@@ -62,11 +62,13 @@ EPILOG = """examples:
   dpopt hdmm answer --workload allrange:5 --data ages.csv --epsilon 0.5 --out r --dry-run
 
 --workload: the grammar of `dpopt plan hdmm --help`; its sizes are public facts (never read
-from the data). --data (CSV or Parquet): records, one column per attribute in the workload's
-attribute order, integer codes 0 … n-1 (the names label the answers); or a histogram: a column
-'count' with one row per cell in row-major order (attribute 0 slowest), or the attribute
-columns beside 'count' (one row per listed cell; others count 0). A 'count' column makes it a
-histogram unless --format says otherwise. --out DIR receives answers.csv (a marginal workload:
+from the data); ranges and prefixes inside marginals (queries=) are released through
+--method opt-kron only, for now (their residual strategy is planned, not yet released).
+--data (CSV or Parquet): records, one column per attribute in the workload's attribute order,
+integer codes 0 … n-1 (the names label the answers); or a histogram: a column 'count' with
+one row per cell in row-major order (attribute 0 slowest), or the attribute columns beside
+'count' (one row per listed cell; others count 0). A 'count' column makes it a histogram
+unless --format says otherwise. --out DIR receives answers.csv (a marginal workload:
 one row per marginal and cell, the attribute codes, empty outside the marginal; another
 workload: one row per query) and manifest.json (the budget, statuses, measured records, the
 strategy's public facts); `dpopt check DIR` verifies it.
@@ -267,6 +269,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, Any,
         delta=args.delta,
         epsilons=[args.epsilon],
         max_memory=args.max_memory,
+        release=True,
     )
     sizes = wl.domain(workload)
     frame = read_frame(args.data, option="--data")

@@ -40,6 +40,11 @@ GRAMMAR = """workloads (--workload):
                                    (quoted: the shell reads '<')
   marginals-file:PATH:sizes=SIZES  the marginals listed in the file PATH (below)
   marginals:SIZES:K                the older spelling of marginals:sizes=SIZES,k=K
+  marginals:…,queries=Q            every attribute queried by Q in each marginal holding it:
+                                   identity (the default: its cells), prefix, range (all
+                                   ranges) or width-W (the ranges of W cells); one kind for
+                                   every attribute, or one per attribute joined by '/':
+                                   'marginals:sizes=85,9,100,k<=3,queries=prefix/identity/range'
   SIZES: sizes joined by ',', NxR for R attributes of size N: 10x100  3,2,4,5  10x50,2x50
   (at most {listed:,} attributes)
   a marginals file lists one marginal a line: its attributes (0-based) separated by spaces
@@ -68,13 +73,18 @@ PLAN_EPILOG = (
 (Gaussian); a marginal workload with Gaussian noise the residual strategy (--objective sum:
 the total variance, max: the largest query variance), which reads the records, on any
 number of cells; with Laplace noise OPT_M (15 attributes at most); any other product OPT_⊗.
-Every strategy but the residual one is measured on the histogram: {histogram}.
+Ranges and prefixes inside marginals (queries=) plan Gaussian noise through their residual
+strategy (--objective sum), or --method opt-kron; dpopt hdmm answer releases them through
+opt-kron only, for now. Every strategy but the residual one is measured on the histogram:
+{histogram}.
 
 examples:
   dpopt plan hdmm --workload allrange:1024 --rmse 10            smallest ε for RMSE 10
   dpopt plan hdmm --workload allrange:256 --epsilon 0.1,1,10    the error at each ε
   dpopt plan hdmm --workload allrange:64xallrange:64 --max-std 20 --json -
   dpopt plan hdmm --workload 'marginals:sizes=10x100,k<=3' --noise gaussian --delta 1e-6 --rmse 1000
+  dpopt plan hdmm --workload 'marginals:sizes=10x30,k<=3,queries=range' --noise gaussian \\
+      --delta 1e-6 --epsilon 1
 """
     + COLUMNS
 )
@@ -156,7 +166,7 @@ def add_parser(commands: Any) -> None:
                 "--objective",
                 choices=("sum", "max"),
                 help="what the residual strategy minimises: sum (default) the total "
-                "variance, max the largest variance of one query",
+                "variance, max the largest variance of one query (sum only with queries=)",
             )
             cmd.add_argument(
                 "--restarts",
@@ -413,16 +423,23 @@ def _epsilons(text: str | None) -> list[float]:
 
 
 def _row(plan: Any) -> dict[str, Any]:
-    """One row of the table and JSON; ``objective`` is the residual strategy's (else None)."""
+    """One row of the table and JSON; ``objective`` is a residual strategy's (else None): that
+    of ranges and prefixes inside marginals minimises the sum (docs/families/hdmm.md, "Ranges
+    and prefixes inside marginals")."""
+    from dpopt.hdmm.residual.queries import QueryResidualStrategy
     from dpopt.hdmm.residual.strategy import ResidualStrategy
 
-    residual = isinstance(plan.strategy, ResidualStrategy)
+    objective = None
+    if isinstance(plan.strategy, ResidualStrategy):
+        objective = plan.strategy.objective_name
+    elif isinstance(plan.strategy, QueryResidualStrategy):
+        objective = plan.strategy.details["objective"]
     return {
         "epsilon": plan.epsilon,
         "delta": plan.delta,
         "noise": plan.noise,
         "strategy": plan.strategy.template,
-        "objective": plan.strategy.objective_name if residual else None,
+        "objective": objective,
         "rmse": plan.rmse,
         "max_std": plan.max_std,
         "queries": plan.queries,

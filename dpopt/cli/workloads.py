@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from dpopt.cli.options import nonnegative_int, positive_float, positive_int
-from dpopt.limits import MAX_LISTED_ATTRIBUTES
+from dpopt.limits import MAX_LISTED_ATTRIBUTES, PRODUCT_MAX_QUERY_SIZE
 from dpopt.paths import read_text
 from dpopt.planning import check_memory, memory_budget
 from dpopt.validation import instance
@@ -48,7 +48,14 @@ def parse_workload(text: str, max_memory: int | None = None) -> Any:
     return terms[0] if len(terms) == 1 else wl.VStack(terms)
 
 
-MARGINALS_FORM = "marginals:sizes=SIZES,k=K or k<=K (e.g. marginals:sizes=10x100,k<=3)"
+MARGINALS_FORM = (
+    "marginals:sizes=SIZES,k=K or k<=K, optionally then ,queries=Q (e.g. "
+    "marginals:sizes=10x100,k<=3 or marginals:sizes=10x30,k<=3,queries=range)"
+)
+QUERY_KINDS = ("identity", "prefix", "range", "width-W")
+"""The ``queries=`` kinds of a ``marginals:`` workload (docs/families/hdmm.md, "Ranges and
+prefixes inside marginals"): the identity (a marginal's cells), the prefixes, all ranges, the
+ranges of W cells (1 <= W <= the attribute's size)."""
 
 
 def _parse_sizes(text: str) -> list[int]:
@@ -73,10 +80,19 @@ def _parse_sizes(text: str) -> list[int]:
 def marginal_spec(text: str) -> tuple[list[int], range] | None:
     """The attribute sizes and the arities of a ``marginals:`` workload, read without making
     its table (None for another form); a ValueError for a malformed one."""
+    found = _marginal_form(text)
+    return None if found is None else (found[0], found[1])
+
+
+def _marginal_form(text: str) -> tuple[list[int], range, list[str]] | None:
+    """:func:`marginal_spec` and each attribute's query kind (:data:`QUERY_KINDS`, all
+    ``identity`` without ``,queries=Q``), still without making a table or a query."""
     instance("text", text, str)
     if not text.startswith("marginals:"):
         return None
     spec = text.removeprefix("marginals:")
+    option = re.fullmatch(r"(?P<spec>.*),queries=(?P<queries>[^,]*)", spec)
+    spec = option["spec"] if option else spec
     keyed = re.fullmatch(r"sizes=(?P<sizes>.+),k(?P<upto><?)=(?P<k>[^,=]+)", spec)
     keyed = keyed or re.fullmatch(r"k(?P<upto><?)=(?P<k>[^,=]+),sizes=(?P<sizes>.+)", spec)
     found = keyed or re.fullmatch(r"(?P<sizes>[^=:]+):(?P<k>[^=:]+)", spec)
@@ -89,20 +105,86 @@ def marginal_spec(text: str) -> tuple[list[int], range] | None:
         raise ValueError(f"k in {text!r}: {error}") from None
     if k > len(sizes):
         raise ValueError(f"k must be <= the number of attributes {len(sizes)}, got {k}")
-    return sizes, range(k + 1) if keyed and keyed["upto"] else range(k, k + 1)
+    arities = range(k + 1) if keyed and keyed["upto"] else range(k, k + 1)
+    kinds = _query_kinds(option["queries"], sizes) if option else ["identity"] * len(sizes)
+    return sizes, arities, kinds
+
+
+def _query_kinds(text: str, sizes: list[int]) -> list[str]:
+    """``Q`` of ``,queries=Q``: one kind of :data:`QUERY_KINDS` for every attribute, or one per
+    attribute joined by '/'; a ValueError names the kind, the count or the width refused."""
+    kinds = text.split("/")
+    if len(kinds) == 1:
+        kinds *= len(sizes)
+    elif len(kinds) != len(sizes):
+        raise ValueError(
+            f"queries={text} lists {len(kinds)} kinds for {len(sizes)} attributes: give one kind "
+            "for every attribute, or one per attribute joined by '/'"
+        )
+    for i, (kind, n) in enumerate(zip(kinds, sizes, strict=True)):
+        width, dash, count = kind.partition("-")
+        if kind not in QUERY_KINDS[:-1] and not (dash and width == "width"):
+            raise ValueError(
+                f"queries={text}: {kind!r} is not a query kind; the kinds are "
+                f"{', '.join(QUERY_KINDS)} (ranges of W cells)"
+            )
+        if dash and not 1 <= _width(count) <= n:
+            raise ValueError(
+                f"queries={text}: {kind} on attribute {i} of size {n}: W must be an integer "
+                f"from 1 to {n}"
+            )
+        if kind != "identity" and n > PRODUCT_MAX_QUERY_SIZE:
+            raise ValueError(
+                f"queries={text}: attribute {i} has {n:,} cells, over PRODUCT_MAX_QUERY_SIZE = "
+                f"{PRODUCT_MAX_QUERY_SIZE:,} for a query other than the identity (its residual "
+                "strategy is a dense n × n optimum)"
+            )
+    return kinds
+
+
+def _width(text: str) -> int:
+    """W of ``width-W``, 0 for what is not an integer >= 0."""
+    try:
+        return nonnegative_int(text)
+    except ValueError:
+        return 0
+
+
+def _queries(sizes: list[int], kinds: list[str]) -> list[Any]:
+    """Every attribute's query, one object each, for the kinds :func:`_query_kinds` accepted."""
+    from dpopt import workload as wl
+
+    blocks: dict[str, Callable[[int], wl.Matrix]] = {
+        "identity": wl.Identity,
+        "prefix": wl.Prefix,
+        "range": wl.AllRange,
+    }
+    return [
+        wl.WidthRanges(n, _width(kind.removeprefix("width-")))
+        if kind.startswith("width-")
+        else blocks[kind](n)
+        for kind, n in zip(kinds, sizes, strict=True)
+    ]
 
 
 def _marginals(text: str, budget: int) -> Any:
     """``marginals:sizes=SIZES,k=K`` (the K-way marginals), ``k<=K`` (those of at most K
     attributes: one :class:`~dpopt.workload.Marginals` table per arity) or the older
-    ``marginals:SIZES:K``."""
+    ``marginals:SIZES:K``; with ``,queries=Q`` one :class:`~dpopt.workload.ProductMarginals`
+    per arity, every attribute's query shared by all (docs/families/hdmm.md, "Ranges and
+    prefixes inside marginals")."""
     from dpopt import workload as wl
 
-    spec = marginal_spec(text)
-    assert spec is not None
-    sizes, arities = spec
+    found = _marginal_form(text)
+    assert found is not None
+    sizes, arities, kinds = found
     _check_table(len(sizes), arities, budget, text)
-    tables = [wl.Marginals(sizes, j) for j in arities]
+    tables: list[wl.Matrix]
+    if all(kind == "identity" for kind in kinds):
+        tables = [wl.Marginals(sizes, j) for j in arities]
+    else:
+        queries = _queries(sizes, kinds)
+        tables = [wl.ProductMarginals(sizes, j, queries=queries) for j in arities]
     return tables[0] if len(tables) == 1 else wl.VStack(tables)
 
 
@@ -216,6 +298,18 @@ FLAG_WORDING = {
     "gaussian --delta D, the residual strategy) or give --method opt-kron",
     "histogram": "a release through the {method} strategy measures the histogram of the whole "
     "domain, and its {cells} cells are over MAX_HISTOGRAM_CELLS = {limit:,}{remedy}",
+    "queries": "ranges or prefixes inside marginals (queries=…) are planned by their residual "
+    "strategy, with Gaussian noise: OPT_M (opt-marginals, the Laplace strategy of marginal "
+    "workloads) takes marginals of identities only; give --noise gaussian --delta D, or "
+    "--method opt-kron (a domain of at most MAX_HISTOGRAM_CELLS = {limit:,} cells)",
+    "queries-objective": "ranges/prefixes inside marginals are planned for the total squared "
+    "error here: their largest-variance split (dpopt.hdmm.optimize_product(W, "
+    "'gaussian', objective='max'), certified by its duality gap) took minutes at 30 "
+    "attributes; use --objective sum",
+    "unbuilt": "the release of ranges/prefixes inside marginals (queries=…) through the "
+    "residual strategy is not yet built: plan it with dpopt plan hdmm (the same --workload, "
+    "--noise gaussian --delta D), or release it with --method opt-kron (a domain of at most "
+    "MAX_HISTOGRAM_CELLS = {limit:,} cells)",
 }
 """The command-line wording of :data:`dpopt.hdmm.feasibility.REASONS` (the others quote no
 argument and keep the library's)."""
@@ -245,6 +339,7 @@ def plan_release(
     delta: Any,
     epsilons: Sequence[Any],
     max_memory: int,
+    release: bool = False,
 ) -> tuple[Any, str]:
     """The one planning step of ``dpopt plan hdmm|eigen`` and ``dpopt hdmm answer``, before any
     optimizer runs or any data is read: the noise and δ, the strategy method a release runs
@@ -253,7 +348,9 @@ def plan_release(
     (:func:`~dpopt.hdmm.feasibility.planning_bytes`) against ``max_memory`` and every ε; then
     the workload matrix (a ``marginals:`` table is made only after all of it). Returns the
     workload and the method (``eigen`` for ``family="eigen"``); a ValueError in the flags'
-    words for anything refused."""
+    words for anything refused. A plan runs where only the release is not yet built
+    (``unbuilt``: ranges and prefixes inside marginals, docs/families/hdmm.md); with
+    ``release`` (``dpopt hdmm answer``) that is refused too."""
     from dpopt.hdmm import feasibility
     from dpopt.hdmm.noise import check_release
     from dpopt.privacy import noise_kind
@@ -262,11 +359,13 @@ def plan_release(
         raise ValueError("Gaussian noise needs --delta")
     if noise == "laplace" and delta is not None:
         raise ValueError("--delta applies to --noise gaussian only")
-    spec = marginal_spec(text)
+    spec = _marginal_form(text)
     workload = None if spec is not None else parse_workload(text, max_memory)
     if spec is not None:
-        _check_table(len(spec[0]), spec[1], max_memory, text)
-        facts = feasibility.marginal_facts(spec[0], list(spec[1]))
+        sizes, arities, kinds = spec
+        _check_table(len(sizes), arities, max_memory, text)
+        queries = _queries(sizes, kinds)
+        facts = feasibility.marginal_facts(sizes, list(arities), queries)
     else:
         facts = feasibility.workload_facts(workload)
     try:
@@ -276,7 +375,7 @@ def plan_release(
             else feasibility.resolve_method(facts, method, noise, objective)
         )
         refusal = feasibility.release_refusal(facts, chosen)
-        if refusal is not None:
+        if refusal is not None and (release or refusal.reason != "unbuilt"):
             raise refusal
     except feasibility.Refused as refused:
         raise ValueError(f"--workload {text}: {_flag_wording(refused, family)}") from None
@@ -301,7 +400,11 @@ def _flag_wording(refused: Any, family: str) -> str:
 def _planned_what(facts: Any, method: str) -> str:
     """What a plan's memory grows with, for its refusal."""
     if method == "residual":
-        return f"a residual plan of {facts.marginals:,} marginals of up to {facts.width} attributes"
+        what = f"a residual plan of {facts.marginals:,} marginals of up to {facts.width} attributes"
+        if facts.queries:
+            rows, cells = max(facts.queries, key=lambda shape: shape[0] * shape[1])
+            what += f" and attribute queries of up to {rows:,} × {cells:,}"
+        return what
     return f"planning {method} on a domain of sizes {_shown(facts.sizes)}"
 
 

@@ -168,6 +168,9 @@ SUITE_INSTANCES: dict[tuple[str, str], tuple[str, ...]] = {
         "residual-random-d3-max",
         "residual-random-d4-sum",
         "residual-random-d4-max",
+        "ordinal-check-4x5x3-sum",
+        "ordinal-random-d3-sum",
+        "ordinal-random-d4-sum",
     ),
     ("hdmm", "tables"): (
         "table4-all-range-64",

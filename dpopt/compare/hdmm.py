@@ -158,7 +158,7 @@ def _joined(*builders: Builder) -> Builder:
 
 
 SUITES: dict[str, Builder] = {
-    "smoke": _joined(_smoke, residual.smoke),
+    "smoke": _joined(_smoke, residual.smoke, residual.ordinal_smoke),
     "small": _joined(_table_instances((64,)), residual.small),
     "tables": _table_instances((64, 256, 1024)),
     "tables-md": _paper_md_instances,

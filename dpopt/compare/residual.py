@@ -153,3 +153,45 @@ def _rows(table: wl.MarginalTable) -> float:
     """m: the workload's number of rows, Σ over its marginals of Π nᵢ."""
     ext = np.append(np.asarray(table.sizes, dtype=np.float64), 1.0)
     return float(np.prod(ext[table.table], axis=1).sum())
+
+
+# --- ranges and prefixes inside marginals (docs/families/hdmm.md, same-named section) ----------
+
+ORDINAL_CHECK_SIZES = (4, 5, 3)
+
+
+def product_selection(workload: wl.Matrix, name: str) -> Instance:
+    """The budget split of ``workload``'s residual strategy (every attribute's L2 optimum
+    solved first, :func:`~dpopt.hdmm.residual.queries.select_queries`) as an instance."""
+    from dpopt.hdmm.residual.queries import select_queries
+
+    closure = select_queries(workload).closure
+    problem = ResidualSelection(
+        tuple(closure.sizes.tolist()), closure.table, closure.weights, "sum", closure.factors
+    )
+    return Instance(name, problem)
+
+
+def ordinal_smoke(rng: np.random.Generator) -> list[Instance]:
+    """Prefix, all-range and identity queries on attributes of sizes (4, 5, 3), every ≤2-way
+    term, and random prefix and range queries on 3 and 4 attributes of sizes 2–5: small enough
+    for ``--check`` to hold ``closed-form`` to the cvxpy models."""
+    instance("rng", rng, np.random.Generator)
+    queries = [wl.Prefix(4), wl.AllRange(5), wl.Identity(3)]
+    out = [
+        product_selection(
+            wl.VStack(
+                [wl.ProductMarginals(ORDINAL_CHECK_SIZES, k, queries=queries) for k in range(3)]
+            ),
+            "ordinal-check-4x5x3-sum",
+        )
+    ]
+    for attributes in (3, 4):
+        sizes = [int(n) for n in rng.integers(2, 6, attributes)]
+        kinds = [wl.Prefix(n) if rng.random() < 0.5 else wl.AllRange(n) for n in sizes]
+        table = _random_table(rng, attributes, 2, 2 * attributes)
+        workload = wl.ProductMarginals(
+            sizes, attributes=table.attributes, weights=table.weights, queries=kinds
+        )
+        out.append(product_selection(workload, f"ordinal-random-d{attributes}-sum"))
+    return out

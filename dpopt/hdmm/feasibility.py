@@ -57,6 +57,15 @@ ROW_FORM_BYTES = 32
 """Bytes per query of the largest Kronecker term an OPT_M plan enumerates for its largest
 variance on a workload other than marginals: the running sum and the outer products of the
 factors' forms (2.4 floats measured)."""
+QUERY_ENTRY_BYTES = 24
+"""Bytes per entry of an attribute's m × n query while its residual strategy is solved
+(docs/families/hdmm.md, "Ranges and prefixes inside marginals"): the dense query, its centred
+copy and its rows through the strategy's pseudo-inverse (24.2 measured on AllRange(n), n =
+100–400)."""
+QUERY_GRAM_BYTES = 112
+"""Bytes per entry of an attribute's n × n residual Gram while its L2 optimum is solved: the
+Gram, the solver's iterates and the strategy (93–109 measured on Prefix(n) and
+WidthRanges(n, n/10), n = 100–400)."""
 
 
 class Refused(InvalidInput):
@@ -87,6 +96,18 @@ REASONS = {
     "MAX_ARITY = {cap} attributes in one, this workload has one of {width}",
     "closure": "the workload's {marginals:,} marginals of up to {width} attributes give "
     "{pairs:,} (marginal, subset) pairs, over MAX_CLOSURE = {cap:,}",
+    "queries": "ranges or prefixes inside marginals are planned by their residual strategy, "
+    "with Gaussian noise: OPT_M (opt-marginals, the Laplace strategy of marginal workloads) "
+    "takes marginals of identities only; release Gaussian noise (noise='gaussian' with a "
+    "delta) or give method='opt-kron' (a domain of at most MAX_HISTOGRAM_CELLS = {limit:,} "
+    "cells)",
+    "queries-objective": "ranges/prefixes inside marginals are planned for the total squared "
+    "error here: their largest-variance split (dpopt.hdmm.optimize_product(W, "
+    "'gaussian', objective='max'), certified by its duality gap) took minutes at 30 "
+    "attributes; use objective='sum'",
+    "unbuilt": "the release of ranges/prefixes inside marginals through the residual strategy "
+    "is not yet built (hdmm.plan_error plans it); method='opt-kron' releases them on a domain "
+    "of at most MAX_HISTOGRAM_CELLS = {limit:,} cells",
 }
 """Each refusal's library wording; :data:`Refused.facts` fill it in."""
 HISTOGRAM_REMEDIES = {
@@ -106,8 +127,10 @@ class WorkloadFacts:
     """The public facts of a workload that decide its release: the attribute ``sizes``,
     whether it is one 1-D block (``one_dimensional``: OPT₀ optimizes it), its Kronecker
     ``terms``, its ``marginals`` (0: not a marginal workload) of up to ``width`` attributes
-    (the table's width, padding included), and the queries of its largest Kronecker term
-    (``largest_rows``: a marginal's cells)."""
+    (the table's width, padding included), the queries of its largest Kronecker term
+    (``largest_rows``: a marginal's cells), and for ranges and prefixes inside marginals
+    (docs/families/hdmm.md, "Ranges and prefixes inside marginals") the shape (rows, cells) of
+    every distinct attribute query other than the identity (``queries``; empty otherwise)."""
 
     sizes: tuple[int, ...]
     one_dimensional: bool
@@ -115,6 +138,7 @@ class WorkloadFacts:
     marginals: int
     width: int
     largest_rows: int
+    queries: tuple[tuple[int, int], ...] = ()
 
     @property
     def marginal(self) -> bool:
@@ -166,9 +190,14 @@ def _blocks(workload: wl.Matrix) -> list[wl.Matrix]:
     return [workload]
 
 
-def marginal_facts(sizes: Sequence[int], arities: Sequence[int]) -> WorkloadFacts:
+def marginal_facts(
+    sizes: Sequence[int], arities: Sequence[int], queries: Sequence[Any] | None = None
+) -> WorkloadFacts:
     """The :class:`WorkloadFacts` of every marginal of each arity in ``arities`` over
-    attributes of ``sizes``, without making their table."""
+    attributes of ``sizes``, without making their table; with ``queries`` (one 1-D
+    :mod:`dpopt.workload` matrix or None, the identity, per attribute) those of
+    :class:`~dpopt.workload.ProductMarginals` of them (docs/families/hdmm.md, "Ranges and
+    prefixes inside marginals")."""
     sizes = tuple(
         integer(f"sizes[{i}]", n, minimum=1)
         for i, n in enumerate(sequence("sizes", sizes, "attribute sizes"))
@@ -181,18 +210,50 @@ def marginal_facts(sizes: Sequence[int], arities: Sequence[int]) -> WorkloadFact
     if not arities:
         raise InvalidInput("arities must name at least one arity")
     count = sum(math.comb(d, k) for k in arities)
-    top = sorted(sizes, reverse=True)[: arities[-1]]
+    rows, shapes = _query_shapes(sizes, queries)
+    shapes = shapes if arities[-1] else ()  # the total alone queries no attribute
+    top = sorted(rows, reverse=True)[: arities[-1]]
     largest = 1
     for n in top:
         largest = min(largest * n, 2**62)
-    return WorkloadFacts(sizes, False, count, count, arities[-1], largest)
+    return WorkloadFacts(sizes, False, count, count, arities[-1], largest, shapes)
+
+
+def _query_shapes(
+    sizes: tuple[int, ...], queries: Sequence[Any] | None
+) -> tuple[list[int], tuple[tuple[int, int], ...]]:
+    """Every attribute's query rows, and the (rows, cells) of each distinct query other than
+    the identity, of ``queries`` as :func:`marginal_facts` takes them."""
+    from dpopt.hdmm.residual.queries import attribute_key
+
+    if queries is None:
+        return list(sizes), ()
+    given = sequence("queries", queries, "one query per attribute")
+    if len(given) != len(sizes):
+        raise InvalidInput(
+            f"queries must hold one query per attribute ({len(sizes)}), got {len(given)}"
+        )
+    rows: list[int] = []
+    shapes: dict[Any, tuple[int, int]] = {}
+    for i, (query, n) in enumerate(zip(given, sizes, strict=True)):
+        if query is None:
+            query = wl.Identity(n)
+        instance(f"queries[{i}]", query, wl.Matrix)
+        if tuple(wl.domain(query)) != (n,):
+            raise InvalidInput(f"queries[{i}] must be a query on {n} cells, got {query!r}")
+        rows.append(int(query.shape[0]))
+        if type(query) is not wl.Identity:
+            shapes.setdefault(attribute_key(query), (int(query.shape[0]), n))
+    return rows, tuple(shapes.values())
 
 
 def resolve_method(facts: WorkloadFacts, method: str, noise: str, objective: Any = None) -> str:
     """The strategy method a release runs: ``method`` as given, or for ``"auto"`` OPT₀
     (``"opt0"``) on one 1-D block, on a marginal workload the residual strategy for Gaussian
     noise and OPT_M (``"opt-marginals"``) for Laplace, OPT_⊗ (``"opt-kron"``) on any other;
-    :class:`Refused` for a method or an ``objective`` (None: not given) that does not fit."""
+    :class:`Refused` for a method or an ``objective`` (None: not given) that does not fit. On
+    ranges and prefixes inside marginals (``facts.queries``) OPT_M and ``objective="max"``
+    are refused (docs/families/hdmm.md, "Ranges and prefixes inside marginals")."""
     instance("facts", facts, WorkloadFacts)
     instance("method", method, str)
     noise = noise_kind(noise)
@@ -201,8 +262,12 @@ def resolve_method(facts: WorkloadFacts, method: str, noise: str, objective: Any
     elif method == "auto":
         gaussian = noise == "gaussian"
         method = "opt-kron" if not facts.marginal else "residual" if gaussian else "opt-marginals"
+    if facts.queries and method == "opt-marginals":
+        raise Refused("queries", limit=MAX_HISTOGRAM_CELLS)
     if method == "residual" and not (facts.marginal and noise == "gaussian"):
         raise Refused("residual")
+    if facts.queries and method == "residual" and objective not in (None, "sum"):
+        raise Refused("queries-objective")
     if objective is not None and method != "residual":
         raise Refused("objective", method=method)
     if method == "opt-marginals" and len(facts.sizes) > OPT_M_MAX_ATTRIBUTES:
@@ -215,7 +280,9 @@ def release_refusal(facts: WorkloadFacts, method: str) -> Refused | None:
     (a :class:`Refused`, not raised), or None when it can: every strategy but the residual
     one measures the histogram, which a release builds only up to MAX_HISTOGRAM_CELLS cells;
     the residual strategy enumerates every marginal's subsets, up to MAX_ARITY attributes and
-    MAX_CLOSURE pairs."""
+    MAX_CLOSURE pairs, and is not yet released on ranges and prefixes inside marginals
+    (``unbuilt``: planned, not released; docs/families/hdmm.md, "Ranges and prefixes inside
+    marginals")."""
     instance("facts", facts, WorkloadFacts)
     if method == "residual":
         if facts.width > RESIDUAL_MAX_ARITY:
@@ -228,7 +295,7 @@ def release_refusal(facts: WorkloadFacts, method: str) -> Refused | None:
                 pairs=facts.pairs,
                 cap=RESIDUAL_MAX_CLOSURE,
             )
-        return None
+        return Refused("unbuilt", limit=MAX_HISTOGRAM_CELLS) if facts.queries else None
     cells = facts.cells_over(MAX_HISTOGRAM_CELLS)
     if cells is None:
         return None
@@ -247,11 +314,19 @@ def planning_bytes(facts: WorkloadFacts, method: str) -> int:
     :data:`MARGINAL_FACTOR_ENTRIES` n × n arrays per attribute and (beyond marginals)
     :data:`ROW_FORM_BYTES` per query of the largest term; any other's dense work on its
     largest factor (:data:`~dpopt.query_variance.BYTES_PER_ENTRY` per entry) and each term's
-    Grams."""
+    Grams. The residual strategy of ranges and prefixes inside marginals also solves each
+    attribute query's L2 optimum, one at a time (:data:`QUERY_ENTRY_BYTES` per entry of the
+    largest query, :data:`QUERY_GRAM_BYTES` per entry of its Gram), and keeps every
+    attribute's strategy and row variances."""
     instance("facts", facts, WorkloadFacts)
     squares = [n * n for n in facts.sizes]
     if method == "residual":
-        return PLAN_BASE_BYTES + RESIDUAL_PAIR_BYTES * facts.pairs
+        solving = max(
+            (QUERY_ENTRY_BYTES * m * n + QUERY_GRAM_BYTES * n * n for m, n in facts.queries),
+            default=0,
+        )
+        kept = sum(8 * (n * n + 2 * m) for m, n in facts.queries)
+        return PLAN_BASE_BYTES + RESIDUAL_PAIR_BYTES * facts.pairs + solving + kept
     if method == "opt-marginals":
         keys = MARGINAL_KEY_BYTES << len(facts.sizes)
         factors = 8 * MARGINAL_FACTOR_ENTRIES * sum(squares)

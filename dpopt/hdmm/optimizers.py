@@ -12,7 +12,8 @@ import numpy as np
 from dpopt import workload as wl
 from dpopt.hdmm.formulas import gram_of, workload_cells
 from dpopt.hdmm.noise import check_release, release_error, strategy_columns, workload_squared_norm
-from dpopt.hdmm.residual.strategy import ResidualStrategy, marginal_workload, select
+from dpopt.hdmm.residual.queries import product_workload, select_queries
+from dpopt.hdmm.residual.strategy import ResidualStrategy, select
 from dpopt.hdmm.strategies import (
     PRODUCT_METHODS,
     TEMPLATE_OF,
@@ -188,20 +189,57 @@ def optimize_product(
     objective = choice("objective", objective, OBJECTIVES)
     if epsilon is not None:
         check_release(noise, epsilon, delta)
+    table = product_workload(workload)
+    queries = table is not None and not table.identity
     residual = method == "residual" or (
-        method == "auto" and noise == "gaussian" and marginal_workload(workload) is not None
+        method == "auto" and noise == "gaussian" and table is not None
     )
     if objective != "sum" and not residual:
         raise ValueError(
             f"objective {objective!r} is the residual strategies' (method='residual' on a "
             "Gaussian marginal workload); the other methods minimise the total squared error"
         )
+    if residual and queries:
+        found = _residual_queries(workload, table, noise, method, restarts, seed, objective)  # type: ignore[arg-type]
+        if epsilon is None or found.template == "residual-queries":
+            return found
+        return release_strategy(workload, found, epsilon=epsilon, delta=delta)
     if residual:
         return select(workload, noise, objective)
     found = _opt_product(workload, noise, method, restarts, seed)
     if epsilon is None:
         return found
     return release_strategy(workload, found, epsilon=epsilon, delta=delta)
+
+
+def _residual_queries(
+    workload: Any,
+    table: wl.ProductTable,
+    noise: Noise,
+    method: str,
+    restarts: int,
+    seed: int,
+    objective: str,
+) -> ProductStrategy:
+    """The residual strategy of a product-marginal workload; for the sum with
+    ``method="auto"`` on at most :data:`~dpopt.limits.PRODUCT_HDMM_MAX_TERMS` terms, the
+    better of it and OPT_HDMM's (the residual blocks keep the residual spaces apart, which
+    the global optimum need not)."""
+    from dpopt.limits import PRODUCT_HDMM_MAX_TERMS
+
+    if noise != "gaussian":
+        raise ValueError(
+            "residual strategies are for Gaussian noise (their optimality holds for the L2 "
+            "sensitivity)"
+        )
+    found: ProductStrategy = select_queries(workload, table, objective)
+    if method != "auto" or objective != "sum" or table.table.shape[0] > PRODUCT_HDMM_MAX_TERMS:
+        return found
+    other = _opt_product(workload, noise, "auto", restarts, seed)
+    candidates = {**found.candidates, **other.candidates}
+    statuses = {**found.statuses, **other.statuses}
+    best = found if found.error <= other.error else other
+    return dataclasses.replace(best, candidates=candidates, statuses=statuses)
 
 
 def _opt_product(

@@ -17,7 +17,14 @@ from dpopt import workload as wl
 from dpopt.hdmm.formulas import workload_cells, workload_rows
 from dpopt.hdmm.noise import check_release, exact_stack, measured_theta, release_noise
 from dpopt.hdmm.optimizers import identity_for
-from dpopt.hdmm.residual.planning import plan_noise, release_error
+from dpopt.hdmm.residual.planning import plan_noise, release_error, release_rho
+from dpopt.hdmm.residual.queries import (
+    QueryResidualStrategy,
+    attribute_key,
+    largest_variance,
+    product_workload,
+    row_variances,
+)
 from dpopt.hdmm.residual.reference import PublishedError, Reference, published_error
 from dpopt.hdmm.residual.strategy import ResidualStrategy, marginal_workload
 from dpopt.hdmm.strategies import AnyStrategy, ProductStrategy, Strategy
@@ -237,6 +244,9 @@ def _evaluator(workload: Any, strategy: AnyStrategy, max_memory: Any) -> Evaluat
     """The plan at (ε, δ) of a release of ``workload`` through ``strategy``, as a function
     (its public parts computed once): a residual strategy's from its closure in closed form,
     any other's from the better of it and Identity (:func:`_candidates`)."""
+    if isinstance(strategy, QueryResidualStrategy):
+        _same_products(workload, strategy)
+        return _query_evaluator(strategy)
     if isinstance(strategy, ResidualStrategy):
         _same_marginals(workload, strategy)
         queries = int(strategy.closure.rows)
@@ -251,10 +261,40 @@ def _evaluator(workload: Any, strategy: AnyStrategy, max_memory: Any) -> Evaluat
     return lambda epsilon, delta: _at(candidates, epsilon, delta, m)
 
 
+def _query_evaluator(strategy: QueryResidualStrategy) -> Evaluator:
+    """The plan of a product-marginal residual strategy: every block's variance u_A/(2ρ) at
+    the release's ρ = cdp_rho(ε, δ) (the Gaussian mechanism's; a discrete Gaussian of that
+    scale has no larger variance), the total in closed form and the largest over each
+    attribute's hull rows (:func:`~dpopt.hdmm.residual.queries.largest_variance`)."""
+    queries = int(strategy.closure.rows)
+    largest = largest_variance(strategy, strategy.unit)
+
+    def products(epsilon: float, delta: float | None) -> ErrorPlan:
+        scale = 1.0 / (2.0 * float(release_rho(epsilon, delta)))
+        rmse = math.sqrt(strategy.error * scale / queries)
+        return ErrorPlan(
+            epsilon, delta, "gaussian", rmse, math.sqrt(largest * scale), queries, strategy
+        )
+
+    return products
+
+
 def _same_marginals(workload: Any, strategy: ResidualStrategy) -> None:
     """Refuse a workload other than the one ``strategy`` was selected for."""
-    table = marginal_workload(workload)
-    closure = strategy.closure
+    _same_table(marginal_workload(workload), strategy.closure)
+
+
+def _same_products(workload: Any, strategy: QueryResidualStrategy) -> None:
+    """Refuse a workload other than the product-marginal one ``strategy`` was selected for."""
+    table = product_workload(workload)
+    _same_table(table, strategy.closure)
+    assert table is not None
+    mine = [attribute_key(q) for q in table.queries]
+    if mine != [attribute_key(a.query) for a in strategy.attributes]:
+        raise ValueError("the residual strategy was selected for other attribute queries")
+
+
+def _same_table(table: wl.MarginalTable | wl.ProductTable | None, closure: Any) -> None:
     if table is None or len(table.sizes) != closure.sizes.size:
         raise ValueError("the residual strategy was selected for another (marginal) workload")
     mine = np.where(table.table < 0, len(table.sizes), table.table)
@@ -355,6 +395,14 @@ def query_std(
     (of the strategy :func:`plan_error` says the release measures); ``max_memory`` as in
     :func:`plan_error`, the m answers counted."""
     check_release(_kind_of(strategy), epsilon, delta)
+    if isinstance(strategy, QueryResidualStrategy):
+        _same_products(workload, strategy)
+        closure = strategy.closure
+        check_memory(
+            int(16 * closure.rows), memory_budget(max_memory), f"{closure.rows:.4g} query variances"
+        )
+        scale = 1.0 / (2.0 * float(release_rho(epsilon, delta)))
+        return np.sqrt(row_variances(strategy, strategy.unit) * scale)
     if isinstance(strategy, ResidualStrategy):
         return _residual_std(workload, strategy, epsilon, delta, max_memory)
     candidates = _candidates(workload, strategy, max_memory, workload_rows(workload))

@@ -48,6 +48,12 @@ from dpopt.workload.marginals import (
     marginal_table,
     marginal_weights,
 )
+from dpopt.workload.products import (
+    PRODUCT_MAX_QUERY_SIZE,
+    ProductMarginals,
+    ProductTable,
+    product_table,
+)
 
 __all__ = [
     "COLLAPSE_LIMIT",
@@ -57,6 +63,7 @@ __all__ = [
     "MAX_MARGINAL_ROWS",
     "MAX_TERMS",
     "NORM_LIMIT",
+    "PRODUCT_MAX_QUERY_SIZE",
     "SPARSE_LIMIT",
     "AllRange",
     "BlockGram",
@@ -70,6 +77,8 @@ __all__ = [
     "Marginals",
     "Matrix",
     "Prefix",
+    "ProductMarginals",
+    "ProductTable",
     "Suffix",
     "Sum",
     "Terms",
@@ -85,5 +94,6 @@ __all__ = [
     "marginal_table",
     "marginal_weights",
     "positive_size",
+    "product_table",
     "union_of_kron_terms",
 ]

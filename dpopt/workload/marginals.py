@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -148,19 +148,12 @@ class Marginals(VStack):
 
     @cached_property
     def blocks(self) -> list[Matrix]:  # type: ignore[override]
-        count = self.table.shape[0]
-        if count > MAX_MARGINALS:
-            raise ValueError(
-                f"{count} marginals are over MAX_MARGINALS = {MAX_MARGINALS} as separate blocks"
-                " (the residual strategies read them as a table: hdmm.optimize_product(W, "
-                "'gaussian', method='residual'))"
-            )
-        out: list[Matrix] = []
-        for j, row in enumerate(self.table.tolist()):
+        def marginal(attrs: tuple[int, ...]) -> Matrix:
             block = Marginal.__new__(Marginal)
-            block._build(self.sizes, tuple(a for a in row if a >= 0))
-            out.append(block if self.weights is None else Weighted(block, self.weights[j]))
-        return out
+            block._build(self.sizes, attrs)
+            return block
+
+        return term_blocks(self.table, self.weights, marginal)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -176,6 +169,25 @@ class Marginals(VStack):
     def __repr__(self) -> str:
         what = f"k={self.k}" if self.k is not None else f"{self.table.shape[0]} marginals"
         return f"Marginals({self.sizes}, {what})"
+
+
+def term_blocks(
+    table: np.ndarray, weights: np.ndarray | None, block: Callable[[tuple[int, ...]], Matrix]
+) -> list[Matrix]:
+    """One block per row of ``table`` (attribute tuples padded with −1), ``block(attrs)``
+    weighted by its entry of ``weights``; at most :data:`MAX_MARGINALS` of them."""
+    count = table.shape[0]
+    if count > MAX_MARGINALS:
+        raise ValueError(
+            f"{count} marginals are over MAX_MARGINALS = {MAX_MARGINALS} as separate blocks"
+            " (the residual strategies read them as a table: hdmm.optimize_product(W, "
+            "'gaussian', method='residual'))"
+        )
+    out: list[Matrix] = []
+    for j, row in enumerate(table.tolist()):
+        made = block(tuple(a for a in row if a >= 0))
+        out.append(made if weights is None else Weighted(made, weights[j]))
+    return out
 
 
 def _combinations(d: int, k: int) -> np.ndarray:

@@ -21,6 +21,19 @@ and :class:`ResidualSelection` chooses u: the sum of the workload rows' variance
 weighted row variance max_M w_M² Var_M(u). Attributes of size 1 have no residual: a subset
 holding one is left out of the closure (its block would be empty).
 
+Queries other than the identity (docs/families/hdmm.md, "Ranges and prefixes inside marginals"):
+when attribute i is queried by Wᵢ (mᵢ rows) in every marginal holding it, the residual block of
+A measures ⊗_{i∈A} Aᵢ ⊗_{i∉A} 1ᵀ with Aᵢ a strategy whose rows lie in 1^⊥ (Xᵢ = AᵢᵀAᵢ,
+diag Xᵢ ≤ cᵢ), costing Π_{i∈A} cᵢ/u_A. A row r of Wᵢ splits into its residual part, of
+variance αᵢ(r) = (WᵢPᵢXᵢ⁺PᵢWᵢᵀ)_rr per unit u, and its total part (Wᵢ1)_r/nᵢ times the
+attribute's total, βᵢ(r) = (Wᵢ1)_r²/nᵢ²; the blocks are orthogonal, so a row of term M has
+variance Σ_{A⊆M} u_A Π_{i∈A} αᵢ(rᵢ) Π_{i∈M∖A} βᵢ(rᵢ). :class:`AttributeFactors` holds the
+row means (ownᵢ = mean α, otherᵢ = mean β), the rows mᵢ and the costs cᵢ, so that
+cells_M·Var_M(u) is still the term's total variance; the identity's are ownᵢ = (nᵢ − 1)/nᵢ,
+otherᵢ = nᵢ⁻², mᵢ = cᵢ·nᵢ/(nᵢ − 1) = nᵢ (Xᵢ = Pᵢ). Var_M is then a mean over the term's rows,
+which is every row's variance only for the identity; the ``max`` objective reads the rows
+that can be largest (:attr:`Closure.bounds`).
+
 Nothing here forms a 2^d vector, the domain's Π nᵢ cells or a Gram: the closure is computed
 from the marginals' attribute tuples, at most 2^k subsets each for marginals of ≤ k attributes.
 """
@@ -48,6 +61,7 @@ __all__ = [
     "MAX_ARITY",
     "MAX_CLOSURE",
     "OBJECTIVES",
+    "AttributeFactors",
     "Closure",
     "ResidualSelection",
     "attribute_table",
@@ -135,6 +149,53 @@ def _trimmed(table: np.ndarray, d: int) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
+class AttributeFactors:
+    """Per attribute (module docstring): ``own`` (mean residual variance of a query row per
+    unit u), ``other`` (mean of its total part), ``rows`` (mᵢ) and ``cost`` (cᵢ, the bound on
+    the squared column norms of its strategy); ``identity`` says they are the identity's."""
+
+    own: np.ndarray
+    other: np.ndarray
+    rows: np.ndarray
+    cost: np.ndarray
+    identity: bool = False
+    hull_own: np.ndarray | None = None
+    """d × H: α of the rows of every attribute that can hold a term's largest variance (the
+    vertices of the upper-right hull of its points (α(r), β(r)), repeated to H columns);
+    None for the identity, whose rows all have the same variance."""
+    hull_other: np.ndarray | None = None
+    """d × H: β of the same rows."""
+
+    @classmethod
+    def of_identity(cls, sizes: Any) -> AttributeFactors:
+        """The identity's factors on attributes of ``sizes``."""
+        n = _sizes(sizes).astype(np.float64)
+        return cls((n - 1) / n, 1.0 / (n * n), n.copy(), (n - 1) / n, identity=True)
+
+    def __post_init__(self) -> None:
+        for name in ("own", "other", "rows", "cost"):
+            values = finite_array(name, getattr(self, name), ndim=1)
+            if np.any(values < 0) or values.shape != self.own.shape:
+                raise ValueError(f"{name} must hold one non-negative value per attribute")
+            values.setflags(write=False)
+            object.__setattr__(self, name, values)
+        if (self.hull_own is None) != (self.hull_other is None):
+            raise ValueError("give both hull_own and hull_other, or neither")
+        if self.hull_own is None:
+            if not self.identity:
+                raise ValueError("factors of queries other than the identity need their hull rows")
+            return
+        for name in ("hull_own", "hull_other"):
+            values = finite_array(name, getattr(self, name), ndim=2)
+            if np.any(values < 0) or values.shape[0] != self.own.size or values.shape[1] < 1:
+                raise ValueError(f"{name} must hold non-negative values, one row per attribute")
+            values.setflags(write=False)
+            object.__setattr__(self, name, values)
+        if self.hull_own.shape != self.hull_other.shape:  # type: ignore[union-attr]
+            raise ValueError("hull_own and hull_other must have the same shape")
+
+
+@dataclass(frozen=True, eq=False)
 class Closure:
     """The downward closure of a marginal workload and its residual coefficients.
 
@@ -153,13 +214,21 @@ class Closure:
     coefficients: scipy.sparse.csr_matrix
     subsets: np.ndarray
     """``subsets[M, s]``: the closure index of the s-th subset of marginal M (−1 where that
-    subset selects padding or an attribute of size 1); s's bit j selects M's j-th attribute."""
+    subset selects padding or an attribute without a residual); s's bit j selects M's j-th
+    attribute."""
+    factors: AttributeFactors
 
     @classmethod
-    def of(cls, sizes: Any, marginals: Any, weights: Any = None) -> Closure:
+    def of(cls, sizes: Any, marginals: Any, weights: Any = None, factors: Any = None) -> Closure:
         """The closure of the marginals (:func:`attribute_table`) with ``weights`` (one per
-        marginal, finite and > 0; default 1)."""
+        marginal, finite and > 0; default 1) and the attributes' :class:`AttributeFactors`
+        (default: the identity's)."""
         sizes, table = attribute_table(sizes, marginals)
+        if factors is None:
+            factors = AttributeFactors.of_identity(sizes)
+        instance("factors", factors, AttributeFactors)
+        if factors.own.shape != sizes.shape:
+            raise ValueError(f"factors must describe the {sizes.size} attributes")
         count = table.shape[0]
         if weights is None:
             weights = np.ones(count)
@@ -174,7 +243,7 @@ class Closure:
                 f"the workload's {count} marginals of up to {table.shape[1]} attributes give "
                 f"{pairs} (marginal, subset) pairs, over MAX_CLOSURE = {MAX_CLOSURE}"
             )
-        return _closure(sizes, table, weights)
+        return _closure(sizes, table, weights, factors)
 
     @property
     def size(self) -> int:
@@ -210,21 +279,39 @@ class Closure:
         """c with c·u = Σ_M w_M² cells_M Var_M(u): the total variance of the workload rows."""
         return np.asarray(self.coefficients.T @ self.cells, dtype=np.float64)
 
-    @cached_property
-    def transposed(self) -> scipy.sparse.csr_matrix:
-        """Bᵀ, row-major (for g = Bᵀλ)."""
-        return self.coefficients.T.tocsr()
-
     def variances(self, u: np.ndarray) -> np.ndarray:
-        """w_M² Var_M(u) for every workload marginal M."""
+        """w_M² Var_M(u) for every workload marginal M (the mean over its rows)."""
         return np.asarray(self.coefficients @ u, dtype=np.float64)
+
+    @cached_property
+    def bounds(self) -> scipy.sparse.csr_matrix:
+        """The max objective's rows R, (R u) the weighted variances of the rows that can be a
+        term's largest: the coefficients themselves for identity queries (every row of a
+        marginal has its variance); otherwise one row per marginal and choice of a hull row
+        per attribute (``AttributeFactors.hull_own``), choice-major. A row's variance is
+        multilinear in its attributes' (α, β) with non-negative coefficients, so a term's
+        largest is attained on hull rows."""
+        if self.factors.hull_own is None:
+            return self.coefficients
+        return _hull_rows(self)
+
+    @cached_property
+    def bounds_transposed(self) -> scipy.sparse.csr_matrix:
+        """Rᵀ, row-major."""
+        return self.bounds.T.tocsr()
+
+    def largest(self, u: np.ndarray) -> float:
+        """max (R u): the largest weighted row variance of the workload at ``u``."""
+        return float(np.max(self.bounds @ u))
 
     def budget(self, u: np.ndarray) -> float:
         """Σ p_A/u_A: 1 at unit noise (ρ = 1/2)."""
         return float(np.sum(self.cost / u))
 
 
-def _closure(sizes: np.ndarray, table: np.ndarray, weights: np.ndarray) -> Closure:
+def _closure(
+    sizes: np.ndarray, table: np.ndarray, weights: np.ndarray, factors: AttributeFactors
+) -> Closure:
     """:meth:`Closure.of` on validated input (module docstring)."""
     import scipy.sparse
 
@@ -237,13 +324,12 @@ def _closure(sizes: np.ndarray, table: np.ndarray, weights: np.ndarray) -> Closu
         )
     ext = np.append(sizes, 1).astype(np.float64)  # padding has size 1
     present = table < d
-    has_residual = present & (ext[table] > 1)
-    n = ext[table]
+    has_residual = present & (ext[table] > 1) & (np.append(factors.own, 0.0)[table] > 0)
     keys = np.empty((count, 1 << width), dtype=np.int64)
     valid = np.empty((count, 1 << width), dtype=bool)
     entry = np.empty((count, 1 << width), dtype=np.float64)
-    own = (n - 1) / n  # a selected attribute's factor in Var_M
-    other = np.where(present, 1.0 / (n * n), 1.0)  # an unselected one's
+    own = np.append(factors.own, 1.0)[table]  # a selected attribute's factor in Var_M
+    other = np.append(factors.other, 1.0)[table]  # an unselected one's
     squared = weights * weights
     for mask in range(1 << width):
         chosen = np.array([(mask >> j) & 1 for j in range(width)], dtype=bool)
@@ -253,8 +339,10 @@ def _closure(sizes: np.ndarray, table: np.ndarray, weights: np.ndarray) -> Closu
         for _ in range(width - int(chosen.sum())):
             key = key * base + d
         keys[:, mask] = key
-        valid[:, mask] = np.all(has_residual | ~chosen, axis=1)
         entry[:, mask] = squared * np.prod(np.where(chosen, own, other), axis=1)
+        # a block no row of the marginal reads (a query whose rows sum to zero has no total
+        # part) is not measured
+        valid[:, mask] = np.all(has_residual | ~chosen, axis=1) & (entry[:, mask] > 0)
     unique, inverse = np.unique(keys[valid], return_inverse=True)
     members = np.empty((unique.size, width), dtype=np.int64)
     rest = unique.copy()
@@ -267,12 +355,41 @@ def _closure(sizes: np.ndarray, table: np.ndarray, weights: np.ndarray) -> Closu
     coefficients = scipy.sparse.csr_matrix(
         (entry[valid], (rows, inverse)), shape=(count, unique.size)
     )
-    member_sizes = ext[members]
-    cost = np.prod(np.where(members < d, (member_sizes - 1) / member_sizes, 1.0), axis=1)
-    cells = np.prod(n, axis=1)
+    cost = np.prod(np.append(factors.cost, 1.0)[members], axis=1)
+    cells = np.prod(np.append(factors.rows, 1.0)[table], axis=1)
     for array in (sizes, table, weights, members, cost, cells, subsets):
         array.setflags(write=False)
-    return Closure(sizes, table, weights, members, cost, cells, coefficients, subsets)
+    return Closure(sizes, table, weights, members, cost, cells, coefficients, subsets, factors)
+
+
+def _hull_rows(closure: Closure) -> scipy.sparse.csr_matrix:
+    """:attr:`Closure.bounds` for queries other than the identity."""
+    import scipy.sparse
+
+    factors = closure.factors
+    assert factors.hull_own is not None and factors.hull_other is not None
+    count, width = closure.table.shape
+    hulls = factors.hull_own.shape[1]
+    own = np.vstack([factors.hull_own, np.ones((1, hulls))])  # padding: factor 1
+    other = np.vstack([factors.hull_other, np.ones((1, hulls))])
+    valid = closure.subsets >= 0
+    squared = closure.weights**2
+    rows, columns, entries = [], [], []
+    for index, picks in enumerate(np.ndindex(*([hulls] * width))):
+        picked = np.array(picks)
+        alpha, beta = own[closure.table, picked], other[closure.table, picked]
+        for mask in range(1 << width):
+            chosen = np.array([(mask >> j) & 1 for j in range(width)], dtype=bool)
+            keep = valid[:, mask]
+            entry = squared * np.prod(np.where(chosen, alpha, beta), axis=1)
+            terms = np.flatnonzero(keep)
+            rows.append(index * count + terms)
+            columns.append(closure.subsets[terms, mask])
+            entries.append(entry[terms])
+    return scipy.sparse.csr_matrix(
+        (np.concatenate(entries), (np.concatenate(rows), np.concatenate(columns))),
+        shape=(count * hulls**width, closure.size),
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -294,23 +411,27 @@ class ResidualSelection(Problem):
     weights : array, optional
         One weight w_M > 0 per marginal (default 1).
     objective_name : "sum" or "max"
+    factors : AttributeFactors, optional
+        The attributes' queries and strategies (module docstring; default: the identity's).
     """
 
     sizes: Any
     marginals: Any
     weights: Any = None
     objective_name: str = "sum"
+    factors: Any = None
     closure: Closure = field(init=False, repr=False)
     family: ClassVar[str] = "hdmm"
     feasibility_tol: ClassVar[float] = 1e-12
 
     def __post_init__(self) -> None:
         choice("objective_name", self.objective_name, OBJECTIVES)
-        closure = Closure.of(self.sizes, self.marginals, self.weights)
+        closure = Closure.of(self.sizes, self.marginals, self.weights, self.factors)
         object.__setattr__(self, "closure", closure)
         object.__setattr__(self, "sizes", tuple(int(n) for n in closure.sizes))
         object.__setattr__(self, "marginals", closure.table)
         object.__setattr__(self, "weights", closure.weights)
+        object.__setattr__(self, "factors", closure.factors)
 
     @property
     def size(self) -> int:
@@ -332,7 +453,7 @@ class ResidualSelection(Problem):
             return math.inf
         if self.objective_name == "sum":
             return float(self.closure.sum_coefficients @ values)
-        return float(self.closure.variances(values).max())
+        return self.closure.largest(values)
 
     def violations(self, u: Any) -> float:
         values = self._point(u)
@@ -399,7 +520,7 @@ def cvxpy_model(problem: ResidualSelection) -> tuple[cp.Problem, Callable[[], np
         weights = closure.sum_coefficients * closure.cost
         model = cp.Problem(cp.Minimize((weights / weights.max()) @ bound), constraints)
     else:
-        scaled = closure.coefficients.multiply(closure.cost[None, :]).tocsr()
+        scaled = closure.bounds.multiply(closure.cost[None, :]).tocsr()
         scaled = scaled / scaled.max()
         top = cp.Variable()
         model = cp.Problem(cp.Minimize(top), [*constraints, scaled @ bound <= top])

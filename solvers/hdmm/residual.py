@@ -84,7 +84,7 @@ def dual_ascent(
     max_iterations = integer("max_iterations", max_iterations, minimum=1)
     closure = problem.closure
     start = time.perf_counter()
-    weights = np.full(closure.coefficients.shape[0], 1.0 / closure.coefficients.shape[0])
+    weights = np.full(closure.bounds.shape[0], 1.0 / closure.bounds.shape[0])
     best = Certificate.of(closure, weights)
     status = "feasible"
     iterations = 0
@@ -130,9 +130,9 @@ class Certificate:
     def of(cls, closure: Closure, dual: np.ndarray) -> Certificate:
         """The bounds of the dual point ``dual`` and of its primal point u(λ) = √(p/g)."""
         dual = dual / dual.sum()
-        u = np.sqrt(closure.cost / np.asarray(closure.transposed @ dual))
+        u = np.sqrt(closure.cost / np.asarray(closure.bounds_transposed @ dual))
         value = float(np.sum(closure.cost / u))  # F(λ) = Σ √(p g) = Σ p/u
-        variances = np.asarray(closure.coefficients @ u)
+        variances = np.asarray(closure.bounds @ u)
         return cls(value * value, float(variances.max()) * value, dual, u * value, variances, value)
 
     def joined(self, other: Certificate) -> Certificate:
@@ -147,7 +147,7 @@ class Certificate:
     def with_point(self, closure: Closure, u: np.ndarray) -> Certificate:
         """These bounds, the upper one from the feasible point ``u`` when it is better."""
         u = u * float(np.sum(closure.cost / u))  # scaled to Σ p/u = 1
-        upper = float(np.max(closure.coefficients @ u))
+        upper = float(np.max(closure.bounds @ u))
         if not upper < self.upper:
             return self
         return Certificate(self.lower, upper, self.dual, u, self.variances, self.value)

@@ -166,7 +166,7 @@ def test_dual_ascent_certifies_its_gap_with_its_dual_point() -> None:
     solution = solve(problem, "dual-ascent", tol=1e-10)
     closure, dual = problem.closure, solution.info["dual"]
     assert dual.min() >= 0 and dual.sum() == pytest.approx(1.0)
-    lower = float(np.sum(np.sqrt(closure.cost * (closure.transposed @ dual)))) ** 2
+    lower = float(np.sum(np.sqrt(closure.cost * (closure.bounds_transposed @ dual)))) ** 2
     assert lower == pytest.approx(solution.info["lower_bound"], rel=1e-12)
     assert lower <= solution.objective <= lower * (1 + 1e-10)
 

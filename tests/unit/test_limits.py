@@ -154,6 +154,8 @@ def test_every_limit_has_a_former_home_or_is_new() -> None:
         "PROJECTION_MAX_ITERATIONS",
         "PROJECTION_CVXPY_MAX_CELLS",
         "CERTIFIED_MAX_SCALE",
+        "PRODUCT_HDMM_MAX_TERMS",
+        "PRODUCT_MAX_QUERY_SIZE",
     }
     assert set(limits.__all__) == used | new_here
 

@@ -7,8 +7,9 @@ variances (the SVD bound: optimal over every strategy) or for the largest one.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -21,33 +22,37 @@ from dpopt.privacy import Noise
 from dpopt.problem import solve
 from dpopt.validation import choice
 
-__all__ = ["DENSE_BLOCKS", "ResidualStrategy", "marginal_workload", "select"]
+Table = TypeVar("Table")
+
+__all__ = [
+    "DENSE_BLOCKS",
+    "ResidualBlocks",
+    "ResidualStrategy",
+    "marginal_workload",
+    "read_table",
+    "select",
+]
 
 
 @dataclass(frozen=True, repr=False)  # ProductStrategy's short repr
-class ResidualStrategy(ProductStrategy):
-    """A :class:`~dpopt.hdmm.ProductStrategy` of template ``residual``: ``unit`` holds the
-    variance u_A of every closure member at unit noise (Σ p_A/u_A = 1), ``closure`` the
-    workload's closure, ``objective_name`` what u minimises. ``error`` is the unscaled total
-    squared error Σ c_A u_A; ``details["max_variance"]`` the largest weighted row variance.
-    Its blocks (1/√u_A, ⊗(Uᵢ if i ∈ A else 1ᵀ)) are built on request, on closures of at most
-    :data:`DENSE_BLOCKS` members."""
+class ResidualBlocks(ProductStrategy):
+    """A :class:`~dpopt.hdmm.ProductStrategy` of residual blocks: ``unit`` holds the variance
+    u_A of every member of ``closure`` at unit noise, the blocks (1/√u_A, their factors) are
+    built on request by ``_dense_point``."""
 
     closure: Closure = field(repr=False, kw_only=True)
     unit: np.ndarray = field(repr=False, kw_only=True)
-    objective_name: str = field(default="sum", kw_only=True)
 
     def _dense_point(self) -> ProductPoint:
+        raise NotImplementedError
+
+    def _checked_size(self) -> None:
         if self.closure.size > DENSE_BLOCKS:
             raise ValueError(
                 f"a residual strategy of {self.closure.size} blocks is listed as dense factors "
                 f"only up to DENSE_BLOCKS = {DENSE_BLOCKS}: measure it with hdmm.measure or "
                 "hdmm.answer, which never form them"
             )
-        blocks = residual_blocks(self.closure, self.unit)
-        return ProductPoint(
-            tuple(weight for weight, _ in blocks), tuple(factors for _, factors in blocks)
-        )
 
     @property
     def shares(self) -> tuple[float, ...]:
@@ -67,14 +72,38 @@ class ResidualStrategy(ProductStrategy):
         return list(zip(point.shares, point.blocks, strict=True))
 
 
-def marginal_workload(workload: Any) -> wl.MarginalTable | None:
-    """The workload's marginals as a table, or None when it is not a marginal workload."""
+@dataclass(frozen=True, repr=False)  # ProductStrategy's short repr
+class ResidualStrategy(ResidualBlocks):
+    """A :class:`~dpopt.hdmm.ProductStrategy` of template ``residual``: ``unit`` holds the
+    variance u_A of every closure member at unit noise (Σ p_A/u_A = 1), ``closure`` the
+    workload's closure, ``objective_name`` what u minimises. ``error`` is the unscaled total
+    squared error Σ c_A u_A; ``details["max_variance"]`` the largest weighted row variance.
+    Its blocks (1/√u_A, ⊗(Uᵢ if i ∈ A else 1ᵀ)) are built on request, on closures of at most
+    :data:`DENSE_BLOCKS` members."""
+
+    objective_name: str = field(default="sum", kw_only=True)
+
+    def _dense_point(self) -> ProductPoint:
+        self._checked_size()
+        blocks = residual_blocks(self.closure, self.unit)
+        return ProductPoint(
+            tuple(weight for weight, _ in blocks), tuple(factors for _, factors in blocks)
+        )
+
+
+def read_table(workload: Any, read: Callable[[wl.Matrix], Table]) -> Table | None:
+    """``read(workload)``, or None when ``workload`` is not a matrix ``read`` takes."""
     if not isinstance(workload, wl.Matrix):
         return None
     try:
-        return wl.marginal_table(workload)
+        return read(workload)
     except ValueError:
         return None
+
+
+def marginal_workload(workload: Any) -> wl.MarginalTable | None:
+    """The workload's marginals as a table, or None when it is not a marginal workload."""
+    return read_table(workload, wl.marginal_table)
 
 
 def select(workload: Any, noise: Noise, objective: str = "sum") -> ResidualStrategy:
