@@ -10,12 +10,13 @@ largest variance, exact). Printed at unit privacy cost (ρ = 1/2: Σ over the bl
 squared L2 column norms over their noise variances is 1): the total variance, the RMSE over
 the workload's rows, the largest row variance, the wall times and the peak RSS. Cases:
 
-- ``range-dD``: all ≤3-way terms of D attributes of size 10, every attribute all ranges;
-- ``prefix-dD``: the same with prefixes;
-- ``adult-prefix``, ``cps-prefix``, ``loans-prefix``: all ≤3-way terms on the attribute
-  sizes of ResidualPlanner+'s Adult, CPS and Loans experiments, prefixes on every attribute;
-- ``grid-KIND-nN``: the [N]^40 grid, every 1- and 2-way term, KIND (prefix or range) on every
-  attribute.
+- ``range-dD``: all ≤3-way terms (the total included) of D attributes of size 10, every
+  attribute all ranges; ``prefix-dD``: the same with prefixes;
+- ``adult-prefix``, ``cps-prefix``, ``loans-prefix``: every 1-, 2- and 3-way term on the
+  domains of ResidualPlanner+'s and QuerySmasher's Adult, CPS and Loans experiments,
+  prefixes on their numerical (leading) attributes, the identity on the others;
+- ``grid-KIND-nN``: QuerySmasher's Table 3 grid [N]^40, every 1- and 2-way term, KIND
+  (prefix or range) on every attribute.
 
 Timings are printed, never asserted; the load average is printed with them.
 """
@@ -29,15 +30,25 @@ import subprocess
 import sys
 import time
 
+ADULT = (100, 100, 100, 99, 85, 42, 16, 15, 9, 7, 6, 5, 2, 2)
+CPS = (50, 100, 7, 4, 2)
+LOANS = (101, 101, 101, 101, 3, 8, 36, 6, 51, 4, 5, 15)
 CASES = {
-    "range-d30": ("range", (10,) * 30, 3),
-    "range-d100": ("range", (10,) * 100, 3),
-    "prefix-d100": ("prefix", (10,) * 100, 3),
-    "grid-prefix-n10": ("prefix", (10,) * 40, 2),
-    "grid-range-n10": ("range", (10,) * 40, 2),
-    "grid-prefix-n40": ("prefix", (40,) * 40, 2),
-    "grid-range-n40": ("range", (40,) * 40, 2),
+    # name: (sizes, how many leading attributes take the query, the query, arities)
+    "range-d30": ((10,) * 30, 30, "range", range(4)),
+    "range-d100": ((10,) * 100, 100, "range", range(4)),
+    "prefix-d100": ((10,) * 100, 100, "prefix", range(4)),
+    "adult-prefix": (ADULT, 5, "prefix", range(1, 4)),
+    "cps-prefix": (CPS, 2, "prefix", range(1, 4)),
+    "loans-prefix": (LOANS, 4, "prefix", range(1, 4)),
+    "grid-prefix-n10": ((10,) * 40, 40, "prefix", range(1, 3)),
+    "grid-range-n10": ((10,) * 40, 40, "range", range(1, 3)),
+    "grid-prefix-n20": ((20,) * 40, 40, "prefix", range(1, 3)),
+    "grid-range-n20": ((20,) * 40, 40, "range", range(1, 3)),
+    "grid-prefix-n40": ((40,) * 40, 40, "prefix", range(1, 3)),
+    "grid-range-n40": ((40,) * 40, 40, "range", range(1, 3)),
 }
+"""The attributes past the leading ones are queried by the identity (categorical)."""
 
 
 def _one(name: str) -> None:
@@ -47,10 +58,10 @@ def _one(name: str) -> None:
     from dpopt.hdmm.residual.queries import largest_variance
 
     imported = time.perf_counter()
-    kind, sizes, k = CASES[name]
+    sizes, ordinal, kind, arities = CASES[name]
     block = wl.Prefix if kind == "prefix" else wl.AllRange
-    queries = [block(n) for n in sizes]
-    workload = wl.VStack([wl.ProductMarginals(sizes, j, queries=queries) for j in range(k + 1)])
+    queries = [block(n) if i < ordinal else wl.Identity(n) for i, n in enumerate(sizes)]
+    workload = wl.VStack([wl.ProductMarginals(sizes, j, queries=queries) for j in arities])
     strategy = hdmm.optimize_product(workload, "gaussian")
     selected = time.perf_counter()
     rows = strategy.closure.rows

@@ -304,6 +304,15 @@ class Closure:
         """max (R u): the largest weighted row variance of the workload at ``u``."""
         return float(np.max(self.bounds @ u))
 
+    @cached_property
+    def orbits(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(orbit of every member, orbit of every row of :attr:`bounds`) under the
+        permutations of attributes with equal sizes and factors, when they map the workload
+        onto itself (every term of a class signature is present once, all of one weight);
+        else None. A convex selection then has an optimum constant on the orbits, and rows of
+        one orbit have one variance at such a point."""
+        return _orbits(self)
+
     def budget(self, u: np.ndarray) -> float:
         """Σ p_A/u_A: 1 at unit noise (ρ = 1/2)."""
         return float(np.sum(self.cost / u))
@@ -390,6 +399,57 @@ def _hull_rows(closure: Closure) -> scipy.sparse.csr_matrix:
         (np.concatenate(entries), (np.concatenate(rows), np.concatenate(columns))),
         shape=(count * hulls**width, closure.size),
     )
+
+
+def _orbits(closure: Closure) -> tuple[np.ndarray, np.ndarray] | None:
+    """:attr:`Closure.orbits`."""
+    factors, d = closure.factors, closure.sizes.size
+    hull = factors.hull_own if factors.hull_own is not None else np.zeros((d, 1))
+    other = factors.hull_other if factors.hull_other is not None else np.zeros((d, 1))
+    keys = np.column_stack(
+        [closure.sizes, factors.own, factors.other, factors.rows, factors.cost, hull, other]
+    )
+    _, classes = np.unique(keys, axis=0, return_inverse=True)
+    classes = np.append(classes.ravel(), classes.max() + 1)  # the padding's own class
+    sizes = np.bincount(classes[:-1])
+    table = closure.table
+    if np.unique(table, axis=0).shape[0] != table.shape[0]:
+        return None  # a repeated term
+    signature = _class_counts(classes[table], sizes.size + 1)[:, :-1]
+    found, orbit, count = np.unique(signature, axis=0, return_inverse=True, return_counts=True)
+    every = np.array(
+        [
+            math.prod(math.comb(int(n), int(k)) for n, k in zip(sizes, row, strict=True))
+            for row in found
+        ]
+    )
+    orbit = orbit.ravel()
+    if np.any(count != every) or np.any(closure.weights != closure.weights[_first(orbit)[orbit]]):
+        return None
+    member_key = _class_counts(classes[closure.members], sizes.size + 1)
+    _, members = np.unique(member_key, axis=0, return_inverse=True)
+    hulls = hull.shape[1]
+    width = table.shape[1]
+    rows = []
+    for picks in np.ndindex(*([hulls] * width)):
+        labels = classes[table] * hulls + np.array(picks)  # (class, hull row) of each place
+        rows.append(_class_counts(labels, (sizes.size + 1) * hulls))
+    _, row_orbits = np.unique(np.vstack(rows), axis=0, return_inverse=True)
+    return members.ravel(), row_orbits.ravel()
+
+
+def _class_counts(labels: np.ndarray, classes: int) -> np.ndarray:
+    """How many entries of each row of ``labels`` fall in each of ``classes`` labels."""
+    counts = np.zeros((labels.shape[0], classes), dtype=np.int64)
+    np.add.at(counts, (np.arange(labels.shape[0])[:, None], labels), 1)
+    return counts
+
+
+def _first(orbit: np.ndarray) -> np.ndarray:
+    """The first index of every orbit label."""
+    first = np.full(int(orbit.max()) + 1, orbit.size)
+    np.minimum.at(first, orbit, np.arange(orbit.size))
+    return first
 
 
 @dataclass(frozen=True, eq=False)

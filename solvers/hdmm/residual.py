@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +33,9 @@ from dpopt.models.hdmm.residual import Closure, ResidualSelection, cvxpy_model
 from dpopt.problem import Outcome, register
 from dpopt.solvers.backends.cvxpy import register_cvxpy
 from dpopt.validation import integer, positive_number
+
+if TYPE_CHECKING:
+    import scipy.sparse
 
 __all__ = ["CVXPY_MAX_CLOSURE", "DUAL_TOL", "MAX_ITERATIONS"]
 
@@ -83,21 +87,16 @@ def dual_ascent(
     tol = positive_number("tol", tol)
     max_iterations = integer("max_iterations", max_iterations, minimum=1)
     closure = problem.closure
-    start = time.perf_counter()
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    info: dict[str, object] = {}
     weights = np.full(closure.bounds.shape[0], 1.0 / closure.bounds.shape[0])
     best = Certificate.of(closure, weights)
-    status = "feasible"
-    iterations = 0
-    while best.gap > tol and iterations < max_iterations:
-        if time_limit is not None and time.perf_counter() - start > time_limit:
-            status = "time_limit"
-            break
-        iterations += 1
-        found = Certificate.of(closure, weights)
-        best = best.joined(found)
-        weights = weights * (found.variances / found.value)
-        weights /= weights.sum()
-    info: dict[str, object] = {"iterations": iterations}
+    if closure.orbits is not None and int(closure.orbits[0].max()) + 1 < closure.size:
+        best, info["orbits"] = _symmetric(closure, tol, max_iterations, deadline)
+        weights = best.dual
+    best, iterations, stopped = _ascend(closure, best, weights, tol, max_iterations, deadline)
+    status = "time_limit" if stopped else "feasible"
+    info["iterations"] = iterations
     if best.gap > tol and status != "time_limit" and problem.size <= CVXPY_MAX_CLOSURE:
         best, info["polish"] = _polished(problem, best)
     if best.gap <= tol:
@@ -107,6 +106,87 @@ def dual_ascent(
     )
     info.update({"gap": best.gap, "lower_bound": best.lower, "dual": best.dual})
     return Outcome(best.point, status, message, info)  # type: ignore[arg-type]
+
+
+def _ascend(
+    closure: Any,
+    best: Certificate,
+    weights: np.ndarray,
+    tol: float,
+    iterations: int,
+    deadline: float | None,
+) -> tuple[Certificate, int, bool]:
+    """The multiplicative update from ``weights`` until the gap is at most ``tol``, after
+    ``iterations`` steps, or at ``deadline``: (the best bounds, steps taken, stopped by the
+    deadline)."""
+    taken = 0
+    while best.gap > tol and taken < iterations:
+        if deadline is not None and time.perf_counter() > deadline:
+            return best, taken, True
+        taken += 1
+        found = Certificate.of(closure, weights)
+        best = best.joined(found)
+        weights = weights * (found.variances / found.value)
+        weights /= weights.sum()
+    return best, taken, False
+
+
+@dataclass(frozen=True)
+class _Reduced:
+    """The selection on orbits (``Closure.orbits``): a variance per member orbit, a row per
+    row orbit (its representative's coefficients summed over each member orbit)."""
+
+    bounds: scipy.sparse.csr_matrix
+    bounds_transposed: scipy.sparse.csr_matrix
+    cost: np.ndarray
+
+
+def _symmetric(
+    closure: Closure, tol: float, iterations: int, deadline: float | None
+) -> tuple[Certificate, int]:
+    """The update on the orbits, its point and dual spread back over the members and rows
+    and certified on the whole closure: (the bounds, the number of row orbits)."""
+    import scipy.sparse
+
+    assert closure.orbits is not None
+    members, rows = closure.orbits
+    spread = scipy.sparse.csr_matrix(
+        (np.ones(members.size), (np.arange(members.size), members)),
+        shape=(members.size, int(members.max()) + 1),
+    )
+    first = np.full(int(rows.max()) + 1, rows.size)
+    np.minimum.at(first, rows, np.arange(rows.size))
+    bounds = (closure.bounds[first] @ spread).tocsr()
+    reduced = _Reduced(bounds, bounds.T.tocsr(), np.asarray(spread.T @ closure.cost).ravel())
+    start = np.full(first.size, 1.0 / first.size)
+    found, _, _ = _ascend(
+        reduced, Certificate.of(reduced, start), start, tol / 16, min(iterations, 200), deadline
+    )
+    if found.gap > tol / 16:
+        found = _interior(reduced, found)
+    sizes = np.bincount(rows)
+    dual = found.dual[rows] / sizes[rows]
+    best = Certificate.of(closure, dual)
+    return best.with_point(closure, found.point[members]), int(first.size)
+
+
+def _interior(reduced: _Reduced, best: Certificate) -> Certificate:
+    """``best`` joined with Clarabel's point and multipliers of the reduced selection,
+    min Σ p/u subject to R u ≤ 1 (the max objective by homogeneity)."""
+    import cvxpy as cp
+
+    u = cp.Variable(reduced.cost.size, pos=True)
+    limit = reduced.bounds @ u <= 1
+    model = cp.Problem(cp.Minimize(reduced.cost @ cp.inv_pos(u)), [limit])
+    try:
+        model.solve(solver="CLARABEL")
+    except cp.SolverError:
+        return best
+    if model.status not in ("optimal", "optimal_inaccurate") or limit.dual_value is None:
+        return best
+    dual = np.maximum(np.asarray(limit.dual_value, dtype=np.float64).ravel(), 0.0)
+    joined = best.joined(Certificate.of(reduced, dual)) if dual.sum() > 0 else best
+    return joined.with_point(reduced, np.asarray(u.value, dtype=np.float64))
 
 
 @dataclass(frozen=True)
@@ -127,7 +207,7 @@ class Certificate:
         return self.upper / self.lower - 1.0
 
     @classmethod
-    def of(cls, closure: Closure, dual: np.ndarray) -> Certificate:
+    def of(cls, closure: Closure | _Reduced, dual: np.ndarray) -> Certificate:
         """The bounds of the dual point ``dual`` and of its primal point u(λ) = √(p/g)."""
         dual = dual / dual.sum()
         u = np.sqrt(closure.cost / np.asarray(closure.bounds_transposed @ dual))
@@ -144,7 +224,7 @@ class Certificate:
             low.lower, high.upper, low.dual, high.point, other.variances, other.value
         )
 
-    def with_point(self, closure: Closure, u: np.ndarray) -> Certificate:
+    def with_point(self, closure: Closure | _Reduced, u: np.ndarray) -> Certificate:
         """These bounds, the upper one from the feasible point ``u`` when it is better."""
         u = u * float(np.sum(closure.cost / u))  # scaled to Σ p/u = 1
         upper = float(np.max(closure.bounds @ u))

@@ -172,3 +172,24 @@ def test_the_largest_variance_split_is_certified(workload: wl.ProductMarginals) 
     assert strategy.details["max_variance"] <= select_queries(workload).details["max_variance"] * (
         1 + 1e-8
     )
+
+
+def test_a_symmetric_workload_is_split_on_its_orbits() -> None:
+    queries = [wl.AllRange(4)] * 4
+    workload = wl.VStack([wl.ProductMarginals((4,) * 4, k, queries=queries) for k in range(3)])
+    strategy = select_queries(workload, objective="max")
+    assert strategy.details["orbits"] < strategy.closure.bounds.shape[0]
+    assert strategy.statuses["dual-ascent"] == "optimal"
+    closure = strategy.closure
+    problem = ResidualSelection(
+        tuple(closure.sizes.tolist()), closure.table, closure.weights, "max", closure.factors
+    )
+    model = solve(problem, "cvxpy:clarabel", require="feasible")
+    assert problem.objective(strategy.unit) == pytest.approx(model.objective, rel=1e-5)
+    # a weight off the orbit's breaks the symmetry: the plain ascent runs
+    weights = np.ones(closure.table.shape[0])
+    weights[-1] = 2.0
+    skewed = ResidualSelection(
+        tuple(closure.sizes.tolist()), closure.table, weights, "max", closure.factors
+    )
+    assert skewed.closure.orbits is None
