@@ -424,7 +424,8 @@ def _orbits(closure: Closure) -> tuple[np.ndarray, np.ndarray] | None:
         ]
     )
     orbit = orbit.ravel()
-    if np.any(count != every) or np.any(closure.weights != closure.weights[_first(orbit)[orbit]]):
+    first = np.unique(orbit, return_index=True)[1]  # orbit labels are 0 … K − 1
+    if np.any(count != every) or np.any(closure.weights != closure.weights[first[orbit]]):
         return None
     member_key = _class_counts(classes[closure.members], sizes.size + 1)
     _, members = np.unique(member_key, axis=0, return_inverse=True)
@@ -443,13 +444,6 @@ def _class_counts(labels: np.ndarray, classes: int) -> np.ndarray:
     counts = np.zeros((labels.shape[0], classes), dtype=np.int64)
     np.add.at(counts, (np.arange(labels.shape[0])[:, None], labels), 1)
     return counts
-
-
-def _first(orbit: np.ndarray) -> np.ndarray:
-    """The first index of every orbit label."""
-    first = np.full(int(orbit.max()) + 1, orbit.size)
-    np.minimum.at(first, orbit, np.arange(orbit.size))
-    return first
 
 
 @dataclass(frozen=True, eq=False)

@@ -154,8 +154,7 @@ def _symmetric(
         (np.ones(members.size), (np.arange(members.size), members)),
         shape=(members.size, int(members.max()) + 1),
     )
-    first = np.full(int(rows.max()) + 1, rows.size)
-    np.minimum.at(first, rows, np.arange(rows.size))
+    first = np.unique(rows, return_index=True)[1]  # a representative row of every orbit
     bounds = (closure.bounds[first] @ spread).tocsr()
     reduced = _Reduced(bounds, bounds.T.tocsr(), np.asarray(spread.T @ closure.cost).ravel())
     start = np.full(first.size, 1.0 / first.size)
