@@ -6,7 +6,8 @@
   ``dpopt.models.census.problems``, the same module object).
 - :func:`renamed` wraps a function under its old name: the call warns and goes through.
 - :func:`keyword_alias` reads a keyword argument given under its former name (with a
-  warning);
+  warning); :func:`former_keyword` reads one that has left the signature, from the hidden
+  ``**former`` (then :func:`no_other_keywords` refuses what is left, as Python would);
 - :func:`settings_of` reads a settings object passed as ``settings=``, or the flat keywords a
   function took before it (with a warning).
 
@@ -30,8 +31,10 @@ from dpopt.validation import function, instance
 
 __all__ = [
     "REMOVED_IN",
+    "former_keyword",
     "keyword_alias",
     "moved_modules",
+    "no_other_keywords",
     "renamed",
     "settings_of",
     "warn_renamed",
@@ -142,6 +145,25 @@ def keyword_alias(
         raise TypeError(f"{where}: give {new_name}= or its former name {old_name}=, not both")
     warn_renamed(f"{where}({old_name}=)", f"{where}({new_name}=)", stacklevel=4)
     return old_value
+
+
+def former_keyword(
+    where: str, new: tuple[str, Any], former: dict[str, Any], old: str, *, default: Any = None
+) -> Any:
+    """:func:`keyword_alias` for a former keyword that has left the signature: ``former`` is
+    the function's ``**former`` (the hidden path, until :data:`REMOVED_IN`), from which ``old``
+    is popped and read as ``new`` = (name, value). Call :func:`no_other_keywords` once every
+    former name has been read."""
+    instance("former", former, dict)
+    instance("old", old, str)
+    return keyword_alias(where, new, (old, former.pop(old, None)), default=default)
+
+
+def no_other_keywords(where: str, former: Mapping[str, Any]) -> None:
+    """Python's own TypeError for a keyword left in ``former`` that ``where`` never took."""
+    instance("former", former, Mapping)
+    if former:
+        raise TypeError(f"{where}() got an unexpected keyword argument {sorted(former)[0]!r}")
 
 
 def _keyword(name: str, value: Any) -> tuple[str, Any]:
