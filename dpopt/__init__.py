@@ -20,7 +20,6 @@ from dpopt.errors import (
     Infeasible,
     InvalidInput,
     InvalidType,
-    OptionError,
     ReleaseError,
     SolverError,
 )
@@ -67,7 +66,6 @@ __all__ = [
     "InvalidInput",
     "InvalidType",
     "MethodInfo",
-    "OptionError",
     "Outcome",
     "Problem",
     "ReleaseError",
@@ -89,6 +87,8 @@ def __getattr__(name: str) -> Any:
     """Load a submodule on first access (``dpopt.hdmm``), as scipy does."""
     if name in _SUBMODULES:
         return importlib.import_module(f"dpopt.{name}")
+    if name == "OptionError":  # the command line's own error now (dpopt.cli.errors)
+        return getattr(importlib.import_module("dpopt.errors"), name)
     raise AttributeError(f"module 'dpopt' has no attribute {name!r}")
 
 

@@ -1,29 +1,38 @@
 """dpopt's exceptions: one hierarchy rooted in :class:`DpoptError` (docs/design.md,
 "Errors").
 
-Each class also derives from the built-in exception its callers caught before the hierarchy
-existed (``ValueError``, ``TypeError``, ``RuntimeError``), so ``except ValueError`` still
-catches bad input and ``except DpoptError`` catches everything dpopt raises on purpose. The
-classes stay importable from the modules that raise them (``dpopt.problem.SolverError``,
-``dpopt.release.ReleaseError``, ``dpopt.privacy.BudgetExceededError``, …).
+Each class also derives from the built-in exception its callers catch (``ValueError``,
+``TypeError``, ``KeyError``, ``RuntimeError``, …), so ``except ValueError`` still catches bad
+input and ``except DpoptError`` catches everything dpopt raises on purpose: no library module
+raises a bare built-in (``tests/unit/test_error_root.py`` reads the source). The classes stay
+importable from the modules that raise them (``dpopt.problem.SolverError``,
+``dpopt.release.ReleaseError``, ``dpopt.privacy.BudgetExceededError``, …); the command line's
+``OptionError`` lives with it (:mod:`dpopt.cli.errors`).
 """
 
 from __future__ import annotations
 
-import argparse
+import importlib
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "BackendError",
     "BudgetExceededError",
+    "CheckFailed",
     "DesignError",
     "DpoptError",
     "Infeasible",
+    "InternalError",
     "InvalidInput",
     "InvalidType",
-    "OptionError",
+    "MissingAttribute",
+    "MissingFile",
+    "MissingKey",
     "ReleaseError",
     "SolverError",
+    "Unsupported",
 ]
 
 
@@ -39,9 +48,34 @@ class InvalidType(DpoptError, TypeError):
     """An input of the wrong type, named with the types accepted."""
 
 
-class OptionError(InvalidInput, argparse.ArgumentTypeError):
-    """A bad option value of the ``dpopt`` command: argparse's clean usage error (exit 2,
-    naming the flag), and a ValueError for a caller outside argparse."""
+class MissingKey(DpoptError, KeyError):
+    """A key that a dpopt mapping (a table of answers, a rounding's hierarchy) does not hold."""
+
+
+class MissingAttribute(DpoptError, AttributeError):
+    """A name a dpopt module or object does not have (its ``__getattr__``'s answer)."""
+
+
+class MissingFile(DpoptError, FileNotFoundError):
+    """A file a stored release or its blocks should hold, and do not."""
+
+
+class Unsupported(DpoptError, NotImplementedError):
+    """An operation a class of dpopt's does not provide (an abstract step of a base class)."""
+
+
+class CheckFailed(DpoptError, AssertionError):
+    """A :mod:`dpopt.testing` check that the code under test failed: an ``AssertionError``,
+    as a test runner reports it."""
+
+
+class InternalError(DpoptError, RuntimeError):
+    """An invariant of dpopt's own computation failed: a bug to report, never bad input."""
+
+
+class BackendError(DpoptError, RuntimeError):
+    """A numerical back-end (scipy, cvxpy, OR-Tools) or a certificate ended without the
+    answer its caller requires; the message says its status."""
 
 
 class SolverError(DpoptError, RuntimeError):
@@ -64,7 +98,7 @@ class DesignError(SolverError):
     """An Eigen-Design weighting step (Program 1) ended without a feasible point."""
 
 
-class Infeasible(DpoptError):
+class Infeasible(DpoptError, RuntimeError):
     """The census tree DPs: no assignment satisfies the domains at (region, size)."""
 
     def __init__(self, region: int, size: int | None):
@@ -98,3 +132,17 @@ class ReleaseError(DpoptError, RuntimeError):
         )
         self.measurement = measurement
         self.budget = budget
+
+
+def __getattr__(name: str) -> Any:
+    """``OptionError`` under its former home, with a DeprecationWarning until 0.3 (it is the
+    command line's now, :mod:`dpopt.cli.errors`)."""
+    if name == "OptionError":
+        warnings.warn(
+            "dpopt.errors.OptionError is deprecated: use dpopt.cli.errors.OptionError "
+            "(the old name goes in dpopt 0.3)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return importlib.import_module("dpopt.cli.errors").OptionError
+    raise MissingAttribute(f"module {__name__!r} has no attribute {name!r}")

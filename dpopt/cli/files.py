@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dpopt.errors import OptionError
+from dpopt.cli.errors import OptionError
 from dpopt.limits import MAX_COLUMN_NAME_CHARS, MAX_HEADER_BYTES, MAX_INPUT_BYTES
 from dpopt.paths import regular_file
 from dpopt.validation import instance, sequence

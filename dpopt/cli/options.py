@@ -17,7 +17,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpopt.errors import OptionError
+from dpopt.cli.errors import OptionError
 from dpopt.limits import MAX_COUNT
 from dpopt.limits import PLAN_MIN_MEMORY as MIN_MEMORY
 from dpopt.planning import GIB

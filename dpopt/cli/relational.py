@@ -13,6 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from dpopt.cli.errors import OptionError
 from dpopt.cli.files import read_frame
 from dpopt.cli.options import check_output_path, positive_fraction, positive_int, write_json
 from dpopt.cli.release_options import (
@@ -22,7 +23,6 @@ from dpopt.cli.release_options import (
     warn_if_small_noise_key,
 )
 from dpopt.cli.release_run import ReleaseRun, new_out
-from dpopt.errors import OptionError
 from dpopt.paths import read_text
 from dpopt.validation import instance
 

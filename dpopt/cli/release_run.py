@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dpopt.errors import OptionError
+from dpopt.cli.errors import OptionError
 from dpopt.privacy import Accountant
 from dpopt.release import ReleaseError
 from dpopt.release_dir import INCOMPLETE, check_new

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from dpopt.cli.errors import OptionError
 from dpopt.cli.files import read_frame
-from dpopt.errors import OptionError
 from dpopt.limits import MAX_HEADER_BYTES
 
 

@@ -16,20 +16,41 @@ from dpopt.validation import instance, positive_number
 BUILT_IN = {
     "InvalidInput": ValueError,
     "InvalidType": TypeError,
-    "OptionError": ValueError,
     "SolverError": RuntimeError,
     "DesignError": RuntimeError,
     "ReleaseError": RuntimeError,
     "BudgetExceededError": RuntimeError,
-    "Infeasible": Exception,
+    "Infeasible": RuntimeError,
+    "MissingKey": KeyError,
+    "MissingAttribute": AttributeError,
+    "MissingFile": FileNotFoundError,
+    "Unsupported": NotImplementedError,
+    "CheckFailed": AssertionError,
+    "InternalError": RuntimeError,
+    "BackendError": RuntimeError,
 }
+TOP_LEVEL = ("DpoptError", "InvalidInput", "InvalidType", "SolverError", "DesignError")
+TOP_LEVEL += ("ReleaseError", "BudgetExceededError", "Infeasible")
 
 
 @pytest.mark.parametrize(("name", "base"), sorted(BUILT_IN.items()))
 def test_every_error_is_a_dpopt_error_and_keeps_its_built_in_base(name, base) -> None:
     kind = getattr(errors, name)
     assert issubclass(kind, errors.DpoptError) and issubclass(kind, base)
-    assert getattr(dpopt, name) is kind
+    assert set(errors.__all__) == {"DpoptError", *BUILT_IN}
+    if name in TOP_LEVEL:
+        assert getattr(dpopt, name) is kind
+
+
+def test_option_error_is_the_command_lines_and_its_old_homes_warn() -> None:
+    from dpopt.cli.errors import OptionError
+
+    assert issubclass(OptionError, errors.InvalidInput)
+    assert issubclass(OptionError, __import__("argparse").ArgumentTypeError)
+    for home in (errors, dpopt):
+        with pytest.warns(DeprecationWarning, match="dpopt.cli.errors.OptionError"):
+            assert home.OptionError is OptionError
+    assert "OptionError" not in dpopt.__all__
 
 
 def test_the_old_homes_hold_the_same_classes() -> None:
@@ -47,7 +68,6 @@ def test_the_old_homes_hold_the_same_classes() -> None:
         errors.DesignError,
     )
     assert Infeasible is TreeInfeasible is errors.Infeasible
-    assert issubclass(errors.OptionError, __import__("argparse").ArgumentTypeError)
 
 
 def _raised(call) -> BaseException:
