@@ -28,8 +28,10 @@ __all__ = [
     "InvalidInput",
     "InvalidType",
     "MissingAttribute",
+    "MissingExtra",
     "MissingFile",
     "MissingKey",
+    "NumericOverflow",
     "ReleaseError",
     "SolverError",
     "Unsupported",
@@ -58,6 +60,14 @@ class MissingAttribute(DpoptError, AttributeError):
 
 class MissingFile(DpoptError, FileNotFoundError):
     """A file a stored release or its blocks should hold, and do not."""
+
+
+class MissingExtra(DpoptError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+
+class NumericOverflow(DpoptError, OverflowError):
+    """An exact integer (a noisy answer, a sample) would not fit its 64-bit type."""
 
 
 class Unsupported(DpoptError, NotImplementedError):

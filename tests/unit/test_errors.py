@@ -24,6 +24,8 @@ BUILT_IN = {
     "MissingKey": KeyError,
     "MissingAttribute": AttributeError,
     "MissingFile": FileNotFoundError,
+    "MissingExtra": ImportError,
+    "NumericOverflow": OverflowError,
     "Unsupported": NotImplementedError,
     "CheckFailed": AssertionError,
     "InternalError": RuntimeError,
