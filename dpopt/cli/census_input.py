@@ -19,12 +19,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from dpopt.cli.errors import OptionError
 from dpopt.cli.files import read_frame
 from dpopt.cli.options import check_output_path, write_json
 from dpopt.cli.release_options import DeprecatedAlias, dry_run, warn_if_small_noise_key
 from dpopt.cli.release_run import ReleaseRun, new_out
 from dpopt.deprecation import REMOVED_IN
-from dpopt.errors import OptionError
 from dpopt.validation import instance
 
 __all__ = [

@@ -13,6 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from dpopt.cli.errors import OptionError
 from dpopt.cli.options import (
     check_output_path,
     nonnegative_int,
@@ -28,7 +29,6 @@ from dpopt.cli.release_options import (
 )
 from dpopt.cli.release_run import ReleaseRun, new_out
 from dpopt.deprecation import REMOVED_IN
-from dpopt.errors import OptionError
 from dpopt.validation import instance, sequence
 
 __all__ = [
