@@ -184,7 +184,8 @@ def test_intervals_refuse_bad_input(data: CensusData) -> None:
 def test_block_release_writes_intervals_beside_counts(tmp_path) -> None:
     from dpopt.census import blocks
     from dpopt.census import geography as geo
-    from dpopt.census.block_plan import plan_blocks
+    from dpopt.census.blocks import release as block_release
+    from dpopt.census.blocks.plan import plan_blocks
     from dpopt.census.store import Partition
 
     shape = geo.small(sizes=4, seed=0)
@@ -196,7 +197,7 @@ def test_block_release_writes_intervals_beside_counts(tmp_path) -> None:
         shape, epsilon=1.0, out_dir=tmp_path / "plan", interval_level=0.95, interval_seed=7
     )
     planned = dataclasses.replace(planned, out=tmp_path)
-    settings = blocks._block_intervals(planned, result.total)
+    settings = block_release._block_intervals(planned, result.total)
     assert settings is not None
     hits = cells = 0
     assert manifest["intervals"]["level"] == 0.95 and manifest["intervals"]["seed"] == 7

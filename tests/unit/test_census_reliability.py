@@ -18,6 +18,7 @@ from dpopt import census
 from dpopt.census import blocks
 from dpopt.census import geography as geo
 from dpopt.census import mechanism as census_mechanism
+from dpopt.census.blocks import release as block_release
 from dpopt.census.keyed import LevelNoise, draw_entropy, keyed_noise, noisy_counts
 from dpopt.census.store import Partition, read_partition, write_partition
 from dpopt.compare import census_utility
@@ -119,7 +120,7 @@ def test_release_blocks_failure_after_the_charge_keeps_the_measurement(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("planted solver failure")
 
-    monkeypatch.setattr(blocks, "solve", broken)
+    monkeypatch.setattr(block_release, "solve", broken)
     accountant = Accountant.pure(1)
     with pytest.raises(ReleaseError, match="after the charge") as caught:
         census.release_blocks(GEOGRAPHY, epsilon=1, out_dir=out, accountant=accountant)

@@ -179,7 +179,7 @@ def test_unreadable_files_exit_2(tmp_path: Path, capsys) -> None:
     path.write_text(json.dumps({"format": "something else"}))
     with pytest.raises(ValueError, match="is not a census release"):
         census.load_release(path)
-    path.write_text(json.dumps({"format": census.release_file.FORMAT, "counts": []}))
+    path.write_text(json.dumps({"format": census.stored.FORMAT, "counts": []}))
     with pytest.raises(ValueError, match="not a readable census release"):
         census.load_release(path)
 
