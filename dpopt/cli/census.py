@@ -190,19 +190,8 @@ def add_parser(commands: Any) -> None:
 def release_options(args: argparse.Namespace) -> dict[str, Any]:
     """The arguments ``dpopt census release`` passes to its plan and its release (not the
     noise key): ``data_dir`` and the :class:`~dpopt.census.Settings` of the flags."""
-    from dpopt.census import Settings
-
     instance("args", args, argparse.Namespace)
-    limit = None if args.max_memory is None else round(args.max_memory * 2**30)
-    settings = Settings(
-        domain_sd=args.domain_sd,
-        widening=args.widening,
-        objective="leaf-weighted" if args.objective is None else args.objective,
-        interval_level=args.intervals,
-        interval_method=args.interval_method,
-        max_memory=limit,
-    )
-    return {"data_dir": args.data, "settings": settings}
+    return {"data_dir": args.data, "settings": census_input.settings(args)}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -205,19 +205,27 @@ def _release(args: argparse.Namespace, show: Callable[[dict], None], release: Re
     return _report(args, result, out / COUNTS, out / RELEASE)
 
 
+_SETTINGS = {
+    "mechanism": "mechanism",
+    "objective": "objective",
+    "domain_sd": "domain_sd",
+    "widening": "widening",
+    "interval_level": "intervals",
+    "interval_method": "interval_method",
+}
+# each field of census.Settings a flag of `dpopt census release` sets → the flag's dest
+
+
 def settings(args: argparse.Namespace) -> Any:
-    """The :class:`~dpopt.census.Settings` of the flags (not the noise key)."""
+    """The :class:`~dpopt.census.Settings` of the flags (not the noise key): an option unset
+    (None: the other mode's, or not given) keeps its default; ``--max-memory`` is in GiB."""
     from dpopt.census import Settings
 
     instance("args", args, argparse.Namespace)
-    return Settings(
-        mechanism=args.mechanism,
-        objective=args.objective,
-        domain_sd=args.domain_sd,
-        interval_level=args.intervals,
-        interval_method=args.interval_method,
-        max_memory=None if args.max_memory is None else round(args.max_memory * 2**30),
-    )
+    given = {field: getattr(args, dest, None) for field, dest in _SETTINGS.items()}
+    if args.max_memory is not None:
+        given["max_memory"] = round(args.max_memory * 2**30)
+    return Settings(**{field: value for field, value in given.items() if value is not None})
 
 
 def _data(args: argparse.Namespace) -> tuple[Any, list[str]]:
