@@ -26,7 +26,7 @@ from dpopt.census.resources import memory_limit_of
 from dpopt.deprecation import former_keyword, settings_of
 from dpopt.errors import InvalidInput
 from dpopt.solvers.census.partitioned import WIDENING
-from dpopt.validation import choice, finite_array, integer, positive_number
+from dpopt.validation import choice, finite_array, instance, integer, positive_number
 
 __all__ = ["Settings", "check_plan_call", "for_blocks", "in_memory", "settings_from"]
 
@@ -101,6 +101,8 @@ def settings_from(where: str, settings: Any, former: dict[str, Any]) -> Settings
     """The :class:`Settings` of ``where``: ``settings`` (None: ``Settings()``), or the former
     flat keywords in ``former`` (``method=`` and ``memory_limit=`` under their older names
     too), each with a DeprecationWarning; ``former`` is emptied."""
+    instance("where", where, str)
+    instance("former", former, dict)
     for name, old in _RENAMED:
         if old in former:
             former[name] = former_keyword(where, (name, former.pop(name, None)), former, old)
@@ -112,6 +114,7 @@ def settings_from(where: str, settings: Any, former: dict[str, Any]) -> Settings
 
 def in_memory(settings: Settings) -> Settings:
     """``settings`` unless it asks for what only the block release does (``widening``)."""
+    instance("settings", settings, Settings)
     if settings.widening != "global":
         raise InvalidInput(
             f"widening={settings.widening!r} is the block release's (census.release_blocks); "
@@ -123,6 +126,7 @@ def in_memory(settings: Settings) -> Settings:
 def for_blocks(settings: Settings) -> Settings:
     """``settings`` unless it asks for what the block release does not do: another mechanism
     than pwl-dp, ``level_weights`` or a ``time_limit`` (the in-memory release's)."""
+    instance("settings", settings, Settings)
     given = {
         "mechanism": settings.mechanism != DEFAULT_MECHANISM,
         "level_weights": settings.level_weights is not None,
@@ -141,8 +145,10 @@ def check_plan_call(where: str, plan: Any, given: Mapping[str, Any]) -> None:
     """Refuse an argument given beside ``plan`` that is not the plan's own: each value of
     ``given`` (by attribute name of ``plan``) must be None or the very object the plan holds,
     and ``epsilon`` equal to the plan's."""
+    instance("where", where, str)
+    instance("given", given, Mapping)
     for name, value in given.items():
-        held = getattr(plan, name)
+        held = getattr(plan, instance("a name of given", name, str), None)
         same = value == held if name == "epsilon" else value is held
         if value is not None and not same:
             raise InvalidInput(
