@@ -11,7 +11,7 @@ can honour is refused by the other before anything is charged (:func:`in_memory`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dpopt.census.confidence import INTERVAL_METHODS, interval_options
@@ -23,7 +23,7 @@ from dpopt.census.postprocess import (
     objective_of,
 )
 from dpopt.census.resources import memory_limit_of
-from dpopt.deprecation import former_keyword, settings_of
+from dpopt.deprecation import settings_of, warn_renamed
 from dpopt.errors import InvalidInput
 from dpopt.solvers.census.partitioned import WIDENING
 from dpopt.validation import choice, finite_array, instance, integer, positive_number
@@ -100,16 +100,24 @@ class Settings:
 def settings_from(where: str, settings: Any, former: dict[str, Any]) -> Settings:
     """The :class:`Settings` of ``where``: ``settings`` (None: ``Settings()``), or the former
     flat keywords in ``former`` (``method=`` and ``memory_limit=`` under their older names
-    too), each with a DeprecationWarning; ``former`` is emptied."""
+    too), with a DeprecationWarning; ``former`` is emptied."""
     instance("where", where, str)
     instance("former", former, dict)
+    renamed = {}
     for name, old in _RENAMED:
         if old in former:
-            former[name] = former_keyword(where, (name, former.pop(name, None)), former, old)
+            if name in former:
+                raise TypeError(f"{where}: give {name}= or its former name {old}=, not both")
+            renamed[name] = former.pop(old)
+            warn_renamed(f"{where}({old}=)", f"{where}(settings=Settings({name}=…))", stacklevel=4)
     flat = dict(former)
     former.clear()
-    found: Settings = settings_of(where, Settings, settings, flat)
-    return found
+    if renamed and settings is not None:
+        raise TypeError(f"{where}: give settings= or the keywords {sorted(renamed)}, not both")
+    found: Settings | None = (
+        settings_of(where, Settings, settings, flat) if flat or not renamed else None
+    )
+    return Settings(**renamed) if found is None else replace(found, **renamed)
 
 
 def in_memory(settings: Settings) -> Settings:
