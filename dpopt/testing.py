@@ -106,7 +106,7 @@ def assert_optimal(
 
 RELEASE_TYPES = (
     "dpopt.census.mechanism.Release",
-    "dpopt.census.release_file.SavedRelease",
+    "dpopt.census.stored.SavedRelease",
     "dpopt.census.blocks.BlockRelease",
     "dpopt.hdmm.release.Answered",
     "dpopt.hdmm.release.Measurement",

@@ -47,7 +47,10 @@ def run(args: argparse.Namespace) -> dict[tuple[float, str], np.ndarray]:
                 # whoever knows the seed recovers the private counts.
                 rng = np.random.default_rng([seed, int(epsilon * 1000)])
                 released = census.release(
-                    data, epsilon=epsilon, mechanism=mechanism, rng=rng, objective="paper"
+                    data,
+                    epsilon=epsilon,
+                    rng=rng,
+                    settings=census.Settings(mechanism=mechanism, objective="paper"),
                 )
                 errors = census.level_errors(data, released.counts)
                 rows.append([*errors["mean_per_level"], errors["consistency_violations"]])

@@ -97,7 +97,11 @@ def measure(conditions: list[str], scale: float, repeats: int) -> dict[str, list
     runs: dict[str, list[TaskStats]] = {condition: [] for condition in conditions}
     with tempfile.TemporaryDirectory() as out, contextlib.ExitStack() as stack:
         release = census.release_blocks(
-            geography, epsilon=1.0, out_dir=out, rng=SEED, widening="partition", objective="paper"
+            geography,
+            epsilon=1.0,
+            out_dir=out,
+            rng=SEED,
+            settings=census.Settings(widening="partition", objective="paper"),
         )
         task = (StateSource(f"{out}/noisy", geography, 0), 0, release.total, 3.0, True, False)
         executors = {condition: CONDITIONS[condition](stack) for condition in conditions}

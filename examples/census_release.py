@@ -35,7 +35,8 @@ def main() -> None:
     # rng=None: fresh OS entropy. The noise's randomness is a secret key (whoever knows it
     # recovers the private counts), so a release never takes a fixed seed; --seed seeds only
     # the synthetic data, which is public here.
-    released = census.release(data, epsilon=args.epsilon, mechanism=args.mechanism, rng=None)
+    settings = census.Settings(mechanism=args.mechanism)
+    released = census.release(data, epsilon=args.epsilon, settings=settings, rng=None)
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(

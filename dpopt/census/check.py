@@ -60,8 +60,8 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.census.block_files import INCOMPLETE, MANIFEST, BlockIntervals
-from dpopt.census.block_plan import IntervalSettings
+from dpopt.census.blocks.files import INCOMPLETE, MANIFEST, BlockIntervals
+from dpopt.census.blocks.plan import IntervalSettings
 from dpopt.census.confidence import (
     interval_options,
     max_support_of,
@@ -79,8 +79,8 @@ from dpopt.census.contract import (
 )
 from dpopt.census.geography import LEVELS, Geography
 from dpopt.census.keyed import COUNT_SENSITIVITY
-from dpopt.census.release_file import load_release
 from dpopt.census.store import partition_path
+from dpopt.census.stored import load_release
 from dpopt.extras import load_pyarrow
 from dpopt.hierarchy import Tree
 from dpopt.limits import CHECK_MAX_VIOLATIONS as LIMIT
@@ -367,7 +367,7 @@ def _recheck_certificate(
     out: Path, manifest: dict[str, Any], release: _Release, report: CheckReport, steps: Progress
 ) -> None:
     """Re-solve from the noisy partitions; compare status, cost and checksum (module docstring)."""
-    from dpopt.census.block_files import StateSource
+    from dpopt.census.blocks.files import StateSource
     from dpopt.census.keyed import LevelNoise
     from dpopt.census.postprocess import PARTITIONED
     from dpopt.models.census.problems import PartitionedPostProcess

@@ -24,7 +24,7 @@ import numpy as np
 
 from dpopt.census.check import CheckReport, check_saved
 from dpopt.census.mechanism import Release
-from dpopt.census.release_file import SavedRelease, load_release, save_release
+from dpopt.census.stored import SavedRelease, load_release, save_release
 from dpopt.progress import Progress
 from dpopt.release_dir import begin, interrupts_held
 from dpopt.validation import boolean, file_path, instance, sequence

@@ -10,6 +10,7 @@ Lemma 6), the budget split over the L levels (ε/L each by default, Theorem 1), 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
@@ -132,6 +133,11 @@ class Plan:
     @property
     def charges(self) -> list[tuple[Any, str]]:
         return [(p.loss, p.label) for p in self.prepared]
+
+    @property
+    def epsilon(self) -> Fraction:
+        """The ε the plan charges, exactly: the sum of its levels' shares."""
+        return sum((loss.epsilon for loss, _ in self.charges), Fraction(0))
 
 
 def plan(data: Any, query: Any, *, epsilon: Any, level_weights: Any = None) -> Plan:

@@ -10,38 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from dpopt.census.confidence import (
-    Intervals,
-    interval_options,
-    interval_plan,
-    intervals,
-    region_kinds,
-)
+from dpopt.census.confidence import Intervals, interval_plan, intervals, region_kinds
 from dpopt.census.contract import release_errors
 from dpopt.census.data import CensusData
 from dpopt.census.measurement import Measurement, Plan, check_accountant, execute, plan
-from dpopt.census.postprocess import (
-    DEFAULT_MECHANISM,
-    check_refusal,
-    check_time_limit,
-    domain_sd_of,
-    mechanism_of,
-    objective_of,
-    post_process,
-)
-from dpopt.census.resources import (
-    Estimate,
-    check_memory,
-    memory_limit_of,
-    postprocess_estimates,
-)
-from dpopt.deprecation import keyword_alias, warn_renamed
-from dpopt.models.census.problems import PostProcess
+from dpopt.census.postprocess import check_refusal, mechanism_of, objective_of, post_process
+from dpopt.census.resources import Estimate, check_memory, postprocess_estimates
+from dpopt.census.settings import Settings, check_plan_call, in_memory, settings_from
+from dpopt.deprecation import no_other_keywords, warn_renamed
+from dpopt.models.census.problems import Objective, PostProcess
 from dpopt.privacy import Accountant
 from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Solution, Status
@@ -49,6 +30,7 @@ from dpopt.release import Measured, ReleaseError, Rng, resolve_rng
 from dpopt.release import contract_errors as common_errors
 from dpopt.reprs import short_repr
 from dpopt.runner import Runner
+from dpopt.validation import instance
 
 __all__ = ["Release", "ReleasePlan", "plan_release", "release"]
 
@@ -108,44 +90,51 @@ def release(
     data: CensusData,
     *,
     epsilon: float,
-    mechanism: str | None = None,
     rng: Rng = None,
     accountant: Accountant | None = None,
-    objective: str | None = None,
-    level_weights: Any = None,
-    domain_sd: float = 3.0,
+    settings: Settings | None = None,
     executor: Any = None,
-    time_limit: float | None = None,
-    interval_level: float | None = None,
-    interval_seed: int = 0,
-    interval_method: str = "exact-pivot",
-    max_memory: int | None = None,
-    memory_limit: int | None = None,
-    method: str | None = None,
+    plan: ReleasePlan | None = None,
+    **former: Any,
 ) -> Release:
-    """Release ``data`` under ε-DP with ``mechanism`` (a key of
-    :data:`~dpopt.census.MECHANISMS`, the query noised and its post-processing; None:
-    ``"pwl-dp"``; ``method`` is its deprecated former name).
+    """Release ``data`` under ε-DP as ``settings`` say (docs/families/census.md, "Settings").
 
-    Charges exactly ``epsilon`` to ``accountant`` (a fresh ``Accountant.pure(epsilon)`` when
-    None), after every input is validated; ``rng``: a Generator, an int or None
-    (:func:`dpopt.release.resolve_rng`). ``objective`` (a key of
-    :data:`~dpopt.models.census.problems.OBJECTIVES`): ``"leaf-weighted"``, the default of the
-    Model 1 mechanisms, weighs every region's fit by the number of leaf regions it aggregates and
-    releases the certified optimum of that Model 1 on 0 … n; ``"paper"`` is the paper's
-    objective (every cell alike, domains widened until feasible), the only one of the
-    cumulative mechanisms. ``level_weights`` splits the budget over the levels
-    (docs/families/census.md#census-level-budget), which is another matter. ``executor``: see
-    :func:`~dpopt.census.post_process` (a Dask client is accepted). ``interval_level`` (in (0, 1),
-    e.g. 0.95) attaches an exact confidence interval to every count
-    (:func:`~dpopt.census.confidence.intervals` by ``interval_method``, with ``interval_seed`` its
-    own public randomisation): no further budget, computed from the measurement. ``max_memory``
-    (bytes; default
-    :data:`~dpopt.census.resources.DEFAULT_MEMORY_LIMIT`, 2 GiB; ``memory_limit`` is its
-    deprecated former name): the release estimates the
-    memory of its large allocations from the noise scales before the charge
-    (:mod:`dpopt.census.resources`) and refuses what would not fit; intervals whose exact
-    distributions would not fit are coarsened instead (``Intervals.method`` says so).
+    Plans (:func:`plan_release`), charges exactly ``epsilon`` to ``accountant``, draws the
+    noise and post-processes the measurement.
+
+    Parameters
+    ----------
+    data : CensusData
+        The private counts and their public hierarchy, sizes and n.
+    epsilon : number
+        ε > 0, keyword-only; charged exactly, after every input is validated.
+    rng : numpy Generator, int or None
+        The noise's randomness (:func:`dpopt.release.resolve_rng`); None draws fresh OS
+        entropy. A secret: never publish or reuse it.
+    accountant : Accountant, optional
+        The accountant charged (a fresh ``Accountant.pure(epsilon)`` when None).
+    settings : Settings, optional
+        The options (default ``Settings()``): the mechanism (a key of
+        :data:`~dpopt.census.MECHANISMS`, ``"pwl-dp"`` by default), its objective, the
+        level split, the starting domains, a time limit, the intervals and ``max_memory``
+        (:class:`~dpopt.census.Settings`). Its fields as flat keywords
+        (``release(data, epsilon=1, mechanism="cpsat")``) are deprecated until 0.3.
+    executor : Executor or Dask client, optional
+        Where the post-processing's independent solves run (:func:`~dpopt.census.post_process`).
+    plan : ReleasePlan, optional
+        What :func:`plan_release` returned for this ``data`` and ``epsilon``: the release
+        then does not plan again (``settings``, ``accountant`` and ``executor`` are the
+        plan's; others given beside it are refused).
+
+    Objectives: ``"leaf-weighted"``, the default of the Model 1 mechanisms, weighs every
+    region's fit by the number of leaf regions it aggregates and releases the certified optimum
+    of that Model 1 on 0 … n; ``"paper"`` is the paper's objective (every cell alike, domains
+    widened until feasible), the only one of the cumulative mechanisms. ``interval_level``
+    attaches an exact confidence interval to every count (:func:`~dpopt.census.intervals`):
+    no further budget, computed from the measurement. The release estimates the memory of its
+    large allocations from the noise scales before the charge (:mod:`dpopt.census.resources`)
+    and refuses what would not fit in ``max_memory``; intervals whose exact distributions
+    would not fit are coarsened instead (``Intervals.method`` says so).
 
     Post-processing that fails after the charge (a solver's ``infeasible`` or ``time_limit``
     without a point, a solver refusing the domains widening gave it, an error) raises
@@ -155,53 +144,46 @@ def release(
     whose ``statuses`` say how good they are (``feasible``, ``violated``, … are never hidden);
     a relaxation without a point releases the domain probe's point
     (:func:`~dpopt.census.post_process`), its failed status kept beside the fallback's.
-    Everything that can be decided before the draw is: the options, the executor's type, the
-    mechanism's size limit at the starting domains (:func:`dpopt.refusal`), the noise scales, the
-    memory the post-processing and the intervals will need, and the accountant.
     """
-    prepared = plan_release(
-        data,
-        epsilon=epsilon,
-        mechanism=keyword_alias(
-            "census.release", ("mechanism", mechanism), ("method", method), default=None
-        ),
-        accountant=accountant,
-        objective=objective,
-        level_weights=level_weights,
-        domain_sd=domain_sd,
-        executor=executor,
-        time_limit=time_limit,
-        interval_level=interval_level,
-        interval_seed=interval_seed,
-        interval_method=interval_method,
-        max_memory=keyword_alias(
-            "census.release", ("max_memory", max_memory), ("memory_limit", memory_limit)
-        ),
-    )
-    planned, mechanism, accountant = prepared.planned, prepared.mechanism, prepared.accountant
-    chosen, domain_sd, limit = prepared.objective, prepared.domain_sd, prepared.memory_limit
+    where = "census.release"
+    if plan is None:
+        plan = plan_release(
+            data,
+            epsilon=epsilon,
+            accountant=accountant,
+            settings=settings_from(where, settings, former),
+            executor=executor,
+        )
+    else:
+        instance("plan", plan, ReleasePlan)
+        no_other_keywords(where, former)
+        given = {"data": data, "epsilon": epsilon, "accountant": accountant}
+        check_plan_call(where, plan, given | {"settings": settings, "executor": executor})
+    options, accountant = plan.settings, plan.accountant
+    mechanism, chosen = options.mechanism, plan.objective
     generator = resolve_rng(rng)
-    measurement = execute(planned, rng=generator, accountant=accountant)
+    measurement = execute(plan.planned, rng=generator, accountant=accountant)
     try:
         processed = post_process(
             measurement,
             mechanism,
             objective=chosen.name,
-            domain_sd=domain_sd,
-            executor=executor,
-            time_limit=time_limit,
+            domain_sd=options.domain_sd,
+            executor=plan.executor,
+            time_limit=options.time_limit,
         )
         counts = processed.counts
-        check = PostProcess(planned.data.parents, counts, planned.data.total)
+        census_data = plan.planned.data
+        check = PostProcess(census_data.parents, counts, census_data.total)
         attached = (
             None
-            if interval_level is None
+            if options.interval_level is None
             else intervals(
                 measurement,
-                level=interval_level,
-                method=interval_method,
-                seed=interval_seed,
-                max_memory=limit,
+                level=options.interval_level,
+                method=options.interval_method,
+                seed=options.interval_seed,
+                max_memory=plan.memory_limit,
             )
         )
     except Exception as err:
@@ -215,7 +197,7 @@ def release(
         mechanism,
         chosen.name,
         counts,
-        planned.data.sizes,
+        census_data.sizes,
         accountant.report(),
         processed.statuses,
         measurement.measured,
@@ -229,25 +211,44 @@ def release(
 @dataclass(frozen=True, eq=False)
 class ReleasePlan:
     """What :func:`release` decides before its charge (docs/design.md, "The release
-    contract"): the validated ``planned`` measurement (each level's noise), the ``mechanism``,
-    ``objective`` and ``domain_sd``, the ``estimates`` of its large allocations within
-    ``memory_limit`` bytes and the ``accountant`` to charge (already checked)."""
+    contract"), and what it takes as ``plan=`` to release without planning again: the
+    ``data`` and ``epsilon`` it was made for, the validated ``settings``, the ``planned``
+    measurement (each level's noise), the resolved ``objective``, the ``estimates`` of its
+    large allocations within ``memory_limit`` bytes, the ``accountant`` to charge (already
+    checked) and the ``executor``."""
 
+    __repr__ = short_repr
+
+    data: Any
+    epsilon: Any
+    settings: Settings
     planned: Plan
-    mechanism: str
-    objective: Any
-    domain_sd: float
+    objective: Objective
     memory_limit: int
     estimates: tuple[Estimate, ...]
     accountant: Accountant
-    intervals: dict[str, Any] | None
+    executor: Any
+
+    @property
+    def mechanism(self) -> str:
+        return self.settings.mechanism
+
+    @property
+    def domain_sd(self) -> float:
+        return self.settings.domain_sd
+
+    @property
+    def intervals(self) -> dict[str, Any] | None:
+        """The intervals asked for (level and method), None without any."""
+        level = self.settings.interval_level
+        return None if level is None else {"level": level, "method": self.settings.interval_method}
 
     def report(self, levels: Sequence[str]) -> dict[str, Any]:
         """The plan as plain JSON data (what ``--dry-run`` prints), the levels named by
         ``levels`` (the root first); nothing private: no count and not n."""
         planned = self.planned
         return {
-            "epsilon": str(sum((loss.epsilon for loss, _ in planned.charges), Fraction(0))),
+            "epsilon": str(planned.epsilon),
             "charges": [
                 {"label": label, "epsilon": str(loss.epsilon)} for loss, label in planned.charges
             ],
@@ -275,33 +276,24 @@ def plan_release(
     data: CensusData,
     *,
     epsilon: float,
-    mechanism: str | None = None,
     accountant: Accountant | None = None,
-    objective: str | None = None,
-    level_weights: Any = None,
-    domain_sd: float = 3.0,
+    settings: Settings | None = None,
     executor: Any = None,
-    time_limit: float | None = None,
-    interval_level: float | None = None,
-    interval_seed: int = 0,
-    interval_method: str = "exact-pivot",
-    max_memory: int | None = None,
+    **former: Any,
 ) -> ReleasePlan:
-    """Everything :func:`release` (same arguments) checks before its charge: the options, the
-    executor's type, the mechanism's size limit at the starting domains, every level's noise,
-    the memory of the post-processing and the intervals, and the accountant. Nothing is
-    charged or drawn."""
-    mechanism = DEFAULT_MECHANISM if mechanism is None else mechanism
+    """Everything :func:`release` (same arguments) checks before its charge: the settings,
+    the executor's type, the mechanism's size limit at the starting domains, every level's
+    noise, the memory of the post-processing and the intervals, and the accountant. Nothing is
+    charged or drawn; ``release(data, epsilon=epsilon, plan=...)`` releases this plan."""
+    options = in_memory(settings_from("census.plan_release", settings, former))
+    mechanism, domain_sd = options.mechanism, options.domain_sd
     spec = mechanism_of(mechanism)
-    chosen = objective_of(objective, mechanism)
-    domain_sd = domain_sd_of(domain_sd)
-    check_time_limit(mechanism, time_limit)
-    limit = memory_limit_of(max_memory)
-    if interval_level is not None:
-        interval_options(interval_level, interval_method, interval_seed)
+    chosen = objective_of(options.objective, mechanism)
+    limit = options.memory_limit
     if executor is not None:
         Runner(executor)  # a TypeError for anything but an Executor or a Dask client
-    planned = plan(data, spec.query, epsilon=epsilon, level_weights=level_weights)
+    accountant = check_accountant(accountant)
+    planned = plan(data, spec.query, epsilon=epsilon, level_weights=options.level_weights)
     sd, scale = _noise_of(planned)
     census_data = planned.data
     check_refusal(
@@ -316,19 +308,16 @@ def plan_release(
         chosen.weights(census_data.tree),
         sizes=census_data.sizes.size,
     )
-    if interval_level is not None:
-        kinds = region_kinds(census_data.parents, scale, interval_method == "raw")
-        estimates.append(interval_plan(spec.query, kinds, interval_method, limit).estimate)
+    if options.interval_level is not None:
+        method = options.interval_method
+        kinds = region_kinds(census_data.parents, scale, method == "raw")
+        estimates.append(interval_plan(spec.query, kinds, method, limit).estimate)
     _check_memory(estimates, limit, mechanism, epsilon, domain_sd)
-    accountant = check_accountant(accountant)
     if accountant is None:
-        accountant = Accountant.pure(epsilon)
+        accountant = Accountant.pure(planned.epsilon)
     accountant.check(planned.charges)
-    intervals_ = (
-        None if interval_level is None else {"level": interval_level, "method": interval_method}
-    )
     return ReleasePlan(
-        planned, mechanism, chosen, domain_sd, limit, tuple(estimates), accountant, intervals_
+        data, epsilon, options, planned, chosen, limit, tuple(estimates), accountant, executor
     )
 
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from dpopt.census.blocks import read_release, release_blocks
 from dpopt.census.geography import LEVELS, Geography, state_data
+from dpopt.census.settings import Settings
 from dpopt.census.store import read_partition
 from dpopt.limits import MAX_RELEASES
 from dpopt.models.census.problems import OBJECTIVES
@@ -160,9 +161,10 @@ def _simulate(
             out_dir=out,
             rng=SIMULATION_SEED,  # synthetic counts: the seed guards nothing private
             executor=executor,
-            objective=objective,
+            settings=Settings(
+                objective=objective, interval_level=0.95 if metric == "width" else None
+            ),
             data_dir=data_dir,
-            interval_level=0.95 if metric == "width" else None,
             progress=steps,
         )
         if depth == 0:

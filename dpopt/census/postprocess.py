@@ -30,6 +30,7 @@ import numpy as np
 
 from dpopt.census.measurement import Measurement, Query
 from dpopt.deprecation import keyword_alias
+from dpopt.errors import SolverError
 from dpopt.hierarchy import Tree
 from dpopt.limits import MAX_DOMAIN_SD
 from dpopt.models.census.problems import (
@@ -191,20 +192,24 @@ def _target(measurement: Measurement, spec: Mechanism) -> tuple[np.ndarray, np.n
 
 
 def _counts(problem: Problem, x: np.ndarray) -> np.ndarray:
-    if isinstance(problem, ChainPostProcess):
-        return counts_from_chain(problem.tree, x)
-    if isinstance(problem, CumulativePostProcess):
-        return decumulate(x)
-    return np.asarray(x)
+    """The counts of ``problem``'s point ``x``."""
+    return _converted(problem, x, to_counts=True)
 
 
 def point_of(problem: Problem, counts: np.ndarray) -> np.ndarray:
     """The point of ``problem`` whose counts are ``counts`` (the inverse of :func:`_counts`)."""
+    return _converted(problem, counts, to_counts=False)
+
+
+def _converted(problem: Problem, values: np.ndarray, *, to_counts: bool) -> np.ndarray:
+    """``values`` from ``problem``'s variables to counts, or back: chains (Model 3) and
+    cumulative vectors (Model 2) each have their map; Model 1's variables are the counts."""
     if isinstance(problem, ChainPostProcess):
-        return chain_from_counts(problem.tree, counts)
+        chain = counts_from_chain if to_counts else chain_from_counts
+        return chain(problem.tree, values)
     if isinstance(problem, CumulativePostProcess):
-        return cumulative(counts)
-    return np.asarray(counts)
+        return decumulate(values) if to_counts else cumulative(values)
+    return np.asarray(values)
 
 
 def _post_processing_problem(
@@ -300,7 +305,7 @@ def build_problem(
         multiplier *= 2
     solution = replace(solution, info={**solution.info, "domain_sd": multiplier})
     if solution.x is None:
-        raise RuntimeError(f"{probe}: {solution.status} {solution.info.get('message', '')}")
+        raise SolverError(solution, "a point")
     if spec.problem is CumulativePostProcess:
         anchor = solution.x
         bounds = (np.minimum(bounds[0], anchor), np.maximum(bounds[1], anchor))
@@ -379,7 +384,7 @@ def post_process(
         message = f"{solution.method} returned no point ({solution.status})"
         solution = replace(probed, info={**probed.info, "fallback": message})
     if solution.x is None:
-        raise RuntimeError(f"{mechanism}: {solution.status} {solution.info.get('message', '')}")
+        raise SolverError(solution, "a point")
     return PostProcessed(_counts(problem, solution.x), solution, statuses)
 
 
@@ -402,7 +407,7 @@ def _partitioned(
     )
     solution = solve(problem, PARTITIONED, runner=runner, domain_sd=domain_sd)
     if solution.x is None:
-        raise RuntimeError(f"{PARTITIONED}: {solution.status} {solution.info.get('message', '')}")
+        raise SolverError(solution, "a point")
     solved = solution.x
     counts = np.empty_like(noisy)
     counts[tree.root] = solved.root_counts

@@ -188,19 +188,10 @@ def add_parser(commands: Any) -> None:
 
 
 def release_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The options ``dpopt census release`` passes to its plan and its release (not the
-    noise key)."""
+    """The arguments ``dpopt census release`` passes to its plan and its release (not the
+    noise key): ``data_dir`` and the :class:`~dpopt.census.Settings` of the flags."""
     instance("args", args, argparse.Namespace)
-    limit = None if args.max_memory is None else round(args.max_memory * 2**30)
-    return {
-        "data_dir": args.data,
-        "domain_sd": args.domain_sd,
-        "widening": args.widening,
-        "objective": "leaf-weighted" if args.objective is None else args.objective,
-        "interval_level": args.intervals,
-        "interval_method": args.interval_method,
-        "max_memory": limit,
-    }
+    return {"data_dir": args.data, "settings": census_input.settings(args)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -240,37 +231,45 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _release_blocks(args: argparse.Namespace, release: ReleaseRun) -> int:
-    """The block-level release of the synthetic geography: plan (options, --out), start the
-    cluster, charge, draw, post-process and write (the library's one call)."""
+    """The block-level release of the synthetic geography: check the options and --out, start
+    the cluster, plan once (the truth partitions validated on it), then charge, draw,
+    post-process and write that plan."""
     import time
 
     from dpopt.census import blocks
-    from dpopt.privacy import Accountant
 
     start = time.perf_counter()
     try:
         check_output_path(args.json, option="--json", stdout=True)
         refuse_other_mode(args)
         geography = geography_of(args, 1.0)
-        accountant = Accountant.pure(args.epsilon)
         new_out(args.out)
         if args.dry_run:  # inline: no workers are started
-            return _dry_run(args, geography, accountant)
+            return _dry_run(args, geography)
         client = _client(args)
     except (ValueError, TypeError) as err:
         print(f"dpopt census: {err}", file=sys.stderr)
         return 2
-    release.accountant = accountant
-    result = _closing(client, lambda: blocks.release_blocks(
-        geography,
-        epsilon=args.epsilon,
-        out_dir=args.out,
-        rng=args.noise_key,  # the secret key: passed on, never printed or written
-        accountant=accountant,
-        executor=client,
-        progress=True,
-        **release_options(args),
-    ))  # fmt: skip
+
+    def work() -> Any:
+        planned = blocks.plan_blocks(
+            geography,
+            epsilon=args.epsilon,
+            out_dir=args.out,
+            executor=client,
+            progress=True,
+            **release_options(args),
+        )
+        release.accountant = planned.accountant
+        return blocks.release_blocks(
+            geography,
+            epsilon=args.epsilon,
+            out_dir=args.out,
+            rng=args.noise_key,  # the secret key: passed on, never printed or written
+            plan=planned,
+        )
+
+    result = _closing(client, work)
     return _report(args, _release_report(result, time.perf_counter() - start))
 
 
@@ -289,16 +288,12 @@ def _closing(client: Any, work: Callable[[], Any]) -> Any:
             close_client(client)
 
 
-def _dry_run(args: argparse.Namespace, geography: Any, accountant: Any) -> int:
+def _dry_run(args: argparse.Namespace, geography: Any) -> int:
     """``--dry-run``: the release's plan, nothing charged, drawn or written."""
-    from dpopt.census.block_plan import plan_blocks
+    from dpopt.census.blocks import plan_blocks
 
     planned = plan_blocks(
-        geography,
-        epsilon=args.epsilon,
-        out_dir=args.out,
-        accountant=accountant,
-        **release_options(args),
+        geography, epsilon=args.epsilon, out_dir=args.out, **release_options(args)
     )
     return dry_run(planned.report(), args.json, show_plan)
 

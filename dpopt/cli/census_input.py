@@ -35,6 +35,7 @@ __all__ = [
     "refuse_other_mode",
     "run",
     "separate_modes",
+    "settings",
     "truth_alias",
 ]
 
@@ -176,18 +177,21 @@ def run(args: argparse.Namespace, show: Callable[[dict], None]) -> int:
 
 
 def _release(args: argparse.Namespace, show: Callable[[dict], None], release: ReleaseRun) -> int:
-    """Plan (the file read and validated, --out checked), then charge, draw and write."""
-    from dpopt.census import release as census_release
+    """Plan once (the file read and validated, --out checked), then charge, draw and write
+    that plan."""
+    from dpopt import census
     from dpopt.census.counts_file import COUNTS, RELEASE, write_directory
-    from dpopt.census.mechanism import plan_release
-    from dpopt.privacy import Accountant
 
     try:
         check_output_path(args.json, option="--json", stdout=True)
         refuse_other_mode(args)
         data, levels = _data(args)
         out = new_out(args.out)
-        planned = plan_release(data, epsilon=args.epsilon, **_options(args))
+        planned = census.plan_release(
+            data,
+            epsilon=args.epsilon,
+            settings=settings(args),
+        )
         if args.dry_run:
             report = planned.report(["(root)", *levels])
             report["writes"] = [str(out / COUNTS), str(out / RELEASE)]
@@ -195,28 +199,33 @@ def _release(args: argparse.Namespace, show: Callable[[dict], None], release: Re
     except (ValueError, TypeError) as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 2
-    release.accountant = Accountant.pure(args.epsilon)
-    result = census_release(
-        data,
-        epsilon=args.epsilon,
-        rng=args.noise_key,
-        accountant=release.accountant,
-        **_options(args),
-    )
+    release.accountant = planned.accountant
+    result = census.release(data, epsilon=args.epsilon, rng=args.noise_key, plan=planned)
     write_directory(result, out, names=data.names, levels=levels)
     return _report(args, result, out / COUNTS, out / RELEASE)
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
-    """What ``census.release`` takes from the flags (not the noise key)."""
-    return {
-        "mechanism": args.mechanism,
-        "objective": args.objective,
-        "domain_sd": args.domain_sd,
-        "interval_level": args.intervals,
-        "interval_method": args.interval_method,
-        "max_memory": None if args.max_memory is None else round(args.max_memory * 2**30),
-    }
+_SETTINGS = {
+    "mechanism": "mechanism",
+    "objective": "objective",
+    "domain_sd": "domain_sd",
+    "widening": "widening",
+    "interval_level": "intervals",
+    "interval_method": "interval_method",
+}
+# each field of census.Settings a flag of `dpopt census release` sets → the flag's dest
+
+
+def settings(args: argparse.Namespace) -> Any:
+    """The :class:`~dpopt.census.Settings` of the flags (not the noise key): an option unset
+    (None: the other mode's, or not given) keeps its default; ``--max-memory`` is in GiB."""
+    from dpopt.census import Settings
+
+    instance("args", args, argparse.Namespace)
+    given = {field: getattr(args, dest, None) for field, dest in _SETTINGS.items()}
+    if args.max_memory is not None:
+        given["max_memory"] = round(args.max_memory * 2**30)
+    return Settings(**{field: value for field, value in given.items() if value is not None})
 
 
 def _data(args: argparse.Namespace) -> tuple[Any, list[str]]:

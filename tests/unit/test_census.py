@@ -9,9 +9,11 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from census_options import with_settings
 
 import dpopt
 from dpopt import census
+from dpopt.census import Settings
 from dpopt.hierarchy import Tree
 from dpopt.models.census.problems import (
     PartitionedPostProcess,
@@ -203,7 +205,11 @@ def test_every_mechanism_releases_pgsr_counts_and_spends_exactly_epsilon(mechani
     data = tiny()
     accountant = dpopt.Accountant.pure(2.0)
     released = census.release(
-        data, epsilon=1.0, mechanism=mechanism, rng=np.random.default_rng(7), accountant=accountant
+        data,
+        epsilon=1.0,
+        rng=np.random.default_rng(7),
+        accountant=accountant,
+        settings=Settings(mechanism=mechanism),
     )
     assert accountant.spent == 1  # exactly ε
     assert released.budget == accountant.report()
@@ -325,13 +331,12 @@ def test_objectives_are_validated_before_anything_is_charged() -> None:
             census.release(
                 tiny(),
                 epsilon=1.0,
-                mechanism=mechanism,
-                objective=objective,
                 accountant=accountant,
                 rng=np.random.default_rng(0),
+                settings=Settings(mechanism=mechanism, objective=objective),
             )
     assert accountant.spent == 0
-    released = census.release(tiny(), epsilon=1.0, mechanism="chain-dp", rng=0)
+    released = census.release(tiny(), epsilon=1.0, rng=0, settings=Settings(mechanism="chain-dp"))
     assert released.objective == "paper"  # the only objective of Models 2 and 3
 
 
@@ -553,7 +558,7 @@ def test_nothing_is_charged_on_a_bad_input(bad: dict) -> None:
     accountant = dpopt.Accountant.pure(2.0)
     options = {"epsilon": 1.0, "rng": 0, "accountant": accountant, **bad}
     with pytest.raises(ValueError):
-        census.release(tiny(), **options)
+        census.release(tiny(), **with_settings(**options))
     assert accountant.spent == 0 and accountant.ledger == ()
     with pytest.raises(dpopt.BudgetExceededError):
         census.release(tiny(), epsilon=3.0, rng=0, accountant=accountant)

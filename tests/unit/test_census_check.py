@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from tamper import understate
 
-from dpopt.census import blocks
+from dpopt.census import Settings, blocks
 from dpopt.census import geography as geo
 from dpopt.census.check import check_release
 from dpopt.cli import main
@@ -163,7 +163,11 @@ def test_a_widened_release_is_re_solved_from_its_last_width(tmp_path: Path) -> N
     reproduces the release's point (its checksum), not merely its cost."""
     out = tmp_path / "widened"
     blocks.release_blocks(
-        geo.small(sizes=4, seed=2), epsilon=0.5, out_dir=out, rng=3, domain_sd=0.05
+        geo.small(sizes=4, seed=2),
+        epsilon=0.5,
+        out_dir=out,
+        rng=3,
+        settings=Settings(domain_sd=0.05),
     )
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["domain_sd"]["largest"] > manifest["domain_sd_start"]
@@ -263,7 +267,11 @@ def test_malformed_manifest_fields_are_named_violations(
 def with_intervals(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("intervals")
     blocks.release_blocks(
-        geo.small(sizes=3, seed=1), epsilon=1.0, out_dir=out, rng=5, interval_level=0.9
+        geo.small(sizes=3, seed=1),
+        epsilon=1.0,
+        out_dir=out,
+        rng=5,
+        settings=Settings(interval_level=0.9),
     )
     return out
 

@@ -12,6 +12,8 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
+from census_options import with_settings  # noqa: E402
+
 from dpopt import census  # noqa: E402
 from dpopt.census import blocks as census_blocks  # noqa: E402
 from dpopt.census import geography as census_geography  # noqa: E402
@@ -40,7 +42,7 @@ def release(out: Path, executor: object = None, **options: object) -> census_blo
         out_dir=out,
         rng=np.random.default_rng(7),
         executor=executor,
-        **options,  # type: ignore[arg-type]
+        **with_settings(**options),
     )
 
 
@@ -127,8 +129,8 @@ def test_in_memory_release_on_a_client_equals_serial(client: object) -> None:
     data = census.synthetic(np.random.default_rng(0), states=4, counties=15, sizes=5, groups=5000)
     for domain_sd, objective in itertools.product((3.0, 0.2), ("leaf-weighted", "paper")):
         options = {"domain_sd": domain_sd, "objective": objective}
-        serial = census.release(data, epsilon=1, rng=1, **options)  # type: ignore[arg-type]
-        dask = census.release(data, epsilon=1, rng=1, executor=client, **options)  # type: ignore[arg-type]
+        serial = census.release(data, epsilon=1, rng=1, **with_settings(**options))
+        dask = census.release(data, epsilon=1, rng=1, executor=client, **with_settings(**options))
         assert np.array_equal(dask.counts, serial.counts)
         assert dask.solution.method == "pwl-dp:partitioned"
         assert dask.solution.objective == serial.solution.objective
@@ -187,7 +189,7 @@ def test_release_blocks_contract(tmp_path: Path) -> None:
     for bad in ({"epsilon": 0}, {"objective": "nope"}, {"domain_sd": -1}, {"rng": -1}):
         options = {"epsilon": 1, "out_dir": tmp_path / "bad", "accountant": accountant, **bad}
         with pytest.raises(ValueError):
-            census.release_blocks(GEOGRAPHY, **options)  # type: ignore[arg-type]
+            census.release_blocks(GEOGRAPHY, **with_settings(**options))
         assert accountant.ledger == ()
     assert not (tmp_path / "bad").exists()
 

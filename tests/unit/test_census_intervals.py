@@ -11,8 +11,10 @@ import math
 
 import numpy as np
 import pytest
+from census_options import with_settings
 
 from dpopt import census
+from dpopt.census import Settings
 from dpopt.census import confidence as iv
 from dpopt.census.data import CensusData
 from dpopt.privacy import Accountant
@@ -147,7 +149,9 @@ def test_deterministic_given_measurement_and_seed(data: CensusData) -> None:
 
 def test_release_attaches_intervals_without_spending(data: CensusData) -> None:
     plain = census.release(data, epsilon=1.0, rng=9)
-    with_intervals = census.release(data, epsilon=1.0, rng=9, interval_level=0.9, interval_seed=2)
+    with_intervals = census.release(
+        data, epsilon=1.0, rng=9, settings=Settings(interval_level=0.9, interval_seed=2)
+    )
     assert plain.intervals is None
     assert with_intervals.budget == plain.budget
     np.testing.assert_array_equal(with_intervals.counts, plain.counts)
@@ -169,7 +173,7 @@ def test_release_attaches_intervals_without_spending(data: CensusData) -> None:
 def test_bad_interval_options_are_refused_before_the_charge(data, options, message) -> None:
     accountant = Accountant.pure(1.0)
     with pytest.raises(ValueError, match=message):
-        census.release(data, epsilon=1.0, rng=1, accountant=accountant, **options)
+        census.release(data, epsilon=1.0, rng=1, accountant=accountant, **with_settings(**options))
     assert not accountant.ledger
 
 
@@ -184,19 +188,27 @@ def test_intervals_refuse_bad_input(data: CensusData) -> None:
 def test_block_release_writes_intervals_beside_counts(tmp_path) -> None:
     from dpopt.census import blocks
     from dpopt.census import geography as geo
-    from dpopt.census.block_plan import plan_blocks
+    from dpopt.census.blocks import release as block_release
+    from dpopt.census.blocks.plan import plan_blocks
     from dpopt.census.store import Partition
 
     shape = geo.small(sizes=4, seed=0)
     result = blocks.release_blocks(
-        shape, epsilon=1.0, out_dir=tmp_path, rng=123, interval_level=0.95, interval_seed=7
+        shape,
+        epsilon=1.0,
+        out_dir=tmp_path,
+        rng=123,
+        settings=Settings(interval_level=0.95, interval_seed=7),
     )
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    planned = plan_blocks(  # a new out_dir (a release's is never reused), then the release's
-        shape, epsilon=1.0, out_dir=tmp_path / "plan", interval_level=0.95, interval_seed=7
+    planned = plan_blocks(
+        shape,
+        epsilon=1.0,
+        out_dir=tmp_path / "plan",
+        settings=Settings(interval_level=0.95, interval_seed=7),
     )
     planned = dataclasses.replace(planned, out=tmp_path)
-    settings = blocks._block_intervals(planned, result.total)
+    settings = block_release._block_intervals(planned, result.total)
     assert settings is not None
     hits = cells = 0
     assert manifest["intervals"]["level"] == 0.95 and manifest["intervals"]["seed"] == 7
@@ -323,7 +335,9 @@ def test_intervals_lie_within_0_and_n_at_huge_noise(data: CensusData, method: st
     assert found.upper.max() == data.total  # the cut binds
     if method == "conservative-pivot":
         assert (found.lower <= found.upper).all()
-    release = census.release(data, epsilon=1e-6, rng=2, interval_level=0.9, interval_method=method)
+    release = census.release(
+        data, epsilon=1e-6, rng=2, settings=Settings(interval_level=0.9, interval_method=method)
+    )
     assert release.intervals is not None and release.intervals.upper.max() <= data.total
     assert release.contract_errors() == []
 
@@ -395,7 +409,9 @@ def test_intervals_are_coarsened_past_the_memory_limit(data: CensusData) -> None
     """At ε = 1e-6 the exact pivots would need ~300 GB (the reviewer's memory blow-up): the
     plan says so before any draw, and the release's intervals are coarse-pivot's."""
     limit = 2**30
-    released = census.release(data, epsilon=1e-6, rng=1, interval_level=0.9, max_memory=limit)
+    released = census.release(
+        data, epsilon=1e-6, rng=1, settings=Settings(interval_level=0.9, max_memory=limit)
+    )
     found = released.intervals
     assert found is not None and found.method == "coarse-pivot"
     assert found.weights["coarsened regions"] == data.parents.size
@@ -419,9 +435,9 @@ def test_block_release_coarsens_and_reports_conservative_intervals(tmp_path) -> 
         epsilon=1e-2,
         out_dir=tmp_path,
         rng=5,
-        interval_level=0.9,
-        interval_method="conservative-pivot",
-        max_memory=64 * 2**20,
+        settings=Settings(
+            interval_level=0.9, interval_method="conservative-pivot", max_memory=64 * 2**20
+        ),
     )
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["intervals"]["method"] == "coarse-conservative-pivot"

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from dpopt import census, solve
+from dpopt.census import Settings
 from dpopt.census.data import CensusData
 from dpopt.models.census.problems import CumulativePostProcess, PostProcess
 from dpopt.problem import CLAIMS_FEASIBLE
@@ -27,7 +28,9 @@ def test_relaxations_release_at_a_tiny_epsilon(data: CensusData, mechanism: str)
     """Clarabel said `infeasible` here (the reviewer's case): the QP is now centred on the
     noisy counts clipped into the domains and scaled by the widest domain."""
     for seed in range(3):
-        released = census.release(data, epsilon=1e-6, mechanism=mechanism, rng=seed)
+        released = census.release(
+            data, epsilon=1e-6, rng=seed, settings=Settings(mechanism=mechanism)
+        )
         final = released.statuses[f"post-processing ({census.MECHANISMS[mechanism].solver})"]
         assert final in ("feasible", "violated")  # a rounded relaxation is never optimal
         assert released.counts[0].sum() == data.total
@@ -72,12 +75,12 @@ def test_a_relaxation_without_a_point_falls_back_to_the_probe(
     data: CensusData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(cvxpy_backend, "solve_cvxpy", _claims_infeasible)
-    released = census.release(data, epsilon=1.0, mechanism="relaxed", rng=4)
+    released = census.release(data, epsilon=1.0, rng=4, settings=Settings(mechanism="relaxed"))
     assert released.statuses == {
         "domain probe (pwl-dp)": "optimal",
         "post-processing (relaxed:clarabel)": "error",
         "fallback to the domain probe (pwl-dp)": "optimal",
     }
-    exact = census.release(data, epsilon=1.0, mechanism="pwl-dp", rng=4)
+    exact = census.release(data, epsilon=1.0, rng=4, settings=Settings(mechanism="pwl-dp"))
     np.testing.assert_array_equal(released.counts, exact.counts)
     assert released.solution.status in CLAIMS_FEASIBLE and "fallback" in released.solution.info

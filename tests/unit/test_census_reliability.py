@@ -14,10 +14,13 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
+from census_options import with_settings
+
 from dpopt import census
-from dpopt.census import blocks
+from dpopt.census import Settings, blocks
 from dpopt.census import geography as geo
 from dpopt.census import mechanism as census_mechanism
+from dpopt.census.blocks import release as block_release
 from dpopt.census.keyed import LevelNoise, draw_entropy, keyed_noise, noisy_counts
 from dpopt.census.store import Partition, read_partition, write_partition
 from dpopt.compare import census_utility
@@ -39,7 +42,8 @@ def _refused(tmp_path: Path, error: type, match: str, **options: Any) -> None:
     out = options.pop("out_dir", tmp_path / "out")
     with pytest.raises(error, match=match):
         census.release_blocks(
-            GEOGRAPHY, **{"epsilon": 1, "out_dir": out, "accountant": accountant, **options}
+            GEOGRAPHY,
+            **with_settings(**{"epsilon": 1, "out_dir": out, "accountant": accountant, **options}),
         )
     assert accountant.spent == 0 and accountant.ledger == ()
 
@@ -66,7 +70,7 @@ def test_release_blocks_domain_sd_is_a_capped_float(tmp_path: Path) -> None:
     for bad in (0, -1, float("nan"), float("inf"), "3", None):
         _refused(tmp_path, ValueError, "domain_sd", domain_sd=bad)
     result = census.release_blocks(
-        GEOGRAPHY, epsilon=1, out_dir=tmp_path / "frac", domain_sd=Fraction(1, 3)
+        GEOGRAPHY, epsilon=1, out_dir=tmp_path / "frac", settings=Settings(domain_sd=Fraction(1, 3))
     )
     manifest = json.loads((tmp_path / "frac" / "manifest.json").read_text())
     assert manifest["checksum"] == result.checksum
@@ -119,7 +123,7 @@ def test_release_blocks_failure_after_the_charge_keeps_the_measurement(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("planted solver failure")
 
-    monkeypatch.setattr(blocks, "solve", broken)
+    monkeypatch.setattr(block_release, "solve", broken)
     accountant = Accountant.pure(1)
     with pytest.raises(ReleaseError, match="after the charge") as caught:
         census.release_blocks(GEOGRAPHY, epsilon=1, out_dir=out, accountant=accountant)
@@ -177,9 +181,11 @@ def test_release_checks_the_method_limit_before_the_charge() -> None:
     data = census.synthetic(np.random.default_rng(0), states=2, counties=4, sizes=3, groups=2000)
     accountant = Accountant.pure(1)
     with pytest.raises(ValueError, match=r"refuses this instance.*nothing was charged"):
-        census.release(data, epsilon=1e-6, mechanism="dp-table", accountant=accountant)
+        census.release(
+            data, epsilon=1e-6, accountant=accountant, settings=Settings(mechanism="dp-table")
+        )
     assert accountant.ledger == ()
-    assert census.release(data, epsilon=1, mechanism="dp-table").satisfies_pgsr
+    assert census.release(data, epsilon=1, settings=Settings(mechanism="dp-table")).satisfies_pgsr
 
 
 @pytest.mark.parametrize("failure", ["raise", "no point"])
@@ -198,7 +204,9 @@ def test_release_failure_after_the_charge_keeps_the_measurement(
     monkeypatch.setattr(census_mechanism, "post_process", planted)
     accountant = Accountant.pure(1)
     with pytest.raises(ReleaseError, match="post-processing with 'cpsat' failed") as caught:
-        census.release(tiny(), epsilon=1, mechanism="cpsat", accountant=accountant, rng=4)
+        census.release(
+            tiny(), epsilon=1, accountant=accountant, rng=4, settings=Settings(mechanism="cpsat")
+        )
     error = caught.value
     assert accountant.spent == 1 and error.budget == accountant.report()
     assert isinstance(error.measurement, census.Measurement)
@@ -209,7 +217,9 @@ def test_release_failure_after_the_charge_keeps_the_measurement(
 def test_release_relaxed_at_a_tiny_epsilon_is_a_release_or_a_release_error() -> None:
     accountant = Accountant.pure(1)
     try:
-        released = census.release(tiny(), epsilon=1e-6, mechanism="relaxed", accountant=accountant)
+        released = census.release(
+            tiny(), epsilon=1e-6, accountant=accountant, settings=Settings(mechanism="relaxed")
+        )
     except ReleaseError as error:
         assert isinstance(error.measurement, census.Measurement)
     else:
@@ -290,6 +300,9 @@ def test_time_limit_must_be_positive() -> None:
     for bad in (-1, 0, float("nan"), "1"):
         with pytest.raises(ValueError, match="time_limit"):
             census.release(
-                tiny(), epsilon=1, mechanism="cpsat", time_limit=bad, accountant=accountant
+                tiny(),
+                epsilon=1,
+                accountant=accountant,
+                settings=Settings(mechanism="cpsat", time_limit=bad),
             )
     assert accountant.ledger == ()

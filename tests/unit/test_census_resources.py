@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dpopt import census
-from dpopt.census import resources
+from dpopt.census import Settings, resources
 from dpopt.census.data import CensusData
 from dpopt.census.geography import small
 from dpopt.privacy import Accountant
@@ -26,7 +26,9 @@ def test_dp_memory_past_the_limit_is_refused_before_the_charge() -> None:
     )
     accountant = Accountant.pure(1e-3)
     with pytest.raises(ValueError, match=r"needs ~\d.* MiB for pwl-dp's cost tables") as caught:
-        census.release(wide, epsilon=1e-3, accountant=accountant, max_memory=64 * 2**20)
+        census.release(
+            wide, epsilon=1e-3, accountant=accountant, settings=Settings(max_memory=64 * 2**20)
+        )
     assert "max_memory=67108864" in str(caught.value) and "epsilon=0.001" in str(caught.value)
     assert not accountant.ledger
     # the estimate is the starting domains' widths: 304 regions × (2·⌈3·sd⌉ + 1) × 8 bytes
@@ -41,13 +43,15 @@ def test_dp_memory_past_the_limit_is_refused_before_the_charge() -> None:
 def test_cost_overflow_is_refused_before_the_charge(data: CensusData, mechanism: str) -> None:
     accountant = Accountant.pure(1e-9)
     with pytest.raises(ValueError, match="64-bit cost tables would overflow"):
-        census.release(data, epsilon=1e-9, mechanism=mechanism, accountant=accountant)
+        census.release(
+            data, epsilon=1e-9, accountant=accountant, settings=Settings(mechanism=mechanism)
+        )
     assert not accountant.ledger
 
 
 def test_max_memory_is_validated(data: CensusData) -> None:
     with pytest.raises(ValueError, match="max_memory must be"):
-        census.release(data, epsilon=1.0, max_memory=1000)
+        census.release(data, epsilon=1.0, settings=Settings(max_memory=1000))
     assert resources.memory_limit_of(None) == resources.DEFAULT_MEMORY_LIMIT == 2 * 2**30
 
 

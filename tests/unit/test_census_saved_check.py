@@ -16,9 +16,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from census_options import with_settings
 from tamper import understate
 
 from dpopt import census
+from dpopt.census import Settings
 from dpopt.census.check import check_saved
 from dpopt.cli import main
 
@@ -29,7 +31,7 @@ def _data() -> census.CensusData:
 
 @pytest.fixture(scope="module")
 def released() -> census.Release:
-    return census.release(_data(), epsilon=1.0, rng=11, interval_level=0.9)
+    return census.release(_data(), epsilon=1.0, rng=11, settings=Settings(interval_level=0.9))
 
 
 @pytest.fixture
@@ -153,7 +155,7 @@ def test_a_changed_noisy_answer_is_caught_by_the_intervals_or_the_certificate(
 def test_a_heuristic_release_is_not_certified(tmp_path: Path) -> None:
     """topdown's counts meet every condition but are no optimum of Model 1: the certificate
     says so, naming the mechanism."""
-    release = census.release(_data(), epsilon=1.0, rng=11, mechanism="topdown")
+    release = census.release(_data(), epsilon=1.0, rng=11, settings=Settings(mechanism="topdown"))
     path = census.save_release(release, tmp_path / "topdown.json")
     assert check_saved(path).valid
     report = check_saved(path, certificate=True)
@@ -166,7 +168,7 @@ def test_cumulative_releases_are_certified(mechanism: str, rng: int, tmp_path: P
     """Also where the domain probe's heuristic point leaves the narrower domains it ran on
     (rng 1, 3 and 7 at cumulative-cpsat): the domains are widened to hold it, and on the problem
     released it is feasible, not ``violated``."""
-    release = census.release(_data(), epsilon=1.0, rng=rng, mechanism=mechanism)
+    release = census.release(_data(), epsilon=1.0, rng=rng, settings=Settings(mechanism=mechanism))
     report = check_saved(census.save_release(release, tmp_path / "r.json"), certificate=True)
     assert report.valid, report.violations
 
@@ -179,7 +181,7 @@ def test_unreadable_files_exit_2(tmp_path: Path, capsys) -> None:
     path.write_text(json.dumps({"format": "something else"}))
     with pytest.raises(ValueError, match="is not a census release"):
         census.load_release(path)
-    path.write_text(json.dumps({"format": census.release_file.FORMAT, "counts": []}))
+    path.write_text(json.dumps({"format": census.stored.FORMAT, "counts": []}))
     with pytest.raises(ValueError, match="not a readable census release"):
         census.load_release(path)
 
@@ -331,7 +333,7 @@ def test_an_interval_moved_off_its_count_is_named(saved: Path, capsys) -> None:
 def test_released_counts_outside_their_intervals_are_no_violation(tmp_path: Path) -> None:
     """An interval covers the true count, not the released estimate: this release (rng 2) has
     counts outside their non-empty intervals and is valid."""
-    release = census.release(_data(), epsilon=1.0, rng=2, interval_level=0.9)
+    release = census.release(_data(), epsilon=1.0, rng=2, settings=Settings(interval_level=0.9))
     found = release.intervals
     assert found is not None
     assert np.sum(~found.covers(release.counts) & (found.lower <= found.upper)) >= 1
@@ -342,7 +344,7 @@ def test_cumulative_counts_are_checked_at_their_stated_step(tmp_path: Path) -> N
     """Cumulative vectors have Δ = Q, the public step (Lemma 6), which the release states in
     its charge labels: a budget halved against it is named at that sensitivity."""
     data = dataclasses.replace(_data(), step=3)
-    release = census.release(data, epsilon=1.0, rng=3, mechanism="chain-dp")
+    release = census.release(data, epsilon=1.0, rng=3, settings=Settings(mechanism="chain-dp"))
     assert release.measured[0].label == "census level 0: cumulative (Δ=3)"
     path = census.save_release(release, tmp_path / "cumulative.json")
     assert check_saved(path).valid
@@ -361,7 +363,7 @@ def test_cumulative_counts_are_checked_at_their_stated_step(tmp_path: Path) -> N
 def test_conservative_and_coarse_intervals_are_recomputed(options: dict, tmp_path: Path) -> None:
     """The check recomputes intervals of every method a release can write, at the support
     limit the release had (the file keeps it), and still sees a moved one."""
-    release = census.release(_data(), rng=11, interval_level=0.9, **options)
+    release = census.release(_data(), rng=11, **with_settings(interval_level=0.9, **options))
     assert release.intervals is not None
     assert release.intervals.method != "exact-pivot"  # the case under test
     path = census.save_release(release, tmp_path / "release.json")

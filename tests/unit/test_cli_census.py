@@ -15,6 +15,7 @@ pytest.importorskip("pyarrow")
 
 from dpopt import cli
 from dpopt.census import blocks
+from dpopt.census.blocks import release as block_release
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--geography", "small", "--sizes", "3", "--workers", "0"]
@@ -116,7 +117,9 @@ def test_interrupt_marks_the_output_incomplete(
     def interrupted(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(blocks, "solve", interrupted)  # after the charge and the noisy partitions
+    monkeypatch.setattr(
+        block_release, "solve", interrupted
+    )  # after the charge and the noisy partitions
     out = tmp_path / "out"
     status, _, err = run(["census", "release", *TINY, "--epsilon", "1", "--out", str(out)], capsys)
     assert status == 130
@@ -172,7 +175,7 @@ def test_dry_run_prints_the_plan_and_charges_draws_and_writes_nothing(
     def no_draw(*args: Any) -> int:
         raise AssertionError("a dry run drew the noise key")
 
-    monkeypatch.setattr(blocks, "draw_entropy", no_draw)
+    monkeypatch.setattr(block_release, "draw_entropy", no_draw)
     out = tmp_path / "rel"
     argv = ["census", "release", *TINY, "--epsilon", "1", "--out", str(out), "--intervals", "0.9"]
     status, stdout, err = run([*argv, "--dry-run", "--json", "-"], capsys)
@@ -180,7 +183,7 @@ def test_dry_run_prints_the_plan_and_charges_draws_and_writes_nothing(
     plan = json.loads(stdout)
     assert not out.exists()
     assert plan["epsilon"] == "1" and [c["epsilon"] for c in plan["charges"]] == ["1/6"] * 6
-    assert [row["level"] for row in plan["noise"]] == list(blocks.LEVELS)
+    assert [row["level"] for row in plan["noise"]] == list(block_release.LEVELS)
     assert all(row["scale"] == 12 for row in plan["noise"])  # Δ = 2 at ε/6 per level
     assert plan["intervals"]["method"] == "exact-pivot"
     assert {e["what"].split()[0] for e in plan["estimates"]} == {"pwl-dp's", "the"}

@@ -17,6 +17,8 @@ from test_fuzz_values import FUZZ_SLOW, hostile, one_hostile, outcome
 
 pytest.importorskip("pyarrow")
 
+from census_options import with_settings
+
 from dpopt import census
 from dpopt.census import geography as geo
 from dpopt.census.keyed import LevelNoise, keyed_noise
@@ -47,7 +49,10 @@ def test_release_blocks(case: tuple[str | None, dict[str, Any]]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         ok, result = outcome(
             lambda: census.release_blocks(
-                GEOGRAPHY, out_dir=Path(folder) / "out", accountant=accountant, **kwargs
+                GEOGRAPHY,
+                out_dir=Path(folder) / "out",
+                accountant=accountant,
+                **with_settings(**kwargs),
             ),
             *kwargs,
             "out_dir",
@@ -78,7 +83,7 @@ def test_release(case: tuple[str | None, dict[str, Any]]) -> None:
     target, kwargs = case
     accountant = Accountant.pure(1)
     ok, result = outcome(
-        lambda: census.release(DATA, accountant=accountant, **kwargs),
+        lambda: census.release(DATA, accountant=accountant, **with_settings(**kwargs)),
         *kwargs,
         "scale",
         "objective",

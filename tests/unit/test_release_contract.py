@@ -89,14 +89,14 @@ ENTRY_POINTS = {
         census.release,
         _census,
         lambda: Accountant.pure(10),
-        {"mechanism": "bogus"},
+        {"settings": census.Settings(widening="partition")},  # the block release's
         lambda r: [r.counts],
     ),
     "census.release_blocks": EntryPoint(
         census.release_blocks,
         _blocks,
         lambda: Accountant.pure(10),
-        {"domain_sd": -1.0},
+        {"settings": census.Settings(mechanism="cpsat")},  # the in-memory release's
         lambda r: [r.nation_noisy],
     ),
     "hdmm.measure": EntryPoint(

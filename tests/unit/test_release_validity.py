@@ -20,7 +20,7 @@ from tamper import understate_budget
 
 from dpopt import census, dgm, hdmm, relational
 from dpopt import workload as wl
-from dpopt.census import blocks
+from dpopt.census import Settings, blocks
 from dpopt.census import geography as geo
 from dpopt.models.census.problems import PartitionedPostProcess, PostProcess
 from dpopt.models.hdmm.matrix_mechanism import ProductStrategySelection
@@ -223,7 +223,7 @@ def _understated(result: Any, factor: Fraction) -> tuple[dict[str, Any], tuple[M
 @pytest.fixture(scope="module")
 def census_release() -> census.Release:
     data = census.synthetic(np.random.default_rng(0), states=2, counties=4, groups=500)
-    return census.release(data, epsilon=1.0, rng=1, interval_level=0.9)
+    return census.release(data, epsilon=1.0, rng=1, settings=Settings(interval_level=0.9))
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import dpopt
 from dpopt import census, dgm, hdmm, relational, release_dir
 from dpopt import workload as wl
 from dpopt.census.check import check_saved
-from dpopt.census.release_file import load_release
+from dpopt.census.stored import load_release
 from dpopt.models.dgm.budget import BudgetAllocation
 from dpopt.planning import ErrorCurve
 from dpopt.reprs import REPR_CHARS, summary

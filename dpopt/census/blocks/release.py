@@ -31,15 +31,17 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.census.block_files import INCOMPLETE, MANIFEST, BlockIntervals, StateSource
-from dpopt.census.block_plan import BlockPlan, plan_blocks
+from dpopt.census.blocks.files import INCOMPLETE, MANIFEST, BlockIntervals, StateSource
+from dpopt.census.blocks.plan import BlockPlan, plan_blocks
 from dpopt.census.data import CensusData
 from dpopt.census.geography import LEVELS, Geography, state_data
 from dpopt.census.keyed import LevelNoise, draw_entropy, keyed_noise, noisy_counts
 from dpopt.census.measurement import Measurement
 from dpopt.census.postprocess import PARTITIONED
+from dpopt.census.settings import Settings, check_plan_call, settings_from
 from dpopt.census.store import Partition, read_partition, write_partition
-from dpopt.deprecation import keyword_alias
+from dpopt.deprecation import no_other_keywords
+from dpopt.errors import InvalidInput, SolverError
 from dpopt.models.census.problems import PartitionedPostProcess
 from dpopt.privacy import Accountant
 from dpopt.privacy.accounting import BudgetReport
@@ -50,11 +52,7 @@ from dpopt.release import contract_errors as common_errors
 from dpopt.release_dir import interrupts_held
 from dpopt.reprs import short_repr
 from dpopt.runner import Runner
-from dpopt.solvers.census.partitioned import (
-    PartitionedSolution,
-    Widening,
-    checksum,
-)
+from dpopt.solvers.census.partitioned import PartitionedSolution, checksum
 from dpopt.validation import choice, instance, integer, integer_array
 
 __all__ = [
@@ -243,7 +241,7 @@ class BlockMeasurement:
 
 
 def _prepare_out(out: Path) -> Path:
-    """Create ``out`` (new or empty: :func:`~dpopt.census.block_plan.out_path` checked it) and
+    """Create ``out`` (new or empty: :func:`~dpopt.census.blocks.plan.out_path` checked it) and
     write its :data:`INCOMPLETE` marker."""
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -265,17 +263,12 @@ def release_blocks(
     out_dir: str | os.PathLike,
     rng: Rng = None,
     accountant: Accountant | None = None,
+    settings: Settings | None = None,
     data_dir: str | os.PathLike | None = None,
     executor: Any = None,
-    domain_sd: float = 3.0,
-    widening: Widening = "global",
-    objective: str = "leaf-weighted",
     progress: bool | Progress = False,
-    interval_level: float | None = None,
-    interval_seed: int = 0,
-    interval_method: str = "exact-pivot",
-    max_memory: int | None = None,
-    memory_limit: int | None = None,
+    plan: BlockPlan | None = None,
+    **former: Any,
 ) -> BlockRelease:
     """Release ``geography``'s counts under ε-DP with M_DP (pwl-dp), one state per partition.
 
@@ -287,48 +280,50 @@ def release_blocks(
     real release uses), from which 128 bits of entropy key every region's noise
     (:mod:`dpopt.census.keyed`): whoever knows them (or the seed they came from) recovers the
     private counts from the noisy partitions, so they are never written anywhere, and a seed
-    is never published or reused. ``objective``: a key of
-    :data:`~dpopt.models.census.problems.OBJECTIVES`, as in :func:`dpopt.census.release`.
-    ``interval_level`` (in (0, 1)) writes each count's confidence interval beside it
-    (Parquet columns ``lower`` and ``upper``; :func:`dpopt.census.confidence.bounds` on the
-    state's noisy partition, by ``interval_method``, with ``interval_seed`` the intervals' own
-    public seed) and their level, method and seed into the manifest (``intervals``, with the
-    nation's intervals from its own noisy answer); no further budget.
+    is never published or reused. ``settings`` (:class:`~dpopt.census.Settings`, default
+    ``Settings()``; its fields as flat keywords are deprecated until 0.3): ``objective``,
+    ``domain_sd``, ``widening``, the intervals and ``max_memory``, as in
+    :func:`dpopt.census.release`; its ``mechanism`` must be pwl-dp, and ``level_weights`` and
+    ``time_limit`` unset. ``interval_level`` (in (0, 1)) writes each count's confidence
+    interval beside it (Parquet columns ``lower`` and ``upper``;
+    :func:`dpopt.census.confidence.bounds` on the state's noisy partition) and their level,
+    method and seed into the manifest (``intervals``, with the nation's intervals from its own
+    noisy answer); no further budget.
 
-    The release plans first (:func:`~dpopt.census.block_plan.plan_blocks`, what a dry run
-    prints): every option (``domain_sd`` finite, > 0 and at most
-    :data:`~dpopt.census.postprocess.MAX_DOMAIN_SD`, as :func:`dpopt.census.release` caps
-    it), the noise scale of every level, the accountant, the memory of one task's cost tables
-    and of the intervals against ``max_memory`` (bytes, default 2 GiB, ``memory_limit`` its
-    deprecated former name; intervals past it are
-    coarsened, :mod:`dpopt.census.confidence`), every truth partition of ``data_dir`` read
-    whole and validated as :class:`~dpopt.census.CensusData` validates counts in memory
-    (non-negative, parents the sums of their children), and ``out_dir`` created and
-    test-written: it holds an ``INCOMPLETE`` file until the release is done. Only then is
-    the accountant charged. ``manifest.json`` is written last, and the
-    ``INCOMPLETE`` file removed after it; a directory with ``INCOMPLETE`` (after a failure or
-    an interrupt) is not a release. A failure after the charge raises
-    :class:`~dpopt.release.ReleaseError` with a :class:`BlockMeasurement` (the noisy
-    partitions already written) and the budget report.
+    The release plans first (:func:`~dpopt.census.plan_blocks`, what a dry run prints; or
+    ``plan``, what it returned for these ``geography``, ``epsilon`` and ``out_dir``, which is
+    then not planned again): every option, the noise scale of every level, the accountant,
+    the memory of one task's cost tables and of the intervals against ``max_memory``
+    (intervals past it are coarsened, :mod:`dpopt.census.confidence`), every truth partition
+    of ``data_dir`` read whole and validated as :class:`~dpopt.census.CensusData` validates
+    counts in memory (non-negative, parents the sums of their children), and ``out_dir``
+    checked: it holds an ``INCOMPLETE`` file until the release is done. Only then is the
+    accountant charged. ``manifest.json`` is written last, and the ``INCOMPLETE`` file
+    removed after it; a directory with ``INCOMPLETE`` (after a failure or an interrupt) is not
+    a release. A failure after the charge raises :class:`~dpopt.release.ReleaseError` with a
+    :class:`BlockMeasurement` (the noisy partitions already written) and the budget report.
     """
-    plan = plan_blocks(
-        geography,
-        epsilon=epsilon,
-        out_dir=out_dir,
-        accountant=accountant,
-        data_dir=data_dir,
-        executor=executor,
-        domain_sd=domain_sd,
-        widening=widening,
-        objective=objective,
-        progress=progress,
-        interval_level=interval_level,
-        interval_seed=interval_seed,
-        interval_method=interval_method,
-        max_memory=keyword_alias(
-            "census.release_blocks", ("max_memory", max_memory), ("memory_limit", memory_limit)
-        ),
-    )
+    where = "census.release_blocks"
+    if plan is None:
+        plan = plan_blocks(
+            geography,
+            epsilon=epsilon,
+            out_dir=out_dir,
+            accountant=accountant,
+            settings=settings_from(where, settings, former),
+            data_dir=data_dir,
+            executor=executor,
+            progress=progress,
+        )
+    else:
+        instance("plan", plan, BlockPlan)
+        no_other_keywords(where, former)
+        given = {"geography": geography, "epsilon": epsilon, "accountant": accountant}
+        check_plan_call(where, plan, given | {"settings": settings})
+        if Path(out_dir) != plan.out or data_dir is not None or executor is not None:
+            raise InvalidInput(
+                f"{where}: out_dir, data_dir and executor are the plan's; give the plan alone"
+            )
     generator = resolve_rng(rng)
     out = _prepare_out(plan.out)
     entropy = draw_entropy(generator)
@@ -387,10 +382,7 @@ def _run(
         sinks=[StateSink(str(out / "release"), s, _block_intervals(plan, total)) for s in states],
     )
     if solution.x is None:
-        raise RuntimeError(
-            f"{PARTITIONED}: {solution.status} {solution.info.get('message', '')} (the noisy "
-            f"partitions are under {out / 'noisy'})"
-        )
+        raise SolverError(solution, "a point")
     result = BlockRelease(
         out,
         geography,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpopt.census.block_plan import IntervalSettings
+from dpopt.census.blocks.plan import IntervalSettings
 from dpopt.census.confidence import bounds
 from dpopt.census.geography import Geography
 from dpopt.census.store import read_partition

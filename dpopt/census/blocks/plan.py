@@ -20,34 +20,26 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.census.confidence import (
-    MAX_CHILDREN,
-    interval_options,
-    interval_plan,
-    max_support_of,
-)
+from dpopt.census.confidence import MAX_CHILDREN, interval_plan, max_support_of
 from dpopt.census.geography import LEVELS, Geography
 from dpopt.census.keyed import LevelNoise
 from dpopt.census.measurement import check_accountant
-from dpopt.census.postprocess import PARTITIONED, domain_sd_of
+from dpopt.census.postprocess import PARTITIONED
 from dpopt.census.resources import (
     PARTITIONED_BYTES,
     SECONDS_PER_WIDTH,
     Estimate,
     check_cost_range,
     check_memory,
-    memory_limit_of,
 )
+from dpopt.census.settings import Settings, for_blocks, settings_from
 from dpopt.census.store import read_partition
-from dpopt.deprecation import keyword_alias
-from dpopt.models.census.problems import OBJECTIVES
 from dpopt.privacy import Accountant
 from dpopt.progress import Progress
 from dpopt.release_dir import check_new
 from dpopt.reprs import short_repr
 from dpopt.runner import Runner
-from dpopt.solvers.census.partitioned import WIDENING, Widening
-from dpopt.validation import choice, positive_number
+from dpopt.solvers.census.partitioned import Widening
 
 __all__ = [
     "BlockPlan",
@@ -74,22 +66,37 @@ class IntervalSettings:
 
 @dataclass(frozen=True, eq=False)
 class BlockPlan:
-    """A validated block release waiting for its charge (:func:`plan_blocks`)."""
+    """A validated block release waiting for its charge (:func:`plan_blocks`): the
+    ``geography``, ``epsilon`` and ``settings`` it was made for, its output directory, the
+    truth partitions validated, each level's noise, the accountant to charge (checked), the
+    runner and the estimates."""
 
     __repr__ = short_repr
 
     geography: Geography
+    epsilon: Any
     out: Path
     data: str | None
     noise: LevelNoise
-    domain_sd: float
-    widening: Widening
+    settings: Settings
     objective: str
     accountant: Accountant
     runner: Runner
     intervals: IntervalSettings | None
     estimates: tuple[Estimate, ...]
-    memory_limit: int
+
+    @property
+    def domain_sd(self) -> float:
+        return self.settings.domain_sd
+
+    @property
+    def widening(self) -> Widening:
+        widening: Widening = self.settings.widening  # type: ignore[assignment]
+        return widening
+
+    @property
+    def memory_limit(self) -> int:
+        return self.settings.memory_limit
 
     def report(self) -> dict[str, Any]:
         """The plan as plain JSON data: the budget to be charged, each level's noise, the
@@ -151,45 +158,40 @@ def plan_blocks(
     epsilon: float,
     out_dir: str | os.PathLike,
     accountant: Accountant | None = None,
+    settings: Settings | None = None,
     data_dir: str | os.PathLike | None = None,
     executor: Any = None,
-    domain_sd: float = 3.0,
-    widening: Widening = "global",
-    objective: str = "leaf-weighted",
     progress: bool | Progress = False,
-    interval_level: float | None = None,
-    interval_seed: int = 0,
-    interval_method: str = "exact-pivot",
-    max_memory: int | None = None,
-    memory_limit: int | None = None,
+    **former: Any,
 ) -> BlockPlan:
     """Plan :func:`~dpopt.census.release_blocks` with these arguments (its own, but ``rng``):
-    validate, estimate and refuse what would not fit in ``max_memory`` (``memory_limit`` its
-    deprecated former name; see the module docstring); nothing is charged, drawn or
-    written."""
+    validate, estimate and refuse what would not fit in ``settings.max_memory`` (see the
+    module docstring); nothing is charged, drawn or written. ``release_blocks(...,
+    plan=...)`` releases this plan."""
+    options = for_blocks(settings_from("census.plan_blocks", settings, former))
     if not isinstance(geography, Geography):
         raise TypeError(f"geography must be a census.geography.Geography, got {geography!r}")
     runner = Runner(executor, progress=progress)
-    positive_number("epsilon", epsilon)
-    accountant = check_accountant(accountant) or Accountant.pure(epsilon)
-    domain_sd = domain_sd_of(domain_sd)
-    choice("widening", widening, WIDENING)
-    choice("objective", objective, tuple(OBJECTIVES))
-    limit = memory_limit_of(
-        keyword_alias(
-            "census.plan_blocks", ("max_memory", max_memory), ("memory_limit", memory_limit)
-        )
-    )
-    noise = LevelNoise.uniform(epsilon, len(LEVELS))  # every level's sampler built and checked
+    accountant = check_accountant(accountant)
+    domain_sd, limit = options.domain_sd, options.memory_limit
+    objective = "leaf-weighted" if options.objective is None else options.objective
+    noise = LevelNoise.uniform(epsilon, len(LEVELS))  # ε validated, every sampler checked
+    if accountant is None:
+        accountant = Accountant.pure(noise.epsilon)
     accountant.check(noise.charges)
     estimates = _dp_estimates(geography, noise, domain_sd, objective)
-    settings = None
-    if interval_level is not None:
-        level, method, seed = interval_options(interval_level, interval_method, interval_seed)
+    intervals = None
+    if options.interval_level is not None:
+        method = options.interval_method
         found = interval_plan("counts", _kinds(noise), method, limit)
         estimates.append(found.estimate)
-        settings = IntervalSettings(
-            level, seed, method, max_support_of(limit), found.method, found.coarse_children
+        intervals = IntervalSettings(
+            options.interval_level,
+            options.interval_seed,
+            method,
+            max_support_of(limit),
+            found.method,
+            found.coarse_children,
         )
     check_memory(
         estimates,
@@ -201,17 +203,16 @@ def plan_blocks(
     data = _validated_data(data_dir, geography, runner)
     return BlockPlan(
         geography,
+        epsilon,
         out,
         data,
         noise,
-        domain_sd,
-        widening,
+        options,
         objective,
         accountant,
         runner,
-        settings,
+        intervals,
         tuple(estimates),
-        limit,
     )
 
 
