@@ -70,7 +70,6 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "FAMILY_EXPERIMENTS",
     "FAMILY_SUITES",
-    "MOVED",
     "SUITE_TIMES",
     "CheckReport",
     "Instance",
