@@ -63,6 +63,7 @@ _SUBMODULES = (
 PUBLIC = (
     "dpopt",
     "dpopt.census",
+    "dpopt.census.geography",
     "dpopt.dgm",
     "dpopt.eigen",
     "dpopt.hdmm",
@@ -81,6 +82,10 @@ PUBLIC = (
     "dpopt.cli",
     "dpopt.compare",
     "dpopt.paper",
+    "dpopt.paper.dgm_tables",
+    "dpopt.paper.eigen_ratios",
+    "dpopt.paper.hdmm_tables",
+    "dpopt.paper.relational_figure",
 )
 """The public modules (docs/design.md, "Public face"): what each one's ``__all__`` names is
 the API, and a submodule is public only when it is listed here; the command line

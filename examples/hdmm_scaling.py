@@ -20,8 +20,7 @@ import numpy as np
 import plot_output
 
 from dpopt import workload as wl
-from dpopt.solvers.hdmm.kron import opt_kron
-from dpopt.solvers.hdmm.opt0 import default_p, pidentity_loss
+from dpopt.hdmm import default_p, opt_kron, pidentity_loss
 
 
 def time_opt0(n: int) -> float:

@@ -35,6 +35,7 @@ prints) and :mod:`~dpopt.census.blocks` (the release, and the generator of truth
 from typing import Any
 
 from dpopt.census.blocks import BlockRelease, read_release, release_blocks
+from dpopt.census.check import check_saved
 from dpopt.census.confidence import INTERVAL_METHODS, Intervals, intervals
 from dpopt.census.data import CensusData, household_distribution, synthetic
 from dpopt.census.evaluation import level_errors
@@ -67,6 +68,7 @@ __all__ = [
     "Release",
     "SavedRelease",
     "build_problem",
+    "check_saved",
     "from_frame",
     "from_records",
     "household_distribution",

@@ -9,4 +9,16 @@ functions that recompute each column (installed, so ``dpopt compare --suite tabl
   error ratios to the SVD bound, beside OPT₀, the exact SDP and the baselines.
 """
 
-__all__: list[str] = []  # a namespace of modules; nothing to import from it directly
+import importlib
+from typing import Any
+
+__all__ = ["dgm_tables", "eigen_ratios", "hdmm_tables", "relational_figure"]
+"""The public modules, one per paper (docs/design.md, "Public face"); ``hdmm_sf1``,
+``hdmm_marginal_tables`` and ``hdmm_columns`` are private parts of ``hdmm_tables``."""
+
+
+def __getattr__(name: str) -> Any:
+    """A public module on first access (``dpopt.paper.dgm_tables``)."""
+    if name in __all__:
+        return importlib.import_module(f"dpopt.paper.{name}")
+    raise AttributeError(f"module 'dpopt.paper' has no attribute {name!r}")
