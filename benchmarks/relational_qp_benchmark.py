@@ -36,7 +36,7 @@ from dpopt.compare.relational import random_slice
 from dpopt.solvers.relational.qp import largest_singular_value, project_with_root
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-from benchmarking import text_table  # noqa: E402  (the examples' table writer)
+from benchmarking import text_table  # the examples' table writer
 
 
 def median_seconds(function, repeats: int) -> float:  # type: ignore[no-untyped-def]

@@ -49,6 +49,7 @@ _SUBMODULES = (
     "errors",
     "hdmm",
     "hierarchy",
+    "limits",
     "models",
     "paper",
     "privacy",
@@ -56,6 +57,7 @@ _SUBMODULES = (
     "relational",
     "runner",
     "solvers",
+    "testing",
     "validation",
     "workload",
 )
@@ -68,6 +70,7 @@ PUBLIC = (
     "dpopt.eigen",
     "dpopt.hdmm",
     "dpopt.relational",
+    "dpopt.relational.tables",
     "dpopt.workload",
     "dpopt.privacy",
     "dpopt.models",

@@ -266,8 +266,16 @@ def test_the_api_reference_documents_only_the_public_face() -> None:
 
 
 def test_every_public_module_has_an_all_of_existing_names() -> None:
+    """Each public module's ``__all__`` names what it has, and a module it names is public."""
     for module in dpopt.PUBLIC:
         names = _exported(module)
         assert names, module
-        missing = [n for n in names if not hasattr(importlib.import_module(module), n)]
+        values = {name: getattr(importlib.import_module(module), name, None) for name in names}
+        missing = [name for name, value in values.items() if value is None]
         assert not missing, (module, missing)
+        private = [
+            value.__name__
+            for value in values.values()
+            if isinstance(value, ModuleType) and value.__name__ not in dpopt.PUBLIC
+        ]
+        assert not private, (module, private)
