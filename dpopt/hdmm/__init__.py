@@ -50,8 +50,6 @@ from dpopt.hdmm.strategies import (
     ProductStrategy,
     Strategy,
 )
-from dpopt.solvers.hdmm.kron import opt_kron
-from dpopt.solvers.hdmm.opt0 import default_p, pidentity_loss
 
 __all__ = [
     "OPT0_METHODS",
@@ -68,15 +66,12 @@ __all__ = [
     "Strategy",
     "answer",
     "cell_errors",
-    "default_p",
     "expected_error",
     "gram_of",
     "measure",
     "noise_variance",
-    "opt_kron",
     "optimize",
     "optimize_product",
-    "pidentity_loss",
     "plan_epsilon",
     "plan_error",
     "query_std",

@@ -1,7 +1,7 @@
 """HDMM rows of the implicit-Gram and fast-start benchmarks, whole process, on a quiet machine and
 beside a competing BLAS job.
 
-    python examples/hdmm_busy.py [--rows opt0-1024,opt0-2048,kron-2d-256,kron-cps,l2-256,l2-512]
+    python benchmarks/hdmm_busy.py [--rows opt0-1024,opt0-2048,kron-2d-256,kron-cps,l2-256,l2-512]
         [--quiet-only] [--json PATH] [--quick]
 
 Each row runs in a fresh Python process (import time included) and is timed from the outside;
@@ -21,7 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarking import Competitor, fmt, text_table
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from benchmarking import Competitor, fmt, text_table  # the examples' timing helpers
 
 ROWS = {
     "opt0-1024": "OPT₀ Laplace AllRange(1024), p = 64, 1 restart",
@@ -58,15 +59,15 @@ def child(row: str) -> dict[str, float]:
 
 def loss_times(n: int) -> dict[str, float]:
     import numpy as np
-    from threadpoolctl import threadpool_limits
 
     from dpopt import workload as wl
-    from dpopt.hdmm import default_p, pidentity_loss
+    from dpopt.solvers.hdmm.opt0 import default_p, pidentity_loss
+    from dpopt.threads import one_thread
 
     theta = np.random.default_rng(0).random((default_p(n), n))
     implicit = wl.AllRange(n).gram()
     found = {}
-    with threadpool_limits(limits=1, user_api="blas"):  # as the optimizers run it
+    with one_thread():
         for name, gram in (("implicit", implicit), ("dense", implicit.dense())):
             pidentity_loss(theta, gram)
             times = []
