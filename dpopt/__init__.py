@@ -7,6 +7,9 @@ solved fast by a specialized path that is checked against that model.
 types); the mechanism modules (``dpopt.hdmm``, ``dpopt.eigen``, ``dpopt.census``,
 ``dpopt.dgm``, ``dpopt.relational``), the models, the solvers and ``dpopt.compare`` load on
 first attribute access, and the solver back-ends (cvxpy, OR-Tools) on first use.
+
+:data:`PUBLIC` is the public face: the modules whose ``__all__`` is the API (docs/design.md,
+"Public face"); every other module is private and may move without notice.
 """
 
 import importlib
@@ -45,6 +48,7 @@ _SUBMODULES = (
     "errors",
     "hdmm",
     "hierarchy",
+    "limits",
     "models",
     "paper",
     "privacy",
@@ -52,11 +56,46 @@ _SUBMODULES = (
     "relational",
     "runner",
     "solvers",
+    "testing",
     "validation",
     "workload",
 )
 
+PUBLIC = (
+    "dpopt",
+    "dpopt.census",
+    "dpopt.census.geography",
+    "dpopt.dgm",
+    "dpopt.eigen",
+    "dpopt.hdmm",
+    "dpopt.relational",
+    "dpopt.relational.tables",
+    "dpopt.workload",
+    "dpopt.privacy",
+    "dpopt.models",
+    "dpopt.models.census",
+    "dpopt.models.dgm",
+    "dpopt.models.eigen",
+    "dpopt.models.hdmm",
+    "dpopt.models.relational",
+    "dpopt.testing",
+    "dpopt.errors",
+    "dpopt.limits",
+    "dpopt.cli",
+    "dpopt.compare",
+    "dpopt.paper",
+    "dpopt.paper.dgm_tables",
+    "dpopt.paper.eigen_ratios",
+    "dpopt.paper.hdmm_tables",
+    "dpopt.paper.relational_figure",
+)
+"""The public modules (docs/design.md, "Public face"): what each one's ``__all__`` names is
+the API, and a submodule is public only when it is listed here; the command line
+(``dpopt --help``) is public too. Every other module is private: it may move or change
+without notice or deprecation."""
+
 __all__ = [
+    "PUBLIC",
     "Accountant",
     "BudgetExceededError",
     "BudgetReport",
@@ -76,7 +115,7 @@ __all__ = [
     "refusal",
     "register",
     "solve",
-    *_SUBMODULES,
+    *(name for name in _SUBMODULES if f"dpopt.{name}" in PUBLIC),
 ]
 
 moved_modules({"dpopt.cli_types": "dpopt.cli.options", "dpopt.plan_cli": "dpopt.cli.plan"})

@@ -102,6 +102,7 @@ def renamed(old: str, new: Callable[..., Any]) -> Callable[..., Any]:
         return new(*args, **kwargs)
 
     shim.__doc__ = f"Deprecated: use :func:`{new.__module__}.{new.__qualname__}`."
+    shim.__deprecated__ = f"{old}: use {new.__module__}.{new.__qualname__}"  # type: ignore[attr-defined]
     return shim
 
 

@@ -118,7 +118,7 @@ def dask_client(scheduler: str | None = None, workers: int = 0) -> Any:
     # A worker runs its tasks on a thread other than the main one, so glibc serves them from a
     # thread arena, whose heaps are trimmed and unmapped as soon as they empty: a pwl-dp task
     # on Texas faulted 43-57 k pages there against 24-28 k on the driver's main thread
-    # (examples/census_dask_overhead.py), ~0.07 s a task at ~3 us a fault. One arena (a worker
+    # (benchmarks/census_dask_overhead.py), ~0.07 s a task at ~3 us a fault. One arena (a worker
     # has one task thread) brought them to 14-30 k. (An environment variable wins here too.)
     with dask.config.set({f"{_ENVIRON}.{name}": value for name, value in WORKER_ENVIRON.items()}):
         cluster = LocalCluster(

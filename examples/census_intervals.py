@@ -31,8 +31,7 @@ import numpy as np
 import plot_output
 
 from dpopt import census
-from dpopt.census import geography
-from dpopt.census.data import CensusData
+from dpopt.census import CensusData, geography
 
 LEVEL = 0.95
 CLASSES = (

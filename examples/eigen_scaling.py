@@ -47,7 +47,7 @@ from benchmarking import Competitor, child_json, fmt, maxrss_mib, text_table, ti
 import dpopt
 from dpopt import eigen, hdmm
 from dpopt import workload as wl
-from dpopt.models.eigen.weighting import EigenWeighting
+from dpopt.models.eigen import EigenWeighting
 
 SCRIPT = Path(__file__).resolve()
 FACTORS: dict[str, Callable[[int], wl.Matrix]] = {"all-range": wl.AllRange, "prefix": wl.Prefix}

@@ -19,7 +19,7 @@ import argparse
 import plot_output
 
 from dpopt import dgm, relational
-from dpopt.planning import ErrorCurve
+from dpopt.dgm import ErrorCurve
 
 
 def main() -> None:

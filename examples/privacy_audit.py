@@ -15,7 +15,7 @@ import argparse
 import json
 import time
 
-from dpopt.compare.audits import AUDITS, run_audit
+from dpopt.compare import AUDITS, run_audit
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ family's package, which answers the former module's names likewise.
 
 from dpopt.deprecation import moved_modules
 
-__all__ = ["HDMM_MODULES", "METHOD_MODULES", "MOVED"]
+__all__ = ["HDMM_MODULES", "METHOD_MODULES"]
 
 # solvers.hdmm.methods imports solvers.eigen.design first, so "eigen-design" leads the list
 # whichever of the two a program imports first.

@@ -36,6 +36,7 @@ time planned before the charge), :mod:`~dpopt.census.planning`,
 from typing import Any
 
 from dpopt.census.blocks import BlockPlan, BlockRelease, plan_blocks, read_release, release_blocks
+from dpopt.census.check import check_saved
 from dpopt.census.confidence import INTERVAL_METHODS, Intervals, intervals
 from dpopt.census.data import CensusData, household_distribution, synthetic
 from dpopt.census.evaluation import level_errors
@@ -72,6 +73,7 @@ __all__ = [
     "SavedRelease",
     "Settings",
     "build_problem",
+    "check_saved",
     "from_frame",
     "from_records",
     "household_distribution",

@@ -7,7 +7,8 @@
   :mod:`~dpopt.compare.eigen` — each family's suites (``SUITES``);
 - :mod:`~dpopt.compare.strategy_utility`, :mod:`~dpopt.compare.census_utility` — the
   ``utility`` experiments: each family's release against its trivial baseline across ε;
-- :mod:`~dpopt.compare.audits` — empirical privacy audits of the mechanisms.
+- :mod:`~dpopt.compare.audits` — empirical privacy audits of the mechanisms (:data:`AUDITS`,
+  :func:`run_audit`).
 """
 
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ MOVED = {"dpopt.compare.runner": "dpopt.compare.suite_runs"}
 moved_modules(MOVED)
 
 if TYPE_CHECKING:
+    from dpopt.compare.audits import AUDITS, run_audit
     from dpopt.compare.instance import Instance
     from dpopt.compare.suite_runs import (
         FAMILY_EXPERIMENTS,
@@ -56,6 +58,10 @@ def __getattr__(name: str) -> Any:
         from dpopt.compare import instance
 
         return instance.Instance
+    if name in ("AUDITS", "run_audit"):
+        from dpopt.compare import audits
+
+        return getattr(audits, name)
     if name in __all__ or name == "runner":
         import importlib
 
@@ -68,9 +74,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AUDITS",
     "FAMILY_EXPERIMENTS",
     "FAMILY_SUITES",
-    "MOVED",
     "SUITE_TIMES",
     "CheckReport",
     "Instance",
@@ -92,6 +98,7 @@ __all__ = [
     "plot_formats",
     "records_as_dicts",
     "run",
+    "run_audit",
     "suites",
     "write_csv",
     "write_json",

@@ -17,6 +17,9 @@ The family's public API:
   :class:`~dpopt.planning.ErrorCurve`; ``error_curve`` is its deprecated former name).
 """
 
+from typing import Any
+
+from dpopt.deprecation import warn_renamed
 from dpopt.dgm.bif import BUNDLED
 from dpopt.dgm.evaluation import (
     KL_FLOOR,
@@ -47,7 +50,7 @@ from dpopt.dgm.learning import (
     subsample_epsilon,
 )
 from dpopt.dgm.networks import Network, load, quiet_pgmpy
-from dpopt.dgm.planning import ErrorCurve, error_curve, plan_error_curve
+from dpopt.dgm.planning import ErrorCurve, plan_error_curve
 from dpopt.dgm.saved import save_release
 
 __all__ = [
@@ -68,7 +71,6 @@ __all__ = [
     "allocate_budget",
     "amplified",
     "error_bounds",
-    "error_curve",
     "evaluate",
     "learn",
     "load",
@@ -84,3 +86,11 @@ __all__ = [
     "save_release",
     "subsample_epsilon",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``error_curve``, the former name of :func:`plan_error_curve` (a DeprecationWarning)."""
+    if name == "error_curve":
+        warn_renamed("dpopt.dgm.error_curve", "dpopt.dgm.plan_error_curve")
+        return plan_error_curve
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

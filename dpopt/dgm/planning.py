@@ -33,7 +33,7 @@ from dpopt.planning import MAX_SEEDS, ErrorCurve, check_memory, curve_epsilons, 
 from dpopt.progress import Progress, progress_of
 from dpopt.validation import choice, instance, integer, positive_number
 
-__all__ = ["PRIORS", "ErrorCurve", "error_curve", "memory_estimate", "plan_error_curve"]
+__all__ = ["PRIORS", "ErrorCurve", "memory_estimate", "plan_error_curve"]
 
 PRIORS = ("dirichlet", "given")
 METRICS = ("marginal_l1", "conditional_weighted_l1")

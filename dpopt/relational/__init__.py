@@ -31,7 +31,7 @@ from dpopt.relational.datasets import MOVIELENS_AGES, MOVIELENS_GENRES, generate
 from dpopt.relational.evaluation import cross_errors, evaluate, table_errors
 from dpopt.relational.frames import FrameError, prune_links
 from dpopt.relational.links import FITS, LinkResult, LinkSettings, learn_links
-from dpopt.relational.planning import ErrorCurve, error_curve, plan_error_curve
+from dpopt.relational.planning import ErrorCurve, plan_error_curve
 from dpopt.relational.synthesizer import SyntheticDatabase, synthesize
 
 __all__ = [
@@ -46,7 +46,6 @@ __all__ = [
     "SyntheticDatabase",
     "Workload",
     "cross_errors",
-    "error_curve",
     "evaluate",
     "generate",
     "learn_links",
@@ -61,8 +60,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``METHODS``, the former name of :data:`FITS` (a DeprecationWarning)."""
+    """``METHODS``, the former name of :data:`FITS`, and ``error_curve``, that of
+    :func:`plan_error_curve` (a DeprecationWarning)."""
     if name == "METHODS":
         warn_renamed("dpopt.relational.METHODS", "dpopt.relational.FITS")
         return FITS
+    if name == "error_curve":
+        warn_renamed("dpopt.relational.error_curve", "dpopt.relational.plan_error_curve")
+        return plan_error_curve
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpopt.deprecation import keyword_alias
+from dpopt.deprecation import former_keyword, no_other_keywords
 from dpopt.models.relational.qp import OneToManyLinkQP, RelaxedLinkQP
 from dpopt.privacy import (
     Accountant,
@@ -288,12 +288,11 @@ def plan(
     fit: str | None = None,
     settings: LinkSettings | None = None,
     label: str = "links",
-    method: str | None = None,
+    **former: Any,
 ) -> LinkPlan:
     """Validate a link-learning run of budget ρ (zCDP) between synthetic tables of ``n_left``
     and ``n_right`` rows, and compute its noise scales; nothing is drawn or charged. ``fit``:
-    the link fit (:data:`FITS`, None: ``"shrinkage"``; ``method`` is its deprecated former
-    name).
+    the link fit (:data:`FITS`, None: ``"shrinkage"``).
 
     Raises
     ------
@@ -306,9 +305,10 @@ def plan(
     settings = LinkSettings() if settings is None else settings
     if not isinstance(settings, LinkSettings):
         raise TypeError(f"settings must be a LinkSettings, got {type(settings).__name__}")
-    fit = keyword_alias(
-        "relational.links.plan", ("fit", fit), ("method", method), default=DEFAULT_FIT
+    fit = former_keyword(
+        "relational.links.plan", ("fit", fit), former, "method", default=DEFAULT_FIT
     )
+    no_other_keywords("relational.links.plan", former)
     fit = choice("fit", fit, FITS)
     if not isinstance(label, str):
         raise TypeError(f"label must be a string, got {label!r}")
@@ -454,7 +454,7 @@ def learn_links(
     settings: LinkSettings | None = None,
     accountant: Accountant | None = None,
     progress: bool = False,
-    method: str | None = None,
+    **former: Any,
 ) -> LinkResult:
     """Learn a synthetic link table under (ε_rel, δ_rel)-DP (Algorithm 4).
 
@@ -476,8 +476,7 @@ def learn_links(
         measured workload on the whole matrix, shrunk toward the independence prior by a
         cross-validated weight (:mod:`dpopt.relational.fit`; it never measured worse than
         random links); ``"paper"`` Algorithm 2 as printed on slices; ``"pgd"`` the slices
-        fitted to convergence by the certified ``pgd``. ``method`` is its deprecated former
-        name.
+        fitted to convergence by the certified ``pgd``.
     settings : LinkSettings, optional
         Rounds, workloads per round, α, k, the candidate pool, m_syn and the slice fits'
         settings; default ``LinkSettings()`` (docs/families/relational.md#relational-settings).
@@ -498,9 +497,10 @@ def learn_links(
     generator = resolve_rng(rng)
     left = encode_synthetic(data, "left", synthetic_left)
     right = encode_synthetic(data, "right", synthetic_right)
-    fit = keyword_alias(
-        "relational.learn_links", ("fit", fit), ("method", method), default=DEFAULT_FIT
+    fit = former_keyword(
+        "relational.learn_links", ("fit", fit), former, "method", default=DEFAULT_FIT
     )
+    no_other_keywords("relational.learn_links", former)
     work = plan(data, left.shape[0], right.shape[0], rho=rho, fit=fit, settings=settings)
     return run(work, left, right, rng=generator, accountant=ledger, progress=progress)
 

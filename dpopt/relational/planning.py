@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.deprecation import keyword_alias, renamed
+from dpopt.deprecation import former_keyword, no_other_keywords, renamed
 from dpopt.planning import (
     CURVE_EPSILONS,
     MAX_SEEDS,
@@ -44,7 +44,6 @@ from dpopt.validation import choice, instance, integer, integer_array
 
 __all__ = [
     "ErrorCurve",
-    "error_curve",
     "memory_estimate",
     "plan_error_curve",
     "simulated_instance",
@@ -124,13 +123,13 @@ def plan_error_curve(
     fit: str | None = None,
     seed: int = 0,
     max_memory: int | None = None,
-    method: str | None = None,
     progress: bool | Progress = False,
+    **former: Any,
 ) -> ErrorCurve:
     """The expected errors of a link release against ε_rel (module docstring), as an
     :class:`~dpopt.planning.ErrorCurve` of one metric, ``error_percent``; ``shape`` is
     (left rows, right rows, links), ``fit`` the link fit (:data:`~dpopt.relational.FITS`;
-    None: ``"shrinkage"``; ``method`` is its deprecated former name), ``seed`` the simulation's
+    None: ``"shrinkage"``), ``seed`` the simulation's
     public seed. ``epsilons`` and
     ``table_epsilon`` lie in :data:`~dpopt.planning.CURVE_EPSILONS`, ``seeds`` is at most
     :data:`~dpopt.planning.MAX_SEEDS`; a shape whose :func:`memory_estimate` is above
@@ -141,9 +140,9 @@ def plan_error_curve(
     seeds = integer("seeds", seeds, minimum=1, maximum=MAX_SEEDS)
     epsilons = curve_epsilons(epsilons)
     table_epsilon = number_in("table_epsilon", table_epsilon, CURVE_EPSILONS)
-    fit = keyword_alias(
-        "relational.plan_error_curve", ("fit", fit), ("method", method), default=DEFAULT_FIT
-    )
+    where = "relational.plan_error_curve"
+    fit = former_keyword(where, ("fit", fit), former, "method", default=DEFAULT_FIT)
+    no_other_keywords(where, former)
     fit = choice("fit", fit, FITS)
     seed = integer("seed", seed, minimum=0)
     check_memory(

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpopt.deprecation import keyword_alias
+from dpopt.deprecation import former_keyword, no_other_keywords
 from dpopt.privacy import Accountant
 from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
@@ -181,8 +181,7 @@ def synthesize(
     synthetic_right: Any = None,
     accountant: Accountant | None = None,
     progress: bool = False,
-    links: link_learner.LinkSettings | None = None,
-    method: str | None = None,
+    **former: Any,
 ) -> SyntheticDatabase:
     """An (ε, δ)-DP synthetic relational database (Alimohammadi et al., §3; module docstring).
 
@@ -215,10 +214,6 @@ def synthesize(
         are checked before the private data is read, every charge before anything is drawn.
     progress : bool
         Show a progress bar over the link rounds.
-    links : LinkSettings, optional
-        Deprecated: the former name of ``settings`` (a DeprecationWarning; removed in 0.3).
-    method : str, optional
-        Deprecated: the former name of ``fit`` (a DeprecationWarning; removed in 0.3).
 
     Raises
     ------
@@ -232,10 +227,10 @@ def synthesize(
     """
     import pandas as pd
 
-    settings = keyword_alias("relational.synthesize", ("settings", settings), ("links", links))
-    fit = keyword_alias(
-        "relational.synthesize", ("fit", fit), ("method", method), default=link_learner.DEFAULT_FIT
-    )
+    where = "relational.synthesize"
+    settings = former_keyword(where, ("settings", settings), former, "links")
+    fit = former_keyword(where, ("fit", fit), former, "method", default=link_learner.DEFAULT_FIT)
+    no_other_keywords(where, former)
     # the accountant (its kind and room for all of ρ) before anything private is read
     ledger = zcdp_ledger(accountant, relational_rho(epsilon, delta), "relational.synthesize")
     generator = resolve_rng(rng)

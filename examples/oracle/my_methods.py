@@ -17,8 +17,8 @@ from typing import Any
 from my_postprocess import top_down, top_down_rounded
 
 import dpopt
-from dpopt.models.census.problems import PostProcess
-from dpopt.problem import Outcome
+from dpopt import Outcome
+from dpopt.models.census import PostProcess
 
 
 @dpopt.register(PostProcess, "my-topdown", "exact", 0.0, description="rounds each share")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpopt.models.census.problems import PostProcess
+from dpopt.models.census import PostProcess
 
 
 def _split(total: np.ndarray, weights: np.ndarray, exact: bool) -> np.ndarray:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from my_postprocess import top_down, top_down_rounded
 
-from dpopt.models.census.problems import PostProcess
+from dpopt.models.census import PostProcess
 from dpopt.testing import assert_feasible, assert_optimal, problems
 
 

@@ -1,4 +1,6 @@
 """DGM (Roy Chowdhury et al., Eq. 5): the privacy-budget allocation Problem
-(:mod:`~dpopt.models.dgm.budget`)."""
+(:class:`BudgetAllocation`). The submodules are private (docs/design.md, "Public face")."""
 
-__all__: list[str] = []  # a namespace of modules; import from them
+from dpopt.models.dgm.budget import BudgetAllocation
+
+__all__ = ["BudgetAllocation"]

@@ -1,4 +1,7 @@
 """Eigen-Design (Li & Miklau, Sec. 3.1): the query-weighting Problem types
-(:mod:`~dpopt.models.eigen.weighting`)."""
+(:class:`EigenWeighting`, :class:`DesignWeighting`). The submodules are private
+(docs/design.md, "Public face")."""
 
-__all__: list[str] = []  # a namespace of modules; import from them
+from dpopt.models.eigen.weighting import DesignWeighting, EigenWeighting
+
+__all__ = ["DesignWeighting", "EigenWeighting"]

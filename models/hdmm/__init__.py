@@ -1,6 +1,16 @@
 """HDMM strategy selection (McKenna et al., §3, §4, §6–9): the matrix-mechanism Problem types
-(:mod:`~dpopt.models.hdmm.matrix_mechanism`), the algebra of marginal strategies
-(:mod:`~dpopt.models.hdmm.marginal_algebra`) and marginal workloads on the residual basis
-(:mod:`~dpopt.models.hdmm.residual`)."""
+(:class:`StrategySelection`, :class:`ProductStrategySelection`), marginal workloads on the
+residual basis (:class:`ResidualSelection`) and the post-processing projection of marginal
+tables (:class:`MarginalProjection`). The submodules are private (docs/design.md, "Public
+face")."""
 
-__all__: list[str] = []  # a namespace of modules; import from them
+from dpopt.models.hdmm.marginal_projection import MarginalProjection
+from dpopt.models.hdmm.matrix_mechanism import ProductStrategySelection, StrategySelection
+from dpopt.models.hdmm.residual import ResidualSelection
+
+__all__ = [
+    "MarginalProjection",
+    "ProductStrategySelection",
+    "ResidualSelection",
+    "StrategySelection",
+]

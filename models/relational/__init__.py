@@ -1,5 +1,7 @@
-"""Relational synthesis (Alimohammadi et al., Def. 2, Lemma 1, Eqs. (4)–(6)): the relaxed link-table
-QP (:mod:`~dpopt.models.relational.qp`) and its implicit workload queries
-(:mod:`~dpopt.models.relational.link_queries`)."""
+"""Relational synthesis (Alimohammadi et al., Def. 2, Lemma 1, Eqs. (4)–(6)): the relaxed
+link-table QP (:class:`RelaxedLinkQP`) and its one-to-many form (:class:`OneToManyLinkQP`).
+The submodules are private (docs/design.md, "Public face")."""
 
-__all__: list[str] = []  # a namespace of modules; import from them
+from dpopt.models.relational.qp import OneToManyLinkQP, RelaxedLinkQP
+
+__all__ = ["OneToManyLinkQP", "RelaxedLinkQP"]

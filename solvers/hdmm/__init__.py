@@ -11,7 +11,7 @@ from typing import Any
 
 from dpopt.deprecation import warn_renamed
 
-__all__ = ["FORMER_NAMES"]
+__all__: list[str] = []  # a namespace of modules; FORMER_NAMES answer by __getattr__
 
 FORMER_NAMES = (
     "CVXPY_MAX_N",

@@ -1,6 +1,6 @@
 """HDMM scaling (paper Fig. 2–3): OPT₀ time per iteration vs n, OPT_⊗ time vs dimensions.
 
-    python examples/hdmm_scaling.py [--quick] [--max-n 8192] [--max-d 10]
+    python benchmarks/hdmm_scaling.py [--quick] [--max-n 8192] [--max-d 10]
         [--out examples/output] [--no-plot]
 
 OPT₀ Laplace: one objective + gradient evaluation of the p-Identity loss (p = n/16) on
@@ -14,14 +14,18 @@ curves to ``hdmm_scaling.png`` in ``--out``. Quickest run (``--quick``): ``--max
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
-import plot_output
 
 from dpopt import workload as wl
 from dpopt.solvers.hdmm.kron import opt_kron
 from dpopt.solvers.hdmm.opt0 import default_p, pidentity_loss
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+import plot_output  # the examples' figure writer
 
 
 def time_opt0(n: int) -> float:

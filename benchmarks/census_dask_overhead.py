@@ -1,6 +1,6 @@
 """Why a census block-release task is slower on a Dask worker than in the driver.
 
-    python examples/census_dask_overhead.py [--quick] [--repeats 12] [--scale 1]
+    python benchmarks/census_dask_overhead.py [--quick] [--repeats 12] [--scale 1]
         [--conditions inline thread process dask dask-arenas]
 
 One release of Texas alone (``--scale`` of its regions, 3 household sizes, ε = 1, a fixed

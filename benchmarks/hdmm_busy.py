@@ -1,7 +1,7 @@
 """HDMM rows of the implicit-Gram and fast-start benchmarks, whole process, on a quiet machine and
 beside a competing BLAS job.
 
-    python examples/hdmm_busy.py [--rows opt0-1024,opt0-2048,kron-2d-256,kron-cps,l2-256,l2-512]
+    python benchmarks/hdmm_busy.py [--rows opt0-1024,opt0-2048,kron-2d-256,kron-cps,l2-256,l2-512]
         [--quiet-only] [--json PATH] [--quick]
 
 Each row runs in a fresh Python process (import time included) and is timed from the outside;
@@ -21,7 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarking import Competitor, fmt, text_table
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from benchmarking import Competitor, fmt, text_table  # the examples' timing helpers
 
 ROWS = {
     "opt0-1024": "OPT₀ Laplace AllRange(1024), p = 64, 1 restart",

@@ -1,7 +1,7 @@
 """Relational link-table QP performance (Alimohammadi et al., Algorithm 2, Theorem 2): measured, not
 asserted.
 
-    python examples/relational_qp_benchmark.py [--quick] [--repeats 3] [--seed 0]
+    python benchmarks/relational_qp_benchmark.py [--quick] [--repeats 3] [--seed 0]
 
 (a) :func:`~dpopt.solvers.relational.qp.project` for N = 10⁴ … 10⁷ on two inputs — Gaussian
     entries with m = N/3, and a PGD-like vector (m/N = 0.5 %, most entries near 0) with a
@@ -25,14 +25,18 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
-from benchmarking import text_table
 
 import dpopt
 from dpopt.compare.relational import random_slice
 from dpopt.solvers.relational.qp import largest_singular_value, project_with_root
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from benchmarking import text_table  # the examples' table writer
 
 
 def median_seconds(function, repeats: int) -> float:  # type: ignore[no-untyped-def]
