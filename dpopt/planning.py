@@ -16,10 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dpopt.deprecation import warn_renamed
-from dpopt.limits import MAX_CURVE_EPSILONS, MAX_SEEDS
-from dpopt.limits import PLAN_MEMORY_BUDGET as MEMORY_BUDGET
-from dpopt.limits import PLAN_MIN_MEMORY as MIN_MEMORY
+from dpopt.deprecation import moved_attributes, warn_renamed
+from dpopt.limits import MAX_CURVE_EPSILONS, MAX_MEMORY, MAX_SEEDS, MIN_MEMORY
 from dpopt.reprs import short_repr
 from dpopt.validation import finite_array, instance, integer, positive_number, sequence
 
@@ -27,8 +25,8 @@ __all__ = [
     "ARMS",
     "CURVE_EPSILONS",
     "MAX_CURVE_EPSILONS",
+    "MAX_MEMORY",
     "MAX_SEEDS",
-    "MEMORY_BUDGET",
     "MIN_MEMORY",
     "ErrorCurve",
     "check_memory",
@@ -38,6 +36,15 @@ __all__ = [
     "tolerance",
 ]
 
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "MEMORY_BUDGET": "dpopt.limits.MAX_MEMORY",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
+
 GIB = 2**30
 CURVE_EPSILONS = (1e-6, 1e6)
 """The ε a simulated error curve accepts (dgm, relational): beyond, the simulated releases
@@ -45,9 +52,9 @@ refuse their own noise scales only after the data are simulated."""
 
 
 def memory_budget(value: Any) -> int:
-    """``max_memory`` in bytes: an integer ≥ :data:`MIN_MEMORY` (None: :data:`MEMORY_BUDGET`)."""
+    """``max_memory`` in bytes: an integer ≥ :data:`MIN_MEMORY` (None: :data:`MAX_MEMORY`)."""
     if value is None:
-        return MEMORY_BUDGET
+        return MAX_MEMORY
     return integer("max_memory", value, minimum=MIN_MEMORY)
 
 

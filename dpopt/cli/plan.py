@@ -19,8 +19,13 @@ from dpopt.cli.options import (
     write_json,
 )
 from dpopt.cli.workloads import METHODS, parse_workload, plan_release
-from dpopt.limits import MAX_HISTOGRAM_CELLS, MAX_LISTED_ATTRIBUTES
-from dpopt.planning import MAX_CURVE_EPSILONS, MEMORY_BUDGET, MIN_MEMORY
+from dpopt.limits import (
+    MAX_CURVE_EPSILONS,
+    MAX_HISTOGRAM_CELLS,
+    MAX_LISTED_ATTRIBUTES,
+    MAX_MEMORY,
+    MIN_MEMORY,
+)
 from dpopt.progress import Progress
 from dpopt.validation import instance
 
@@ -226,8 +231,8 @@ def add_output_arguments(cmd: argparse.ArgumentParser, what: str, planner: str) 
         "--max-memory",
         metavar="GIB",
         type=memory_gib,
-        default=MEMORY_BUDGET,
-        help=f"{MEMORY_HELP[planner]} (default {MEMORY_BUDGET / 2**30:g}), estimated from "
+        default=MAX_MEMORY,
+        help=f"{MEMORY_HELP[planner]} (default {MAX_MEMORY / 2**30:g}), estimated from "
         "the public sizes before anything is allocated; more is refused",
     )
 

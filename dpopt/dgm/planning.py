@@ -24,16 +24,25 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.deprecation import renamed
+from dpopt.deprecation import moved_attributes, renamed
 from dpopt.dgm.evaluation import Inference, evaluate, random_queries
 from dpopt.dgm.learning import Settings, learn, maximum_likelihood
 from dpopt.dgm.networks import Network, load
-from dpopt.limits import DGM_MAX_QUERIES as MAX_QUERIES
+from dpopt.limits import DGM_MAX_QUERIES
 from dpopt.planning import MAX_SEEDS, ErrorCurve, check_memory, curve_epsilons, memory_budget
 from dpopt.progress import Progress, progress_of
 from dpopt.validation import choice, instance, integer, positive_number
 
 __all__ = ["PRIORS", "ErrorCurve", "error_curve", "memory_estimate", "plan_error_curve"]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "MAX_QUERIES": "dpopt.limits.DGM_MAX_QUERIES",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 PRIORS = ("dirichlet", "given")
 METRICS = ("marginal_l1", "conditional_weighted_l1")
@@ -92,14 +101,14 @@ def plan_error_curve(
     :class:`~dpopt.planning.ErrorCurve` of arms ``default`` and ``baseline``. ``network``: a
     :class:`Network` or anything :func:`~dpopt.dgm.load` takes (only its structure is used
     with the ``dirichlet`` prior); ``queries`` random queries per seed (at most
-    :data:`MAX_QUERIES`), half marginal and half conditional; ``seed`` the simulation's public
+    :data:`DGM_MAX_QUERIES`), half marginal and half conditional; ``seed`` the simulation's public
     seed. ``epsilons`` lie in :data:`~dpopt.planning.CURVE_EPSILONS`, ``seeds`` is at most
     :data:`~dpopt.planning.MAX_SEEDS`; ``records`` whose :func:`memory_estimate` is above
     ``max_memory`` bytes (default :data:`~dpopt.planning.MEMORY_BUDGET`) are refused.
     ``progress``: report each simulated release (:mod:`dpopt.progress`)."""
     records = integer("records", records, minimum=1)
     seeds = integer("seeds", seeds, minimum=1, maximum=MAX_SEEDS)
-    queries = integer("queries", queries, minimum=2, maximum=MAX_QUERIES)
+    queries = integer("queries", queries, minimum=2, maximum=DGM_MAX_QUERIES)
     prior = choice("prior", prior, PRIORS)
     concentration = positive_number("concentration", concentration)
     epsilons = curve_epsilons(epsilons)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dpopt import dgm, relational
-from dpopt import planning as limits
+from dpopt import limits
 from dpopt.cli import main
 from dpopt.dgm import planning as dgm_planning
 from dpopt.dgm.planning import _with_prior
@@ -202,7 +202,7 @@ def test_cli_max_memory_reaches_the_planner(monkeypatch, capsys) -> None:
     assert "above the memory budget of 0.001 GiB" in capsys.readouterr().err
     with pytest.raises(AssertionError, match="simulated before"):
         main([*arguments, "--max-memory", "1"])
-    assert limits.MEMORY_BUDGET == 4 * 2**30
+    assert limits.MAX_MEMORY == 4 * 2**30
 
 
 def test_memory_estimates_check_their_inputs() -> None:
