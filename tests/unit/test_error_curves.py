@@ -10,8 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpopt import dgm, relational
-from dpopt import limits
+from dpopt import dgm, limits, relational
 from dpopt.cli import main
 from dpopt.dgm import planning as dgm_planning
 from dpopt.dgm.planning import _with_prior
