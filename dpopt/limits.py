@@ -10,7 +10,7 @@ The modules that check a limit import it from here under its own name, so that a
 the limit as it is written here; the names a module once imported it as
 (``dpopt.eigen.DENSE_MAX_N``, ``dpopt.planning.MEMORY_BUDGET``, …) answer with a
 DeprecationWarning until 0.3 (CHANGELOG "Renamed or moved"), as do this module's own former
-names (``PLAN_MEMORY_BUDGET``, ``CENSUS_MEMORY_LIMIT``, …). Tolerances,
+names (``PLAN_MEMORY_BUDGET``, ``CENSUS_MEMORY_LIMIT``, ``MAX_SEEDS``, …). Tolerances,
 constants of the papers, chunk sizes and performance thresholds (``dpopt.threads``) are not
 limits: they stay with the code they tune.
 """
@@ -54,6 +54,7 @@ __all__ = [
     "MAX_COST",
     "MAX_COUNT",
     "MAX_CURVE_EPSILONS",
+    "MAX_CURVE_RELEASES",
     "MAX_DOMAIN_SD",
     "MAX_DOUBLINGS",
     "MAX_DRAWS",
@@ -75,7 +76,6 @@ __all__ = [
     "MAX_RELEASES",
     "MAX_RESTARTS",
     "MAX_SAMPLE_CELLS",
-    "MAX_SEEDS",
     "MAX_TERMS",
     "MAX_TEXT_FILE_BYTES",
     "MIN_MEMORY",
@@ -286,11 +286,11 @@ set of simulated releases.
 Unit: ε values.
 Past it: ValueError naming ``epsilons`` (argparse error on the command line)."""
 
-MAX_SEEDS = 1000
-"""Most simulated releases per ε of one DGM or relational error curve.
+MAX_CURVE_RELEASES = 1000
+"""Most simulated releases per ε of one DGM or relational error curve (``releases``).
 
 Unit: releases.
-Past it: ValueError naming ``seeds``."""
+Past it: ValueError naming ``releases``."""
 
 MAX_LISTED_ATTRIBUTES = 10**4
 """Most attributes a workload of the ``dpopt plan`` grammar names: a ``SIZES`` list
@@ -729,6 +729,7 @@ _FORMER = {
     "CENSUS_MEMORY_LIMIT": "MAX_MEMORY",
     "PLAN_MIN_MEMORY": "MIN_MEMORY",
     "CENSUS_MIN_MEMORY_LIMIT": "CENSUS_MIN_MEMORY",
+    "MAX_SEEDS": "MAX_CURVE_RELEASES",
 }
 
 

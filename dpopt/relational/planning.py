@@ -24,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.deprecation import keyword_alias, renamed
+from dpopt.deprecation import former_keyword, no_other_keywords, renamed
 from dpopt.planning import (
     CURVE_EPSILONS,
-    MAX_SEEDS,
     ErrorCurve,
     check_memory,
     curve_epsilons,
+    curve_releases,
     memory_budget,
     number_in,
 )
@@ -119,31 +119,33 @@ def plan_error_curve(
     *,
     d_max: int,
     epsilons: tuple[float, ...] = (1.0, 3.0, 10.0),
-    seeds: int = 3,
+    releases: int | None = None,
     table_epsilon: float = 1.0,
     fit: str | None = None,
     seed: int = 0,
     max_memory: int | None = None,
-    method: str | None = None,
     progress: bool | Progress = False,
+    **former: Any,
 ) -> ErrorCurve:
     """The expected errors of a link release against ε_rel (module docstring), as an
     :class:`~dpopt.planning.ErrorCurve` of one metric, ``error_percent``; ``shape`` is
     (left rows, right rows, links), ``fit`` the link fit (:data:`~dpopt.relational.FITS`;
-    None: ``"shrinkage"``; ``method`` is its deprecated former name), ``seed`` the simulation's
+    None: ``"shrinkage"``), ``seed`` the simulation's
     public seed. ``epsilons`` and
-    ``table_epsilon`` lie in :data:`~dpopt.planning.CURVE_EPSILONS`, ``seeds`` is at most
-    :data:`~dpopt.planning.MAX_SEEDS`; a shape whose :func:`memory_estimate` is above
-    ``max_memory`` bytes (default :data:`~dpopt.planning.MEMORY_BUDGET`) is refused.
+    ``table_epsilon`` lie in :data:`~dpopt.planning.CURVE_EPSILONS`, ``releases`` the simulated
+    releases per ε (None: :data:`~dpopt.planning.CURVE_RELEASES`; at most
+    :data:`~dpopt.limits.MAX_CURVE_RELEASES`); a shape whose :func:`memory_estimate` is above
+    ``max_memory`` bytes (default :data:`~dpopt.limits.MAX_MEMORY`) is refused.
     ``progress``: report each simulated release (:mod:`dpopt.progress`)."""
     n_left, n_right, links = _shape(shape)
     d_max = integer("d_max", d_max, minimum=1)
-    seeds = integer("seeds", seeds, minimum=1, maximum=MAX_SEEDS)
+    releases = curve_releases("relational.plan_error_curve", releases, former)
     epsilons = curve_epsilons(epsilons)
     table_epsilon = number_in("table_epsilon", table_epsilon, CURVE_EPSILONS)
-    fit = keyword_alias(
-        "relational.plan_error_curve", ("fit", fit), ("method", method), default=DEFAULT_FIT
+    fit = former_keyword(
+        "relational.plan_error_curve", ("fit", fit), former, "method", default=DEFAULT_FIT
     )
+    no_other_keywords("relational.plan_error_curve", former)
     fit = choice("fit", fit, FITS)
     seed = integer("seed", seed, minimum=0)
     check_memory(
@@ -154,9 +156,9 @@ def plan_error_curve(
     learned: list[list[float]] = [[] for _ in epsilons]
     random: list[list[float]] = [[] for _ in epsilons]
     with progress_of(progress).stage(
-        "simulated releases", seeds * len(epsilons), unit="release"
+        "simulated releases", releases * len(epsilons), unit="release"
     ) as stage:
-        for index in range(seeds):
+        for index in range(releases):
             rng = np.random.default_rng([seed, index])
             data, left, right, random_links = simulated_instance(
                 (n_left, n_right, links), d_max, table_epsilon, rng
