@@ -4,6 +4,8 @@
 - :func:`moved_modules` lets a package answer imports of its modules' old dotted names with the
   new modules, warning once per old name (``import dpopt.models.pgsr`` is then
   ``dpopt.models.census.problems``, the same module object).
+- :func:`moved_attributes` makes a module's ``__getattr__`` answering its former attribute
+  names (a limit under the name its module once imported it as) with a warning.
 - :func:`renamed` wraps a function under its old name: the call warns and goes through.
 - :func:`keyword_alias` reads a keyword argument given under its former name (with a
   warning); :func:`former_keyword` reads one that has left the signature, from the hidden
@@ -33,6 +35,7 @@ __all__ = [
     "REMOVED_IN",
     "former_keyword",
     "keyword_alias",
+    "moved_attributes",
     "moved_modules",
     "no_other_keywords",
     "renamed",
@@ -172,3 +175,24 @@ def _keyword(name: str, value: Any) -> tuple[str, Any]:
     if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)):
         raise TypeError(f"{name} must be a (name, value) pair, got {value!r:.60}")
     return value
+
+
+def moved_attributes(module: str, moves: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``module`` (its dotted name) answering each former name in
+    ``moves`` with the object at its new dotted path (``"dpopt.limits.MAX_MEMORY"``), with a
+    DeprecationWarning; any other name is an AttributeError, as Python's."""
+    instance("module", module, str)
+    instance("moves", moves, Mapping)
+    moves = dict(moves)
+    for new in moves.values():
+        if not (isinstance(new, str) and "." in new):
+            raise TypeError(f"moves must map names to dotted paths, got {new!r:.60}")
+
+    def __getattr__(name: str) -> Any:
+        if name not in moves:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        home, _, attribute = moves[name].rpartition(".")
+        warn_renamed(f"{module}.{name}", moves[name])
+        return getattr(importlib.import_module(home), attribute)
+
+    return __getattr__

@@ -28,12 +28,23 @@ import numpy as np
 
 from dpopt import hdmm
 from dpopt import workload as wl
+from dpopt.deprecation import moved_attributes
+from dpopt.limits import DENSE_EIGH_MAX_N
 from dpopt.models.hdmm.matrix_mechanism import ProductStrategySelection, StrategySelection
 from dpopt.problem import Solution, solve
-from dpopt.solvers.eigen.design import DENSE_MAX_N, spectrum_bounds
+from dpopt.solvers.eigen.design import spectrum_bounds
 from dpopt.validation import finite_array
 
-__all__ = ["DENSE_MAX_N", "bounds", "design", "plan_epsilon", "plan_error", "query_std"]
+__all__ = ["bounds", "design", "plan_epsilon", "plan_error", "query_std"]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "DENSE_MAX_N": "dpopt.limits.DENSE_EIGH_MAX_N",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 plan_error, plan_epsilon, query_std = hdmm.plan_error, hdmm.plan_epsilon, hdmm.query_std
 """Accuracy before spending works on a design as on any HDMM strategy (docs/choosing-epsilon.md)."""
@@ -45,7 +56,7 @@ def _is_product(workload: Any) -> bool:
     if not isinstance(workload, wl.Matrix):
         return False
     terms = wl.union_of_kron_terms(workload)
-    return (len(terms) == 1 and len(terms[0][1]) > 1) or workload.shape[1] > DENSE_MAX_N
+    return (len(terms) == 1 and len(terms[0][1]) > 1) or workload.shape[1] > DENSE_EIGH_MAX_N
 
 
 def design(

@@ -6,21 +6,25 @@ docstring: what it bounds and why it exists, then two fields, ``Unit:`` and ``Pa
 error raised, the method that refuses, or the fallback taken), which docs/limits.md tabulates
 (``python tools/limits_table.py`` writes the table; ``tests/unit/test_limits.py`` checks it).
 
-The modules that check a limit import it from here, and keep answering it under their own
-former names (``dpopt.workload.DENSE_LIMIT``, ``dpopt.eigen.DENSE_MAX_N``, …). Tolerances,
+The modules that check a limit import it from here under its own name, so that an error names
+the limit as it is written here; the names a module once imported it as
+(``dpopt.eigen.DENSE_MAX_N``, ``dpopt.planning.MEMORY_BUDGET``, …) answer with a
+DeprecationWarning until 0.3 (CHANGELOG "Renamed or moved"), as do this module's own former
+names (``PLAN_MEMORY_BUDGET``, ``CENSUS_MEMORY_LIMIT``, ``MAX_SEEDS``, …). Tolerances,
 constants of the papers, chunk sizes and performance thresholds (``dpopt.threads``) are not
 limits: they stay with the code they tune.
 """
 
 from __future__ import annotations
 
+import warnings
 from fractions import Fraction
+from typing import Any
 
 __all__ = [
     "CENSUS_MAX_CELLS",
     "CENSUS_MAX_SIZES",
-    "CENSUS_MEMORY_LIMIT",
-    "CENSUS_MIN_MEMORY_LIMIT",
+    "CENSUS_MIN_MEMORY",
     "CERTIFIED_MAX_SCALE",
     "CHECK_MAX_VIOLATIONS",
     "CHORD_MAX_WIDTH",
@@ -50,6 +54,7 @@ __all__ = [
     "MAX_COST",
     "MAX_COUNT",
     "MAX_CURVE_EPSILONS",
+    "MAX_CURVE_RELEASES",
     "MAX_DOMAIN_SD",
     "MAX_DOUBLINGS",
     "MAX_DRAWS",
@@ -64,15 +69,16 @@ __all__ = [
     "MAX_LISTED_ATTRIBUTES",
     "MAX_MARGINALS",
     "MAX_MARGINAL_ROWS",
+    "MAX_MEMORY",
     "MAX_PAIR_CELLS",
     "MAX_QUERY_CELLS",
     "MAX_REGION_WEIGHT",
     "MAX_RELEASES",
     "MAX_RESTARTS",
     "MAX_SAMPLE_CELLS",
-    "MAX_SEEDS",
     "MAX_TERMS",
     "MAX_TEXT_FILE_BYTES",
+    "MIN_MEMORY",
     "NORM_LIMIT",
     "OPT0_IMPLICIT_MAX_N",
     "OPT0_MAX_LINE_SEARCH",
@@ -80,8 +86,6 @@ __all__ = [
     "OPT_M_MAX_ATTRIBUTES",
     "OPT_M_MAX_ITERATIONS",
     "PAPER_SDP_CLARABEL_MAX_N",
-    "PLAN_MEMORY_BUDGET",
-    "PLAN_MIN_MEMORY",
     "PRODUCT_HDMM_MAX_TERMS",
     "PRODUCT_MAX_QUERY_SIZE",
     "PROJECTION_CVXPY_MAX_CELLS",
@@ -246,7 +250,7 @@ MARGINAL_WEIGHTS_MAX_ATTRIBUTES = 26
 d = 26). Two more than MARGINAL_ALGEBRA_MAX_ATTRIBUTES, which keeps several such vectors.
 
 Unit: attributes.
-Past it: ValueError naming MAX_ATTRIBUTES (its name in dpopt.workload)."""
+Past it: ValueError naming MARGINAL_WEIGHTS_MAX_ATTRIBUTES."""
 
 MAX_MARGINAL_ROWS = 50_000_000
 """Most marginals one ``Marginals`` workload holds: its table has 8 bytes per attribute per
@@ -257,14 +261,17 @@ Past it: ValueError naming MAX_MARGINAL_ROWS (``dpopt plan`` checks it before bu
 
 # --- Planning (dpopt.planning, dpopt plan) -----------------------------------------------------
 
-PLAN_MEMORY_BUDGET = 4 * 2**30
-"""The memory one planning call may use unless ``max_memory`` (``--max-memory``) says: 4 GiB,
-what a laptop spares beside its other work.
+MAX_MEMORY = 4 * 2**30
+"""The memory one call may use unless its ``max_memory`` (``--max-memory``) says: 4 GiB, what a
+laptop spares beside its other work. The one default of every ``max_memory``: a planning call's,
+a census release's (its post-processing and intervals), an HDMM release's.
 
 Unit: bytes.
-Past it: ValueError with the estimate, from the public sizes, before anything is allocated."""
+Past it: ValueError with the estimate, from the public sizes, before anything is allocated (a
+census release refuses a post-processing that would not fit before anything is charged; its
+intervals coarsen their exact distributions instead)."""
 
-PLAN_MIN_MEMORY = 2**20
+MIN_MEMORY = 2**20
 """The smallest ``max_memory`` accepted (1 MiB): the census, DGM and relational planners'
 fixed overhead alone is above it (8–64 MiB), an HDMM plan's is 0.2–0.3 MiB, so a smaller
 budget is a mistake, most likely in its unit.
@@ -279,11 +286,11 @@ set of simulated releases.
 Unit: ε values.
 Past it: ValueError naming ``epsilons`` (argparse error on the command line)."""
 
-MAX_SEEDS = 1000
-"""Most simulated releases per ε of one DGM or relational error curve.
+MAX_CURVE_RELEASES = 1000
+"""Most simulated releases per ε of one DGM or relational error curve (``releases``).
 
 Unit: releases.
-Past it: ValueError naming ``seeds``."""
+Past it: ValueError naming ``releases``."""
 
 MAX_LISTED_ATTRIBUTES = 10**4
 """Most attributes a workload of the ``dpopt plan`` grammar names: a ``SIZES`` list
@@ -311,7 +318,7 @@ MARGINAL_DENSE_MAX_N = 4096
 small domains, checked against the implicit marginal algebra.
 
 Unit: cells (n).
-Past it: ValueError naming DENSE_MAX_N (its name in dpopt.models.hdmm.marginal_algebra)."""
+Past it: ValueError naming MARGINAL_DENSE_MAX_N."""
 
 MARGINAL_ALGEBRA_MAX_ATTRIBUTES = 24
 """Most attributes of the marginal algebra behind OPT_M and the marginal error formulas: it
@@ -429,14 +436,14 @@ RESIDUAL_MAX_ARITY = 16
 (65,536 at k = 16).
 
 Unit: attributes per marginal.
-Past it: ValueError naming MAX_ARITY."""
+Past it: ValueError naming RESIDUAL_MAX_ARITY."""
 
 RESIDUAL_MAX_CLOSURE = 50_000_000
 """Most (marginal, subset) pairs the residual closure enumerates: 8 bytes each in every working
 array (all ≤3-way marginals of 200 attributes are 10.7 million).
 
 Unit: (marginal, subset) pairs.
-Past it: ValueError naming MAX_CLOSURE."""
+Past it: ValueError naming RESIDUAL_MAX_CLOSURE."""
 
 RESIDUAL_CVXPY_MAX_CLOSURE = 2_000
 """Largest residual closure the cvxpy models take (the fast paths are exact at any size).
@@ -538,18 +545,12 @@ Past it: the cvxpy methods refuse (``ipm`` has no limit)."""
 
 # --- Census (dpopt.census, dpopt.models.census, dpopt.solvers.census) --------------------------
 
-CENSUS_MEMORY_LIMIT = 2 * 2**30
-"""Bytes a census release may plan to use at once unless ``memory_limit`` says (2 GiB).
+CENSUS_MIN_MEMORY = 64 * 2**20
+"""The smallest ``max_memory`` of a census release (64 MiB): below it the coarse pivots get
+too coarse.
 
 Unit: bytes.
-Past it: the release refuses, before anything is charged, a post-processing that would not fit
-(ValueError with the estimate); the intervals coarsen their exact distributions instead."""
-
-CENSUS_MIN_MEMORY_LIMIT = 64 * 2**20
-"""The smallest ``memory_limit`` (64 MiB): below it the coarse pivots get too coarse.
-
-Unit: bytes.
-Past it (below it): ValueError naming ``memory_limit``."""
+Past it (below it): ValueError naming ``max_memory``."""
 
 INTERVAL_MAX_CHILDREN = 32
 """Most children whose answers a census confidence interval combines with a region's own: the
@@ -719,3 +720,28 @@ that length).
 
 Unit: cells.
 Past it: ValueError naming the workload."""
+
+
+# This module's former names (CHANGELOG "Renamed or moved"): CENSUS_MEMORY_LIMIT was 2 GiB, the
+# census default is now MAX_MEMORY.
+_FORMER = {
+    "PLAN_MEMORY_BUDGET": "MAX_MEMORY",
+    "CENSUS_MEMORY_LIMIT": "MAX_MEMORY",
+    "PLAN_MIN_MEMORY": "MIN_MEMORY",
+    "CENSUS_MIN_MEMORY_LIMIT": "CENSUS_MIN_MEMORY",
+    "MAX_SEEDS": "MAX_CURVE_RELEASES",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A former name of a limit, with a DeprecationWarning (until 0.3). The warning is written
+    here, not by ``dpopt.deprecation``, which imports this module."""
+    if name not in _FORMER:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"dpopt.limits.{name} is deprecated: use dpopt.limits.{_FORMER[name]} (the old name "
+        "goes in dpopt 0.3)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return globals()[_FORMER[name]]

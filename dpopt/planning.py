@@ -16,38 +16,53 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dpopt.deprecation import warn_renamed
-from dpopt.limits import MAX_CURVE_EPSILONS, MAX_SEEDS
-from dpopt.limits import PLAN_MEMORY_BUDGET as MEMORY_BUDGET
-from dpopt.limits import PLAN_MIN_MEMORY as MIN_MEMORY
+from dpopt.deprecation import former_keyword, moved_attributes, warn_renamed
+from dpopt.limits import MAX_CURVE_EPSILONS, MAX_CURVE_RELEASES, MAX_MEMORY, MIN_MEMORY
 from dpopt.reprs import short_repr
 from dpopt.validation import finite_array, instance, integer, positive_number, sequence
 
 __all__ = [
     "ARMS",
     "CURVE_EPSILONS",
+    "CURVE_RELEASES",
     "MAX_CURVE_EPSILONS",
-    "MAX_SEEDS",
-    "MEMORY_BUDGET",
+    "MAX_CURVE_RELEASES",
+    "MAX_MEMORY",
     "MIN_MEMORY",
     "ErrorCurve",
     "check_memory",
     "curve_epsilons",
+    "curve_releases",
     "memory_budget",
     "number_in",
     "tolerance",
 ]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "MEMORY_BUDGET": "dpopt.limits.MAX_MEMORY",
+        "MAX_SEEDS": "dpopt.limits.MAX_CURVE_RELEASES",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 GIB = 2**30
 CURVE_EPSILONS = (1e-6, 1e6)
 """The ε a simulated error curve accepts (dgm, relational): beyond, the simulated releases
 refuse their own noise scales only after the data are simulated."""
 
+CURVE_RELEASES = 3
+"""The simulated releases per ε of an error curve unless its ``releases`` says: the one default
+of ``dgm.plan_error_curve``, ``relational.plan_error_curve`` and ``dpopt plan dgm|relational
+--releases``."""
+
 
 def memory_budget(value: Any) -> int:
-    """``max_memory`` in bytes: an integer ≥ :data:`MIN_MEMORY` (None: :data:`MEMORY_BUDGET`)."""
+    """``max_memory`` in bytes: an integer ≥ :data:`MIN_MEMORY` (None: :data:`MAX_MEMORY`)."""
     if value is None:
-        return MEMORY_BUDGET
+        return MAX_MEMORY
     return integer("max_memory", value, minimum=MIN_MEMORY)
 
 
@@ -97,6 +112,14 @@ def curve_epsilons(value: Any) -> tuple[float, ...]:
     return tuple(number_in(f"epsilons[{i}]", e, CURVE_EPSILONS) for i, e in enumerate(values))
 
 
+def curve_releases(where: str, releases: Any, former: dict[str, Any]) -> int:
+    """The ``releases`` of the curve planner ``where``: 1 to :data:`MAX_CURVE_RELEASES` (None:
+    :data:`CURVE_RELEASES`), or its former name ``seeds`` popped from ``former`` (the planner's
+    ``**former``) with a warning, until 0.3."""
+    value = former_keyword(where, ("releases", releases), former, "seeds", default=CURVE_RELEASES)
+    return integer("releases", value, minimum=1, maximum=MAX_CURVE_RELEASES)
+
+
 def tolerance(value: Any, bounds: tuple[float, float]) -> float:
     """``rtol`` within ``bounds``: a search's relative tolerance, never so small that float
     arithmetic cannot resolve it (the search would never stop) nor so large that it says
@@ -129,16 +152,16 @@ class Ratios(dict[str, tuple[float, ...]]):
 class ErrorCurve:
     """The simulated error of a family's release against ε beside its baseline, from public
     parameters (docs/choosing-epsilon.md): per ε (``epsilons``), per arm (:data:`ARMS`) and
-    metric, ``mean`` and ``sd`` over ``seeds`` simulated releases; ``ratio[metric][i]`` is the
-    mean over the seeds of default/baseline at ``epsilons[i]`` (below 1: the release beats its
-    baseline), ``ratio_sd`` its standard deviation. ``family`` names the family and
+    metric, ``mean`` and ``sd`` over ``releases`` simulated releases; ``ratio[metric][i]`` is
+    the mean over the releases of default/baseline at ``epsilons[i]`` (below 1: the release
+    beats its baseline), ``ratio_sd`` its standard deviation. ``family`` names the family and
     ``parameters`` the public parameters simulated (a network and its records, a shape, …)."""
 
     __repr__ = short_repr
 
     family: str
     parameters: dict[str, Any]
-    seeds: int
+    releases: int
     epsilons: tuple[float, ...]
     mean: dict[str, dict[str, tuple[float, ...]]]
     sd: dict[str, dict[str, tuple[float, ...]]]
@@ -153,7 +176,8 @@ class ErrorCurve:
         epsilons: Sequence[float],
         runs: dict[str, dict[str, list[list[float]]]],
     ) -> ErrorCurve:
-        """The curve of ``runs[arm][metric][i]``: one score per seed at ``epsilons[i]``."""
+        """The curve of ``runs[arm][metric][i]``: one score per simulated release at
+        ``epsilons[i]``."""
         arms = {arm: runs[arm] for arm in ARMS}
         metrics = tuple(arms["default"])
         default, baseline = arms["default"], arms["baseline"]
@@ -220,5 +244,6 @@ _FORMER_FIELDS: dict[str, tuple[str, ...]] = {
     **{name: ("parameters", name) for name in ("network", "records", "prior", "shape", "d_max")},
     "error_percent": ("mean", "default", "error_percent"),
     "random_percent": ("mean", "baseline", "error_percent"),
+    "seeds": ("releases",),
 }
 """Former field of the DGM and relational curves → where its value is now."""

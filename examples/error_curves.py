@@ -33,7 +33,7 @@ def main() -> None:
     dgm_epsilons = (0.5, 1.0, 3.0)
     curves = {
         prior: dgm.plan_error_curve(
-            network, records=records, epsilons=dgm_epsilons, seeds=seeds, prior=prior
+            network, records=records, epsilons=dgm_epsilons, releases=seeds, prior=prior
         )
         for prior in ("dirichlet", "given")
     }
@@ -41,7 +41,7 @@ def main() -> None:
     for prior, curve in curves.items():
         ratios = " ".join(f"{r:.3f}" for r in curve.ratio["marginal_l1"])
         print(f"  {prior:<10} ratio at ε = {dgm_epsilons}: {ratios}")
-    links = relational.plan_error_curve(shape, d_max=3, epsilons=(1.0, 3.0, 10.0), seeds=seeds)
+    links = relational.plan_error_curve(shape, d_max=3, epsilons=(1.0, 3.0, 10.0), releases=seeds)
     print(f"relational {shape}, d_max 3: learned / random links at ε_rel = {links.epsilons}")
     print("  ratio " + " ".join(f"{r:.3f}" for r in links.ratio["error_percent"]))
     if not args.no_plot:

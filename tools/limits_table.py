@@ -57,7 +57,7 @@ def parse(path: Path = LIMITS) -> list[Limit]:
         if not (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)):
             continue
         name = node.targets[0].id
-        if name == "__all__":
+        if name.startswith("_"):  # __all__, and the former names
             continue
         doc = ast.get_docstring(ast.Module([after], [])) if isinstance(after, ast.Expr) else None
         fields = FIELDS.match(doc or "")

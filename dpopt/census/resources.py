@@ -7,7 +7,7 @@ a release grow with them: the post-processing DP's cost tables with the starting
 intervals' pivot distributions with the noise scale (:mod:`dpopt.census.confidence`, which
 coarsens them past the limit instead). A release plans with :func:`postprocess_estimates` and
 :func:`check_memory` and refuses, before anything is charged, what would not fit in
-``max_memory`` bytes (:data:`DEFAULT_MEMORY_LIMIT` unless set) or would overflow the DP's
+``max_memory`` bytes (:data:`~dpopt.limits.MAX_MEMORY` unless set) or would overflow the DP's
 64-bit costs. The constants are measured peaks (tracemalloc, the synthetic nation at
 ε = 10⁻³ … 10⁻², two cores); an estimate is the order of magnitude, not a bound: widening the
 domains after the draw can raise the DP's by a few times.
@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 
 from dpopt.census.postprocess import PROBE, mechanism_of, starting_delta
-from dpopt.limits import CENSUS_MEMORY_LIMIT as DEFAULT_MEMORY_LIMIT
-from dpopt.limits import CENSUS_MIN_MEMORY_LIMIT as MIN_MEMORY_LIMIT
+from dpopt.limits import CENSUS_MIN_MEMORY as MIN_MEMORY_LIMIT
+from dpopt.limits import MAX_MEMORY
+from dpopt.limits import MAX_MEMORY as DEFAULT_MEMORY_LIMIT
 from dpopt.solvers.census.cost_tables import MAX_COST
 from dpopt.validation import integer
 
@@ -76,10 +77,10 @@ class Estimate:
 
 
 def memory_limit_of(value: Any) -> int:
-    """``max_memory`` validated: None is :data:`DEFAULT_MEMORY_LIMIT`, else whole bytes ≥
+    """``max_memory`` validated: None is :data:`~dpopt.limits.MAX_MEMORY`, else whole bytes ≥
     :data:`MIN_MEMORY_LIMIT`."""
     if value is None:
-        return DEFAULT_MEMORY_LIMIT
+        return MAX_MEMORY
     return integer("max_memory", value, minimum=MIN_MEMORY_LIMIT, maximum=None)
 
 

@@ -29,8 +29,7 @@ from dpopt.cli.release_options import (
 )
 from dpopt.cli.release_run import ReleaseRun, new_out
 from dpopt.cli.workloads import METHODS, plan_release
-from dpopt.limits import HDMM_CSV_MAX_ANSWERS
-from dpopt.planning import MEMORY_BUDGET
+from dpopt.limits import HDMM_CSV_MAX_ANSWERS, MAX_MEMORY
 from dpopt.validation import instance
 
 __all__ = [
@@ -132,8 +131,8 @@ def add_parser(commands: Any) -> None:
         "--max-memory",
         metavar="GIB",
         type=memory_gib,
-        default=MEMORY_BUDGET,
-        help=f"memory the release may use, in GiB (default {MEMORY_BUDGET / 2**30:g}): "
+        default=MAX_MEMORY,
+        help=f"memory the release may use, in GiB (default {MAX_MEMORY / 2**30:g}): "
         "optimizing the strategy and planning its error, estimated from the workload's sizes "
         "before the data is read, and a residual release's answers from the number of "
         "records; more is refused before anything is charged",

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dpopt.cli.errors import OptionError
-from dpopt.limits import MAX_COUNT
-from dpopt.limits import PLAN_MIN_MEMORY as MIN_MEMORY
+from dpopt.limits import MAX_COUNT, MIN_MEMORY
 from dpopt.planning import GIB
 from dpopt.validation import file_path, instance, integer
 

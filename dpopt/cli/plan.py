@@ -18,9 +18,16 @@ from dpopt.cli.options import (
     positive_int,
     write_json,
 )
+from dpopt.cli.release_options import DeprecatedAlias
 from dpopt.cli.workloads import METHODS, parse_workload, plan_release
-from dpopt.limits import MAX_HISTOGRAM_CELLS, MAX_LISTED_ATTRIBUTES
-from dpopt.planning import MAX_CURVE_EPSILONS, MEMORY_BUDGET, MIN_MEMORY
+from dpopt.limits import (
+    MAX_CURVE_EPSILONS,
+    MAX_HISTOGRAM_CELLS,
+    MAX_LISTED_ATTRIBUTES,
+    MAX_MEMORY,
+    MIN_MEMORY,
+)
+from dpopt.planning import CURVE_RELEASES
 from dpopt.progress import Progress
 from dpopt.validation import instance
 
@@ -226,8 +233,8 @@ def add_output_arguments(cmd: argparse.ArgumentParser, what: str, planner: str) 
         "--max-memory",
         metavar="GIB",
         type=memory_gib,
-        default=MEMORY_BUDGET,
-        help=f"{MEMORY_HELP[planner]} (default {MEMORY_BUDGET / 2**30:g}), estimated from "
+        default=MAX_MEMORY,
+        help=f"{MEMORY_HELP[planner]} (default {MAX_MEMORY / 2**30:g}), estimated from "
         "the public sizes before anything is allocated; more is refused",
     )
 
@@ -262,7 +269,20 @@ def _curve_parsers(families: Any) -> None:
         cmd.add_argument(
             "--epsilon", "--eps", default=default, help=f"ε values (default {default})"
         )
-        cmd.add_argument("--seeds", type=positive_int, default=3, help="simulated releases per ε")
+        cmd.add_argument(
+            "--releases",
+            type=positive_int,
+            default=CURVE_RELEASES,
+            help=f"simulated releases per ε (default {CURVE_RELEASES})",
+        )
+        cmd.add_argument(
+            "--seeds",
+            dest="releases",
+            type=positive_int,
+            action=DeprecatedAlias,
+            new="--releases",
+            help=argparse.SUPPRESS,
+        )
         add_output_arguments(cmd, "rows", "curve")
 
 
@@ -279,7 +299,7 @@ def _plan_curve(args: argparse.Namespace) -> int:
                 args.network,
                 records=args.records,
                 epsilons=epsilons,
-                seeds=args.seeds,
+                releases=args.releases,
                 prior=args.prior,
                 max_memory=args.max_memory,
                 progress=True,
@@ -294,7 +314,7 @@ def _plan_curve(args: argparse.Namespace) -> int:
                 shape,
                 d_max=args.d_max,
                 epsilons=epsilons,
-                seeds=args.seeds,
+                releases=args.releases,
                 max_memory=args.max_memory,
                 progress=True,
             )
@@ -303,7 +323,7 @@ def _plan_curve(args: argparse.Namespace) -> int:
         return _fail(str(error))
     rows = curve.rows()
     if args.json != "-":
-        print(f"{args.family}: {about}, {args.seeds} simulated releases per ε")
+        print(f"{args.family}: {about}, {args.releases} simulated releases per ε")
         labels = {
             name: name.replace("conditional_weighted", "cond").replace("marginal", "marg")
             for name in rows[0]

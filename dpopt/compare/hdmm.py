@@ -15,10 +15,10 @@ from dpopt.compare import residual, residual_experiments
 from dpopt.compare.instance import Experiment, Instance
 from dpopt.compare.strategy_utility import AnyStrategy, Case, delta_for, experiment
 from dpopt.hdmm import gram_of
+from dpopt.limits import DENSE_EIGH_MAX_N
 from dpopt.models.hdmm.matrix_mechanism import ProductStrategySelection, StrategySelection
 from dpopt.paper import hdmm_tables as tables
 from dpopt.privacy import NOISES, Noise
-from dpopt.solvers.eigen.design import DENSE_MAX_N as EIGEN_DENSE_MAX_N
 from dpopt.validation import instance
 
 __all__ = [
@@ -136,7 +136,7 @@ def _scale(rng: np.random.Generator) -> list[Instance]:
                     options={"opt0-laplace": {"restarts": 1}},
                 )
             )
-            if n <= EIGEN_DENSE_MAX_N:
+            if n <= DENSE_EIGH_MAX_N:
                 closed = isinstance(workload, wl.AllRange | wl.Prefix)
                 eigenpairs = {"eigenpairs": wl.gram_eigenpairs(workload)} if closed else {}
                 out.append(

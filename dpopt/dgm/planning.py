@@ -24,16 +24,31 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.deprecation import renamed
+from dpopt.deprecation import moved_attributes, no_other_keywords, renamed
 from dpopt.dgm.evaluation import Inference, evaluate, random_queries
 from dpopt.dgm.learning import Settings, learn, maximum_likelihood
 from dpopt.dgm.networks import Network, load
-from dpopt.limits import DGM_MAX_QUERIES as MAX_QUERIES
-from dpopt.planning import MAX_SEEDS, ErrorCurve, check_memory, curve_epsilons, memory_budget
+from dpopt.limits import DGM_MAX_QUERIES
+from dpopt.planning import (
+    ErrorCurve,
+    check_memory,
+    curve_epsilons,
+    curve_releases,
+    memory_budget,
+)
 from dpopt.progress import Progress, progress_of
 from dpopt.validation import choice, instance, integer, positive_number
 
 __all__ = ["PRIORS", "ErrorCurve", "memory_estimate", "plan_error_curve"]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "MAX_QUERIES": "dpopt.limits.DGM_MAX_QUERIES",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 PRIORS = ("dirichlet", "given")
 METRICS = ("marginal_l1", "conditional_weighted_l1")
@@ -80,26 +95,29 @@ def plan_error_curve(
     *,
     records: int,
     epsilons: tuple[float, ...] = (0.5, 1.0, 3.0),
-    seeds: int = 5,
+    releases: int | None = None,
     queries: int = 50,
     prior: str = "dirichlet",
     concentration: float = 1.0,
     seed: int = 0,
     max_memory: int | None = None,
     progress: bool | Progress = False,
+    **former: Any,
 ) -> ErrorCurve:
     """The expected errors of a DGM release against ε (module docstring), as an
     :class:`~dpopt.planning.ErrorCurve` of arms ``default`` and ``baseline``. ``network``: a
     :class:`Network` or anything :func:`~dpopt.dgm.load` takes (only its structure is used
-    with the ``dirichlet`` prior); ``queries`` random queries per seed (at most
-    :data:`MAX_QUERIES`), half marginal and half conditional; ``seed`` the simulation's public
-    seed. ``epsilons`` lie in :data:`~dpopt.planning.CURVE_EPSILONS`, ``seeds`` is at most
-    :data:`~dpopt.planning.MAX_SEEDS`; ``records`` whose :func:`memory_estimate` is above
-    ``max_memory`` bytes (default :data:`~dpopt.planning.MEMORY_BUDGET`) are refused.
+    with the ``dirichlet`` prior); ``queries`` random queries per simulated release (at most
+    :data:`DGM_MAX_QUERIES`), half marginal and half conditional; ``seed`` the simulation's public
+    seed. ``epsilons`` lie in :data:`~dpopt.planning.CURVE_EPSILONS`, ``releases`` the simulated
+    releases per ε (None: :data:`~dpopt.planning.CURVE_RELEASES`; at most
+    :data:`~dpopt.limits.MAX_CURVE_RELEASES`); ``records`` whose :func:`memory_estimate` is above
+    ``max_memory`` bytes (default :data:`~dpopt.limits.MAX_MEMORY`) are refused.
     ``progress``: report each simulated release (:mod:`dpopt.progress`)."""
     records = integer("records", records, minimum=1)
-    seeds = integer("seeds", seeds, minimum=1, maximum=MAX_SEEDS)
-    queries = integer("queries", queries, minimum=2, maximum=MAX_QUERIES)
+    releases = curve_releases("dgm.plan_error_curve", releases, former)
+    no_other_keywords("dgm.plan_error_curve", former)
+    queries = integer("queries", queries, minimum=2, maximum=DGM_MAX_QUERIES)
     prior = choice("prior", prior, PRIORS)
     concentration = positive_number("concentration", concentration)
     epsilons = curve_epsilons(epsilons)
@@ -116,9 +134,9 @@ def plan_error_curve(
     found: dict[str, dict[str, list[list[float]]]] = {
         method: {metric: [[] for _ in epsilons] for metric in METRICS} for method in METHODS
     }
-    total = seeds * len(epsilons) * len(METHODS)
+    total = releases * len(epsilons) * len(METHODS)
     with progress_of(progress).stage("simulated releases", total, unit="release") as stage:
-        for index in range(seeds):
+        for index in range(releases):
             rng = np.random.default_rng([seed, index])
             truth = _with_prior(model, prior, concentration, rng)
             data = truth.sample(records, rng)

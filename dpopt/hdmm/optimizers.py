@@ -120,7 +120,7 @@ def _opt0(
     executor: Any,
 ) -> Strategy:
     """:func:`optimize` without ε: the best candidate by the formula."""
-    from dpopt.solvers.hdmm.methods import L2_DUAL_MAX_N
+    from dpopt.limits import DENSE_EIGH_MAX_N as L2_DUAL_MAX_N
 
     if method == "auto":
         method = "opt0-laplace" if noise == "laplace" else "l2-dual"

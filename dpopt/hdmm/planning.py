@@ -29,11 +29,12 @@ from dpopt.hdmm.residual.reference import PublishedError, Reference, published_e
 from dpopt.hdmm.residual.strategy import ResidualStrategy, marginal_workload
 from dpopt.hdmm.strategies import AnyStrategy, ProductStrategy, Strategy
 from dpopt.limits import MAX_BISECTIONS
+from dpopt.limits import MAX_MEMORY as MEMORY_BUDGET
 from dpopt.models.hdmm.marginal_algebra import key_bits, pinv_coefficients
 from dpopt.models.hdmm.matrix_mechanism import (
     normal_inverse,
 )
-from dpopt.planning import MEMORY_BUDGET, check_memory, memory_budget, tolerance
+from dpopt.planning import check_memory, memory_budget, tolerance
 from dpopt.privacy import (
     ExactStack,
     Noise,

@@ -63,8 +63,8 @@ import numpy as np
 
 from dpopt import eigen, hdmm
 from dpopt import workload as wl
-from dpopt.limits import PAPER_SDP_CLARABEL_MAX_N as SDP_CLARABEL_MAX
-from dpopt.limits import SDP_SCS_MAX_N as SDP_MAX
+from dpopt.deprecation import moved_attributes
+from dpopt.limits import PAPER_SDP_CLARABEL_MAX_N, SDP_SCS_MAX_N
 from dpopt.models.hdmm.matrix_mechanism import StrategySelection
 from dpopt.problem import solve
 from dpopt.solvers.hdmm import baselines as hdmm_baselines
@@ -83,6 +83,16 @@ __all__ = [
     "sdp_method",
     "workload",
 ]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "SDP_CLARABEL_MAX": "dpopt.limits.PAPER_SDP_CLARABEL_MAX_N",
+        "SDP_MAX": "dpopt.limits.SDP_SCS_MAX_N",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 COLUMNS = ("eigen", "opt0", "sdp", "identity", "haar", "hierarchical")
 """The methods of a row, in table order (values √(error/svdb); None where not run)."""
@@ -238,9 +248,9 @@ def _baseline_factors(domain: Sequence[int]) -> dict[str, list[np.ndarray] | Non
 def sdp_method(cells: int) -> str | None:
     """The exact-SDP method for n cells: Clarabel to n = 16, SCS to 64, none beyond."""
     cells = integer("cells", cells, minimum=1)
-    if cells <= SDP_CLARABEL_MAX:
+    if cells <= PAPER_SDP_CLARABEL_MAX_N:
         return "cvxpy:clarabel"
-    return "cvxpy:scs" if cells <= SDP_MAX else None
+    return "cvxpy:scs" if cells <= SDP_SCS_MAX_N else None
 
 
 def _timed(function: Callable[[], Any]) -> tuple[Any, float]:

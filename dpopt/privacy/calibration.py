@@ -21,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.limits import MAX_CONVERTED_EPSILON as _MAX_CONVERTED_EPSILON
-from dpopt.limits import MAX_DOUBLINGS as _MAX_DOUBLINGS
+from dpopt.limits import MAX_CONVERTED_EPSILON, MAX_DOUBLINGS
 from dpopt.validation import positive_number
 
 __all__ = [
@@ -98,11 +97,11 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
         return _gaussian_delta(scale, epsilon)[0] - delta
 
     low, high = 1e-3, 1.0
-    for _ in range(_MAX_DOUBLINGS):
+    for _ in range(MAX_DOUBLINGS):
         if excess(high) <= 0:
             break
         low, high = high, high * 2
-    for _ in range(_MAX_DOUBLINGS):
+    for _ in range(MAX_DOUBLINGS):
         if excess(low) >= 0:
             break
         low /= 2
@@ -169,9 +168,9 @@ def cdp_rho(epsilon: float, delta: float) -> float:
     the relational worked numbers: 0.008506 at ε = 0.5, δ = 1e−5).
     """
     epsilon = positive_number("epsilon", epsilon)
-    if epsilon > _MAX_CONVERTED_EPSILON:
+    if epsilon > MAX_CONVERTED_EPSILON:
         raise ValueError(
-            f"epsilon {epsilon:.3g} is above {_MAX_CONVERTED_EPSILON:g}: no privacy to convert"
+            f"epsilon {epsilon:.3g} is above {MAX_CONVERTED_EPSILON:g}: no privacy to convert"
         )
     return _cdp_rho(epsilon, _delta(delta))
 
@@ -179,7 +178,7 @@ def cdp_rho(epsilon: float, delta: float) -> float:
 @functools.lru_cache(maxsize=256)
 def _cdp_rho(epsilon: float, target: float) -> float:
     low, high = 0.0, epsilon
-    for _ in range(_MAX_DOUBLINGS):
+    for _ in range(MAX_DOUBLINGS):
         if _cdp_delta(high, epsilon) > target:
             break
         low, high = high, 2 * high

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from dpopt.limits import MAX_GRID_BITS as _MAX_BITS
+from dpopt.limits import MAX_GRID_BITS
 from dpopt.privacy.accounting import Accountant, Loss, pure_epsilon
 from dpopt.privacy.calibration import cdp_rho
 from dpopt.privacy.samplers import (
@@ -117,7 +117,7 @@ class Dyadic:
 def snap(values: Any, bits: int, *, name: str = "answers") -> Dyadic:
     """Float ``values`` rounded to the grid 2^−bits, exactly (ties to even)."""
     data = float_array(name, values, empty=True)
-    bits = integer("bits", bits, minimum=0, maximum=_MAX_BITS)
+    bits = integer("bits", bits, minimum=0, maximum=MAX_GRID_BITS)
     with np.errstate(over="ignore"):  # an overflow is refused just below
         scaled = np.rint(np.ldexp(data, bits))  # exact: a power-of-two scaling, then rint
     if not np.all(np.isfinite(scaled)):

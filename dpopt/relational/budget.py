@@ -15,7 +15,7 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from dpopt.limits import RELATIONAL_MAX_EPSILON as MAX_EPSILON
+from dpopt.limits import RELATIONAL_MAX_EPSILON
 from dpopt.privacy import Accountant, Loss, approx_dp_to_zcdp
 from dpopt.release import Measured
 from dpopt.validation import instance, positive_number
@@ -31,9 +31,9 @@ def relational_rho(epsilon: Any, delta: Any) -> Fraction:
     ``ValueError`` naming ``epsilon`` or ``delta`` when ε ≤ 0, ε above
     dpopt.limits.RELATIONAL_MAX_EPSILON (the samplers could not draw the noise planned),
     δ ∉ (0, 1) or ρ rounds to 0."""
-    if positive_number("epsilon", epsilon) > MAX_EPSILON:
+    if positive_number("epsilon", epsilon) > RELATIONAL_MAX_EPSILON:
         raise ValueError(
-            f"epsilon {float(epsilon):.15g} is above {MAX_EPSILON:g} "
+            f"epsilon {float(epsilon):.15g} is above {RELATIONAL_MAX_EPSILON:g} "
             "(dpopt.limits.RELATIONAL_MAX_EPSILON): it protects nothing, and the noise could "
             "not be drawn at the scales it plans"
         )

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpopt.limits import RELATIONAL_MAX_CELLS as MAX_CELLS
+from dpopt.deprecation import moved_attributes
+from dpopt.limits import RELATIONAL_MAX_CELLS
 from dpopt.relational.frames import (
     DegreeError,
     FrameError,
@@ -43,6 +44,15 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["RELATIONSHIPS", "SIDES", "RelationalData", "Workload", "synthetic_links"]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "MAX_CELLS": "dpopt.limits.RELATIONAL_MAX_CELLS",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 SIDES = ("left", "right")
 RELATIONSHIPS = ("many-to-many", "one-to-many")
@@ -404,8 +414,10 @@ class RelationalData:
             positions.append([own.index(n) for n in names])
         size1 = math.prod(self.cards("left")[j] for j in positions[0])
         size2 = math.prod(self.cards("right")[j] for j in positions[1])
-        if size1 * size2 > MAX_CELLS:
-            raise ValueError(f"workload {w!r} has {size1 * size2} cells, above {MAX_CELLS}")
+        if size1 * size2 > RELATIONAL_MAX_CELLS:
+            raise ValueError(
+                f"workload {w!r} has {size1 * size2} cells, above {RELATIONAL_MAX_CELLS}"
+            )
         return positions[0], positions[1], size1, size2
 
     def marginal(self, w: Workload, left_codes: Any, right_codes: Any, links: Any) -> np.ndarray:
@@ -469,8 +481,8 @@ class RelationalData:
         positions = [own.index(n) for n in names]
         cards = self.cards(side)
         size = math.prod(cards[j] for j in positions)
-        if size > MAX_CELLS:
-            raise ValueError(f"marginal {names} has {size} cells, above {MAX_CELLS}")
+        if size > RELATIONAL_MAX_CELLS:
+            raise ValueError(f"marginal {names} has {size} cells, above {RELATIONAL_MAX_CELLS}")
         return np.bincount(_mixed_radix(array, positions, cards), minlength=size) / array.shape[0]
 
 

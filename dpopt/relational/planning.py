@@ -27,10 +27,10 @@ import numpy as np
 from dpopt.deprecation import former_keyword, no_other_keywords, renamed
 from dpopt.planning import (
     CURVE_EPSILONS,
-    MAX_SEEDS,
     ErrorCurve,
     check_memory,
     curve_epsilons,
+    curve_releases,
     memory_budget,
     number_in,
 )
@@ -118,7 +118,7 @@ def plan_error_curve(
     *,
     d_max: int,
     epsilons: tuple[float, ...] = (1.0, 3.0, 10.0),
-    seeds: int = 3,
+    releases: int | None = None,
     table_epsilon: float = 1.0,
     fit: str | None = None,
     seed: int = 0,
@@ -131,13 +131,14 @@ def plan_error_curve(
     (left rows, right rows, links), ``fit`` the link fit (:data:`~dpopt.relational.FITS`;
     None: ``"shrinkage"``), ``seed`` the simulation's
     public seed. ``epsilons`` and
-    ``table_epsilon`` lie in :data:`~dpopt.planning.CURVE_EPSILONS`, ``seeds`` is at most
-    :data:`~dpopt.planning.MAX_SEEDS`; a shape whose :func:`memory_estimate` is above
-    ``max_memory`` bytes (default :data:`~dpopt.planning.MEMORY_BUDGET`) is refused.
+    ``table_epsilon`` lie in :data:`~dpopt.planning.CURVE_EPSILONS`, ``releases`` the simulated
+    releases per ε (None: :data:`~dpopt.planning.CURVE_RELEASES`; at most
+    :data:`~dpopt.limits.MAX_CURVE_RELEASES`); a shape whose :func:`memory_estimate` is above
+    ``max_memory`` bytes (default :data:`~dpopt.limits.MAX_MEMORY`) is refused.
     ``progress``: report each simulated release (:mod:`dpopt.progress`)."""
     n_left, n_right, links = _shape(shape)
     d_max = integer("d_max", d_max, minimum=1)
-    seeds = integer("seeds", seeds, minimum=1, maximum=MAX_SEEDS)
+    releases = curve_releases("relational.plan_error_curve", releases, former)
     epsilons = curve_epsilons(epsilons)
     table_epsilon = number_in("table_epsilon", table_epsilon, CURVE_EPSILONS)
     where = "relational.plan_error_curve"
@@ -153,9 +154,9 @@ def plan_error_curve(
     learned: list[list[float]] = [[] for _ in epsilons]
     random: list[list[float]] = [[] for _ in epsilons]
     with progress_of(progress).stage(
-        "simulated releases", seeds * len(epsilons), unit="release"
+        "simulated releases", releases * len(epsilons), unit="release"
     ) as stage:
-        for index in range(seeds):
+        for index in range(releases):
             rng = np.random.default_rng([seed, index])
             data, left, right, random_links = simulated_instance(
                 (n_left, n_right, links), d_max, table_epsilon, rng

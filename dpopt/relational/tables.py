@@ -62,8 +62,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from dpopt.limits import MAX_PAIR_CELLS, MAX_SAMPLE_CELLS
-from dpopt.limits import RELATIONAL_MAX_ROWS as MAX_ROWS
+from dpopt.deprecation import moved_attributes
+from dpopt.limits import MAX_PAIR_CELLS, MAX_SAMPLE_CELLS, RELATIONAL_MAX_ROWS
 from dpopt.privacy import Accountant, Loss, draw, exponential_mechanism, prepare_gaussian
 from dpopt.privacy.accounting import BudgetReport
 from dpopt.privacy.samplers import exact_fraction
@@ -77,8 +77,8 @@ from dpopt.validation import choice, integer, integer_array
 
 __all__ = [
     "MAX_PAIR_CELLS",
-    "MAX_ROWS",
     "NEIGHBOURS",
+    "RELATIONAL_MAX_ROWS",
     "Measurements",
     "SyntheticTable",
     "TablePlan",
@@ -90,6 +90,15 @@ __all__ = [
     "sample",
     "synthesize",
 ]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "MAX_ROWS": "dpopt.limits.RELATIONAL_MAX_ROWS",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 Neighbours = Literal["add-remove", "replace"]
 NEIGHBOURS: tuple[str, ...] = ("add-remove", "replace")
@@ -192,8 +201,10 @@ def _codes(codes: Any, cards: tuple[int, ...], name: str = "codes") -> np.ndarra
         raise ValueError(
             f"{name} must have one column per entry of cards ({len(cards)}), got {arr.shape[1]}"
         )
-    if arr.shape[0] > MAX_ROWS:
-        raise ValueError(f"{name} has {arr.shape[0]} rows, above MAX_ROWS = {MAX_ROWS}")
+    if arr.shape[0] > RELATIONAL_MAX_ROWS:
+        raise ValueError(
+            f"{name} has {arr.shape[0]} rows, above RELATIONAL_MAX_ROWS = {RELATIONAL_MAX_ROWS}"
+        )
     low = arr.min(axis=0)
     high = arr.max(axis=0)
     limit = np.asarray(cards)
@@ -549,8 +560,9 @@ def _draw_rows(cdf: np.ndarray, given: np.ndarray, rng: np.random.Generator) -> 
 
 
 def _rows(rows: Any, attributes: int) -> int:
-    """``rows`` as an int in 1 … MAX_ROWS with rows × ``attributes`` ≤ MAX_SAMPLE_CELLS."""
-    count = integer("rows", rows, minimum=1, maximum=MAX_ROWS)
+    """``rows`` as an int in 1 … RELATIONAL_MAX_ROWS with rows × ``attributes`` ≤
+    MAX_SAMPLE_CELLS."""
+    count = integer("rows", rows, minimum=1, maximum=RELATIONAL_MAX_ROWS)
     if count * attributes > MAX_SAMPLE_CELLS:
         raise ValueError(
             f"rows {count} × {attributes} attributes is above MAX_SAMPLE_CELLS = "
@@ -660,7 +672,7 @@ def synthesize(
         When post-processing fails after the charge; ``.measurement`` is the paid-for
         :class:`Measurements`.
     """
-    count = integer("rows", rows, minimum=1, maximum=MAX_ROWS)  # before measure charges
+    count = integer("rows", rows, minimum=1, maximum=RELATIONAL_MAX_ROWS)  # before measure charges
     rho = relational_rho(epsilon, delta)
     _accountant(accountant)  # its kind, then room for ρ, before the private codes are read
     ledger = zcdp_ledger(accountant, rho, "MST")

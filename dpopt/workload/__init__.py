@@ -6,6 +6,7 @@ sensitivities as maximum column norms (McKenna et al., §3). Kronecker order is 
 attribute 1 is the slowest index (McKenna et al., §3, §10).
 """
 
+from dpopt.deprecation import moved_attributes
 from dpopt.workload.blocks import (
     AllRange,
     Identity,
@@ -19,7 +20,6 @@ from dpopt.workload.blocks import (
 from dpopt.workload.core import (
     COLLAPSE_LIMIT,
     DENSE_LIMIT,
-    MAX_ATTRIBUTES,
     MAX_MARGINALS,
     MAX_TERMS,
     NORM_LIMIT,
@@ -58,7 +58,6 @@ from dpopt.workload.products import (
 __all__ = [
     "COLLAPSE_LIMIT",
     "DENSE_LIMIT",
-    "MAX_ATTRIBUTES",
     "MAX_MARGINALS",
     "MAX_MARGINAL_ROWS",
     "MAX_TERMS",
@@ -97,3 +96,12 @@ __all__ = [
     "product_table",
     "union_of_kron_terms",
 ]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "MAX_ATTRIBUTES": "dpopt.limits.MARGINAL_WEIGHTS_MAX_ATTRIBUTES",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""

@@ -16,21 +16,22 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpopt.deprecation import moved_attributes
 from dpopt.limits import (
     COLLAPSE_LIMIT,
     DENSE_LIMIT,
+    MARGINAL_WEIGHTS_MAX_ATTRIBUTES,
     MAX_MARGINALS,
     MAX_TERMS,
     NORM_LIMIT,
     SPARSE_LIMIT,
 )
-from dpopt.limits import MARGINAL_WEIGHTS_MAX_ATTRIBUTES as MAX_ATTRIBUTES
 from dpopt.validation import finite_array, integer, nonnegative_integer, positive_number
 
 __all__ = [
     "COLLAPSE_LIMIT",
     "DENSE_LIMIT",
-    "MAX_ATTRIBUTES",
+    "MARGINAL_WEIGHTS_MAX_ATTRIBUTES",
     "MAX_MARGINALS",
     "MAX_TERMS",
     "NORM_LIMIT",
@@ -50,6 +51,15 @@ __all__ = [
     "positive_size",
     "union_of_kron_terms",
 ]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "MAX_ATTRIBUTES": "dpopt.limits.MARGINAL_WEIGHTS_MAX_ATTRIBUTES",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 if TYPE_CHECKING:
     from scipy import sparse

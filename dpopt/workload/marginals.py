@@ -14,11 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.limits import MAX_MARGINAL_ROWS
+from dpopt.limits import MARGINAL_WEIGHTS_MAX_ATTRIBUTES, MAX_MARGINAL_ROWS
 from dpopt.validation import nonnegative_integer, positive_array
 from dpopt.workload.blocks import Identity, Total
 from dpopt.workload.core import (
-    MAX_ATTRIBUTES,
     MAX_MARGINALS,
     Kron,
     Matrix,
@@ -277,9 +276,10 @@ def _marginal_attrs(block: Matrix) -> tuple[int, ...]:
 def marginal_weights(matrix: Matrix) -> np.ndarray:
     """w(a) = Σ weight² over the marginals with key a, length 2^d (McKenna et al., §7–8)."""
     d = len(domain(matrix))
-    if d > MAX_ATTRIBUTES:
+    if d > MARGINAL_WEIGHTS_MAX_ATTRIBUTES:
         raise ValueError(
-            f"matrix has {d} attributes, over MAX_ATTRIBUTES = {MAX_ATTRIBUTES} (2^d weights)"
+            f"matrix has {d} attributes, over MARGINAL_WEIGHTS_MAX_ATTRIBUTES = "
+            f"{MARGINAL_WEIGHTS_MAX_ATTRIBUTES} (2^d weights)"
         )
     found = marginal_table(matrix)
     bits = np.where(found.table >= 0, 1 << (d - 1 - found.table.clip(0)), 0)

@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from dpopt.deprecation import moved_attributes
 from dpopt.hierarchy import Tree
-from dpopt.limits import CHORD_MAX_WIDTH
-from dpopt.limits import MAX_REGION_WEIGHT as MAX_WEIGHT
+from dpopt.limits import CHORD_MAX_WIDTH, MAX_REGION_WEIGHT
 from dpopt.models.census.optimality import certified
 from dpopt.problem import Problem
 from dpopt.validation import (
@@ -72,6 +72,15 @@ __all__ = [
     "relaxed_model_1",
     "relaxed_model_2",
 ]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "MAX_WEIGHT": "dpopt.limits.MAX_REGION_WEIGHT",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -216,7 +225,7 @@ class PostProcess(_CensusCounts):
         if self.weights is None:
             weights = np.ones(regions, dtype=np.int64)
         else:
-            weights = integer_array("weights", self.weights, ndim=1, bound=MAX_WEIGHT)
+            weights = integer_array("weights", self.weights, ndim=1, bound=MAX_REGION_WEIGHT)
             if weights.shape != (regions,):
                 raise ValueError(
                     f"weights must have one entry per region ({regions}), got {weights.shape}"

@@ -22,8 +22,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpopt import workload as wl
-from dpopt.limits import MARGINAL_ALGEBRA_MAX_ATTRIBUTES as MAX_ATTRIBUTES
-from dpopt.limits import MARGINAL_DENSE_MAX_N as DENSE_MAX_N  # noqa: F401 (its former home)
+from dpopt.deprecation import moved_attributes
+from dpopt.limits import MARGINAL_ALGEBRA_MAX_ATTRIBUTES
 from dpopt.privacy.mechanisms import Noise, noise_kind
 from dpopt.validation import finite_array, nonnegative_integer
 
@@ -37,6 +37,16 @@ __all__ = [
     "theta_vector",
 ]
 
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "MAX_ATTRIBUTES": "dpopt.limits.MARGINAL_ALGEBRA_MAX_ATTRIBUTES",
+        "DENSE_MAX_N": "dpopt.limits.MARGINAL_DENSE_MAX_N",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
+
 
 U_RTOL = 1e-12
 """κ_u(a) counts as 0 below U_RTOL·max(u)·(Y1)(a): no u(b), b ⊇ a, above U_RTOL·max(u)."""
@@ -49,15 +59,17 @@ W_RTOL = 1e-9
 
 
 def domain_sizes(domain: Sequence[int]) -> tuple[int, ...]:
-    """Attribute sizes nᵢ ≥ 1, 1 ≤ d ≤ MAX_ATTRIBUTES."""
+    """Attribute sizes nᵢ ≥ 1, 1 ≤ d ≤ MARGINAL_ALGEBRA_MAX_ATTRIBUTES."""
     if isinstance(domain, str | bytes) or not isinstance(domain, Sequence):
         raise ValueError(f"domain must be a sequence of attribute sizes, got {domain!r}")
     sizes = tuple(nonnegative_integer(f"domain[{i}]", n) for i, n in enumerate(domain))
     for i, n in enumerate(sizes):
         if n < 1:
             raise ValueError(f"domain[{i}] must be an integer >= 1, got {domain[i]!r}")
-    if not 1 <= len(sizes) <= MAX_ATTRIBUTES:
-        raise ValueError(f"domain must have 1 to {MAX_ATTRIBUTES} attributes, got {len(sizes)}")
+    if not 1 <= len(sizes) <= MARGINAL_ALGEBRA_MAX_ATTRIBUTES:
+        raise ValueError(
+            f"domain must have 1 to {MARGINAL_ALGEBRA_MAX_ATTRIBUTES} attributes, got {len(sizes)}"
+        )
     return sizes
 
 

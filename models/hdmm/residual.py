@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from dpopt.limits import RESIDUAL_MAX_ARITY as MAX_ARITY
-from dpopt.limits import RESIDUAL_MAX_CLOSURE as MAX_CLOSURE
+from dpopt.deprecation import moved_attributes
+from dpopt.limits import RESIDUAL_MAX_ARITY, RESIDUAL_MAX_CLOSURE
 from dpopt.problem import Problem
 from dpopt.validation import choice, finite_array, instance, integer, positive_array
 
@@ -58,9 +58,9 @@ if TYPE_CHECKING:
     import scipy.sparse
 
 __all__ = [
-    "MAX_ARITY",
-    "MAX_CLOSURE",
     "OBJECTIVES",
+    "RESIDUAL_MAX_ARITY",
+    "RESIDUAL_MAX_CLOSURE",
     "AttributeFactors",
     "Closure",
     "ResidualSelection",
@@ -69,6 +69,16 @@ __all__ = [
     "helmert",
     "residual_blocks",
 ]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "MAX_ARITY": "dpopt.limits.RESIDUAL_MAX_ARITY",
+        "MAX_CLOSURE": "dpopt.limits.RESIDUAL_MAX_CLOSURE",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 OBJECTIVES = ("sum", "max")
 """``sum``: the workload rows' total variance (the expected total squared error); ``max``: the
@@ -86,10 +96,10 @@ def attribute_table(sizes: Any, marginals: Any) -> tuple[np.ndarray, np.ndarray]
         table = _padded_table(marginals, d)
     else:
         table = _tuples_table(marginals, d)
-    if table.shape[1] > MAX_ARITY:
+    if table.shape[1] > RESIDUAL_MAX_ARITY:
         raise ValueError(
-            f"marginals must have at most MAX_ARITY = {MAX_ARITY} attributes each (their "
-            f"2^k subsets are enumerated), got one of {table.shape[1]}"
+            f"marginals must have at most RESIDUAL_MAX_ARITY = {RESIDUAL_MAX_ARITY} attributes "
+            f"each (their 2^k subsets are enumerated), got one of {table.shape[1]}"
         )
     return sizes, table
 
@@ -238,10 +248,11 @@ class Closure:
                 f"weights must hold one weight per marginal ({count}), got {weights.shape}"
             )
         pairs = count << table.shape[1]
-        if pairs > MAX_CLOSURE:
+        if pairs > RESIDUAL_MAX_CLOSURE:
             raise ValueError(
                 f"the workload's {count} marginals of up to {table.shape[1]} attributes give "
-                f"{pairs} (marginal, subset) pairs, over MAX_CLOSURE = {MAX_CLOSURE}"
+                f"{pairs} (marginal, subset) pairs, over RESIDUAL_MAX_CLOSURE = "
+                f"{RESIDUAL_MAX_CLOSURE}"
             )
         return _closure(sizes, table, weights, factors)
 

@@ -61,8 +61,9 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from dpopt.deprecation import moved_attributes
 from dpopt.hierarchy import Tree
-from dpopt.limits import MAX_DOUBLINGS as MAX_WIDENINGS
+from dpopt.limits import MAX_DOUBLINGS
 from dpopt.models.census.optimality import (
     Interval,
     arc_interval,
@@ -104,6 +105,15 @@ __all__ = [
     "solve_partitioned",
     "split_at_root",
 ]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "MAX_WIDENINGS": "dpopt.limits.MAX_DOUBLINGS",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 Widening = Literal["global", "partition"]
 WIDENING = ("global", "partition")
@@ -209,10 +219,10 @@ def domain(
 
 
 def widenings(what: str) -> Iterator[int]:
-    """The rounds of a widening loop: at most :data:`MAX_WIDENINGS`, then a RuntimeError."""
-    yield from range(MAX_WIDENINGS)
+    """The rounds of a widening loop: at most :data:`MAX_DOUBLINGS`, then a RuntimeError."""
+    yield from range(MAX_DOUBLINGS)
     raise RuntimeError(
-        f"widening {what} did not settle within {MAX_WIDENINGS} doublings of the domains "
+        f"widening {what} did not settle within {MAX_DOUBLINGS} doublings of the domains "
         "(a noise sd of 0 never widens a domain)"
     )
 

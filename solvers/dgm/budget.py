@@ -10,12 +10,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpopt.limits import DGM_CVXPY_MAX_NODES as CVXPY_MAX_NODES
+from dpopt.deprecation import moved_attributes
+from dpopt.limits import DGM_CVXPY_MAX_NODES
 from dpopt.models.dgm.budget import BudgetAllocation, cvxpy_model
 from dpopt.problem import Outcome, register
 from dpopt.solvers.backends.cvxpy import register_cvxpy
 
 __all__: list[str] = []  # its methods are reached through dpopt.solve
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "CVXPY_MAX_NODES": "dpopt.limits.DGM_CVXPY_MAX_NODES",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 
 @register(
@@ -48,8 +58,8 @@ register_cvxpy(
     solver_tols={"scs": 1e-8},
     limit=lambda p: (
         None
-        if p.size <= CVXPY_MAX_NODES
-        else f"{p.size} nodes > {CVXPY_MAX_NODES} (the closed form is exact at any size)"
+        if p.size <= DGM_CVXPY_MAX_NODES
+        else f"{p.size} nodes > {DGM_CVXPY_MAX_NODES} (the closed form is exact at any size)"
     ),
     description="Eq. 5 convex program",
 )

@@ -35,8 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.deprecation import moved_attributes
 from dpopt.errors import DesignError, SolverError
-from dpopt.limits import DENSE_EIGH_MAX_N as DENSE_MAX_N
+from dpopt.limits import DENSE_EIGH_MAX_N
 from dpopt.models.eigen.weighting import EigenWeighting
 from dpopt.models.hdmm.matrix_mechanism import (
     ProductPoint,
@@ -47,7 +48,16 @@ from dpopt.problem import Outcome, register, solve
 from dpopt.threads import blas_limit
 from dpopt.validation import boolean, finite_array, integer, positive_number
 
-__all__ = ["DENSE_MAX_N", "DesignError", "spectrum_bounds"]
+__all__ = ["DENSE_EIGH_MAX_N", "DesignError", "spectrum_bounds"]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "DENSE_MAX_N": "dpopt.limits.DENSE_EIGH_MAX_N",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 ZERO_TOL = 1e-10
 """Eigenvalues at most this times σ₁ are zeros of a rank-deficient Gram
@@ -250,8 +260,10 @@ def checked_eigenpairs(gram: np.ndarray, eigenpairs: Any) -> tuple[np.ndarray, n
 def _dense_limit(problem: StrategySelection) -> str | None:
     if problem.noise != "gaussian":
         return "Eigen-Design is an L2 method: Gaussian noise only (Li & Miklau, Sec. 3.5)"
-    if problem.size > DENSE_MAX_N:
-        return f"a dense eigendecomposition is limited to n ≤ {DENSE_MAX_N} (n = {problem.size})"
+    if problem.size > DENSE_EIGH_MAX_N:
+        return (
+            f"a dense eigendecomposition is limited to n ≤ {DENSE_EIGH_MAX_N} (n = {problem.size})"
+        )
     return None
 
 

@@ -23,10 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpopt.limits import EIGEN_CVXPY_MAX_QUERIES as CVXPY_MAX_QUERIES
-from dpopt.limits import EIGEN_CVXPY_MAX_SPREAD as CVXPY_MAX_SPREAD
-from dpopt.limits import EIGEN_GENERAL_MAX_CELLS as GENERAL_MAX_CELLS
-from dpopt.limits import IPM_MAX_ITERATIONS as MAX_ITERATIONS
+from dpopt.deprecation import moved_attributes
+from dpopt.limits import (
+    EIGEN_CVXPY_MAX_QUERIES,
+    EIGEN_CVXPY_MAX_SPREAD,
+    EIGEN_GENERAL_MAX_CELLS,
+    IPM_MAX_ITERATIONS,
+)
 from dpopt.models.eigen.weighting import (
     DesignWeighting,
     EigenWeighting,
@@ -41,6 +44,18 @@ from dpopt.threads import blas_limit
 from dpopt.validation import positive_number
 
 __all__: list[str] = []  # its methods are reached through dpopt.solve
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "CVXPY_MAX_QUERIES": "dpopt.limits.EIGEN_CVXPY_MAX_QUERIES",
+        "CVXPY_MAX_SPREAD": "dpopt.limits.EIGEN_CVXPY_MAX_SPREAD",
+        "GENERAL_MAX_CELLS": "dpopt.limits.EIGEN_GENERAL_MAX_CELLS",
+        "MAX_ITERATIONS": "dpopt.limits.IPM_MAX_ITERATIONS",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 GAP_TOL = 1e-8
 """Relative duality gap at which ``ipm`` stops and reports "optimal"."""
@@ -200,7 +215,7 @@ def _interior_point(
     u = np.full(squares.shape[0], 0.5 / float(squares.sum(axis=0).max()))
     slack = 1.0 - u @ squares
     mu = np.full(n, float(np.mean(costs / u**2)) / float(squares.sum(axis=1).mean()))
-    for iteration in range(MAX_ITERATIONS):
+    for iteration in range(IPM_MAX_ITERATIONS):
         if check(u, mu):
             return iteration, ""
         if deadline.expired():
@@ -224,7 +239,7 @@ def _interior_point(
         if step is None:
             return iteration, "no step along the Newton direction"
         u, slack, mu = step
-    return MAX_ITERATIONS, f"{MAX_ITERATIONS} iterations"
+    return IPM_MAX_ITERATIONS, f"{IPM_MAX_ITERATIONS} iterations"
 
 
 def _step(
@@ -308,11 +323,11 @@ def _ipm(
 
 
 def _query_limit(problem: EigenWeighting) -> str | None:
-    if problem.size > CVXPY_MAX_QUERIES:
-        return f"{problem.size} design queries > {CVXPY_MAX_QUERIES} (ipm has no limit)"
+    if problem.size > EIGEN_CVXPY_MAX_QUERIES:
+        return f"{problem.size} design queries > {EIGEN_CVXPY_MAX_QUERIES} (ipm has no limit)"
     positive = problem.costs[problem.costs > 0]
-    if positive.max() > CVXPY_MAX_SPREAD * positive.min():
-        return f"costs span more than {CVXPY_MAX_SPREAD:.0e} (ipm has no limit)"
+    if positive.max() > EIGEN_CVXPY_MAX_SPREAD * positive.min():
+        return f"costs span more than {EIGEN_CVXPY_MAX_SPREAD:.0e} (ipm has no limit)"
     return None
 
 
@@ -344,8 +359,8 @@ register_cvxpy(
     solver_tols={"scs": 1e-9},
     limit=lambda p: (
         None
-        if p.gram.shape[0] <= GENERAL_MAX_CELLS
-        else f"the matrix_frac SDP is limited to n ≤ {GENERAL_MAX_CELLS} cells"
+        if p.gram.shape[0] <= EIGEN_GENERAL_MAX_CELLS
+        else f"the matrix_frac SDP is limited to n ≤ {EIGEN_GENERAL_MAX_CELLS} cells"
     ),
     description="min matrix_frac(B, Qᵀdiag(u)Q) s.t. (Q∘Q)ᵀu ≤ 1 (any design set)",
 )

@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.limits import KRON_MAX_SWEEPS as MAX_SWEEPS
+from dpopt.deprecation import moved_attributes
+from dpopt.limits import KRON_MAX_SWEEPS
 from dpopt.models.hdmm.matrix_mechanism import (
     SUPPORT_TOL,
     gram_factor,
@@ -52,6 +53,15 @@ __all__ = [
     "opt_union",
     "union_shares",
 ]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "MAX_SWEEPS": "dpopt.limits.KRON_MAX_SWEEPS",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 Term = tuple[float, list[np.ndarray]]  # (w², per-attribute Grams)
 
@@ -107,7 +117,7 @@ def opt_kron(
     *,
     rng: np.random.Generator,
     restarts: int = 1,
-    max_sweeps: int = MAX_SWEEPS,
+    max_sweeps: int = KRON_MAX_SWEEPS,
     deadline: Deadline | None = None,
 ) -> KronResult:
     """OPT_⊗ (Def. 17/18) by block coordinate descent on the factors (McKenna et al., §6.1).

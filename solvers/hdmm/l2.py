@@ -35,18 +35,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpopt.limits import L2_MAX_CG as MAX_CG
+from dpopt.deprecation import moved_attributes
+from dpopt.limits import L2_MAX_CG
 from dpopt.models.hdmm.matrix_mechanism import gram_factor
 from dpopt.solvers.backends.deadline import Deadline
 from dpopt.threads import one_thread
 
 __all__: list[str] = []  # reached through dpopt.solve (method l2-dual)
 
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "MAX_CG": "dpopt.limits.L2_MAX_CG",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
+
 # Newton steps take over from fixed-point steps once the relative gap is below this. Measured
 # (one thread, AllRange, Prefix, WidthRanges(n, n/8), random Grams): 0.01–0.3 all converge,
 # within 20% of each other in time; Newton from λ = 1 itself was slower.
 NEWTON_GAP = 3e-2
-# CG stops at this relative (preconditioned) residual or after MAX_CG products.
+# CG stops at this relative (preconditioned) residual or after L2_MAX_CG products.
 FORCING = 1e-1
 # The Newton matrix is −∇²g + ρ·diag(−∇²g), ρ = REGULARIZE × the relative gap (Levenberg–
 # Marquardt): ∇²g has rank ≤ r(r+1)/2 and is singular on low-rank V, where unregularised CG
@@ -187,7 +197,7 @@ def _conjugate_gradient(
     direction = scaled.copy()
     inner = float(residual @ scaled)
     target = FORCING**2 * inner
-    for _ in range(MAX_CG):
+    for _ in range(L2_MAX_CG):
         if inner <= target:
             break
         image = product(direction)

@@ -28,15 +28,31 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.limits import PROJECTION_CVXPY_MAX_CELLS as CVXPY_MAX_CELLS
-from dpopt.limits import PROJECTION_MAX_ITERATIONS as MAX_ITERATIONS
+from dpopt.deprecation import moved_attributes
+from dpopt.limits import PROJECTION_CVXPY_MAX_CELLS, PROJECTION_MAX_ITERATIONS
 from dpopt.models.hdmm.marginal_projection import MarginalProjection, cvxpy_model
 from dpopt.problem import Outcome, Status, register
 from dpopt.solvers.backends.cvxpy import register_cvxpy
 from dpopt.solvers.hdmm.projection_polish import active_cells, polish
 from dpopt.validation import integer, positive_number
 
-__all__ = ["CHECK_EVERY", "CVXPY_MAX_CELLS", "MAX_ITERATIONS", "PROJECTION_TOL", "Dual"]
+__all__ = [
+    "CHECK_EVERY",
+    "PROJECTION_CVXPY_MAX_CELLS",
+    "PROJECTION_MAX_ITERATIONS",
+    "PROJECTION_TOL",
+    "Dual",
+]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "CVXPY_MAX_CELLS": "dpopt.limits.PROJECTION_CVXPY_MAX_CELLS",
+        "MAX_ITERATIONS": "dpopt.limits.PROJECTION_MAX_ITERATIONS",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 PROJECTION_TOL = 1e-6
 """The relative duality gap at which ``dual-ascent`` stops and certifies its point."""
@@ -158,7 +174,7 @@ def dual_ascent(
     *,
     time_limit: float | None = None,
     tol: float = PROJECTION_TOL,
-    max_iterations: int = MAX_ITERATIONS,
+    max_iterations: int = PROJECTION_MAX_ITERATIONS,
 ) -> Outcome:
     """The projection by accelerated dual ascent (module docstring): the best feasible point
     found, ``optimal`` when its certified gap is at most ``tol``; ``info`` holds the gap, both
@@ -288,8 +304,8 @@ register_cvxpy(
     solver_tols={"osqp": 1e-9},
     limit=lambda p: (
         None
-        if p.size <= CVXPY_MAX_CELLS
-        else f"{p.size} cells > {CVXPY_MAX_CELLS} (the model's rows are written out; "
+        if p.size <= PROJECTION_CVXPY_MAX_CELLS
+        else f"{p.size} cells > {PROJECTION_CVXPY_MAX_CELLS} (the model's rows are written out; "
         "dual-ascent is exact)"
     ),
     description="the convex QP on table coordinates",

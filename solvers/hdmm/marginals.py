@@ -15,9 +15,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpopt import workload as wl
-from dpopt.limits import OPT_M_MAX_ITERATIONS as MAXITER
+from dpopt.deprecation import moved_attributes
+from dpopt.limits import MARGINAL_DENSE_MAX_N, OPT_M_MAX_ITERATIONS
 from dpopt.models.hdmm.marginal_algebra import (
-    DENSE_MAX_N,
     W_RTOL,
     Surrogate,
     domain_sizes,
@@ -36,6 +36,15 @@ from dpopt.threads import one_thread
 from dpopt.validation import finite_array, nonnegative_integer
 
 __all__ = ["closed_form_theta", "marginal_reconstruct", "marginal_strategy_dense", "opt_marginals"]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "MAXITER": "dpopt.limits.OPT_M_MAX_ITERATIONS",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 PENALTY = 1e300
 """Finite loss, with zero gradient, where 𝕄 does not support the workload
@@ -63,7 +72,7 @@ def _descend(
         jac=True,
         method="L-BFGS-B",
         bounds=Bounds(0.0, np.inf),
-        options={"ftol": FTOL, "maxiter": MAXITER},
+        options={"ftol": FTOL, "maxiter": OPT_M_MAX_ITERATIONS},
         callback=None if deadline is None else deadline.callback,
     )
     return np.maximum(result.x, 0.0)
@@ -155,13 +164,15 @@ def _kron_all(factors: list[np.ndarray]) -> np.ndarray:
 def marginal_strategy_dense(theta: ArrayLike, domain: Sequence[int]) -> np.ndarray:
     """Dense 𝕄(θ): blocks θ(a)·⊗ᵢ(aᵢ ? I : T) for the keys with θ(a) > 0, ascending (Def. 20).
 
-    For tests on small domains (n ≤ DENSE_MAX_N).
+    For tests on small domains (n ≤ MARGINAL_DENSE_MAX_N).
     """
     sizes = domain_sizes(domain)
     weights = theta_vector(theta, sizes)
     n = math.prod(sizes)
-    if n > DENSE_MAX_N:
-        raise ValueError(f"domain {sizes} has n = {n} cells, over DENSE_MAX_N = {DENSE_MAX_N}")
+    if n > MARGINAL_DENSE_MAX_N:
+        raise ValueError(
+            f"domain {sizes} has n = {n} cells, over MARGINAL_DENSE_MAX_N = {MARGINAL_DENSE_MAX_N}"
+        )
     keys = np.flatnonzero(weights > 0)
     if not keys.size:
         raise ValueError("theta must have a positive entry")

@@ -23,16 +23,17 @@ from typing import Any
 import numpy as np
 
 from dpopt import workload as wl
-from dpopt.limits import DENSE_EIGH_MAX_N as L2_DUAL_MAX_N
+from dpopt.deprecation import moved_attributes
 from dpopt.limits import (
+    DENSE_EIGH_MAX_N,
     GAUSSIAN_OPT0_MAX_N,
     MAX_RESTARTS,
     OPT0_IMPLICIT_MAX_N,
     OPT0_MAX_N,
     OPT_M_MAX_ATTRIBUTES,
+    SDP_CLARABEL_MAX_N,
+    SDP_SCS_MAX_N,
 )
-from dpopt.limits import SDP_CLARABEL_MAX_N as _CLARABEL_MAX_N
-from dpopt.limits import SDP_SCS_MAX_N as CVXPY_MAX_N
 from dpopt.models.hdmm.marginal_algebra import surrogate_from_terms
 from dpopt.models.hdmm.matrix_mechanism import (
     ProductPoint,
@@ -55,16 +56,26 @@ from dpopt.solvers.hdmm.opt0 import best, gaussian_run, opt0_laplace
 from dpopt.validation import integer
 
 __all__ = [
-    "CVXPY_MAX_N",
+    "DENSE_EIGH_MAX_N",
     "GAUSSIAN_OPT0_MAX_N",
     "GAUSSIAN_TOL",
-    "L2_DUAL_MAX_N",
     "L2_DUAL_TOL",
     "MAX_RESTARTS",
     "OPT0_IMPLICIT_MAX_N",
     "OPT0_MAX_N",
     "OPT_M_MAX_ATTRIBUTES",
+    "SDP_SCS_MAX_N",
 ]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "CVXPY_MAX_N": "dpopt.limits.SDP_SCS_MAX_N",
+        "L2_DUAL_MAX_N": "dpopt.limits.DENSE_EIGH_MAX_N",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 GAUSSIAN_TOL = 1e-4
 
@@ -182,8 +193,10 @@ L2_DUAL_TOL = 1e-6
 def _l2_dual_limit(problem: StrategySelection) -> str | None:
     if problem.noise != "gaussian":
         return "the L2 optimum is for Gaussian noise"
-    if problem.size > L2_DUAL_MAX_N:
-        return f"l2-dual is limited to n ≤ {L2_DUAL_MAX_N} (n = {problem.size}); use eigen-design"
+    if problem.size > DENSE_EIGH_MAX_N:
+        return (
+            f"l2-dual is limited to n ≤ {DENSE_EIGH_MAX_N} (n = {problem.size}); use eigen-design"
+        )
     return None
 
 
@@ -261,8 +274,8 @@ def _cvxpy_limit(largest: int) -> Callable[[StrategySelection], str | None]:
 
 # Clarabel's interior point took ~110 s on the n = 64 SDPs (measured), SCS 4–16 s.
 for _solver, _largest, _tol in (
-    ("clarabel", _CLARABEL_MAX_N, 1e-4),
-    ("scs", CVXPY_MAX_N, 1e-3),
+    ("clarabel", SDP_CLARABEL_MAX_N, 1e-4),
+    ("scs", SDP_SCS_MAX_N, 1e-3),
 ):
     register_cvxpy(
         StrategySelection,

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from dpopt import workload as wl
-from dpopt.limits import DENSE_EIGH_MAX_N as SVD_EIGH_MAX_N
-from dpopt.limits import OPT0_MAX_LINE_SEARCH as MAX_LINE_SEARCH
+from dpopt.deprecation import moved_attributes
+from dpopt.limits import DENSE_EIGH_MAX_N, OPT0_MAX_LINE_SEARCH
 from dpopt.models.hdmm.matrix_mechanism import (
     Gram,
     dense_gram,
@@ -45,6 +45,16 @@ from dpopt.solvers.backends.deadline import Deadline
 from dpopt.threads import blas_limit, one_thread
 
 __all__: list[str] = []  # reached through dpopt.solve (methods opt0-laplace, opt0-gaussian)
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "SVD_EIGH_MAX_N": "dpopt.limits.DENSE_EIGH_MAX_N",
+        "MAX_LINE_SEARCH": "dpopt.limits.OPT0_MAX_LINE_SEARCH",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 # Finite penalty for points where the objective is undefined
 # (docs/families/hdmm.md#hdmm-infeasible-points).
@@ -180,13 +190,13 @@ def _total(gram: Gram) -> float:
 
 def gram_eigenpairs(gram: Gram) -> tuple[np.ndarray, np.ndarray] | None:
     """(λ, P) with PΛPᵀ = V: closed form for an implicit AllRange or Prefix Gram, else a dense
-    eigendecomposition up to :data:`SVD_EIGH_MAX_N`; None past it or past DENSE_LIMIT."""
+    eigendecomposition up to :data:`DENSE_EIGH_MAX_N`; None past it or past DENSE_LIMIT."""
     if gram.shape[0] ** 2 > wl.DENSE_LIMIT:  # its strategy would be a dense n × n array
         return None
     if isinstance(gram, wl.BlockGram) and isinstance(gram.block, wl.AllRange | wl.Prefix):
         values, rows = gram.block.gram_eigenpairs()
         return values, rows.T
-    if gram.shape[0] > SVD_EIGH_MAX_N:
+    if gram.shape[0] > DENSE_EIGH_MAX_N:
         return None
     with blas_limit(gram.shape[0]):
         return np.linalg.eigh(dense_gram(gram))
@@ -357,7 +367,7 @@ def _minimize_ridged(
         point,
         jac=True,
         method="L-BFGS-B",
-        options={"ftol": ftol, "gtol": 1e-10, "maxiter": maxiter, "maxls": MAX_LINE_SEARCH},
+        options={"ftol": ftol, "gtol": 1e-10, "maxiter": maxiter, "maxls": OPT0_MAX_LINE_SEARCH},
         callback=None if deadline is None else deadline.callback,
     )
     return np.asarray(result.x), result

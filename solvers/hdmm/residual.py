@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpopt.limits import RESIDUAL_CVXPY_MAX_CLOSURE as CVXPY_MAX_CLOSURE
-from dpopt.limits import RESIDUAL_MAX_ITERATIONS as MAX_ITERATIONS
+from dpopt.deprecation import moved_attributes
+from dpopt.limits import RESIDUAL_CVXPY_MAX_CLOSURE, RESIDUAL_MAX_ITERATIONS
 from dpopt.models.hdmm.residual import Closure, ResidualSelection, cvxpy_model
 from dpopt.problem import Outcome, register
 from dpopt.solvers.backends.cvxpy import register_cvxpy
@@ -37,7 +37,17 @@ from dpopt.validation import integer, positive_number
 if TYPE_CHECKING:
     import scipy.sparse
 
-__all__ = ["CVXPY_MAX_CLOSURE", "DUAL_TOL", "MAX_ITERATIONS"]
+__all__ = ["DUAL_TOL", "RESIDUAL_CVXPY_MAX_CLOSURE", "RESIDUAL_MAX_ITERATIONS"]
+
+__getattr__ = moved_attributes(
+    __name__,
+    {
+        "CVXPY_MAX_CLOSURE": "dpopt.limits.RESIDUAL_CVXPY_MAX_CLOSURE",
+        "MAX_ITERATIONS": "dpopt.limits.RESIDUAL_MAX_ITERATIONS",
+    },
+)
+"""The names this module once imported its limits as, until 0.3 (CHANGELOG "Renamed or
+moved")."""
 
 
 DUAL_TOL = 1e-8
@@ -76,12 +86,12 @@ def dual_ascent(
     *,
     time_limit: float | None = None,
     tol: float = DUAL_TOL,
-    max_iterations: int = MAX_ITERATIONS,
+    max_iterations: int = RESIDUAL_MAX_ITERATIONS,
 ) -> Outcome:
     """The max objective by the multiplicative dual update (module docstring); the returned u
     meets Σ p/u = 1 and ``info`` holds the gap, both bounds, the dual point and the count of
     iterations. Where the update has not closed the gap (two nearly tied constraints shed
-    their weight slowly) on a closure of at most :data:`CVXPY_MAX_CLOSURE` members, the
+    their weight slowly) on a closure of at most :data:`RESIDUAL_CVXPY_MAX_CLOSURE` members, the
     interior point of the cvxpy model (Clarabel) is tried, its point and its multipliers
     certified by the same bounds (``info["polish"]``)."""
     tol = positive_number("tol", tol)
@@ -97,7 +107,7 @@ def dual_ascent(
     best, iterations, stopped = _ascend(closure, best, weights, tol, max_iterations, deadline)
     status = "time_limit" if stopped else "feasible"
     info["iterations"] = iterations
-    if best.gap > tol and status != "time_limit" and problem.size <= CVXPY_MAX_CLOSURE:
+    if best.gap > tol and status != "time_limit" and problem.size <= RESIDUAL_CVXPY_MAX_CLOSURE:
         best, info["polish"] = _polished(problem, best)
     if best.gap <= tol:
         status = "optimal"
@@ -255,8 +265,11 @@ register_cvxpy(
     solver_tols={"scs": 1e-9},
     limit=lambda p: (
         None
-        if p.size <= CVXPY_MAX_CLOSURE
-        else f"a closure of {p.size} > {CVXPY_MAX_CLOSURE} blocks (the fast paths are exact)"
+        if p.size <= RESIDUAL_CVXPY_MAX_CLOSURE
+        else (
+            f"a closure of {p.size} > {RESIDUAL_CVXPY_MAX_CLOSURE} blocks "
+            "(RESIDUAL_CVXPY_MAX_CLOSURE; the fast paths are exact)"
+        )
     ),
     description="convex program over the budget shares",
     feasible=True,

@@ -135,7 +135,7 @@ def test_l2_dual_method_and_optimize_path() -> None:
     """The registered method is certified optimal and agrees with opt0-gaussian; optimize
     takes it for Gaussian noise and Eigen-Design past its size limit."""
     from dpopt import hdmm
-    from dpopt.solvers.hdmm.methods import L2_DUAL_MAX_N
+    from dpopt.limits import DENSE_EIGH_MAX_N
 
     gram = wl.AllRange(48).gram().dense()
     dual = solve(StrategySelection(gram, "gaussian"), "l2-dual")
@@ -148,4 +148,6 @@ def test_l2_dual_method_and_optimize_path() -> None:
     assert strategy.template == "l2-dual"
     assert strategy.details["path"] == "l2-dual"
     with pytest.raises(ValueError, match="use eigen-design"):
-        solve(StrategySelection(wl.Prefix(L2_DUAL_MAX_N + 1).gram().dense(), "gaussian"), "l2-dual")
+        solve(
+            StrategySelection(wl.Prefix(DENSE_EIGH_MAX_N + 1).gram().dense(), "gaussian"), "l2-dual"
+        )

@@ -504,7 +504,7 @@ def test_bad_input() -> None:
         svd_bound_marginals(-w, DOM)
     with pytest.raises(ValueError, match=r"w must have length 2\^d = 4"):
         closed_form_theta(w, (2, 3))
-    with pytest.raises(ValueError, match="DENSE_MAX_N"):
+    with pytest.raises(ValueError, match="MARGINAL_DENSE_MAX_N"):
         marginal_strategy_dense(np.ones(16), EX15)
     with pytest.raises(ValueError, match="y_blocks must map exactly"):
         marginal_reconstruct(keyed({3: 1.0}, 3), {3: np.zeros((3, 4)), 0: 1.0}, DOM)

@@ -52,7 +52,7 @@ def test_cost_overflow_is_refused_before_the_charge(data: CensusData, mechanism:
 def test_max_memory_is_validated(data: CensusData) -> None:
     with pytest.raises(ValueError, match="max_memory must be"):
         census.release(data, epsilon=1.0, settings=Settings(max_memory=1000))
-    assert resources.memory_limit_of(None) == resources.DEFAULT_MEMORY_LIMIT == 2 * 2**30
+    assert resources.memory_limit_of(None) == resources.DEFAULT_MEMORY_LIMIT == 4 * 2**30
 
 
 def test_memory_limit_is_the_deprecated_name_of_max_memory(data: CensusData, tmp_path) -> None:

@@ -215,7 +215,7 @@ def test_the_old_form_draws_no_records_from_a_structure(
 def test_plan_dgm_takes_a_structure_and_refuses_its_given_prior(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    argv = ["plan", "dgm", "--network", str(STRUCTURE), "--records", "300", "--seeds", "1"]
+    argv = ["plan", "dgm", "--network", str(STRUCTURE), "--records", "300", "--releases", "1"]
     assert main([*argv, "--epsilon", "1", "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out)
     assert main([*argv, "--prior", "given"]) == 2

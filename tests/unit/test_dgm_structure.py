@@ -187,7 +187,7 @@ def test_dpopt_check_finds_a_release_whose_network_bif_has_no_cpds(tmp_path: Pat
 
 
 def test_the_dirichlet_planner_takes_the_structure() -> None:
-    options: dict[str, Any] = {"records": 300, "epsilons": (1.0,), "seeds": 1, "queries": 4}
+    options: dict[str, Any] = {"records": 300, "epsilons": (1.0,), "releases": 1, "queries": 4}
     from_structure = dgm.plan_error_curve(EXAMPLES / "asia_structure.bif", **options)
     from_full = dgm.plan_error_curve("asia", **options)
     assert from_structure.rows() == from_full.rows()

@@ -4,14 +4,14 @@ fall with ε, and refuse bad input; ``dpopt plan dgm|relational`` prints them.""
 
 from __future__ import annotations
 
+import inspect
 import json
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from dpopt import dgm, relational
-from dpopt import planning as limits
+from dpopt import dgm, limits, relational
 from dpopt.cli import main
 from dpopt.dgm import planning as dgm_planning
 from dpopt.dgm.planning import _with_prior
@@ -21,8 +21,8 @@ from dpopt.relational.planning import simulated_instance
 
 
 def test_dgm_curve_is_the_simulated_releases() -> None:
-    curve = dgm.plan_error_curve("asia", records=1500, epsilons=(0.5, 2.0), seeds=2, queries=10)
-    again = dgm.plan_error_curve("asia", records=1500, epsilons=(0.5, 2.0), seeds=2, queries=10)
+    curve = dgm.plan_error_curve("asia", records=1500, epsilons=(0.5, 2.0), releases=2, queries=10)
+    again = dgm.plan_error_curve("asia", records=1500, epsilons=(0.5, 2.0), releases=2, queries=10)
     assert curve == again
     # seed 0, ε = 2, the baseline, by hand
     model = dgm.load("asia")
@@ -42,7 +42,7 @@ def test_dgm_curve_is_the_simulated_releases() -> None:
     scores = dgm.evaluate(
         reference, learned.network, marginal=marginal, conditional=conditional, maps=[]
     )
-    first = dgm.plan_error_curve("asia", records=1500, epsilons=(0.5, 2.0), seeds=1, queries=10)
+    first = dgm.plan_error_curve("asia", records=1500, epsilons=(0.5, 2.0), releases=1, queries=10)
     assert first.mean["baseline"]["marginal_l1"][1] == scores["marginal_l1"]
     assert first.mean["baseline"]["conditional_weighted_l1"][1] == pytest.approx(
         scores["conditional_weighted_l1"]
@@ -76,7 +76,7 @@ def test_dgm_prior_draws_rows_of_the_structure() -> None:
         ({"records": 10, "epsilons": 1.0}, "epsilons must be 1-dimensional"),
         ({"records": 10, "epsilons": (True,)}, "epsilons must be an array of numbers"),
         ({"records": 10, "epsilons": [1.0] * 101}, "at most 100 values"),
-        ({"records": 10, "seeds": 1001}, "seeds must be an integer <= 1000"),
+        ({"records": 10, "releases": 1001}, "releases must be an integer <= 1000"),
         ({"records": 10, "queries": 10**6}, "queries must be an integer <= 1000"),
         ({"records": 10, "seed": -1}, "seed must be an integer >= 0"),
         ({"records": 10, "seed": True}, "seed must be"),
@@ -108,7 +108,7 @@ def test_dgm_memory_estimate_grows_with_records_and_nodes() -> None:
 @pytest.mark.slow
 def test_relational_curve_is_the_simulated_releases() -> None:
     shape = (120, 80, 200)
-    curve = relational.plan_error_curve(shape, d_max=3, epsilons=(1.0, 30.0), seeds=1)
+    curve = relational.plan_error_curve(shape, d_max=3, epsilons=(1.0, 30.0), releases=1)
     rng = np.random.default_rng([0, 0])
     data, left, right, random_links = simulated_instance(shape, 3, 1.0, rng)
     baseline = relational.cross_errors(data, left, right, random_links)
@@ -131,7 +131,7 @@ def test_relational_curve_is_the_simulated_releases() -> None:
         ((10, 10, True), {}, r"shape\[2\] must be an integer, got True"),
         ((10, 10, 0), {}, "links must be an integer >= 1"),
         ((10, 10, 5), {"d_max": 0}, "d_max must be"),
-        ((10, 10, 5), {"seeds": 10**6}, "seeds must be an integer <= 1000"),
+        ((10, 10, 5), {"releases": 10**6}, "releases must be an integer <= 1000"),
         ((10, 10, 5), {"epsilons": (float("inf"),)}, r"epsilons\[0\] must be finite"),
         ((10, 10, 5), {"table_epsilon": 1e-300}, "table_epsilon must be in"),
         ((10, 10, 5), {"fit": "magic"}, "fit must be one of"),
@@ -168,9 +168,9 @@ def test_relational_memory_estimate() -> None:
 
 def test_cli_prints_the_dgm_curve(capsys) -> None:
     arguments = ["plan", "dgm", "--network", "asia", "--records", "1500", "--epsilon", "0.5,2"]
-    assert main([*arguments, "--seeds", "1", "--json", "-"]) == 0
+    assert main([*arguments, "--releases", "1", "--json", "-"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
-    curve = dgm.plan_error_curve("asia", records=1500, epsilons=(0.5, 2.0), seeds=1)
+    curve = dgm.plan_error_curve("asia", records=1500, epsilons=(0.5, 2.0), releases=1)
     assert rows == curve.rows()
     assert main(["plan", "relational", "--shape", "3,4", "--d-max", "2"]) == 2
     assert "shape must be" in capsys.readouterr().err
@@ -184,7 +184,7 @@ def test_cli_prints_the_dgm_curve(capsys) -> None:
         (["relational", "--shape", "100000000,100000000,100000000", "--d-max", "3"], "needs about"),
         (["relational", "--shape", "1e8,5,5", "--d-max", "3"], "--shape must be three integers"),
         (["dgm", "--network", "asia", "--records", "10000000000"], "needs about 596 GiB"),
-        (["dgm", "--network", "asia", "--records", "10", "--seeds", "5000"], "seeds must be"),
+        (["dgm", "--network", "asia", "--records", "10", "--releases", "5000"], "releases must be"),
         (["dgm", "--network", "asia", "--records", "10", "--epsilon", "1e-300"], "epsilons[0]"),
     ],
 )
@@ -202,7 +202,7 @@ def test_cli_max_memory_reaches_the_planner(monkeypatch, capsys) -> None:
     assert "above the memory budget of 0.001 GiB" in capsys.readouterr().err
     with pytest.raises(AssertionError, match="simulated before"):
         main([*arguments, "--max-memory", "1"])
-    assert limits.MEMORY_BUDGET == 4 * 2**30
+    assert limits.MAX_MEMORY == 4 * 2**30
 
 
 def test_memory_estimates_check_their_inputs() -> None:
@@ -222,7 +222,7 @@ def _curve(runs: dict, parameters: dict) -> ErrorCurve:
 
 def test_one_error_curve_type_for_every_family() -> None:
     """DGM and relational plan with the same verb and return the same type, whose ``ratio`` is
-    the mean over the seeds of default/baseline per metric."""
+    the mean over the simulated releases of default/baseline per metric."""
     assert dgm.ErrorCurve is relational.ErrorCurve is ErrorCurve
     assert dgm_planning.plan_error_curve.__annotations__["return"] == "ErrorCurve"
     assert relational_planning.plan_error_curve.__annotations__["return"] == "ErrorCurve"
@@ -231,7 +231,7 @@ def test_one_error_curve_type_for_every_family() -> None:
         "baseline": {"l1": [[2.0, 2.0], [4.0, 1.0]]},
     }
     curve = _curve(runs, {"shape": (3, 4, 5)})
-    assert curve.seeds == 2 and curve.metrics == ("l1",)
+    assert curve.releases == 2 and curve.metrics == ("l1",)
     assert curve.mean == {"default": {"l1": (2.0, 2.0)}, "baseline": {"l1": (2.0, 2.5)}}
     assert curve.ratio == {"l1": (1.0, 1.25)}
     assert curve.ratio_sd == {"l1": (0.5, 0.75)}
@@ -289,3 +289,50 @@ def test_error_curve_is_a_deprecated_alias(monkeypatch, family) -> None:
 
 def _refused(*args, **options):
     raise ValueError("refused here")
+
+
+def test_releases_has_one_default_in_python_and_on_the_command_line() -> None:
+    from dpopt.cli import build_parser
+    from dpopt.planning import CURVE_RELEASES
+
+    for planner in (dgm_planning.plan_error_curve, relational_planning.plan_error_curve):
+        assert inspect.signature(planner).parameters["releases"].default is None
+        assert "seeds" not in inspect.signature(planner).parameters
+    parser = build_parser()
+    for family in (
+        ["dgm", "--network", "asia", "--records", "9"],
+        ["relational", "--shape", "3,4,5", "--d-max", "2"],
+    ):
+        assert parser.parse_args(["plan", *family]).releases == CURVE_RELEASES == 3
+
+
+def test_seeds_is_the_former_name_of_releases(capsys) -> None:
+    """``seeds=`` and ``--seeds`` still count the simulated releases, with a warning, until 0.3;
+    both spellings at once are refused."""
+    options = {"records": 300, "epsilons": (1.0,), "queries": 4}
+    with pytest.warns(DeprecationWarning, match=r"plan_error_curve\(seeds=\) is deprecated"):
+        former = dgm.plan_error_curve("asia", seeds=2, **options)
+    assert former == dgm.plan_error_curve("asia", releases=2, **options)
+    assert former.releases == 2
+    with pytest.warns(DeprecationWarning, match=r"ErrorCurve.seeds is deprecated"):
+        assert former.seeds == 2
+    with pytest.raises(TypeError, match="give releases= or its former name seeds=, not both"):
+        dgm.plan_error_curve("asia", releases=2, seeds=2, **options)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'seedz'"):
+        dgm.plan_error_curve("asia", seedz=2, **options)
+    with pytest.warns(DeprecationWarning, match=r"relational.plan_error_curve\(seeds=\)"):
+        links = relational.plan_error_curve((60, 40, 80), d_max=3, epsilons=(1.0,), seeds=1)
+    assert links == relational.plan_error_curve((60, 40, 80), d_max=3, epsilons=(1.0,), releases=1)
+    with pytest.warns(DeprecationWarning, match=r"relational.plan_error_curve\(method=\)"):
+        fitted = relational.plan_error_curve(
+            (60, 40, 80), d_max=3, epsilons=(1.0,), releases=1, method="paper"
+        )
+    assert fitted == relational.plan_error_curve(
+        (60, 40, 80), d_max=3, epsilons=(1.0,), releases=1, fit="paper"
+    )
+    arguments = ["plan", "dgm", "--network", "asia", "--records", "300", "--epsilon", "1"]
+    assert main([*arguments, "--seeds", "1", "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    assert "--seeds is deprecated here: use --releases" in captured.err
+    assert main([*arguments, "--releases", "1", "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(captured.out)

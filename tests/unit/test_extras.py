@@ -65,7 +65,9 @@ def test_a_missing_extra_is_named(
 def test_the_dgm_family_and_its_compare_suite_run_without_any_extra() -> None:
     code = BLOCK + (
         "from dpopt import dgm\n"
-        "curve = dgm.plan_error_curve('asia', records=500, epsilons=(1.0,), seeds=1, queries=5)\n"
+        "curve = dgm.plan_error_curve(\n"
+        "    'asia', records=500, epsilons=(1.0,), releases=1, queries=5\n"
+        ")\n"
         "means = [v for m in curve.mean.values() for t in m.values() for v in t]\n"
         "assert curve.rows() and means and all(v >= 0 for v in means), curve\n"
         "from dpopt.cli import main\n"

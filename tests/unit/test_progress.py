@@ -155,10 +155,15 @@ def test_the_census_plan_reports_each_simulated_release() -> None:
 def test_the_curves_report_each_simulated_release() -> None:
     stream = io.StringIO()
     dgm.plan_error_curve(
-        "asia", records=500, epsilons=(1.0,), seeds=2, queries=4, progress=Progress(stream=stream)
+        "asia",
+        records=500,
+        epsilons=(1.0,),
+        releases=2,
+        queries=4,
+        progress=Progress(stream=stream),
     )
     relational.plan_error_curve(
-        (60, 40, 80), d_max=3, epsilons=(1.0, 3.0), seeds=1, progress=Progress(stream=stream)
+        (60, 40, 80), d_max=3, epsilons=(1.0, 3.0), releases=1, progress=Progress(stream=stream)
     )
     dgm_line, relational_line = _lines(stream)
     assert dgm_line.startswith("simulated releases: 4/4 releases, ")  # default and baseline
