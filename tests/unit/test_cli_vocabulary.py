@@ -110,6 +110,8 @@ def test_the_deprecated_seed_of_a_release_is_hidden_and_names_the_noise_key() ->
         **{(command, "--seed"): "--noise-key" for command in RELEASE_COMMANDS},
         ("census release", "--memory-limit"): "--max-memory",
         ("census release", "--input"): "--data",
+        ("plan dgm", "--seeds"): "--releases",
+        ("plan relational", "--seeds"): "--releases",
     }
     for command, alias in _flags(DeprecatedAlias):
         new = COMMANDS[command]._option_string_actions[alias.new]  # type: ignore[attr-defined]
