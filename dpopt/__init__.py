@@ -23,6 +23,7 @@ from dpopt.errors import (
     Infeasible,
     InvalidInput,
     InvalidType,
+    MissingAttribute,
     ReleaseError,
     SolverError,
 )
@@ -128,7 +129,7 @@ def __getattr__(name: str) -> Any:
         return importlib.import_module(f"dpopt.{name}")
     if name == "OptionError":  # the command line's own error now (dpopt.cli.errors)
         return getattr(importlib.import_module("dpopt.errors"), name)
-    raise AttributeError(f"module 'dpopt' has no attribute {name!r}")
+    raise MissingAttribute(f"module 'dpopt' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
+from dpopt.errors import InvalidType, MissingAttribute
 from dpopt.validation import function, instance
 
 __all__ = [
@@ -116,14 +117,14 @@ def settings_of(where: str, kind: type, settings: Any, flat: Mapping[str, Any]) 
     not a field, or both spellings at once, is a TypeError."""
     instance("where", where, str)
     if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
-        raise TypeError(f"kind must be a dataclass type, got {kind!r:.60}")
+        raise InvalidType(f"kind must be a dataclass type, got {kind!r:.60}")
     instance("flat", flat, Mapping)
     names = {field.name for field in dataclasses.fields(kind)}
     unknown = sorted(set(flat) - names)
     if unknown:
-        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+        raise InvalidType(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
     if flat and settings is not None:
-        raise TypeError(f"{where}: give settings= or the keywords {sorted(flat)}, not both")
+        raise InvalidType(f"{where}: give settings= or the keywords {sorted(flat)}, not both")
     if flat:
         keywords = ", ".join(f"{name}=" for name in flat)
         warn_renamed(
@@ -146,7 +147,7 @@ def keyword_alias(
     if old_value is None:
         return default if new_value is None else new_value
     if new_value is not None:
-        raise TypeError(f"{where}: give {new_name}= or its former name {old_name}=, not both")
+        raise InvalidType(f"{where}: give {new_name}= or its former name {old_name}=, not both")
     warn_renamed(f"{where}({old_name}=)", f"{where}({new_name}=)", stacklevel=4)
     return old_value
 
@@ -167,13 +168,13 @@ def no_other_keywords(where: str, former: Mapping[str, Any]) -> None:
     """Python's own TypeError for a keyword left in ``former`` that ``where`` never took."""
     instance("former", former, Mapping)
     if former:
-        raise TypeError(f"{where}() got an unexpected keyword argument {sorted(former)[0]!r}")
+        raise InvalidType(f"{where}() got an unexpected keyword argument {sorted(former)[0]!r}")
 
 
 def _keyword(name: str, value: Any) -> tuple[str, Any]:
     """``value`` as a (keyword name, its value) pair."""
     if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)):
-        raise TypeError(f"{name} must be a (name, value) pair, got {value!r:.60}")
+        raise InvalidType(f"{name} must be a (name, value) pair, got {value!r:.60}")
     return value
 
 
@@ -186,11 +187,11 @@ def moved_attributes(module: str, moves: Mapping[str, str]) -> Callable[[str], A
     moves = dict(moves)
     for new in moves.values():
         if not (isinstance(new, str) and "." in new):
-            raise TypeError(f"moves must map names to dotted paths, got {new!r:.60}")
+            raise InvalidType(f"moves must map names to dotted paths, got {new!r:.60}")
 
     def __getattr__(name: str) -> Any:
         if name not in moves:
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+            raise MissingAttribute(f"module {module!r} has no attribute {name!r}")
         home, _, attribute = moves[name].rpartition(".")
         warn_renamed(f"{module}.{name}", moves[name])
         return getattr(importlib.import_module(home), attribute)

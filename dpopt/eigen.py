@@ -29,6 +29,7 @@ import numpy as np
 from dpopt import hdmm
 from dpopt import workload as wl
 from dpopt.deprecation import moved_attributes
+from dpopt.errors import InvalidInput
 from dpopt.limits import DENSE_EIGH_MAX_N
 from dpopt.models.hdmm.matrix_mechanism import ProductStrategySelection, StrategySelection
 from dpopt.problem import Solution, solve
@@ -152,5 +153,5 @@ def bounds(workload: Any) -> dict[str, float]:
     else:
         values = np.linalg.eigvalsh(hdmm.gram_of(_workload(workload)))
     if not np.any(values > 0) or not math.isfinite(float(values.max())):
-        raise ValueError("workload must be non-zero (its Gram is 0)")
+        raise InvalidInput("workload must be non-zero (its Gram is 0)")
     return spectrum_bounds(values)

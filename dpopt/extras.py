@@ -9,6 +9,8 @@ import importlib
 from types import ModuleType
 from typing import Any
 
+from dpopt.errors import InvalidInput, MissingExtra
+
 __all__ = ["EXTRAS", "load_pyarrow", "require"]
 
 EXTRAS = {"pyarrow": "dask", "pyarrow.parquet": "dask", "pgmpy": "pgmpy", "matplotlib": "plots"}
@@ -20,11 +22,11 @@ def require(module: str, purpose: str) -> ModuleType:
     ``pip install 'dpopt[extra]'`` that installs it."""
     top = module.split(".")[0] if isinstance(module, str) else None
     if top not in EXTRAS:
-        raise ValueError(f"module must be an optional module of {sorted(EXTRAS)}, got {module!r}")
+        raise InvalidInput(f"module must be an optional module of {sorted(EXTRAS)}, got {module!r}")
     try:
         return importlib.import_module(module)
     except ImportError as err:
-        raise ImportError(
+        raise MissingExtra(
             f"{purpose} needs {top}: install the extra, pip install 'dpopt[{EXTRAS[top]}]'"
         ) from err
 

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dpopt.errors import InvalidInput, InvalidType
+
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
@@ -21,7 +23,7 @@ def ragged_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """The concatenated integer ranges starts[i] … starts[i] + counts[i] − 1, in order."""
     for name, value in (("starts", starts), ("counts", counts)):
         if not (isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.integer)):
-            raise TypeError(f"{name} must be an integer numpy array, got {value!r:.80}")
+            raise InvalidType(f"{name} must be an integer numpy array, got {value!r:.80}")
     ends = np.cumsum(counts)
     total = int(ends[-1]) if ends.size else 0
     return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - counts), counts)
@@ -40,16 +42,16 @@ class Tree:
             and parents.ndim == 1
             and np.issubdtype(parents.dtype, np.integer)
         ):
-            raise TypeError(f"parents must be a 1-D integer numpy array, got {parents!r:.80}")
+            raise InvalidType(f"parents must be a 1-D integer numpy array, got {parents!r:.80}")
         self.parents = parents
         self.size = parents.size
         roots = np.flatnonzero(parents == -1)
         if roots.size != 1:
-            raise ValueError(f"parents must contain exactly one root (-1), found {roots.size}")
+            raise InvalidInput(f"parents must contain exactly one root (-1), found {roots.size}")
         self.root = int(roots[0])
         bad = np.flatnonzero((parents < -1) | (parents >= self.size))
         if bad.size:
-            raise ValueError(
+            raise InvalidInput(
                 f"parents[{bad[0]}] = {parents[bad[0]]} is not a region index "
                 f"in 0..{self.size - 1} or -1"
             )
@@ -70,13 +72,13 @@ class Tree:
             first = self.child_ptr[frontier]
             nxt = self.child_idx[ragged_ranges(first, self.child_ptr[frontier + 1] - first)]
             if np.any(self.depth[nxt] >= 0):
-                raise ValueError("parents must describe a tree, but a region is reached twice")
+                raise InvalidInput("parents must describe a tree, but a region is reached twice")
             self.depth[nxt] = level
             visited.append(nxt)
         reached = np.concatenate(visited)
         if reached.size != self.size:
             lost = np.setdiff1d(np.arange(self.size), reached)[0]
-            raise ValueError(
+            raise InvalidInput(
                 f"parents must describe a tree, but region {lost} is on a cycle "
                 "that does not reach the root"
             )

@@ -21,6 +21,8 @@ import warnings
 from fractions import Fraction
 from typing import Any
 
+from dpopt.errors import MissingAttribute
+
 __all__ = [
     "CENSUS_MAX_CELLS",
     "CENSUS_MAX_SIZES",
@@ -737,7 +739,7 @@ def __getattr__(name: str) -> Any:
     """A former name of a limit, with a DeprecationWarning (until 0.3). The warning is written
     here, not by ``dpopt.deprecation``, which imports this module."""
     if name not in _FORMER:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        raise MissingAttribute(f"module {__name__!r} has no attribute {name!r}")
     warnings.warn(
         f"dpopt.limits.{name} is deprecated: use dpopt.limits.{_FORMER[name]} (the old name "
         "goes in dpopt 0.3)",

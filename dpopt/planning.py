@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpopt.deprecation import former_keyword, moved_attributes, warn_renamed
+from dpopt.errors import InvalidInput, MissingAttribute, MissingKey
 from dpopt.limits import MAX_CURVE_EPSILONS, MAX_CURVE_RELEASES, MAX_MEMORY, MIN_MEMORY
 from dpopt.reprs import short_repr
 from dpopt.validation import finite_array, instance, integer, positive_number, sequence
@@ -73,7 +74,7 @@ def check_memory(estimate: int, budget: int, what: str) -> None:
     budget = integer("budget", budget, minimum=0, maximum=None)
     instance("what", what, str)
     if estimate > budget:
-        raise ValueError(
+        raise InvalidInput(
             f"{what} needs about {estimate / GIB:.3g} GiB, above the memory budget of "
             f"{budget / GIB:.3g} GiB (estimated from the public sizes before anything is "
             "allocated): lower them or raise the budget (max_memory, --max-memory)"
@@ -86,7 +87,7 @@ def number_in(name: str, value: Any, bounds: tuple[float, float]) -> float:
     low, high = _bounds(bounds)
     number = positive_number(name, value)
     if not low <= number <= high:
-        raise ValueError(f"{name} must be in [{low:g}, {high:g}], got {value!r}")
+        raise InvalidInput(f"{name} must be in [{low:g}, {high:g}], got {value!r}")
     return number
 
 
@@ -94,10 +95,10 @@ def _bounds(bounds: Any) -> tuple[float, float]:
     """``bounds`` as (low, high), two numbers with 0 < low <= high."""
     pair = sequence("bounds", bounds, "two numbers (low, high)")
     if len(pair) != 2:
-        raise ValueError(f"bounds must be two numbers (low, high), got {len(pair)}")
+        raise InvalidInput(f"bounds must be two numbers (low, high), got {len(pair)}")
     low, high = (positive_number(f"bounds[{i}]", value) for i, value in enumerate(pair))
     if low > high:
-        raise ValueError(f"bounds must have low <= high, got {pair!r}")
+        raise InvalidInput(f"bounds must have low <= high, got {pair!r}")
     return low, high
 
 
@@ -106,7 +107,7 @@ def curve_epsilons(value: Any) -> tuple[float, ...]:
     :data:`CURVE_EPSILONS`."""
     values = finite_array("epsilons", value, ndim=1).tolist()
     if len(values) > MAX_CURVE_EPSILONS:
-        raise ValueError(
+        raise InvalidInput(
             f"epsilons must hold at most {MAX_CURVE_EPSILONS} values, got {len(values)}"
         )
     return tuple(number_in(f"epsilons[{i}]", e, CURVE_EPSILONS) for i, e in enumerate(values))
@@ -143,7 +144,7 @@ class Ratios(dict[str, tuple[float, ...]]):
 
     def __missing__(self, key: Any) -> float:
         if not isinstance(key, int) or len(self) != 1:
-            raise KeyError(key)
+            raise MissingKey(key)
         warn_renamed("ErrorCurve.ratio[i]", "ErrorCurve.ratio[metric][i]")
         return next(iter(self.values()))[key]
 
@@ -222,7 +223,7 @@ class ErrorCurve:
     def __getattr__(self, name: str) -> Any:
         """The two former curve types' own fields, for one release, with a warning."""
         if name not in _FORMER_FIELDS:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            raise MissingAttribute(f"{type(self).__name__!r} object has no attribute {name!r}")
         field, *keys = _FORMER_FIELDS[name]
         warn_renamed(f"ErrorCurve.{name}", f"ErrorCurve.{field}{''.join(f'[{k!r}]' for k in keys)}")
         value = getattr(self, field)

@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from dpopt.errors import SolverError
+from dpopt.errors import InvalidInput, InvalidType, SolverError
 from dpopt.reprs import short_repr
 from dpopt.validation import boolean, choice, function, instance, positive_number, subclass
 
@@ -158,7 +158,7 @@ class Outcome:
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+            raise InvalidInput(f"status must be one of {STATUSES}, got {self.status!r}")
 
 
 @dataclass(frozen=True)
@@ -234,9 +234,9 @@ def register(
     with ``time_limit=None``.
     """
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        raise InvalidInput(f"kind must be one of {KINDS}, got {kind!r}")
     if not (tol >= 0 and math.isfinite(tol)):
-        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
+        raise InvalidInput(f"tol must be a finite number >= 0, got {tol!r}")
 
     def decorate(function: MethodFunction) -> MethodFunction:
         add_method(
@@ -259,7 +259,7 @@ def add_method(problem_type: type[Problem], method: RegisteredMethod) -> None:
     instance("method", method, RegisteredMethod)
     methods_of_type = _REGISTRY.setdefault(problem_type, {})
     if method.info.name in methods_of_type:
-        raise ValueError(
+        raise InvalidInput(
             f"method {method.info.name!r} is already registered for {problem_type.__name__}"
         )
     methods_of_type[method.info.name] = method
@@ -271,7 +271,7 @@ def register_family(
     """Let ``solve`` build methods named ``prefix:<variant>`` on demand with ``make(variant)``."""
     subclass("problem_type", problem_type, Problem)
     if not isinstance(prefix, str) or not prefix or ":" in prefix:
-        raise ValueError(f"prefix must be a non-empty str without ':', got {prefix!r:.60}")
+        raise InvalidInput(f"prefix must be a non-empty str without ':', got {prefix!r:.60}")
     function("make", make)
     _FAMILIES.setdefault(problem_type, {})[prefix] = _MethodFamily(prefix, make)
 
@@ -305,7 +305,7 @@ def _registered(problem_type: type) -> Iterator[RegisteredMethod]:
 
 def _method_name(name: Any) -> str:
     if not isinstance(name, str):
-        raise TypeError(f"method must be a method name (a str), got {type(name).__name__}")
+        raise InvalidType(f"method must be a method name (a str), got {type(name).__name__}")
     return name
 
 
@@ -321,7 +321,7 @@ def _lookup(problem: Problem | type[Problem], name: str) -> RegisteredMethod:
         if family is not None and variant:
             return family.make(variant)
     available = ", ".join(m.info.name for m in _registered(kind)) or "none"
-    raise ValueError(f"unknown method {name!r} for {kind.__name__}; available: {available}")
+    raise InvalidInput(f"unknown method {name!r} for {kind.__name__}; available: {available}")
 
 
 def methods(problem: Problem | type[Problem], *, include_refused: bool = False) -> list[MethodInfo]:
@@ -333,7 +333,7 @@ def methods(problem: Problem | type[Problem], *, include_refused: bool = False) 
     if isinstance(problem, type) and issubclass(problem, Problem):
         return [m.info for m in _registered(problem)]
     if not isinstance(problem, Problem):
-        raise TypeError(f"problem must be a dpopt Problem, got {type(problem).__name__}")
+        raise InvalidType(f"problem must be a dpopt Problem, got {type(problem).__name__}")
     include_refused = boolean("include_refused", include_refused)
     return [
         m.info for m in _registered(type(problem)) if include_refused or m.refusal(problem) is None
@@ -352,7 +352,7 @@ def _auto(problem: Problem) -> RegisteredMethod:
         if m.info.kind == "exact" and m.auto_rank is not None and m.refusal(problem) is None
     ]
     if not ranked:
-        raise ValueError(
+        raise InvalidInput(
             f"no exact method accepts this {type(problem).__name__} instance; "
             f"choose one of: {', '.join(m.name for m in methods(problem))}"
         )
@@ -370,7 +370,7 @@ def _check_options(method: RegisteredMethod, options: Mapping[str, Any]) -> None
     )
     unknown = sorted(set(options) - set(accepted))
     if unknown:
-        raise ValueError(
+        raise InvalidInput(
             f"method {method.info.name!r} does not accept option(s) "
             f"{', '.join(unknown)}; accepted: {', '.join(accepted) or 'none'}"
         )
@@ -417,19 +417,19 @@ def solve(
         ``error``.
     """
     if not isinstance(problem, Problem):
-        raise TypeError(f"problem must be a dpopt Problem, got {type(problem).__name__}")
+        raise InvalidType(f"problem must be a dpopt Problem, got {type(problem).__name__}")
     if time_limit is not None:
         time_limit = positive_number("time_limit", time_limit)
     require = _requirement(require, boolean("strict", strict))
     chosen = _auto(problem) if _method_name(method) == "auto" else _lookup(problem, method)
     if time_limit is not None and not chosen.info.honours_time_limit:
-        raise ValueError(
+        raise InvalidInput(
             f"method {chosen.info.name!r} does not honour a time limit: it runs to completion "
             "(solve it without time_limit)"
         )
     reason = chosen.refusal(problem)
     if reason is not None:
-        raise ValueError(f"method {chosen.info.name!r} refuses this instance: {reason}")
+        raise InvalidInput(f"method {chosen.info.name!r} refuses this instance: {reason}")
     _check_options(chosen, options)
     start = time.perf_counter()
     try:
@@ -466,7 +466,7 @@ def _requirement(require: Any, strict: bool) -> Literal["optimal", "feasible"] |
         return "optimal" if strict else None
     chosen = choice("require", require, tuple(REQUIREMENTS))
     if strict and chosen != "optimal":
-        raise ValueError(f"strict=True means require='optimal', got require={chosen!r} too")
+        raise InvalidInput(f"strict=True means require='optimal', got require={chosen!r} too")
     return "optimal" if chosen == "optimal" else "feasible"
 
 

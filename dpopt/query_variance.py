@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from dpopt import workload as wl
+from dpopt.errors import InvalidInput
 from dpopt.validation import finite_number, float_array, instance, integer, sequence
 
 __all__ = ["Covariance", "forms_bytes", "max_row_form", "row_forms", "total_form"]
@@ -46,7 +47,7 @@ def forms_bytes(sizes: Sequence[int], terms: int = 1, queries: int = 0) -> int:
     factors kept, and 24 per query whose variance is enumerated (:func:`row_forms`)."""
     factors = sequence("sizes", sizes, "factor sizes")
     if not factors:
-        raise ValueError("sizes must name at least one factor size")
+        raise InvalidInput("sizes must name at least one factor size")
     squares = [integer(f"sizes[{i}]", n, minimum=1) ** 2 for i, n in enumerate(factors)]
     terms = integer("terms", terms, minimum=1)
     queries = integer("queries", queries, minimum=0)
@@ -62,11 +63,11 @@ class Covariance:
     def __post_init__(self) -> None:
         terms = sequence("terms", self.terms, "(coefficient, factors) pairs")
         if not terms:
-            raise ValueError("a covariance needs at least one term")
+            raise InvalidInput("a covariance needs at least one term")
         object.__setattr__(self, "terms", tuple(_term(i, term) for i, term in enumerate(terms)))
         sizes = {tuple(f.shape[0] for f in factors) for _, factors in self.terms}
         if len(sizes) != 1:
-            raise ValueError(f"every term must have the same factor sizes, got {sorted(sizes)}")
+            raise InvalidInput(f"every term must have the same factor sizes, got {sorted(sizes)}")
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -76,7 +77,7 @@ class Covariance:
         """C as one n × n array (n = ∏ sizes; ValueError past ``workload.DENSE_LIMIT``)."""
         n = math.prod(self.sizes)
         if n * n > wl.DENSE_LIMIT:
-            raise ValueError(f"the covariance is {n} × {n}, over DENSE_LIMIT = {wl.DENSE_LIMIT}")
+            raise InvalidInput(f"the covariance is {n} × {n}, over DENSE_LIMIT = {wl.DENSE_LIMIT}")
         return sum((c * reduce(np.kron, fs) for c, fs in self.terms), np.zeros((n, n)))
 
 
@@ -85,13 +86,13 @@ def _term(index: int, term: Any) -> Term:
     name = f"terms[{index}]"
     pair = sequence(name, term, "a coefficient and its factors")
     if len(pair) != 2:
-        raise ValueError(f"{name} must be (coefficient, factors), got {len(pair)} items")
+        raise InvalidInput(f"{name} must be (coefficient, factors), got {len(pair)} items")
     factors = tuple(
         float_array(f"{name} factor {k}", f, ndim=2)
         for k, f in enumerate(sequence(f"{name} factors", pair[1], "matrices"))
     )
     if not factors or any(f.shape[0] != f.shape[1] for f in factors):
-        raise ValueError(
+        raise InvalidInput(
             f"{name} must have square factors, got shapes {[f.shape for f in factors]}"
         )
     return finite_number(f"{name} coefficient", pair[0]), factors
@@ -106,7 +107,9 @@ def _operands(workload: Any, cov: Any) -> Any:
         workload = float_array("workload", workload, ndim=2)
     cells = math.prod(cov.sizes)
     if workload.shape[1] != cells:
-        raise ValueError(f"workload has {workload.shape[1]} columns, the covariance {cells} cells")
+        raise InvalidInput(
+            f"workload has {workload.shape[1]} columns, the covariance {cells} cells"
+        )
     return workload
 
 
@@ -175,7 +178,7 @@ def _outer(forms: list[np.ndarray]) -> np.ndarray:
 
 def _checked_rows(count: int) -> None:
     if count > wl.DENSE_LIMIT:
-        raise ValueError(
+        raise InvalidInput(
             f"{count} queries, over DENSE_LIMIT = {wl.DENSE_LIMIT}: ask for the maximum instead"
         )
 

@@ -38,7 +38,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
-from dpopt.errors import ReleaseError
+from dpopt.errors import InvalidInput, InvalidType, ReleaseError
 from dpopt.privacy.accounting import KINDS, BudgetReport, Loss, add_all, within
 from dpopt.privacy.calibration import cdp_delta
 from dpopt.privacy.mechanisms import NoisyAnswers
@@ -86,9 +86,11 @@ def resolve_rng(rng: Any) -> np.random.Generator:
     if rng is None:
         return np.random.default_rng(np.random.SeedSequence())
     if isinstance(rng, bool) or not isinstance(rng, int | np.integer):
-        raise TypeError(f"rng must be a numpy Generator, an int or None, got {type(rng).__name__}")
+        raise InvalidType(
+            f"rng must be a numpy Generator, an int or None, got {type(rng).__name__}"
+        )
     if rng < 0:
-        raise ValueError(f"rng must be ≥ 0 when it is an int, got {rng}")
+        raise InvalidInput(f"rng must be ≥ 0 when it is an int, got {rng}")
     return np.random.default_rng(int(rng))
 
 
@@ -110,11 +112,11 @@ class Measured:
 
     def __post_init__(self) -> None:
         if self.noise not in NOISES:
-            raise ValueError(f"noise must be one of {NOISES}, got {self.noise!r}")
+            raise InvalidInput(f"noise must be one of {NOISES}, got {self.noise!r}")
         if not self.scale > 0 or not np.isfinite(self.scale):
-            raise ValueError(f"scale must be finite and > 0, got {self.scale!r}")
+            raise InvalidInput(f"scale must be finite and > 0, got {self.scale!r}")
         if self.answers < 0:
-            raise ValueError(f"answers must be ≥ 0, got {self.answers}")
+            raise InvalidInput(f"answers must be ≥ 0, got {self.answers}")
 
 
 def measured_record(record: Measured) -> dict[str, Any]:
@@ -154,7 +156,7 @@ def measured_from_record(record: Mapping[str, Any]) -> Measured:
             ),
         )
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
-        raise ValueError(f"not a measured record: {err!r}") from err
+        raise InvalidInput(f"not a measured record: {err!r}") from err
 
 
 def measured_answers(label: str, noisy: NoisyAnswers, *, loss: Loss | None = None) -> Measured:
@@ -207,10 +209,10 @@ def worst_status(statuses: Mapping[str, Status]) -> Status | None:
     """The least trustworthy status among ``statuses`` (None when there are none): a result
     shows it so that a non-``optimal`` optimisation is never hidden behind others."""
     if not isinstance(statuses, Mapping):
-        raise TypeError(f"statuses must be a mapping of names to statuses, got {statuses!r}")
+        raise InvalidType(f"statuses must be a mapping of names to statuses, got {statuses!r}")
     unknown = [status for status in statuses.values() if status not in _RANK]
     if unknown:
-        raise ValueError(f"statuses must be among {tuple(_RANK)}, got {unknown[0]!r}")
+        raise InvalidInput(f"statuses must be among {tuple(_RANK)}, got {unknown[0]!r}")
     if not statuses:
         return None
     return max(statuses.values(), key=lambda status: _RANK[status])
@@ -347,7 +349,7 @@ def implied_loss(noise: str, scale: float, sensitivity: float) -> Implied:
         return Implied(None, sensitivity**2 / (2 * scale * scale) if scale > 0 else math.inf)
     if noise == "exponential":
         return Implied(scale, scale * scale / 8)
-    raise ValueError(f"noise must be one of {NOISES}, got {noise!r}")
+    raise InvalidInput(f"noise must be one of {NOISES}, got {noise!r}")
 
 
 def _below(claimed: Fraction | float, figure: float) -> bool:
@@ -437,7 +439,7 @@ def _sensitivities(value: Any, count: int) -> list[float | None]:
         return [finite_number("sensitivities", value, minimum=0)] * count
     given = sequence("sensitivities", value, "sensitivities (numbers, or None)")
     if len(given) != count:
-        raise ValueError(f"sensitivities holds {len(given)} values for {count} records")
+        raise InvalidInput(f"sensitivities holds {len(given)} values for {count} records")
     return [
         None if each is None else finite_number(f"sensitivities[{i}]", each, minimum=0)
         for i, each in enumerate(given)

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput
 from dpopt.paths import inside, path_kind, read_text, regular_file
 from dpopt.privacy.accounting import BudgetReport
 from dpopt.progress import Progress, progress_of
@@ -90,13 +91,13 @@ def check_new(out_dir: Any) -> Path:
     shows only on a write). Nothing is created."""
     out = file_path("out_dir", out_dir)
     if not str(out_dir):
-        raise ValueError("out_dir must be a non-empty path")
+        raise InvalidInput("out_dir must be a non-empty path")
     if out.exists() or out.is_symlink():
         if not out.is_dir():
-            raise ValueError(f"out_dir {out} is {path_kind(out)}, not a directory")
+            raise InvalidInput(f"out_dir {out} is {path_kind(out)}, not a directory")
         if any(out.iterdir()):
             held = "an earlier release" if _ours(out) else "files"
-            raise ValueError(
+            raise InvalidInput(
                 f"out_dir {out} holds {held}: a release is written only to a new or empty "
                 "directory (it never replaces another release); give another directory"
             )
@@ -104,13 +105,13 @@ def check_new(out_dir: Any) -> Path:
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     if not folder.is_dir():
-        raise ValueError(f"out_dir {out} cannot be created: {folder} is {path_kind(folder)}")
+        raise InvalidInput(f"out_dir {out} cannot be created: {folder} is {path_kind(folder)}")
     try:
         handle, probe = tempfile.mkstemp(dir=folder, prefix=".dpopt-write-test-")
         os.close(handle)
         os.unlink(probe)
     except OSError as err:
-        raise ValueError(f"out_dir {out} cannot be written: {err.strerror or err}") from err
+        raise InvalidInput(f"out_dir {out} cannot be written: {err.strerror or err}") from err
     return out
 
 
@@ -122,7 +123,7 @@ def begin(out_dir: Any) -> Path:
         out.mkdir(parents=True, exist_ok=True)
         (out / INCOMPLETE).write_text("a release is being written\n", encoding="utf-8")
     except OSError as err:
-        raise ValueError(f"out_dir {out} cannot be written: {err.strerror or err}") from err
+        raise InvalidInput(f"out_dir {out} cannot be written: {err.strerror or err}") from err
     return out
 
 
@@ -179,7 +180,7 @@ def is_release(path: Any) -> bool:
 def _table_name(name: Any) -> str:
     instance("name", name, str)
     if Path(name).name != name or not name.endswith(SUFFIXES):
-        raise ValueError(f"a table's name must be a file name ending in {SUFFIXES}, got {name!r}")
+        raise InvalidInput(f"a table's name must be a file name ending in {SUFFIXES}, got {name!r}")
     return name
 
 
@@ -283,7 +284,7 @@ def finish(
     measured = tuple(result.measured)
     given = sequence("sensitivities", sensitivities)
     if len(given) != len(measured):
-        raise ValueError(f"sensitivities holds {len(given)} values for {len(measured)} records")
+        raise InvalidInput(f"sensitivities holds {len(given)} values for {len(measured)} records")
     manifest = {
         "format": FORMAT,
         "family": family,
@@ -323,7 +324,7 @@ class StoredRelease:
     def table(self, name: str) -> Any:
         """The released table ``name`` (a DataFrame)."""
         if name not in self.files:
-            raise ValueError(f"the release has no table {name!r}; it has {sorted(self.files)}")
+            raise InvalidInput(f"the release has no table {name!r}; it has {sorted(self.files)}")
         return read_table(self.path, name)
 
     def contract_errors(self, progress: bool | Progress = False) -> list[str]:
@@ -380,16 +381,16 @@ def load(out_dir: Any) -> StoredRelease:
     format); an ``INCOMPLETE`` marker beside a manifest is recorded as a problem."""
     out = file_path("out_dir", out_dir)
     if not out.is_dir():
-        raise ValueError(f"{out} is not a directory")
+        raise InvalidInput(f"{out} is not a directory")
     if path_kind(out / MANIFEST) == "missing":
         marker = " (an INCOMPLETE marker: interrupted)" if (out / INCOMPLETE).exists() else ""
-        raise ValueError(f"{out} holds no {MANIFEST}{marker}")
+        raise InvalidInput(f"{out} holds no {MANIFEST}{marker}")
     try:
         manifest = json.loads(read_text(MANIFEST, out / MANIFEST))
     except (OSError, ValueError) as err:
-        raise ValueError(f"{out / MANIFEST} cannot be read: {err}") from err
+        raise InvalidInput(f"{out / MANIFEST} cannot be read: {err}") from err
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ValueError(f"{out / MANIFEST} is not a {FORMAT} manifest")
+        raise InvalidInput(f"{out / MANIFEST} is not a {FORMAT} manifest")
     try:
         stored = StoredRelease(
             path=out,
@@ -407,7 +408,7 @@ def load(out_dir: Any) -> StoredRelease:
             ),
         )
     except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{out / MANIFEST} is malformed: {err}") from err
+        raise InvalidInput(f"{out / MANIFEST} is malformed: {err}") from err
     if len(stored.sensitivities) != len(stored.measured):
-        raise ValueError(f"{out / MANIFEST}: one sensitivity per measured record is required")
+        raise InvalidInput(f"{out / MANIFEST}: one sensitivity per measured record is required")
     return stored

@@ -10,6 +10,8 @@ import dataclasses
 from fractions import Fraction
 from typing import Any
 
+from dpopt.errors import InvalidType
+
 __all__ = ["FIELD_CHARS", "REPR_CHARS", "short_repr", "summary"]
 
 FIELD_CHARS = 48
@@ -50,7 +52,7 @@ def short_repr(self: Any) -> str:
     """``Type(field=summary, …)`` over a dataclass's repr fields (:func:`summary`), at most
     :data:`REPR_CHARS` characters."""
     if not dataclasses.is_dataclass(self) or isinstance(self, type):
-        raise TypeError(f"short_repr takes a dataclass instance, got {type(self).__name__}")
+        raise InvalidType(f"short_repr takes a dataclass instance, got {type(self).__name__}")
     name, parts = type(self).__name__, list[str]()
     for item in dataclasses.fields(self):
         if not item.repr:

@@ -27,6 +27,7 @@ from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.progress import Progress, progress_of
 from dpopt.validation import instance, integer, sequence
 
@@ -80,7 +81,7 @@ def as_executor(executor: Any) -> Executor | None:
     if is_dask_client(executor):
         view: Executor = executor.get_executor(pure=False)
         return view
-    raise TypeError(
+    raise InvalidType(
         "executor must be a concurrent.futures.Executor or a dask.distributed.Client, "
         f"got {type(executor).__name__}"
     )
@@ -100,14 +101,14 @@ def dask_client(scheduler: str | None = None, workers: int = 0) -> Any:
     try:
         from distributed import Client, LocalCluster
     except ImportError as err:
-        raise ValueError("Dask is not installed: pip install 'dpopt[dask]'") from err
+        raise InvalidInput("Dask is not installed: pip install 'dpopt[dask]'") from err
     if scheduler is not None:
         try:
             return Client(scheduler, timeout="5s")
         except OSError as err:
-            raise ValueError(f"cannot reach the Dask scheduler {scheduler}: {err}") from err
+            raise InvalidInput(f"cannot reach the Dask scheduler {scheduler}: {err}") from err
     if workers < 0:
-        raise ValueError("--workers must be 0 (no Dask) or more")
+        raise InvalidInput("--workers must be 0 (no Dask) or more")
     import dask
 
     # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which turns off glibc's
@@ -130,7 +131,7 @@ def dask_client(scheduler: str | None = None, workers: int = 0) -> Any:
 def close_client(client: Any) -> None:
     """Close a client from :func:`dask_client`, and the embedded cluster it runs on, if any."""
     if not is_dask_client(client):
-        raise TypeError(f"client must be a dask.distributed.Client, got {type(client).__name__}")
+        raise InvalidType(f"client must be a dask.distributed.Client, got {type(client).__name__}")
     cluster = client.cluster  # None for a client of a scheduler
     client.close()
     if cluster is not None:
@@ -194,7 +195,7 @@ class Runner:
         if executor is not None and not (
             isinstance(executor, Executor) or is_dask_client(executor)
         ):
-            raise TypeError(
+            raise InvalidType(
                 "executor must be a concurrent.futures.Executor or a dask.distributed.Client, "
                 f"got {type(executor).__name__}"
             )
@@ -221,7 +222,7 @@ class Runner:
         order) and not kept: the list returned is then empty, so no more than the results in
         flight are held at once."""
         if sink is not None and not callable(sink):
-            raise TypeError(f"sink must be callable, got {sink!r:.60}")
+            raise InvalidType(f"sink must be callable, got {sink!r:.60}")
         results: list[Any] = []
 
         def done(index: int, outcome: tuple[Any, TaskStats]) -> None:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.deprecation import warn_renamed
+from dpopt.errors import BackendError, CheckFailed, InvalidInput, InvalidType, MissingAttribute
 from dpopt.problem import Problem, solve
 from dpopt.release import ReleaseResult
 from dpopt.validation import nonnegative_number
@@ -61,12 +62,12 @@ def assert_feasible(problem: Problem, x: Any, *, atol: float | None = None) -> N
     """Fail unless ``x`` meets ``problem``'s constraints: ``problem.violations(x)`` at most
     ``atol`` (default the problem's own ``feasibility_tol``, 0 for integer models)."""
     if not isinstance(problem, Problem):
-        raise TypeError(f"problem must be a dpopt Problem, got {type(problem).__name__}")
+        raise InvalidType(f"problem must be a dpopt Problem, got {type(problem).__name__}")
     allowed = float(problem.feasibility_tol) if atol is None else nonnegative_number("atol", atol)
     violation = float(problem.violations(x))
     if not violation <= allowed:  # NaN fails too
         named = _violated_families(problem, x)
-        raise AssertionError(
+        raise CheckFailed(
             f"{type(problem).__name__}: the point violates the model by {violation:.6g} "
             f"(allowed {allowed:g})" + (f": {named}" if named else "")
         )
@@ -83,21 +84,21 @@ def assert_optimal(
     try:
         solution = solve(problem, method)
     except ValueError as err:  # no exact method: the oracle cannot decide optimality
-        raise RuntimeError(f"dpopt cannot certify an optimum here: {err}") from err
+        raise BackendError(f"dpopt cannot certify an optimum here: {err}") from err
     if solution.status != "optimal":
-        raise RuntimeError(
+        raise BackendError(
             f"dpopt could not certify the optimum of this {type(problem).__name__} with "
             f"{solution.method!r}: status {solution.status} {solution.info.get('message', '')}"
         )
     mine, best = float(problem.objective(x)), float(solution.objective)
     slack = atol + rtol * max(1.0, abs(best))
     if mine - best > slack:
-        raise AssertionError(
+        raise CheckFailed(
             f"{type(problem).__name__}: objective {mine:.10g} is {mine - best:.6g} above the "
             f"exact optimum {best:.10g} (certified by {solution.method}; allowed {slack:.3g})"
         )
     if best - mine > slack:
-        raise RuntimeError(
+        raise BackendError(
             f"{type(problem).__name__}: the point's objective {mine:.10g} beats the certified "
             f"optimum {best:.10g} of {solution.method} while meeting the model: an oracle bug, "
             "please report it with the instance"
@@ -139,13 +140,13 @@ def assert_release_valid(release: Any) -> None:
     if not callable(check) or not isinstance(release, ReleaseResult):
         kind = type(release)
         accepted = ", ".join(name.rsplit(".", 1)[1] for name in RELEASE_TYPES)
-        raise TypeError(
+        raise InvalidType(
             f"assert_release_valid takes a dpopt release result ({accepted}), got "
             f"{kind.__module__}.{kind.__qualname__}"
         )
     errors = check()
     if errors:
-        raise AssertionError(f"{type(release).__name__} is not valid: " + "; ".join(errors))
+        raise CheckFailed(f"{type(release).__name__} is not valid: " + "; ".join(errors))
 
 
 def _product_selections(seed: int) -> list[Problem]:
@@ -201,7 +202,7 @@ def instances(problem_type: type[Problem], seed: int = 0) -> list[Problem]:
     from dpopt.compare.suite_runs import instances as suite_instances
 
     if not (isinstance(problem_type, type) and issubclass(problem_type, Problem)):
-        raise TypeError(f"problem_type must be a Problem subclass, got {problem_type!r}")
+        raise InvalidType(f"problem_type must be a Problem subclass, got {problem_type!r}")
     generator = GENERATORS.get(problem_type.__name__)
     if generator is not None:
         return generator(seed)
@@ -213,7 +214,7 @@ def instances(problem_type: type[Problem], seed: int = 0) -> list[Problem]:
         ]
         if found:
             return found
-    raise ValueError(f"no {' or '.join(SUITES)} suite generates {problem_type.__name__}")
+    raise InvalidInput(f"no {' or '.join(SUITES)} suite generates {problem_type.__name__}")
 
 
 def problems(problem_type: type[Problem]) -> Any:
@@ -232,7 +233,7 @@ def __getattr__(name: str) -> Any:
     if name == "FAMILY_CHECKS":
         warn_renamed("dpopt.testing.FAMILY_CHECKS", "each release result's contract_errors()")
         return dict.fromkeys(RELEASE_TYPES, _whole_check)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise MissingAttribute(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _whole_check(release: Any) -> list[str]:

@@ -54,6 +54,7 @@ from dpopt.census.postprocess import (
 from dpopt.census.settings import Settings
 from dpopt.census.stored import SavedRelease, load_release, save_release
 from dpopt.deprecation import moved_modules, warn_renamed
+from dpopt.errors import MissingAttribute
 from dpopt.models.census.problems import OBJECTIVES
 
 __all__ = [
@@ -107,4 +108,4 @@ def __getattr__(name: str) -> Any:
     if name == "METHODS":
         warn_renamed("dpopt.census.METHODS", "dpopt.census.MECHANISMS")
         return MECHANISMS
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise MissingAttribute(f"module {__name__!r} has no attribute {name!r}")

@@ -81,6 +81,7 @@ from dpopt.census.geography import LEVELS, Geography
 from dpopt.census.keyed import COUNT_SENSITIVITY
 from dpopt.census.store import partition_path
 from dpopt.census.stored import load_release
+from dpopt.errors import InvalidInput
 from dpopt.extras import load_pyarrow
 from dpopt.hierarchy import Tree
 from dpopt.limits import CHECK_MAX_VIOLATIONS as LIMIT
@@ -142,10 +143,10 @@ def _manifest(out: Path) -> dict[str, Any]:
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
-        raise ValueError(f"{path} cannot be read as a release manifest: {err}") from err
+        raise InvalidInput(f"{path} cannot be read as a release manifest: {err}") from err
     needed = {"states", "sizes", "total", "budget", "checksum", "nation_counts"}
     if not isinstance(manifest, dict) or not needed <= set(manifest):
-        raise ValueError(f"{path} lacks {sorted(needed - set(manifest or {}))}")
+        raise InvalidInput(f"{path} lacks {sorted(needed - set(manifest or {}))}")
     return manifest
 
 
@@ -182,9 +183,9 @@ def _fields(out: Path, manifest: dict[str, Any], report: CheckReport) -> _Releas
         total = integer("total", manifest["total"], minimum=0)
         nation = integer_array("nation_counts", manifest["nation_counts"], ndim=1)
         if nation.size != sizes:
-            raise ValueError(f"nation_counts holds {nation.size} counts for {sizes} sizes")
+            raise InvalidInput(f"nation_counts holds {nation.size} counts for {sizes} sizes")
         if not isinstance(manifest["checksum"], str):
-            raise ValueError(f"checksum must be a string, got {manifest['checksum']!r:.60}")
+            raise InvalidInput(f"checksum must be a string, got {manifest['checksum']!r:.60}")
     except (TypeError, ValueError) as err:
         report.add(f"manifest: {err}")
         return None
@@ -207,7 +208,7 @@ def _records(manifest: dict[str, Any], report: CheckReport) -> tuple[Measured, .
         return None
     try:
         if not isinstance(raw, list):
-            raise ValueError(f"not a list of records: {raw!r:.60}")
+            raise InvalidInput(f"not a list of records: {raw!r:.60}")
         return tuple(measured_from_record(record) for record in raw)
     except ValueError as err:
         report.add(f"manifest: the measured records cannot be read ({err})")
@@ -319,7 +320,7 @@ def _state(
         path = out / "release" / f"state={state}" / f"size_{size + 1}.parquet"
         table = pq.read_table(path)
         if "count" not in table.column_names:
-            raise ValueError(f"{path} has no count column")
+            raise InvalidInput(f"{path} has no count column")
         column = table.column("count").to_numpy()
         where = f"state {state}, size {size + 1}"
         _column_intervals(where, table, release, (state, size), report)
@@ -496,7 +497,7 @@ def check_release(
     start = time.perf_counter()
     out = file_path("path", path)
     if not out.is_dir():
-        raise ValueError(f"{out} is not a directory")
+        raise InvalidInput(f"{out} is not a directory")
     report = CheckReport(str(out))
     if (out / INCOMPLETE).exists():
         report.add(f"{INCOMPLETE} marker present: the release was interrupted or failed")

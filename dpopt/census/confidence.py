@@ -62,6 +62,7 @@ import numpy as np
 from dpopt.census.measurement import QUERIES, Measurement
 from dpopt.census.resources import Estimate, memory_limit_of
 from dpopt.deprecation import keyword_alias
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.hierarchy import Tree
 from dpopt.limits import INTERVAL_MAX_CHILDREN as MAX_CHILDREN
 from dpopt.validation import (
@@ -308,7 +309,7 @@ def interval_options(level: Any, method: Any, seed: Any) -> tuple[float, str, in
     """Validated (level in (0, 1), a method of :data:`INTERVAL_METHODS`, seed ≥ 0)."""
     level = positive_number("level", level)
     if not level < 1.0:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
+        raise InvalidInput(f"level must be in (0, 1), got {level!r}")
     return level, choice("method", method, INTERVAL_METHODS), integer("seed", seed, minimum=0)
 
 
@@ -329,7 +330,7 @@ def intervals(
     former name) caps the exact distributions, past which they are coarsened
     (``Intervals.method`` then says so)."""
     if not isinstance(measurement, Measurement):
-        raise TypeError(f"measurement must be a census Measurement, got {measurement!r:.80}")
+        raise InvalidType(f"measurement must be a census Measurement, got {measurement!r:.80}")
     level, method, seed = interval_options(level, method, seed)
     max_support = max_support_of(
         keyword_alias(
@@ -403,7 +404,7 @@ def bounds(
     scale = positive_array("scale", scale, ndim=1)
     total = integer("total", total, minimum=0)
     if noisy.shape[0] != parents.size or scale.shape != parents.shape:
-        raise ValueError(
+        raise InvalidInput(
             f"noisy {noisy.shape} and scale {scale.shape} must have one row per region "
             f"({parents.size})"
         )
@@ -411,7 +412,7 @@ def bounds(
     raw, conservative = boolean("raw", raw), boolean("conservative", conservative)
     u = finite_array("u", u)
     if u.shape != noisy.shape:
-        raise ValueError(f"u must hold one uniform per count, shape {noisy.shape}")
+        raise InvalidInput(f"u must hold one uniform per count, shape {noisy.shape}")
     max_support = integer("max_support", max_support, minimum=1)
     weights, accept, chances, spread = _region_pivots(
         query, parents, scale, level, raw, max_support

@@ -21,7 +21,7 @@ from dpopt.census.confidence import (
 )
 from dpopt.census.keyed import COUNT_SENSITIVITY
 from dpopt.census.measurement import QUERIES, Measurement
-from dpopt.errors import InvalidType
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.privacy.accounting import KINDS, add_all
 from dpopt.privacy.samplers import DiscreteLaplace
 from dpopt.release import (
@@ -201,7 +201,7 @@ def level_errors(
 def _per_level(name: str, values: np.ndarray, levels: int) -> Any:
     """``values``, one per level, as a list."""
     if values.size != levels:
-        raise ValueError(f"{name} must hold one value per level ({levels}), got {values.size}")
+        raise InvalidInput(f"{name} must hold one value per level ({levels}), got {values.size}")
     return values.tolist()
 
 

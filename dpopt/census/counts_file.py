@@ -25,6 +25,7 @@ import numpy as np
 from dpopt.census.check import CheckReport, check_saved
 from dpopt.census.mechanism import Release
 from dpopt.census.stored import SavedRelease, load_release, save_release
+from dpopt.errors import InvalidInput
 from dpopt.progress import Progress
 from dpopt.release_dir import begin, interrupts_held
 from dpopt.validation import boolean, file_path, instance, sequence
@@ -77,7 +78,7 @@ def counts_frame(
     counts = np.asarray(release.counts)
     parents = release.measurement.parents
     if len(names) != parents.size:
-        raise ValueError(f"names holds {len(names)} names for {parents.size} regions")
+        raise InvalidInput(f"names holds {len(names)} names for {parents.size} regions")
     sizes = release.measurement.sizes
     rows = np.repeat(np.arange(parents.size), sizes.size)
     paths = _paths(parents, names)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.hierarchy import Tree
 from dpopt.limits import CENSUS_MAX_CELLS as MAX_CELLS
 from dpopt.limits import CENSUS_MAX_SIZES as MAX_SIZES
@@ -70,17 +71,17 @@ class CensusData:
         counts = integer_array("counts", self.counts, ndim=2)
         sizes = valid_sizes(self.sizes)
         if counts.shape != (parents.size, sizes.size):
-            raise ValueError(
+            raise InvalidInput(
                 f"counts must have one row per region in parents and one column per size in "
                 f"sizes, shape {(parents.size, sizes.size)}, got {counts.shape}"
             )
         names = _names(self.names, parents.size)
         if parents[0] != -1:
-            raise ValueError("parents: region 0 must be the root (parent -1)")
+            raise InvalidInput("parents: region 0 must be the root (parent -1)")
         negative = np.argwhere(counts < 0)
         if negative.size:
             r, s = negative[0]
-            raise ValueError(f"counts[{r}, {s}] ({names[r]}, size {sizes[s]}) is negative")
+            raise InvalidInput(f"counts[{r}, {s}] ({names[r]}, size {sizes[s]}) is negative")
         object.__setattr__(self, "parents", parents)
         object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "sizes", sizes)
@@ -88,17 +89,17 @@ class CensusData:
         object.__setattr__(self, "step", integer("step", self.step, minimum=1, maximum=MAX_COUNT))
         tree = self.tree
         if not tree.uniform_depth:
-            raise ValueError("parents: every leaf region must be at the same depth")
+            raise InvalidInput("parents: every leaf region must be at the same depth")
         total = exact_sum(counts[tree.root])
         if total > MAX_COUNT:
-            raise ValueError(
+            raise InvalidInput(
                 f"counts: the root's total {total} is over the largest supported count 2**62"
             )
         sums = _child_sums(tree, counts, names, sizes)
         mismatch = np.argwhere((sums != counts) & ~tree.is_leaf[:, None])
         if mismatch.size:
             r, s = mismatch[0]
-            raise ValueError(
+            raise InvalidInput(
                 f"counts: region {names[r]} has {counts[r, s]} groups of size {sizes[s]} "
                 f"but its children have {sums[r, s]}"
             )
@@ -124,7 +125,7 @@ def exact_sum(values: np.ndarray) -> int:
     """Σ of non-negative int64 values as an exact int (Python ints when int64 could wrap)."""
     values = integer_array("values", values)
     if values.size and values.min() < 0:
-        raise ValueError(f"values must be >= 0, got {values.min()}")
+        raise InvalidInput(f"values must be >= 0, got {values.min()}")
     if float(values.astype(np.float64).sum()) < 2.0**61:
         return int(values.sum())
     return sum(int(v) for v in values.ravel())
@@ -136,7 +137,7 @@ def _child_sums(tree: Tree, counts: np.ndarray, names: tuple, sizes: np.ndarray)
     over = np.argwhere(approx > MAX_COUNT)
     if over.size:
         r, s = over[0]
-        raise ValueError(
+        raise InvalidInput(
             f"counts: the children of region {names[r]} have more than 2**62 groups of size "
             f"{sizes[s]}, over the largest supported count"
         )
@@ -145,16 +146,16 @@ def _child_sums(tree: Tree, counts: np.ndarray, names: tuple, sizes: np.ndarray)
 
 def _names(names: Any, regions: int) -> tuple[str, ...]:
     if isinstance(names, str | bytes) or not isinstance(names, Sequence | np.ndarray):
-        raise ValueError(f"names must be a sequence of region names, got {names!r:.60}")
+        raise InvalidInput(f"names must be a sequence of region names, got {names!r:.60}")
     out = tuple(names)
     if len(out) != regions:
-        raise ValueError(f"names must name all {regions} regions, got {len(out)}")
+        raise InvalidInput(f"names must name all {regions} regions, got {len(out)}")
     first: dict[str, int] = {}
     for i, name in enumerate(out):
         if not isinstance(name, str):
-            raise ValueError(f"names[{i}] must be a string, got {name!r:.60}")
+            raise InvalidInput(f"names[{i}] must be a string, got {name!r:.60}")
         if first.setdefault(name, i) != i:
-            raise ValueError(f"names[{i}] {name!r} repeats names[{first[name]}]")
+            raise InvalidInput(f"names[{i}] {name!r} repeats names[{first[name]}]")
     return tuple(str(name) for name in out)
 
 
@@ -165,12 +166,12 @@ def valid_sizes(sizes: Any) -> np.ndarray:
         isinstance(sizes, np.ndarray) and sizes.ndim > 0
     )
     if sized and len(sizes) > MAX_SIZES:  # refused before a huge range is materialised
-        raise ValueError(f"sizes must have at most {MAX_SIZES} sizes, got {len(sizes)}")
+        raise InvalidInput(f"sizes must have at most {MAX_SIZES} sizes, got {len(sizes)}")
     values = integer_array("sizes", sizes, ndim=1)
     if values.size > MAX_SIZES:
-        raise ValueError(f"sizes must have at most {MAX_SIZES} sizes, got {values.size}")
+        raise InvalidInput(f"sizes must have at most {MAX_SIZES} sizes, got {values.size}")
     if values.min() < 0 or np.any(np.diff(values) != 1):
-        raise ValueError(
+        raise InvalidInput(
             "sizes must be the contiguous public size set s_min, s_min+1, …, s_max with "
             f"s_min >= 0 (docs/families/census.md#census-sizes), got {values.tolist()[:8]}…"
         )
@@ -208,15 +209,17 @@ def synthetic(
     distribution (:func:`household_distribution`), and its counts a multinomial draw.
     """
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        raise InvalidType(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     states = integer("states", states, minimum=1)
     counties = integer("counties", counties, minimum=1)
     sizes = integer("sizes", sizes, minimum=1, maximum=MAX_HOUSEHOLD_SIZE)
     groups = integer("groups", groups, minimum=0)
     if not states <= counties:
-        raise ValueError(f"need 1 <= states <= counties, got states={states}, counties={counties}")
+        raise InvalidInput(
+            f"need 1 <= states <= counties, got states={states}, counties={counties}"
+        )
     if (1 + states + counties) * sizes > MAX_CELLS:
-        raise ValueError(
+        raise InvalidInput(
             f"states={states}, counties={counties}, sizes={sizes} give "
             f"{(1 + states + counties) * sizes} cells, over MAX_CELLS = {MAX_CELLS}"
         )

@@ -9,6 +9,7 @@ import numpy as np
 
 from dpopt.census.data import CensusData
 from dpopt.census.measurement import check_data
+from dpopt.errors import InvalidInput
 from dpopt.models.census.problems import PostProcess
 from dpopt.validation import integer_array
 
@@ -25,7 +26,7 @@ def level_errors(data: CensusData, counts: np.ndarray) -> dict[str, Any]:
     data = check_data(data)
     counts = integer_array("counts", counts, ndim=2)
     if counts.shape != data.counts.shape:
-        raise ValueError(f"counts must have shape {data.counts.shape}, got {counts.shape}")
+        raise InvalidInput(f"counts must have shape {data.counts.shape}, got {counts.shape}")
     error = np.abs(counts - data.counts).sum(axis=1)
     depth = data.tree.depth
     per_level = np.bincount(depth, weights=error)

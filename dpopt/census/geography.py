@@ -66,6 +66,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.census.data import MAX_CELLS, MAX_HOUSEHOLD_SIZE, CensusData, household_distribution
+from dpopt.errors import CheckFailed, InvalidInput, InvalidType
 from dpopt.validation import MAX_COUNT, boolean, choice, integer, positive_number
 
 __all__ = [
@@ -137,28 +138,28 @@ class StateShape:
     def __post_init__(self) -> None:
         object.__setattr__(self, "index", integer("index", self.index, minimum=0))
         if not isinstance(self.name, str) or not self.name.strip():
-            raise ValueError(f"name must be a non-empty string, got {self.name!r:.60}")
+            raise InvalidInput(f"name must be a non-empty string, got {self.name!r:.60}")
         counts = {}
         for field in ("counties", "tracts", "block_groups", "blocks"):
             counts[field] = integer(field, getattr(self, field), minimum=1)
             object.__setattr__(self, field, counts[field])
         if not counts["counties"] <= counts["tracts"] <= counts["block_groups"] <= counts["blocks"]:
-            raise ValueError(
+            raise InvalidInput(
                 f"state {self.name}: need counties <= tracts <= block_groups <= blocks (every "
                 f"region has a child), got {counts['counties']}, {counts['tracts']}, "
                 f"{counts['block_groups']}, {counts['blocks']}"
             )
         share = self.empty_share
         if isinstance(share, bool) or not isinstance(share, int | float | np.floating | np.integer):
-            raise ValueError(f"empty_share must be a number in [0, 1], got {share!r:.60}")
+            raise InvalidInput(f"empty_share must be a number in [0, 1], got {share!r:.60}")
         if not 0.0 <= float(share) <= 1.0:
-            raise ValueError(f"empty_share must be in [0, 1], got {share!r}")
+            raise InvalidInput(f"empty_share must be in [0, 1], got {share!r}")
         object.__setattr__(self, "empty_share", float(share))
         households = integer("households", self.households, minimum=0, maximum=MAX_COUNT)
         object.__setattr__(self, "households", households)
         occupied = self.blocks - self.empty_blocks
         if households < occupied:
-            raise ValueError(
+            raise InvalidInput(
                 f"state {self.name}: households ({households}) must be at least the number of "
                 f"non-empty blocks ({occupied} = blocks - round(empty_share × blocks))"
             )
@@ -196,18 +197,18 @@ class Geography:
     def __post_init__(self) -> None:
         states = self.states
         if isinstance(states, StateShape) or not isinstance(states, tuple | list):
-            raise TypeError(f"states must be a tuple of StateShape, got {type(states).__name__}")
+            raise InvalidType(f"states must be a tuple of StateShape, got {type(states).__name__}")
         states = tuple(states)
         if not states:
-            raise ValueError("states must not be empty")
+            raise InvalidInput("states must not be empty")
         names: dict[str, int] = {}
         for i, state in enumerate(states):
             if not isinstance(state, StateShape):
-                raise TypeError(f"states[{i}] must be a StateShape, got {type(state).__name__}")
+                raise InvalidType(f"states[{i}] must be a StateShape, got {type(state).__name__}")
             if state.index != i:
-                raise ValueError(f"states[{i}] has index {state.index}; indices must be 0, 1, …")
+                raise InvalidInput(f"states[{i}] has index {state.index}; indices must be 0, 1, …")
             if names.setdefault(state.name, i) != i:
-                raise ValueError(
+                raise InvalidInput(
                     f"states[{i}] name {state.name!r} repeats states[{names[state.name]}]"
                 )
         object.__setattr__(self, "states", states)
@@ -246,7 +247,7 @@ class Geography:
         for state in self.states:
             if state.name == name:
                 return state.index
-        raise ValueError(f"name {name!r} is not a state of this geography")
+        raise InvalidInput(f"name {name!r} is not a state of this geography")
 
     def shape_record(self) -> dict[str, Any]:
         """The public shape as JSON-ready values; :meth:`from_record` rebuilds it. The
@@ -310,7 +311,7 @@ class StateData:
 
     def __post_init__(self) -> None:
         if not isinstance(self.state, StateShape):
-            raise TypeError(f"state must be a StateShape, got {type(self.state).__name__}")
+            raise InvalidType(f"state must be a StateShape, got {type(self.state).__name__}")
         rows = self.state.regions
         for name, shape in (
             ("parents", (rows,)),
@@ -319,11 +320,11 @@ class StateData:
         ):
             array = getattr(self, name)
             if not isinstance(array, np.ndarray) or array.shape != shape:
-                raise ValueError(f"{name} must be an array of shape {shape}")
+                raise InvalidInput(f"{name} must be an array of shape {shape}")
         if not isinstance(self.counts, np.ndarray) or self.counts.ndim != 2:
-            raise ValueError("counts must be a 2-dimensional array")
+            raise InvalidInput("counts must be a 2-dimensional array")
         if self.counts.shape[0] != rows:
-            raise ValueError(f"counts must have {rows} rows, got {self.counts.shape[0]}")
+            raise InvalidInput(f"counts must have {rows} rows, got {self.counts.shape[0]}")
         for name in ("parents", "level", "keys", "counts"):
             getattr(self, name).setflags(write=False)
 
@@ -399,7 +400,7 @@ def scaled(geography: Geography, fraction: float) -> Geography:
     _geography_arg(geography)
     fraction = positive_number("fraction", fraction)
     if fraction > 1:
-        raise ValueError(f"fraction must be in (0, 1] (a share of the regions), got {fraction!r}")
+        raise InvalidInput(f"fraction must be in (0, 1] (a share of the regions), got {fraction!r}")
     states = []
     for s in geography.states:
         counts = []
@@ -436,7 +437,7 @@ def described(
     kind = choice("kind", kind, ("blocks", "small"))
     scale = positive_number("scale", scale)
     if scale > 1:
-        raise ValueError(f"scale must be in (0, 1] (a share of the regions), got {scale}")
+        raise InvalidInput(f"scale must be in (0, 1] (a share of the regions), got {scale}")
     if kind == "small":
         shape = small(sizes=sizes, seed=seed)
     else:
@@ -473,17 +474,17 @@ def small(
     if isinstance(households_per_block, bool) or not isinstance(
         households_per_block, int | float | np.integer | np.floating
     ):
-        raise ValueError(
+        raise InvalidInput(
             f"households_per_block must be a number >= 0, got {households_per_block!r:.60}"
         )
     if not (math.isfinite(households_per_block) and households_per_block >= 0):
-        raise ValueError(f"households_per_block must be >= 0, got {households_per_block!r}")
+        raise InvalidInput(f"households_per_block must be >= 0, got {households_per_block!r}")
     if isinstance(empty_share, bool) or not isinstance(
         empty_share, int | float | np.integer | np.floating
     ):
-        raise ValueError(f"empty_share must be a number in [0, 1], got {empty_share!r:.60}")
+        raise InvalidInput(f"empty_share must be a number in [0, 1], got {empty_share!r:.60}")
     if not 0.0 <= float(empty_share) <= 1.0:
-        raise ValueError(f"empty_share must be in [0, 1], got {empty_share!r}")
+        raise InvalidInput(f"empty_share must be in [0, 1], got {empty_share!r}")
     county, tract, group, block = itertools.accumulate(counts[1:], operator.mul)
     households = math.floor(households_per_block * block + 0.5)
     shapes = []
@@ -495,7 +496,7 @@ def small(
                 )
             )
         except ValueError as err:
-            raise ValueError(
+            raise InvalidInput(
                 f"households_per_block ({households_per_block!r}) is too small for "
                 f"empty_share {empty_share!r}: {err}"
             ) from None
@@ -555,7 +556,7 @@ def national_data(geography: Geography) -> tuple[CensusData, np.ndarray, np.ndar
     """
     _geography_arg(geography)
     if geography.cells > MAX_CELLS:
-        raise ValueError(
+        raise InvalidInput(
             f"geography: {geography.regions} regions × {geography.sizes} sizes = "
             f"{geography.cells} cells, over MAX_CELLS = {MAX_CELLS}; national_data is for "
             "small geographies (use state_data per state, or scaled(geography, fraction))"
@@ -592,7 +593,7 @@ def national_data(geography: Geography) -> tuple[CensusData, np.ndarray, np.ndar
 
 def _geography_arg(geography: Any) -> None:
     if not isinstance(geography, Geography):
-        raise TypeError(f"geography must be a Geography, got {type(geography).__name__}")
+        raise InvalidType(f"geography must be a Geography, got {type(geography).__name__}")
 
 
 def _settle(
@@ -610,7 +611,7 @@ def _settle(
             pick = room[np.argsort(fraction[room], kind="stable")][:-gap]
             base[pick] -= 1
         if pick.size == 0:  # pragma: no cover - callers check Σlo ≤ total ≤ Σhi
-            raise AssertionError("no room to settle an apportionment")
+            raise CheckFailed("no room to settle an apportionment")
     return base
 
 
@@ -630,7 +631,7 @@ def _bounded_split(total: int, weights: np.ndarray, lo: np.ndarray, hi: np.ndarr
     lo = lo.astype(np.int64)
     hi = hi.astype(np.int64)
     if not (int(lo.sum()) <= total <= int(hi.sum())) or np.any(lo > hi):
-        raise ValueError(f"cannot split {total} within bounds summing to {lo.sum()}…{hi.sum()}")
+        raise InvalidInput(f"cannot split {total} within bounds summing to {lo.sum()}…{hi.sum()}")
     a, b = 0.0, float(np.max(hi / weights))
     for _ in range(200):
         middle = 0.5 * (a + b)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpopt.census.data import CensusData, exact_sum, valid_sizes
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.hierarchy import Tree
 from dpopt.validation import MAX_COUNT, boolean, integer
 
@@ -33,7 +34,7 @@ def _frame_arg(name: str, value: Any) -> pd.DataFrame:
     import pandas as pd  # loads on first use: import dpopt.census stays cheap
 
     if not isinstance(value, pd.DataFrame):
-        raise TypeError(f"{name} must be a pandas DataFrame, got {type(value).__name__}")
+        raise InvalidType(f"{name} must be a pandas DataFrame, got {type(value).__name__}")
     return value
 
 
@@ -42,9 +43,9 @@ def _label(name: str, value: Any) -> Hashable:
     try:
         hash(value)
     except TypeError:
-        raise ValueError(f"{name} must be a column name, got {value!r:.60}") from None
+        raise InvalidInput(f"{name} must be a column name, got {value!r:.60}") from None
     if value is None:
-        raise ValueError(f"{name} must be a column name, got None")
+        raise InvalidInput(f"{name} must be a column name, got None")
     return value
 
 
@@ -52,33 +53,33 @@ def _levels_arg(levels: Any) -> list[Hashable]:
     import pandas as pd
 
     if isinstance(levels, str | bytes):
-        raise ValueError(
+        raise InvalidInput(
             f"levels must be a list of column names, got the string {levels!r} "
             f"(write [{levels!r}] for one level)"
         )
     try:
         if isinstance(levels, pd.DataFrame | pd.Series | dict):
-            raise TypeError
+            raise InvalidType
         items = list(levels)
     except TypeError:  # not iterable (a number, None, a 0-d array, …)
-        raise ValueError(f"levels must be a list of column names, got {levels!r:.60}") from None
+        raise InvalidInput(f"levels must be a list of column names, got {levels!r:.60}") from None
     out = [_label(f"levels[{i}]", level) for i, level in enumerate(items)]
     if not out:
-        raise ValueError("levels must name at least one level below the root")
+        raise InvalidInput("levels must name at least one level below the root")
     for i, level in enumerate(out):
         if out.index(level) != i:
-            raise ValueError(f"levels[{i}] {level!r} repeats levels[{out.index(level)}]")
+            raise InvalidInput(f"levels[{i}] {level!r} repeats levels[{out.index(level)}]")
     return out
 
 
 def _require_columns(frame: pd.DataFrame, columns: Sequence[Hashable], what: str) -> None:
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise ValueError(f"{what} is missing column(s) {missing}; has {list(frame.columns)}")
+        raise InvalidInput(f"{what} is missing column(s) {missing}; has {list(frame.columns)}")
     repeated = set(frame.columns[frame.columns.duplicated()])
     for c in columns:
         if c in repeated:
-            raise ValueError(f"{what} has more than one column named {c!r}")
+            raise InvalidInput(f"{what} has more than one column named {c!r}")
 
 
 _NOT_NUMBERS = {"b": "booleans", "M": "dates and times", "m": "time spans", "c": "complex numbers"}
@@ -92,7 +93,7 @@ def _integer_column(frame: pd.DataFrame, column: Hashable, *, minimum: int = 0) 
     checked entry by entry."""
     values = frame[column].to_numpy()
     if values.dtype.kind in _NOT_NUMBERS:
-        raise ValueError(
+        raise InvalidInput(
             f"{column} holds {_NOT_NUMBERS[values.dtype.kind]} (dtype {frame[column].dtype}), "
             "not integers"
         )
@@ -100,7 +101,7 @@ def _integer_column(frame: pd.DataFrame, column: Hashable, *, minimum: int = 0) 
     def fail(i: int) -> None:  # raises the message of the first bad entry
         value = values[i].item() if isinstance(values[i], np.generic) else values[i]
         integer(f"row {frame.index[i]}: {column}", value, minimum=minimum)
-        raise ValueError(f"row {frame.index[i]}: {column} must be an integer >= {minimum}")
+        raise InvalidInput(f"row {frame.index[i]}: {column} must be an integer >= {minimum}")
 
     kind = values.dtype.kind
     if kind in "iuf":
@@ -166,22 +167,22 @@ def _region_id(value: Any, where: str, what: str = "region") -> tuple[tuple, str
     alike (1, 1.0, "1") give one name and their clash is caught, never merged silently.
     """
     if isinstance(value, bool | np.bool_):
-        raise ValueError(f"{where}: {what} id must be a string or a number, got {value!r}")
+        raise InvalidInput(f"{where}: {what} id must be a string or a number, got {value!r}")
     if isinstance(value, str):
         if not value.strip():
-            raise ValueError(f"{where}: empty {what} id {value!r}")
+            raise InvalidInput(f"{where}: empty {what} id {value!r}")
         error = _text_error(value)
         if error is not None:
-            raise ValueError(f"{where}: {what} id {value!r:.60} {error}")
+            raise InvalidInput(f"{where}: {what} id {value!r:.60} {error}")
         return ("str", str(value)), str(value)
     if isinstance(value, numbers.Integral):
         return ("int", int(value)), str(int(value))
     if isinstance(value, numbers.Real):
         real = float(value)
         if not math.isfinite(real):
-            raise ValueError(f"{where}: {what} id must be finite, got {value!r}")
+            raise InvalidInput(f"{where}: {what} id must be finite, got {value!r}")
         return ("float", real), str(int(real)) if real.is_integer() else repr(real)
-    raise ValueError(
+    raise InvalidInput(
         f"{where}: {what} id must be a string or a number, got {type(value).__name__} {value!r:.40}"
     )
 
@@ -203,7 +204,7 @@ class _Ids:
         key, name = _region_id(value, where, self.what)
         first_key, first_where, first_value = self.seen[level].setdefault(name, (key, where, value))
         if first_key != key:
-            raise ValueError(
+            raise InvalidInput(
                 f"{where}: {self.what} ids {value!r} and {first_value!r} ({first_where}) collide, "
                 f"both are named {name!r}; give the ids of column {self.levels[level]!r} "
                 "one type"
@@ -213,7 +214,7 @@ class _Ids:
             look, (name, where, value)
         )
         if first_name != name:
-            raise ValueError(
+            raise InvalidInput(
                 f"{where}: {self.what} ids {value!r} and {first_value!r} ({first_where}) print "
                 f"alike (one id after Unicode NFKC normalization); spell each id of column "
                 f"{self.levels[level]!r} one way"
@@ -238,7 +239,7 @@ def _path_names(
 
         missing = np.flatnonzero(~present[:, j])
         if missing.size and complete:
-            raise ValueError(f"{where(int(missing[0]))}: missing {ids.what} id")
+            raise InvalidInput(f"{where(int(missing[0]))}: missing {ids.what} id")
         column = table[level]
         if column.dtype != object:
             # One dtype for the whole column: equal values are the same id, so name each
@@ -278,7 +279,7 @@ def _paths(frame: pd.DataFrame, levels: Sequence[Hashable], ids: _Ids) -> tuple[
     skipped = present[:, 1:] & ~present[:, :-1]
     if skipped.any():
         i, j = np.argwhere(skipped)[0]
-        raise ValueError(
+        raise InvalidInput(
             f"row {frame.index[i]}: region path skips a level of {list(levels)} "
             f"(column {levels[j]!r} is empty, {levels[j + 1]!r} is not)"
         )
@@ -298,7 +299,7 @@ def _tree_from_paths(paths: Sequence[tuple]) -> tuple[np.ndarray, tuple[str, ...
             name = "/".join(prefix)
             other = named.setdefault(name, prefix)
             if other != prefix:
-                raise ValueError(
+                raise InvalidInput(
                     f"regions {list(other) or '(root)'} and {list(prefix)} are both named "
                     f"{name!r}; region ids must not make one name twice (check for '/')"
                 )
@@ -357,7 +358,7 @@ def from_frame(
     levels = _levels_arg(levels)
     size, count = _label("size", size), _label("count", count)
     if size == count or size in levels or count in levels:
-        raise ValueError(
+        raise InvalidInput(
             f"size {size!r}, count {count!r} and levels {levels} must be distinct columns"
         )
     top_code = boolean("top_code", top_code)
@@ -365,7 +366,7 @@ def from_frame(
         _frame_arg("hierarchy", hierarchy)
     _require_columns(frame, [*levels, size, count], "frame")
     if len(frame) == 0:
-        raise ValueError("frame has no rows")
+        raise InvalidInput("frame has no rows")
     size_set = valid_sizes(sizes)
     raw_size = _integer_column(frame, size)
     group_count = _integer_column(frame, count)
@@ -376,7 +377,7 @@ def from_frame(
         row = frame.index[position]
         hint = " (include 0 in sizes: groups of size 0 occur)" if group_size.min() == 0 else ""
         hint = hint or (" (or pass top_code=True)" if group_size.max() > size_set[-1] else "")
-        raise ValueError(
+        raise InvalidInput(
             f"row {row}: {size} {group_size[position]} is not in the size set "
             f"{size_set[0]}..{size_set[-1]}{hint}"
         )
@@ -385,7 +386,7 @@ def from_frame(
     if hierarchy is not None:
         _require_columns(hierarchy, levels, "hierarchy")
         if len(hierarchy) == 0:
-            raise ValueError("hierarchy has no rows")
+            raise InvalidInput("hierarchy has no rows")
         public, _ = _path_names(hierarchy, levels, ids, "hierarchy row", complete=True)
         leaf_paths = [tuple(p) for p in public]
         known = set(leaf_paths)
@@ -393,18 +394,18 @@ def from_frame(
         unknown = [i for i, p in enumerate(paths) if p not in known]
         if unknown:
             row = frame.index[unknown[0]]
-            raise ValueError(
+            raise InvalidInput(
                 f"row {row}: region {_show(paths[unknown[0]])} is not in the hierarchy"
             )
     else:
         leaf_paths = [p for p, leaf in zip(paths, is_leaf, strict=True) if leaf]
     if not leaf_paths:
-        raise ValueError(f"frame has no leaf rows (rows naming all levels {list(levels)})")
+        raise InvalidInput(f"frame has no leaf rows (rows naming all levels {list(levels)})")
     parents, names, index = _tree_from_paths(sorted(set(leaf_paths)))
     region = np.array([index.get(p, -1) for p in paths], dtype=np.int64)
     if np.any(region < 0):
         i = int(np.flatnonzero(region < 0)[0])
-        raise ValueError(
+        raise InvalidInput(
             f"row {frame.index[i]}: aggregate region {_show(paths[i])} (column(s) "
             f"{levels[len(paths[i]) :]} empty) has no leaves"
         )
@@ -413,7 +414,7 @@ def from_frame(
     leaf_rows = np.flatnonzero(is_leaf)
     total = exact_sum(group_count[leaf_rows])
     if total > MAX_COUNT:
-        raise ValueError(
+        raise InvalidInput(
             f"{count}: the leaf rows hold {total} groups, over the largest supported total 2**62"
         )
     counts = np.zeros((parents.size, size_set.size), dtype=np.int64)
@@ -437,7 +438,7 @@ def _refuse_duplicates(
     if repeated.size:
         first = repeated[0]
         rows = frame.index[np.flatnonzero(inverse == inverse[first])].tolist()
-        raise ValueError(
+        raise InvalidInput(
             f"rows {rows} give the same region and size twice "
             f"(region {names[region[first]]}, {size} {raw_size[first]})"
         )
@@ -465,7 +466,7 @@ def _check_aggregates(
         if counts[r, c] != amount:
             where = f"row {rows[0]}" if len(rows) == 1 else f"rows {rows}"
             empty = list(levels[len(paths[i]) :])
-            raise ValueError(
+            raise InvalidInput(
                 f"{where}: inconsistent parent {_show(paths[i])} gives {amount} groups of size "
                 f"{sizes[c]}, its leaves sum to {counts[r, c]} (an aggregate row: column(s) "
                 f"{empty} empty)"
@@ -489,7 +490,7 @@ def _refuse_split_units(
     if split.any():
         i = int(np.flatnonzero(split)[0])
         j = int(np.flatnonzero((people["unit"] == people["unit"].iloc[i]).to_numpy())[0])
-        raise ValueError(
+        raise InvalidInput(
             f"rows {records.index[j]} and {records.index[i]}: {unit} {people['unit'].iloc[i]} "
             f"has members in more than one region ({_show(tuple(first.iloc[i]))} and "
             f"{_show(tuple(people[columns].iloc[i]))})"
@@ -513,7 +514,7 @@ def _refuse_sizes(
         name, value = outside.index[0], int(outside.iloc[0])
         row = records.index[int(np.flatnonzero((people["unit"] == name).to_numpy())[0])]
         hint = " (or pass top_code=True)" if value > sizes[-1] else ""
-        raise ValueError(
+        raise InvalidInput(
             f"row {row}: {unit} {name} has size {value}, not in the size set "
             f"{sizes[0]}..{sizes[-1]}{hint}"
         )
@@ -549,7 +550,7 @@ def from_records(
     if quantity is not None:
         quantity = _label("quantity", quantity)
     if unit in levels or quantity in [*levels, unit]:
-        raise ValueError(
+        raise InvalidInput(
             f"unit {unit!r}, quantity {quantity!r} and levels {levels} must be distinct columns"
         )
     top_code = boolean("top_code", top_code)
@@ -560,16 +561,16 @@ def from_records(
         records, [unit, *levels] + ([quantity] if quantity is not None else []), "records"
     )
     if len(records) == 0:
-        raise ValueError("records has no rows")
+        raise InvalidInput("records has no rows")
     size_set = valid_sizes(sizes)
     if (quantity is None) != (quantity_bound is None):
-        raise ValueError(
+        raise InvalidInput(
             "quantity_bound (a public bound on one person's quantity) is required with "
             "quantity, and only then"
         )
     bound = 1 if quantity_bound is None else integer("quantity_bound", quantity_bound, minimum=1)
     if quantity is not None and size_set[0] > 0:
-        raise ValueError(
+        raise InvalidInput(
             f"sizes must include 0 when {quantity!r} quantities are used: a group whose members "
             "all have quantity 0 has size 0 (docs/families/census.md#census-sizes)"
         )
@@ -579,19 +580,19 @@ def from_records(
     public = None
     if hierarchy is not None:
         if len(hierarchy) == 0:
-            raise ValueError("hierarchy has no rows")
+            raise InvalidInput("hierarchy has no rows")
         public, _ = _path_names(hierarchy, levels, ids, "hierarchy row", complete=True)
         known = {tuple(p) for p in public}
         for i, path in enumerate(map(tuple, regions)):
             if path not in known:
-                raise ValueError(
+                raise InvalidInput(
                     f"row {records.index[i]}: region {_show(path)} is not in the hierarchy"
                 )
     if quantity is not None:
         q = np.minimum(_integer_column(records, quantity), bound)  # public clipping to [0, Q]
         total = exact_sum(q)
         if total > MAX_COUNT:
-            raise ValueError(
+            raise InvalidInput(
                 f"{quantity}: the quantities sum to {total}, over the largest supported size 2**62"
             )
     else:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.privacy import Accountant, Loss, exact_shares
 from dpopt.privacy.keyed import keyed_laplace, stream_seeds
 from dpopt.privacy.samplers import DiscreteLaplace
@@ -43,7 +44,7 @@ ENTROPY_BITS = 128
 def draw_entropy(rng: np.random.Generator) -> int:
     """128 bits from the caller's generator: the root of every region's noise stream."""
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        raise InvalidType(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     return int.from_bytes(rng.bytes(ENTROPY_BITS // 8), "little")
 
 
@@ -65,7 +66,7 @@ class LevelNoise:
             try:
                 noise.sampler(level)
             except ValueError as err:
-                raise ValueError(
+                raise InvalidInput(
                     f"epsilon {epsilon!r} gives level {level} a discrete Laplace scale "
                     f"{COUNT_SENSITIVITY}/(ε/{levels}) the sampler refuses: {err}"
                 ) from None
@@ -100,7 +101,7 @@ class LevelNoise:
         if accountant is None:
             return
         if not isinstance(accountant, Accountant):
-            raise TypeError(f"accountant must be a dpopt Accountant, got {accountant!r}")
+            raise InvalidType(f"accountant must be a dpopt Accountant, got {accountant!r}")
         accountant.spend_all(self.charges)
 
 
@@ -118,7 +119,7 @@ def keyed_noise(
     level = integer("level", level, minimum=0, maximum=len(LEVEL_NAMES))
     sizes = integer("sizes", sizes, minimum=1, maximum=None)
     if not isinstance(sampler, DiscreteLaplace):
-        raise TypeError(f"sampler must be a DiscreteLaplace, got {type(sampler).__name__}")
+        raise InvalidType(f"sampler must be a DiscreteLaplace, got {type(sampler).__name__}")
     codes = _codes(codes, level)
     spawn = np.column_stack([np.full(codes.shape[0], level, dtype=np.int64), codes])
     return keyed_laplace(sampler, stream_seeds(entropy, spawn), sizes)
@@ -129,7 +130,7 @@ def _codes(codes: Any, level: int) -> np.ndarray:
     is never truncated to another region's key)."""
     raw = np.asarray(codes)
     if raw.ndim != 2 or raw.shape[1] != level:
-        raise ValueError(f"codes must have shape (regions, {level}), got {raw.shape}")
+        raise InvalidInput(f"codes must have shape (regions, {level}), got {raw.shape}")
     if raw.size == 0:
         return np.zeros(raw.shape, dtype=np.int64)
     return np.asarray(integer_array("codes", raw, ndim=2), dtype=np.int64)
@@ -141,23 +142,25 @@ def noisy_counts(
     """``values`` (regions × sizes) plus keyed noise, each region with its level's sampler
     (levels ≥ 1; ``codes`` as in :func:`keyed_noise`, one row per region)."""
     if not isinstance(noise, LevelNoise):
-        raise TypeError(f"noise must be a LevelNoise, got {type(noise).__name__}")
+        raise InvalidType(f"noise must be a LevelNoise, got {type(noise).__name__}")
     level = np.asarray(level)
     if level.ndim != 1 or level.dtype.kind not in "iu":
-        raise ValueError(f"level must be a 1-D integer array, got {level.dtype} {level.shape}")
+        raise InvalidInput(f"level must be a 1-D integer array, got {level.dtype} {level.shape}")
     values = np.asarray(values)
     if values.ndim != 2 or values.shape[0] != level.size or values.dtype.kind not in "iu":
-        raise ValueError(
+        raise InvalidInput(
             f"values must be an integer array of shape ({level.size}, sizes), one row per "
             f"entry of level; got {values.dtype} {values.shape}"
         )
     codes = np.asarray(codes)
     if codes.ndim != 2 or codes.shape[0] != level.size:
-        raise ValueError(
+        raise InvalidInput(
             f"codes must have one row per entry of level ({level.size}), got shape {codes.shape}"
         )
     if level.size and (level.min() < 1 or level.max() >= len(noise.shares)):
-        raise ValueError(f"level must be in 1 … {len(noise.shares) - 1} (the nation, 0, is apart)")
+        raise InvalidInput(
+            f"level must be in 1 … {len(noise.shares) - 1} (the nation, 0, is apart)"
+        )
     noisy = values.astype(np.int64)
     for lvl in np.unique(level).tolist():
         rows = np.flatnonzero(level == lvl)

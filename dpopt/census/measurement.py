@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from dpopt.census.data import CensusData
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.hierarchy import Tree
 from dpopt.models.census.problems import cumulative
 from dpopt.privacy import Accountant, Prepared, draw, exact_shares, prepare_laplace
@@ -66,26 +67,26 @@ class Measurement:
         sizes = np.asarray(self.sizes)
         noisy = np.asarray(self.noisy)
         if parents.ndim != 1 or sizes.ndim != 1:
-            raise ValueError("parents and sizes must be 1-D arrays")
+            raise InvalidInput("parents and sizes must be 1-D arrays")
         if parents.dtype.kind not in "iu" or sizes.dtype.kind not in "iu":
-            raise ValueError(
+            raise InvalidInput(
                 f"parents and sizes must be integer arrays, got {parents.dtype} and {sizes.dtype}"
             )
         Tree(parents)  # a ValueError naming what breaks the tree
         regions = (parents.size,)
         if noisy.shape != (parents.size, sizes.size) or noisy.dtype.kind not in "iu":
-            raise ValueError(
+            raise InvalidInput(
                 f"noisy must be an integer array of shape {(parents.size, sizes.size)} (regions "
                 f"× sizes), got {noisy.dtype} {noisy.shape}"
             )
         for name in ("scale", "sd"):
             values = np.asarray(getattr(self, name))
             if values.shape != regions or values.dtype.kind not in "iuf":
-                raise ValueError(f"{name} must hold one number per region, shape {regions}")
+                raise InvalidInput(f"{name} must hold one number per region, shape {regions}")
             if not np.all(np.isfinite(values) & (values >= 0)):
-                raise ValueError(f"{name} must be finite and >= 0, got {values.min()!r}")
+                raise InvalidInput(f"{name} must be finite and >= 0, got {values.min()!r}")
         if not isinstance(self.total, int | np.integer) or self.total < 0:
-            raise ValueError(f"total must be an integer >= 0, got {self.total!r}")
+            raise InvalidInput(f"total must be an integer >= 0, got {self.total!r}")
 
     @property
     def tree(self) -> Tree:
@@ -95,7 +96,7 @@ class Measurement:
 def check_data(data: Any) -> CensusData:
     """``data`` if it is a :class:`CensusData`, else a TypeError."""
     if not isinstance(data, CensusData):
-        raise TypeError(f"data must be a census.CensusData, got {type(data).__name__}")
+        raise InvalidType(f"data must be a census.CensusData, got {type(data).__name__}")
     return data
 
 
@@ -103,7 +104,7 @@ def check_accountant(accountant: Any) -> Accountant | None:
     """``accountant`` if it is None or an :class:`~dpopt.privacy.Accountant`, else a TypeError
     (checked while planning, before anything is charged)."""
     if accountant is not None and not isinstance(accountant, Accountant):
-        raise TypeError(f"accountant must be a dpopt Accountant, got {accountant!r}")
+        raise InvalidType(f"accountant must be a dpopt Accountant, got {accountant!r}")
     return accountant
 
 
@@ -112,9 +113,9 @@ def _level_weights(level_weights: Any, levels: int) -> np.ndarray:
         return np.ones(levels)
     weights = finite_array("level_weights", level_weights, ndim=1)
     if weights.shape != (levels,):
-        raise ValueError(f"level_weights must have one weight per level ({levels})")
+        raise InvalidInput(f"level_weights must have one weight per level ({levels})")
     if not np.all(np.isfinite(weights)) or np.any(weights <= 0):
-        raise ValueError("level_weights must be finite and > 0: every level is noised")
+        raise InvalidInput("level_weights must be finite and > 0: every level is noised")
     return weights
 
 

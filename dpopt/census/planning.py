@@ -34,6 +34,7 @@ from dpopt.census.blocks import read_release, release_blocks
 from dpopt.census.geography import LEVELS, Geography, state_data
 from dpopt.census.settings import Settings
 from dpopt.census.store import read_partition
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.limits import MAX_RELEASES
 from dpopt.models.census.problems import OBJECTIVES
 from dpopt.planning import check_memory, memory_budget, tolerance
@@ -213,7 +214,7 @@ def plan_epsilon(
     states) is refused before any release."""
     instance("geography", geography, Geography)
     if progress is not None and not isinstance(progress, bool | Progress | Callable):
-        raise TypeError(
+        raise InvalidType(
             "progress must be callable, True, False, None or a dpopt.progress.Progress, got "
             f"{type(progress).__name__}"
         )
@@ -229,7 +230,7 @@ def plan_epsilon(
     budget = memory_budget(max_memory)
     if states is not None:
         if data_dir is not None:
-            raise ValueError("states samples the synthetic counts; a data_dir is simulated whole")
+            raise InvalidInput("states samples the synthetic counts; a data_dir is simulated whole")
         geography = sample_states(geography, integer("states", states, minimum=1))
     check_memory(
         memory_estimate(geography, level),
@@ -268,7 +269,7 @@ def plan_epsilon(
             epsilon, value = precise, dict(evaluations)[precise]  # a metric that jumps
             break
         if len(evaluations) == max_releases:
-            raise ValueError(
+            raise InvalidInput(
                 f"no ε met {metric} ≤ {target:g} at the {level} level within {max_releases} "
                 f"simulated releases: (ε, {metric}) = "
                 + ", ".join(f"({e:.4g}, {v:.4g})" for e, v in evaluations)
@@ -282,7 +283,7 @@ def plan_epsilon(
         following = guess if guess not in tried else math.sqrt(noisy * precise)
         if following in tried:  # pinned to an end of EPSILON_RANGE
             side = f"every ε ≥ {noisy:g} gives" if not missed else f"no ε ≤ {precise:g} gives"
-            raise ValueError(
+            raise InvalidInput(
                 f"{side} {metric} ≤ {target:g} at the {level} level ({metric} {value:.4g} at "
                 f"ε = {epsilon:g}): the target does not fix an ε in {EPSILON_RANGE}"
             )

@@ -30,7 +30,7 @@ import numpy as np
 
 from dpopt.census.measurement import Measurement, Query
 from dpopt.deprecation import keyword_alias
-from dpopt.errors import SolverError
+from dpopt.errors import InvalidInput, InvalidType, SolverError
 from dpopt.hierarchy import Tree
 from dpopt.limits import MAX_DOMAIN_SD
 from dpopt.models.census.problems import (
@@ -99,7 +99,7 @@ PARTITIONED = "pwl-dp:partitioned"
 def mechanism_of(name: Any) -> Mechanism:
     """The :class:`Mechanism` named ``name``, or a ValueError naming the mechanisms."""
     if not isinstance(name, str) or name not in MECHANISMS:
-        raise ValueError(f"unknown mechanism {name!r}; available: {', '.join(MECHANISMS)}")
+        raise InvalidInput(f"unknown mechanism {name!r}; available: {', '.join(MECHANISMS)}")
     return MECHANISMS[name]
 
 
@@ -111,7 +111,7 @@ def objective_of(objective: str | None, mechanism: str) -> Objective:
         return OBJECTIVES["leaf-weighted" if spec.problem is PostProcess else "paper"]
     name = choice("objective", objective, tuple(OBJECTIVES))
     if name != "paper" and spec.problem is not PostProcess:
-        raise ValueError(
+        raise InvalidInput(
             f"objective {name!r} weighs Model 1; mechanism {mechanism!r} solves "
             f"{spec.problem.__name__}, whose only objective is 'paper'"
         )
@@ -122,7 +122,7 @@ def domain_sd_of(domain_sd: Any) -> float:
     """``domain_sd`` validated: > 0 and at most :data:`MAX_DOMAIN_SD`."""
     value = positive_number("domain_sd", domain_sd)
     if value > MAX_DOMAIN_SD:
-        raise ValueError(
+        raise InvalidInput(
             f"domain_sd must be at most {MAX_DOMAIN_SD:g} noise sds, got {domain_sd!r} "
             "(the domains are widened automatically where they are infeasible)"
         )
@@ -136,7 +136,7 @@ def check_time_limit(mechanism: str, time_limit: float | None) -> None:
     positive_number("time_limit", time_limit)
     spec = mechanism_of(mechanism)
     if not method_info(spec.problem, spec.solver).honours_time_limit:
-        raise ValueError(
+        raise InvalidInput(
             f"mechanism {mechanism!r} ({spec.solver}) runs to completion and takes no time_limit"
         )
 
@@ -171,7 +171,7 @@ def check_refusal(
     proxy = spec.problem(parents, target, total, (lower, upper))  # type: ignore[arg-type]
     reason = refusal(proxy, spec.solver)
     if reason is not None:
-        raise ValueError(
+        raise InvalidInput(
             f"mechanism {mechanism!r} ({spec.solver}) refuses this instance at its starting "
             f"domains (nothing was charged): {reason}; choose another mechanism or a larger "
             "epsilon"
@@ -238,11 +238,11 @@ def _settled(solution: Solution, full: bool, objective: Objective) -> bool:
 
 def _check_measurement(measurement: Any, spec: Mechanism, mechanism: str) -> Measurement:
     if not isinstance(measurement, Measurement):
-        raise TypeError(
+        raise InvalidType(
             f"measurement must be a census.Measurement, got {type(measurement).__name__}"
         )
     if spec.query != measurement.query:
-        raise ValueError(
+        raise InvalidInput(
             f"mechanism {mechanism!r} post-processes {spec.query!r} measurements, "
             f"got {measurement.query!r}"
         )

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.census.postprocess import PROBE, mechanism_of, starting_delta
+from dpopt.errors import InvalidInput
 from dpopt.limits import CENSUS_MIN_MEMORY as MIN_MEMORY_LIMIT
 from dpopt.limits import MAX_MEMORY
 from dpopt.limits import MAX_MEMORY as DEFAULT_MEMORY_LIMIT
@@ -97,7 +98,7 @@ def check_memory(estimates: list[Estimate], memory_limit: int, what: str, advice
     and the limit when one of ``estimates`` needs more than ``memory_limit`` bytes."""
     for estimate in estimates:
         if estimate.bytes > memory_limit:
-            raise ValueError(
+            raise InvalidInput(
                 f"{what} needs ~{human(estimate.bytes)} for {estimate.what} (limit "
                 f"{human(memory_limit)}, max_memory={memory_limit}); nothing was charged: "
                 f"{advice}"
@@ -145,7 +146,7 @@ def check_cost_range(method: str, sd: Any, delta: Any, weight: Any, columns: int
     spread = np.asarray(sd, dtype=np.float64) + np.asarray(delta, dtype=np.float64)
     expected = float(np.sum(np.asarray(weight, dtype=np.float64) * spread**2)) * columns
     if 2 * expected >= MAX_COST:
-        raise ValueError(
+        raise InvalidInput(
             f"method {method!r}: the noise (sd up to {float(np.max(sd)):.3g}) is so large that "
             f"the post-processing's 64-bit cost tables would overflow (Σ w·(sd + δ)² ≈ "
             f"{expected:.2g} against 2^62); nothing was charged: a larger epsilon"

@@ -24,7 +24,7 @@ from dpopt.census.postprocess import (
 )
 from dpopt.census.resources import memory_limit_of
 from dpopt.deprecation import settings_of, warn_renamed
-from dpopt.errors import InvalidInput
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.solvers.census.partitioned import WIDENING
 from dpopt.validation import choice, finite_array, instance, integer, positive_number
 
@@ -107,13 +107,13 @@ def settings_from(where: str, settings: Any, former: dict[str, Any]) -> Settings
     for name, old in _RENAMED:
         if old in former:
             if name in former:
-                raise TypeError(f"{where}: give {name}= or its former name {old}=, not both")
+                raise InvalidType(f"{where}: give {name}= or its former name {old}=, not both")
             renamed[name] = former.pop(old)
             warn_renamed(f"{where}({old}=)", f"{where}(settings=Settings({name}=…))", stacklevel=4)
     flat = dict(former)
     former.clear()
     if renamed and settings is not None:
-        raise TypeError(f"{where}: give settings= or the keywords {sorted(renamed)}, not both")
+        raise InvalidType(f"{where}: give settings= or the keywords {sorted(renamed)}, not both")
     found: Settings | None = (
         settings_of(where, Settings, settings, flat) if flat or not renamed else None
     )

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.census.geography import Geography, StateData
+from dpopt.errors import InvalidInput, MissingFile
 from dpopt.extras import load_pyarrow
 from dpopt.validation import MAX_COUNT, choice, file_path, instance, integer, sequence
 
@@ -89,7 +90,7 @@ def write_partition(
     instance("geography", geography, Geography)
     pa = load_pyarrow()
     if partition.kind not in KINDS:
-        raise ValueError(f"partition kind must be one of {KINDS}, got {partition.kind!r}")
+        raise InvalidInput(f"partition kind must be one of {KINDS}, got {partition.kind!r}")
     columns: dict[str, Any] = {
         "level": pa.array(partition.level, pa.int8()),
         "parent": pa.array(partition.parents, pa.int32()),
@@ -118,10 +119,10 @@ def _metadata(path: Path, pa: Any) -> dict[str, Any]:
     except FileNotFoundError:
         raise
     except Exception as err:  # pyarrow raises ArrowInvalid / OSError on a damaged file
-        raise ValueError(f"partition file {path} is corrupt or not Parquet: {err}") from err
+        raise InvalidInput(f"partition file {path} is corrupt or not Parquet: {err}") from err
     raw = (schema.metadata or {}).get(_META)
     if raw is None:
-        raise ValueError(f"partition file {path} was not written by dpopt (no dpopt metadata)")
+        raise InvalidInput(f"partition file {path} was not written by dpopt (no dpopt metadata)")
     meta: dict[str, Any] = json.loads(raw)
     return meta
 
@@ -142,17 +143,17 @@ def read_partition(
     pa = load_pyarrow()
     shape = geography.states[state]
     if not path.is_file():
-        raise FileNotFoundError(
+        raise MissingFile(
             f"the {kind} partition of state {shape.name} (index {state}) is missing: {path}"
         )
     meta = _metadata(path, pa)
     if meta.get("kind") != kind or meta.get("state") != state:
-        raise ValueError(
+        raise InvalidInput(
             f"{path} holds the {meta.get('kind')} partition of state {meta.get('state')}, "
             f"expected the {kind} partition of state {state}"
         )
     if meta.get("geography") != geography.fingerprint():
-        raise ValueError(
+        raise InvalidInput(
             f"{path} was written for another geography (fingerprint {meta.get('geography')}, "
             f"this one is {geography.fingerprint()}): the data do not match the geography"
         )
@@ -160,7 +161,7 @@ def read_partition(
     try:
         table = pa.parquet.read_table(path, columns=names)
     except Exception as err:
-        raise ValueError(f"partition file {path} is corrupt or incomplete: {err}") from err
+        raise InvalidInput(f"partition file {path} is corrupt or incomplete: {err}") from err
     level = table.column("level").to_numpy().astype(np.int8)
     parents = table.column("parent").to_numpy().astype(np.int64)
     codes = np.column_stack([table.column(c).to_numpy() for c in CODE_COLUMNS]).astype(np.int32)
@@ -194,7 +195,7 @@ def _check_counts(
     bad = np.argwhere((values < 0) | (values > MAX_COUNT))
     if bad.size:
         row, j = (int(v) for v in bad[0])
-        raise ValueError(
+        raise InvalidInput(
             f"{path}: region {tuple(codes[row].tolist())} (row {row}) has {int(values[row, j])} "
             f"groups of size {sizes[j] + 1}: counts must be integers from 0 to 2**62"
         )
@@ -203,7 +204,7 @@ def _check_counts(
     np.add.at(approx, parents[inner], values[inner].astype(np.float64))
     if np.any(approx > MAX_COUNT):
         row = int(np.argwhere(approx > MAX_COUNT)[0][0])
-        raise ValueError(f"{path}: the children of row {row} hold more than 2**62 groups")
+        raise InvalidInput(f"{path}: the children of row {row} hold more than 2**62 groups")
     sums = np.zeros_like(values)
     np.add.at(sums, parents[inner], values[inner])
     has_children = np.zeros(values.shape[0], dtype=bool)
@@ -211,7 +212,7 @@ def _check_counts(
     mismatch = np.argwhere((sums != values) & has_children[:, None])
     if mismatch.size:
         row, j = (int(v) for v in mismatch[0])
-        raise ValueError(
+        raise InvalidInput(
             f"{path}: region {tuple(codes[row].tolist())} (row {row}) has "
             f"{int(values[row, j])} groups of size {sizes[j] + 1} but its children have "
             f"{int(sums[row, j])}: a parent's counts must be the sum of its children's"
@@ -225,7 +226,7 @@ def _check_structure(
     found = np.bincount(level, minlength=6)[1:6].tolist()
     expected = [1, shape.counties, shape.tracts, shape.block_groups, shape.blocks]
     if found != expected:
-        raise ValueError(
+        raise InvalidInput(
             f"{path}: regions per level (state … block) are {found}, but the geography has "
             f"{expected} for state {shape.name}: the data do not match the geography"
         )
@@ -243,7 +244,7 @@ def _check_structure(
     bad = np.flatnonzero(outside)
     if bad.size:
         row = int(bad[0])
-        raise ValueError(
+        raise InvalidInput(
             f"{path}: region {tuple(codes[row].tolist())} (row {row}) has parent row "
             f"{int(parents[row])}, which is not its parent in this state's partition — a "
             "region's parent must be in the same partition, one level up"

@@ -25,6 +25,7 @@ from dpopt.census.contract import release_errors
 from dpopt.census.measurement import Measurement
 from dpopt.census.mechanism import Release
 from dpopt.deprecation import warn_renamed
+from dpopt.errors import InvalidInput
 from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
 from dpopt.release import Measured, measured_from_record, measured_record
@@ -128,7 +129,7 @@ def save_release(release: Release, path: str | Path) -> Path:
 def _array(record: dict[str, Any], key: str, dtype: Any) -> np.ndarray:
     values = np.asarray(record[key])
     if values.dtype.kind not in "iuf" and values.size:
-        raise ValueError(f"{key} holds {values.dtype} values, not numbers")
+        raise InvalidInput(f"{key} holds {values.dtype} values, not numbers")
     return values.astype(dtype) if values.dtype.kind in "iuf" else values
 
 
@@ -143,10 +144,10 @@ def load_release(path: str | Path) -> SavedRelease:
     try:
         record = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise ValueError(f"{file} cannot be read as JSON: {err}") from err
+        raise InvalidInput(f"{file} cannot be read as JSON: {err}") from err
     field = _MECHANISM_FIELD.get(str(record.get("format"))) if isinstance(record, dict) else None
     if field is None:
-        raise ValueError(f"{file} is not a census release (format {FORMAT!r})")
+        raise InvalidInput(f"{file} is not a census release (format {FORMAT!r})")
     try:
         measurement = Measurement(
             record["query"],
@@ -160,7 +161,7 @@ def load_release(path: str | Path) -> SavedRelease:
         )
         counts = np.asarray(record["counts"])
         if counts.dtype.kind not in "iuf":
-            raise ValueError(f"counts hold {counts.dtype} values, not numbers")
+            raise InvalidInput(f"counts hold {counts.dtype} values, not numbers")
         intervals = record.get("intervals")
         return SavedRelease(
             str(record[field]),
@@ -185,4 +186,4 @@ def load_release(path: str | Path) -> SavedRelease:
             ),
         )
     except (KeyError, OverflowError, TypeError, ValueError) as err:
-        raise ValueError(f"{file} is not a readable census release: {err}") from err
+        raise InvalidInput(f"{file} is not a readable census release: {err}") from err

@@ -18,6 +18,7 @@ from typing import Any
 
 from dpopt.cli import census, check, compare, dgm, hdmm, plan, relational
 from dpopt.deprecation import warn_renamed
+from dpopt.errors import MissingAttribute
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -46,7 +47,7 @@ _MOVED = {
 def __getattr__(name: str) -> Any:
     """A name of :data:`_MOVED` under its old spelling ``dpopt.cli.<name>``."""
     if name not in _MOVED:
-        raise AttributeError(f"module 'dpopt.cli' has no attribute {name!r}")
+        raise MissingAttribute(f"module 'dpopt.cli' has no attribute {name!r}")
     module, attribute = _MOVED[name].rsplit(".", 1)
     warn_renamed(f"dpopt.cli.{name}", _MOVED[name])
     return getattr(importlib.import_module(module), attribute)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dpopt.cli.options import write_json
+from dpopt.errors import InvalidInput
 from dpopt.limits import CHECK_MAX_VIOLATIONS
 from dpopt.progress import progress_of
 from dpopt.validation import instance
@@ -87,13 +88,13 @@ def _openable(path: Path) -> None:
 
     kind = path_kind(path)
     if kind == "missing":
-        raise ValueError(f"{path}: no such file or directory")
+        raise InvalidInput(f"{path}: no such file or directory")
     if kind not in ("a file", "a directory"):
-        raise ValueError(f"{path} is {kind}: not a release")
+        raise InvalidInput(f"{path} is {kind}: not a release")
     for name in RECORDS if kind == "a directory" else ():
         found = path_kind(path / name)
         if found not in ("a file", "missing"):
-            raise ValueError(f"{path / name} is {found}, not a release's {name}")
+            raise InvalidInput(f"{path / name} is {found}, not a release's {name}")
 
 
 def _stored(args: argparse.Namespace) -> dict[str, Any]:
@@ -103,7 +104,7 @@ def _stored(args: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
     stored = load(args.path)
     if args.certificate and stored.family != "hdmm":
-        raise ValueError("--certificate re-solves census and HDMM residual releases only")
+        raise InvalidInput("--certificate re-solves census and HDMM residual releases only")
     progress = progress_of(True, stages=6 if args.certificate else 2)
     errors = stored.contract_errors(progress=progress)
     if args.certificate:

@@ -29,6 +29,7 @@ from dpopt.cli.release_options import (
 )
 from dpopt.cli.release_run import ReleaseRun, new_out
 from dpopt.deprecation import REMOVED_IN
+from dpopt.errors import InvalidInput
 from dpopt.validation import instance, sequence
 
 __all__ = [
@@ -284,7 +285,7 @@ def _records(args: argparse.Namespace, network: Any) -> Any:
     import numpy as np
 
     if args.records < 1:
-        raise ValueError("--records must be at least 1")
+        raise InvalidInput("--records must be at least 1")
     return network.sample(args.records, np.random.default_rng(args.data_seed))
 
 

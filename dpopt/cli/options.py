@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dpopt.cli.errors import OptionError
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.limits import MAX_COUNT, MIN_MEMORY
 from dpopt.planning import GIB
 from dpopt.validation import file_path, instance, integer
@@ -113,7 +114,7 @@ def check_output_path(
         return
     why = _unwritable(instance("path", path, str), formats)
     if why:
-        raise ValueError(f"{option} {path}: {why}")
+        raise InvalidInput(f"{option} {path}: {why}")
 
 
 def _unwritable(path: str, formats: Collection[str]) -> str | None:
@@ -158,7 +159,7 @@ def write_json(path: str, value: Any) -> None:
     try:
         text = json.dumps(value, indent=1)
     except (TypeError, ValueError) as err:  # an object JSON cannot hold, or a cycle
-        raise TypeError(f"value must be JSON data (dicts, lists, str, numbers): {err}") from None
+        raise InvalidType(f"value must be JSON data (dicts, lists, str, numbers): {err}") from None
     if target is None:
         print(text)
     else:

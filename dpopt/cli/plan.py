@@ -20,6 +20,7 @@ from dpopt.cli.options import (
 )
 from dpopt.cli.release_options import DeprecatedAlias
 from dpopt.cli.workloads import METHODS, parse_workload, plan_release
+from dpopt.errors import InvalidInput
 from dpopt.limits import (
     MAX_CURVE_EPSILONS,
     MAX_HISTOGRAM_CELLS,
@@ -341,7 +342,7 @@ def _shape(text: str) -> tuple[int, ...]:
     try:
         return tuple(int(part) for part in text.split(","))
     except ValueError:
-        raise ValueError(
+        raise InvalidInput(
             f"--shape must be three integers LEFT,RIGHT,LINKS (e.g. 600,400,1000), got {text!r}"
         ) from None
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from dpopt.cli.options import nonnegative_int, positive_float, positive_int
+from dpopt.errors import InvalidInput
 from dpopt.limits import MAX_LISTED_ATTRIBUTES, PRODUCT_MAX_QUERY_SIZE
 from dpopt.paths import read_text
 from dpopt.planning import check_memory, memory_budget
@@ -39,7 +40,7 @@ def parse_workload(text: str, max_memory: int | None = None) -> Any:
     for term in text.split("+"):
         parts = re.split(r"(?<=\d)x(?=[a-z])", term.strip())
         if len(parts) > MAX_LISTED_ATTRIBUTES:
-            raise ValueError(
+            raise InvalidInput(
                 f"a product of {len(parts):,} factors is over MAX_LISTED_ATTRIBUTES = "
                 f"{MAX_LISTED_ATTRIBUTES:,} attributes"
             )
@@ -67,9 +68,9 @@ def _parse_sizes(text: str) -> list[int]:
         try:
             size, count = positive_int(number), positive_int(repeat) if times else 1
         except ValueError as error:
-            raise ValueError(f"sizes {text!r}: {item!r} is not N or NxR ({error})") from None
+            raise InvalidInput(f"sizes {text!r}: {item!r} is not N or NxR ({error})") from None
         if len(sizes) + count > MAX_LISTED_ATTRIBUTES:
-            raise ValueError(
+            raise InvalidInput(
                 f"sizes {text[:40]!r}{'…' if len(text) > 40 else ''} list over "
                 f"MAX_LISTED_ATTRIBUTES = {MAX_LISTED_ATTRIBUTES:,} attributes"
             )
@@ -97,14 +98,14 @@ def _marginal_form(text: str) -> tuple[list[int], range, list[str]] | None:
     keyed = keyed or re.fullmatch(r"k(?P<upto><?)=(?P<k>[^,=]+),sizes=(?P<sizes>.+)", spec)
     found = keyed or re.fullmatch(r"(?P<sizes>[^=:]+):(?P<k>[^=:]+)", spec)
     if found is None:
-        raise ValueError(f"marginals are {MARGINALS_FORM}, got {text!r}")
+        raise InvalidInput(f"marginals are {MARGINALS_FORM}, got {text!r}")
     sizes = _parse_sizes(found["sizes"])
     try:
         k = nonnegative_int(found["k"])
     except ValueError as error:
-        raise ValueError(f"k in {text!r}: {error}") from None
+        raise InvalidInput(f"k in {text!r}: {error}") from None
     if k > len(sizes):
-        raise ValueError(f"k must be <= the number of attributes {len(sizes)}, got {k}")
+        raise InvalidInput(f"k must be <= the number of attributes {len(sizes)}, got {k}")
     arities = range(k + 1) if keyed and keyed["upto"] else range(k, k + 1)
     kinds = _query_kinds(option["queries"], sizes) if option else ["identity"] * len(sizes)
     return sizes, arities, kinds
@@ -117,24 +118,24 @@ def _query_kinds(text: str, sizes: list[int]) -> list[str]:
     if len(kinds) == 1:
         kinds *= len(sizes)
     elif len(kinds) != len(sizes):
-        raise ValueError(
+        raise InvalidInput(
             f"queries={text} lists {len(kinds)} kinds for {len(sizes)} attributes: give one kind "
             "for every attribute, or one per attribute joined by '/'"
         )
     for i, (kind, n) in enumerate(zip(kinds, sizes, strict=True)):
         width, dash, count = kind.partition("-")
         if kind not in QUERY_KINDS[:-1] and not (dash and width == "width"):
-            raise ValueError(
+            raise InvalidInput(
                 f"queries={text}: {kind!r} is not a query kind; the kinds are "
                 f"{', '.join(QUERY_KINDS)} (ranges of W cells)"
             )
         if dash and not 1 <= _width(count) <= n:
-            raise ValueError(
+            raise InvalidInput(
                 f"queries={text}: {kind} on attribute {i} of size {n}: W must be an integer "
                 f"from 1 to {n}"
             )
         if kind != "identity" and n > PRODUCT_MAX_QUERY_SIZE:
-            raise ValueError(
+            raise InvalidInput(
                 f"queries={text}: attribute {i} has {n:,} cells, over PRODUCT_MAX_QUERY_SIZE = "
                 f"{PRODUCT_MAX_QUERY_SIZE:,} for a query other than the identity (its residual "
                 "strategy is a dense n × n optimum)"
@@ -198,7 +199,7 @@ def _check_table(d: int, arities: range, budget: int, text: str) -> None:
     for j in arities:  # C(d, j) grows fast: the sum passes the cap after a few terms
         count += math.comb(d, j)
         if count > wl.MAX_MARGINAL_ROWS:
-            raise ValueError(
+            raise InvalidInput(
                 f"{text!r} has more than MAX_MARGINAL_ROWS = {wl.MAX_MARGINAL_ROWS:,} marginals"
             )
     what = f"--workload {text}: a table of {count:,} marginals"
@@ -211,7 +212,7 @@ def _marginals_file(spec: str) -> Any:
 
     path, found, sizes_text = spec.rpartition(":sizes=")
     if not found or not path:
-        raise ValueError(f"a marginals file is marginals-file:PATH:sizes=SIZES, got {spec!r}")
+        raise InvalidInput(f"a marginals file is marginals-file:PATH:sizes=SIZES, got {spec!r}")
     sizes = _parse_sizes(sizes_text)
     attributes, weights = _read_marginals(path, len(sizes))
     return wl.Marginals(sizes, attributes=attributes, weights=weights)
@@ -228,12 +229,12 @@ def _read_marginals(path: str, d: int) -> tuple[list[tuple[int, ...]], list[floa
         try:
             found = _marginal_line(line, d)
         except ValueError as error:
-            raise ValueError(f"{path} line {number}: {error}") from None
+            raise InvalidInput(f"{path} line {number}: {error}") from None
         if found is not None:
             attributes.append(found[0])
             weights.append(found[1])
     if not attributes:
-        raise ValueError(f"{path} lists no marginal: one a line, such as '0 1 2' or '0,3;1.5'")
+        raise InvalidInput(f"{path} lists no marginal: one a line, such as '0 1 2' or '0,3;1.5'")
     return attributes, weights
 
 
@@ -248,18 +249,20 @@ def _marginal_line(line: str, d: int) -> tuple[tuple[int, ...], float] | None:
         try:
             attr = nonnegative_int(token)
         except ValueError:
-            raise ValueError(f"{token!r} is not an attribute index (an integer >= 0)") from None
+            raise InvalidInput(f"{token!r} is not an attribute index (an integer >= 0)") from None
         if attr >= d:
-            raise ValueError(f"attribute {attr} is out of range: the sizes give {d}, 0 to {d - 1}")
+            raise InvalidInput(
+                f"attribute {attr} is out of range: the sizes give {d}, 0 to {d - 1}"
+            )
         if attr in attrs:
-            raise ValueError(f"attribute {attr} repeats")
+            raise InvalidInput(f"attribute {attr} repeats")
         attrs.append(attr)
     if not attrs and not weighted:
-        raise ValueError(f"{content!r} lists no attribute (';' alone is the total)")
+        raise InvalidInput(f"{content!r} lists no attribute (';' alone is the total)")
     try:
         return tuple(attrs), positive_float(weight.strip()) if weighted else 1.0
     except ValueError as error:
-        raise ValueError(f"the weight {error}") from None
+        raise InvalidInput(f"the weight {error}") from None
 
 
 def _factor(text: str) -> Any:
@@ -277,12 +280,12 @@ def _factor(text: str) -> Any:
     try:
         values = [int(number) for number in numbers]
     except ValueError:
-        raise ValueError(f"sizes in {text!r} must be integers") from None
+        raise InvalidInput(f"sizes in {text!r} must be integers") from None
     if name == "widthranges" and len(values) == 2:
         return wl.WidthRanges(*values)
     if name in classes and len(values) == 1:
         return classes[name](values[0])
-    raise ValueError(
+    raise InvalidInput(
         f"unknown workload factor {text!r}: use {', '.join(f'{b}:N' for b in BLOCK_NAMES)} "
         "or widthranges:N:K"
     )
@@ -356,9 +359,9 @@ def plan_release(
     from dpopt.privacy import noise_kind
 
     if noise == "gaussian" and delta is None:
-        raise ValueError("Gaussian noise needs --delta")
+        raise InvalidInput("Gaussian noise needs --delta")
     if noise == "laplace" and delta is not None:
-        raise ValueError("--delta applies to --noise gaussian only")
+        raise InvalidInput("--delta applies to --noise gaussian only")
     spec = _marginal_form(text)
     workload = None if spec is not None else parse_workload(text, max_memory)
     if spec is not None:
@@ -378,7 +381,7 @@ def plan_release(
         if refusal is not None and (release or refusal.reason != "unbuilt"):
             raise refusal
     except feasibility.Refused as refused:
-        raise ValueError(f"--workload {text}: {_flag_wording(refused, family)}") from None
+        raise InvalidInput(f"--workload {text}: {_flag_wording(refused, family)}") from None
     estimate = feasibility.planning_bytes(facts, chosen)
     check_memory(estimate, max_memory, f"--workload {text}: {_planned_what(facts, chosen)}")
     for epsilon in epsilons:  # (ε, δ) refused as the release refuses it

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpopt.compare.catalog import SUITE_TIMES, format_listing, list_suites
 from dpopt.deprecation import moved_modules, warn_renamed
+from dpopt.errors import MissingAttribute
 
 MOVED = {"dpopt.compare.runner": "dpopt.compare.suite_runs"}
 """The former module name → the module it is now (imports warn until dpopt 0.3)."""
@@ -70,7 +71,7 @@ def __getattr__(name: str) -> Any:
             warn_renamed("module dpopt.compare.runner", "module dpopt.compare.suite_runs")
             return module
         return getattr(module, name)
-    raise AttributeError(f"module 'dpopt.compare' has no attribute {name!r}")
+    raise MissingAttribute(f"module 'dpopt.compare' has no attribute {name!r}")
 
 
 __all__ = [

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.validation import sequence
 
 __all__ = [
@@ -377,10 +378,10 @@ def list_suites(families: Sequence[str], seed: int = 0) -> dict[str, dict[str, d
     ``"experiment": True``), from the tables above: nothing is built."""
     families = sequence("families", families, "family names")
     if seed != 0:
-        raise ValueError(f"the listing names the seed-0 instances; seed must be 0, got {seed!r}")
+        raise InvalidInput(f"the listing names the seed-0 instances; seed must be 0, got {seed!r}")
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
-        raise ValueError(f"unknown family {unknown[0]!r}; known: {', '.join(FAMILIES)}")
+        raise InvalidInput(f"unknown family {unknown[0]!r}; known: {', '.join(FAMILIES)}")
     return {
         family: {
             suite: {
@@ -407,7 +408,7 @@ def format_listing(listing: dict[str, dict[str, dict[str, Any]]]) -> str:
     import textwrap
 
     if not isinstance(listing, dict):
-        raise TypeError(f"listing must be what list_suites returns, got {type(listing).__name__}")
+        raise InvalidType(f"listing must be what list_suites returns, got {type(listing).__name__}")
     lines = []
     for family, by_suite in listing.items():
         lines.append(f"{family}: {', '.join(by_suite)}")

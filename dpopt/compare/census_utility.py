@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 from dpopt import census
 from dpopt.census.geography import LEVELS
 from dpopt.compare.instance import Experiment, ratio
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.limits import MAX_FLOOR_SUPPORT
 from dpopt.models.census.problems import PostProcess, decumulate
 from dpopt.runner import keep_finished
@@ -97,7 +98,7 @@ def noisy_counts(measurement: census.Measurement) -> np.ndarray:
     differences of its noisy cumulative counts (Fioretto et al., §8). A :class:`census.Measurement`
     checks its own shapes (noisy is regions × sizes) when it is built."""
     if not isinstance(measurement, census.Measurement):
-        raise TypeError(
+        raise InvalidType(
             f"measurement must be a census.Measurement, got {type(measurement).__name__}"
         )
     noisy = np.asarray(measurement.noisy)
@@ -198,7 +199,7 @@ def faithful_floor(scale: float, cells: int) -> float:
     cells = integer("cells", cells, minimum=1)
     width = math.ceil(40 * scale) + 1
     if cells * (2 * width + 1) > MAX_FLOOR_SUPPORT:
-        raise ValueError(
+        raise InvalidInput(
             f"scale {scale:g} and cells {cells}: the convolution would hold "
             f"{cells * (2 * width + 1):.3g} probabilities, more than {MAX_FLOOR_SUPPORT:,}"
         )
@@ -277,7 +278,7 @@ def format_report(rows: Sequence[Mapping[str, Any]], shape: Shape) -> str:
     fields = ("method", "epsilon", "seed", "query", "nation_scale", "raw", "release")
     rows = records("rows", rows, fields)
     if not rows:
-        raise ValueError("rows must hold at least one row of run")
+        raise InvalidInput("rows must hold at least one row of run")
     instance("shape", shape, Shape)
     levels = LEVELS[: len(rows[0]["raw"]["l1"])]
     seeds = len({r["seed"] for r in rows})

@@ -39,6 +39,7 @@ from dpopt import eigen, hdmm
 from dpopt import workload as wl
 from dpopt.compare.instance import Experiment, Instance
 from dpopt.compare.strategy_utility import Case, experiment
+from dpopt.errors import InvalidInput
 from dpopt.hdmm import gram_of
 from dpopt.models.eigen.weighting import DesignWeighting, EigenWeighting
 from dpopt.models.hdmm.matrix_mechanism import StrategySelection
@@ -86,7 +87,7 @@ def one_d_workload(name: str, n: int) -> wl.Matrix:
         return wl.Prefix(n)
     if name == "width32":
         return wl.WidthRanges(n, WIDTH)
-    raise ValueError(f"unknown workload {name!r}")
+    raise InvalidInput(f"unknown workload {name!r}")
 
 
 def program1(workload: wl.Matrix) -> EigenWeighting:
@@ -185,7 +186,7 @@ SUITES: dict[str, Callable[[np.random.Generator], list[Instance]]] = {
 def eigen_strategy(workload: wl.Matrix, noise: Noise) -> hdmm.Strategy | hdmm.ProductStrategy:
     """:func:`dpopt.eigen.design` with its defaults (Program 2, Gaussian noise only)."""
     if noise != "gaussian":
-        raise ValueError(f"Eigen-Design is an L2 (Gaussian) strategy, got noise {noise!r}")
+        raise InvalidInput(f"Eigen-Design is an L2 (Gaussian) strategy, got noise {noise!r}")
     return eigen.design(workload)
 
 

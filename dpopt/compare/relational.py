@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.compare.instance import Experiment, Instance
+from dpopt.errors import InvalidInput
 from dpopt.models.relational.link_queries import LinkQueries
 from dpopt.models.relational.qp import OneToManyLinkQP, RelaxedLinkQP
 from dpopt.paper import relational_figure
@@ -53,7 +54,7 @@ def _cells(cells: Any) -> tuple[int, int]:
     """The range (low, high) of a workload's codes per side: 1 <= low <= high."""
     pair = sequence("cells", cells, "two integers (low, high)")
     if len(pair) != 2:
-        raise ValueError(f"cells must be two integers (low, high), got {len(pair)}")
+        raise InvalidInput(f"cells must be two integers (low, high), got {len(pair)}")
     low = integer("cells[0]", pair[0], minimum=1)
     return low, integer("cells[1]", pair[1], minimum=low)
 

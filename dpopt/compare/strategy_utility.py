@@ -45,6 +45,7 @@ from tqdm.auto import tqdm
 from dpopt import hdmm
 from dpopt import workload as wl
 from dpopt.compare.instance import Experiment, ratio
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.hdmm.residual import MarginalAnswers, ResidualMeasurement
 from dpopt.hdmm.residual import reconstruct as reconstruct_residual
 from dpopt.hdmm.residual.planning import release_error as residual_release_error
@@ -124,7 +125,7 @@ def squared_error(
         else [finite_array("estimate", estimate, ndim=1)] * len(terms)
     )
     if len(estimates) != len(terms) or any(e.shape != x.shape for e in estimates):
-        raise ValueError(
+        raise InvalidInput(
             f"estimate must be one array of x's shape {x.shape}, or a list of one per term "
             f"({len(terms)})"
         )
@@ -172,7 +173,7 @@ def _terms(value: Any) -> tuple[tuple[float, Sequence[np.ndarray]], ...]:
     terms = sequence("terms", value, "(weight, Grams) pairs")
     for i, term in enumerate(terms):
         if not isinstance(term, tuple | list) or len(term) != 2:
-            raise TypeError(f"terms[{i}] must be a (weight, Grams) pair, got {term!r:.60}")
+            raise InvalidType(f"terms[{i}] must be a (weight, Grams) pair, got {term!r:.60}")
         finite_number(f"terms[{i}] weight", term[0])
         sequence(f"terms[{i}] Grams", term[1], "Gram matrices")
     return terms

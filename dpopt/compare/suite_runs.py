@@ -33,6 +33,7 @@ from dpopt.compare.catalog import WHY_WIDTH
 from dpopt.compare.catalog import format_listing as format_listing  # re-exported
 from dpopt.compare.catalog import list_suites as list_suites  # re-exported
 from dpopt.compare.instance import Experiment, Instance
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.extras import require
 from dpopt.paper.dgm_tables import text_table
 from dpopt.problem import CLAIMS_FEASIBLE, method_info, methods, solve
@@ -116,7 +117,7 @@ class Record:
 def suites(family: str) -> dict[str, Builder]:
     """Suite name → instance builder for ``family``."""
     if validation.instance("family", family, str) not in FAMILY_SUITES:
-        raise ValueError(f"unknown family {family!r}; known: {', '.join(FAMILY_SUITES)}")
+        raise InvalidInput(f"unknown family {family!r}; known: {', '.join(FAMILY_SUITES)}")
     return dict(FAMILY_SUITES[family])
 
 
@@ -131,7 +132,7 @@ def instances(family: str, suite: str, seed: int) -> list[Instance]:
     it has no such suite)."""
     builder = suites(family).get(validation.instance("suite", suite, str))
     if builder is None:
-        raise ValueError(
+        raise InvalidInput(
             f"unknown suite {suite!r} for family {family!r}; known: "
             f"{', '.join(sorted(suites(family)))}"
         )
@@ -140,7 +141,7 @@ def instances(family: str, suite: str, seed: int) -> list[Instance]:
 
 def _families(families: Any) -> list[str]:
     if isinstance(families, str) or not isinstance(families, Sequence) or not families:
-        raise TypeError(f"families must be a non-empty list of family names, got {families!r}")
+        raise InvalidType(f"families must be a non-empty list of family names, got {families!r}")
     for family in families:
         suites(family)  # an unknown family raises
     return list(families)
@@ -208,17 +209,17 @@ def _records(records: Any) -> Sequence[Record]:
     """``records`` if it is a sequence of :class:`Record`; else TypeError (the formatters and
     writers take what :func:`run` returns)."""
     if isinstance(records, str | bytes) or not isinstance(records, Sequence):
-        raise TypeError(f"records must be a sequence of Record, got {type(records).__name__}")
+        raise InvalidType(f"records must be a sequence of Record, got {type(records).__name__}")
     for record in records:
         if not isinstance(record, Record):
-            raise TypeError(f"records must hold Record entries, got {type(record).__name__}")
+            raise InvalidType(f"records must hold Record entries, got {type(record).__name__}")
     return records
 
 
 def _path(path: Any) -> str:
     """An output path: a non-empty str or os.PathLike."""
     if not isinstance(path, str | os.PathLike) or not str(path):
-        raise TypeError(f"path must be a non-empty str or os.PathLike, got {path!r}")
+        raise InvalidType(f"path must be a non-empty str or os.PathLike, got {path!r}")
     return str(path)
 
 
@@ -256,11 +257,11 @@ def run(
     """
     families = _families(families)
     if not isinstance(suite, str):
-        raise TypeError(f"suite must be a suite name (a str), got {suite!r}")
+        raise InvalidType(f"suite must be a suite name (a str), got {suite!r}")
     having = [f for f in families if suite in suites(f)]
     if not having:
         known = sorted({s for f in families for s in suites(f)})
-        raise ValueError(
+        raise InvalidInput(
             f"unknown suite {suite!r} for {', '.join(families)}; known: {', '.join(known)}"
         )
     if time_limit is not None:
@@ -269,7 +270,7 @@ def run(
     if method_patterns is not None and (
         isinstance(method_patterns, str) or not all(isinstance(p, str) for p in method_patterns)
     ):
-        raise TypeError(f"method_patterns must be a list of str, got {method_patterns!r}")
+        raise InvalidType(f"method_patterns must be a list of str, got {method_patterns!r}")
     plan: list[tuple[str, Instance, str]] = []
     for family in having:
         for instance in instances(family, suite, seed):
@@ -548,9 +549,9 @@ def format_rows(rows: Sequence[Mapping[str, Any]]) -> str:
     """An experiment's rows as a text table, a column per key ('' for no rows): what ``dpopt
     compare`` prints of an interrupted experiment, whose report needs every row."""
     if isinstance(rows, str | bytes) or not isinstance(rows, Sequence):
-        raise TypeError(f"rows must be a sequence of dicts, got {type(rows).__name__}")
+        raise InvalidType(f"rows must be a sequence of dicts, got {type(rows).__name__}")
     if not all(isinstance(row, Mapping) for row in rows):
-        raise TypeError("rows must hold dicts (an experiment's rows)")
+        raise InvalidType("rows must hold dicts (an experiment's rows)")
     if not rows:
         return ""
     columns = list(dict.fromkeys(key for row in rows for key in row))

@@ -52,6 +52,7 @@ from dpopt.dgm.learning import (
 from dpopt.dgm.networks import Network, load, quiet_pgmpy
 from dpopt.dgm.planning import ErrorCurve, plan_error_curve
 from dpopt.dgm.saved import save_release
+from dpopt.errors import MissingAttribute
 
 __all__ = [
     "BUNDLED",
@@ -93,4 +94,4 @@ def __getattr__(name: str) -> Any:
     if name == "error_curve":
         warn_renamed("dpopt.dgm.error_curve", "dpopt.dgm.plan_error_curve")
         return plan_error_curve
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise MissingAttribute(f"module {__name__!r} has no attribute {name!r}")

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.validation import instance
 
 __all__ = ["BUNDLED", "bundled_text", "parse", "text"]
@@ -62,7 +63,7 @@ Parsed = tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]], dict[str,
 def bundled_text(name: str) -> str:
     """The BIF text of a bundled network."""
     if name not in BUNDLED:
-        raise ValueError(f"unknown bundled network {name!r}; bundled: {', '.join(BUNDLED)}")
+        raise InvalidInput(f"unknown bundled network {name!r}; bundled: {', '.join(BUNDLED)}")
     data = resources.files("dpopt").joinpath("data", "bnlearn", f"{name}.bif.gz").read_bytes()
     return gzip.decompress(data).decode("utf-8")
 
@@ -81,7 +82,7 @@ def _numbers(text: str, where: str) -> np.ndarray:
     try:
         return np.array([float(v) for v in _split(text)], dtype=np.float64)
     except ValueError as error:
-        raise ValueError(f"BIF: {where}: {error}") from None
+        raise InvalidInput(f"BIF: {where}: {error}") from None
 
 
 def _table(
@@ -97,35 +98,35 @@ def _table(
     for entry in entries:
         if entry.startswith("table"):
             if parents:
-                raise ValueError(f"BIF: probability ({node} | ...): 'table' rows with parents")
+                raise InvalidInput(f"BIF: probability ({node} | ...): 'table' rows with parents")
             values = _numbers(entry[len("table") :], f"probability ({node})")
             if values.size != shape[-1]:
-                raise ValueError(
+                raise InvalidInput(
                     f"BIF: probability ({node}): {values.size} values, {shape[-1]} states"
                 )
             table[...] = values
             continue
         row = _ROW.match(entry)
         if row is None:
-            raise ValueError(f"BIF: probability ({node}): cannot read {entry[:40]!r}")
+            raise InvalidInput(f"BIF: probability ({node}): cannot read {entry[:40]!r}")
         config = _split(row.group(1))
         if len(config) != len(parents):
-            raise ValueError(f"BIF: probability ({node}): row {config} for parents {parents}")
+            raise InvalidInput(f"BIF: probability ({node}): row {config} for parents {parents}")
         try:
             index = tuple(states[p].index(s) for p, s in zip(parents, config, strict=True))
         except ValueError:
-            raise ValueError(
+            raise InvalidInput(
                 f"BIF: probability ({node}): unknown parent state in {config}"
             ) from None
         values = _numbers(row.group(2), f"probability ({node}) row {config}")
         if values.size != shape[-1]:
-            raise ValueError(f"BIF: probability ({node}) row {config}: wrong number of values")
+            raise InvalidInput(f"BIF: probability ({node}) row {config}: wrong number of values")
         table[index] = values
     absent = np.isnan(table[..., 0])
     if absent.any():
         at = np.argwhere(absent)[0] if parents else ()
         first = ", ".join(states[p][k] for p, k in zip(parents, at, strict=True))
-        raise ValueError(
+        raise InvalidInput(
             f"BIF: probability ({node}): some parent configurations have no row: "
             f"{int(absent.sum())} of {absent.size}, the first ({first}). A CPD needs a row for "
             "every configuration; a structure-only BIF leaves every block empty, { }"
@@ -142,19 +143,19 @@ def parse(text: str) -> Parsed:
     table, empty blocks beside filled ones.
     """
     if not isinstance(text, str):
-        raise TypeError(f"BIF text must be a str, got {type(text).__name__}")
+        raise InvalidType(f"BIF text must be a str, got {type(text).__name__}")
     states: dict[str, tuple[str, ...]] = {}
     for match in _VARIABLE.finditer(text):
         node, listed = match.group(1), _split(match.group(3))
         if node in states:
-            raise ValueError(f"BIF: variable {node} is declared twice")
+            raise InvalidInput(f"BIF: variable {node} is declared twice")
         if len(listed) != int(match.group(2)) or len(set(listed)) != len(listed):
-            raise ValueError(
+            raise InvalidInput(
                 f"BIF: variable {node} declares {match.group(2)} states, lists {listed}"
             )
         states[node] = listed
     if not states:
-        raise ValueError("BIF: no discrete variable found")
+        raise InvalidInput("BIF: no discrete variable found")
     parents: dict[str, tuple[str, ...]] = {}
     tables: dict[str, np.ndarray | None] = {}
     for block in _PROBABILITY.finditer(text):
@@ -162,18 +163,18 @@ def parse(text: str) -> Parsed:
         given = _split(block.group(2) or "")
         unknown = [v for v in (node, *given) if v not in states]
         if unknown:
-            raise ValueError(f"BIF: probability ({node}) names undeclared variables {unknown}")
+            raise InvalidInput(f"BIF: probability ({node}) names undeclared variables {unknown}")
         if node in tables:
-            raise ValueError(f"BIF: variable {node} has two probability blocks")
+            raise InvalidInput(f"BIF: variable {node} has two probability blocks")
         if node in given:
-            raise ValueError(f"BIF: probability ({node} | ...) lists {node} among its parents")
+            raise InvalidInput(f"BIF: probability ({node} | ...) lists {node} among its parents")
         if len(set(given)) != len(given):
-            raise ValueError(f"BIF: probability ({node} | ...) lists a parent twice: {given}")
+            raise InvalidInput(f"BIF: probability ({node} | ...) lists a parent twice: {given}")
         parents[node] = given
         tables[node] = _table(node, given, block.group(3), states)
     missing = [v for v in states if v not in tables]
     if missing:
-        raise ValueError(
+        raise InvalidInput(
             f"BIF: no probability block for {missing}: every variable needs one naming its "
             f"parents, e.g. probability ( {missing[0]} ) {{ }} for a root in a structure-only BIF"
         )
@@ -182,7 +183,7 @@ def parse(text: str) -> Parsed:
         return states, parents, {v: table for v, table in tables.items() if table is not None}
     if len(empty) < len(tables):
         filled = [v for v in tables if v not in empty]
-        raise ValueError(
+        raise InvalidInput(
             f"BIF: the probability blocks of {_some(empty)} are empty, those of {_some(filled)} "
             "are not: a BIF gives every CPD, or none (a structure-only BIF, every block { })"
         )

@@ -78,7 +78,7 @@ def _same_structure(reference: Network, private: Network) -> None:
         private.parents,
         private.states,
     ):
-        raise ValueError("the reference and private networks must have the same structure")
+        raise InvalidInput("the reference and private networks must have the same structure")
 
 
 def parameter_errors(reference: Network, private: Network) -> dict[str, float]:
@@ -167,7 +167,7 @@ def random_queries(
         network.require_cpds("evidence_values (a MAP query's evidence drawn from the CPDs)")
     max_cells = integer("max_cells", max_cells, minimum=1)
     if n < (3 if conditional else 2):
-        raise ValueError(f"network {network.name!r} is too small for random queries")
+        raise InvalidInput(f"network {network.name!r} is too small for random queries")
     _check_room(network.cards, max_cells, conditional)
     queries = []
     for _ in range(count):
@@ -204,7 +204,7 @@ class Inference:
         net = self.network
         wanted = [int(v) for v in nodes]
         if len(set(wanted)) != len(wanted) or not all(0 <= v < len(net.nodes) for v in wanted):
-            raise ValueError(f"nodes must be distinct node indices, got {list(nodes)}")
+            raise InvalidInput(f"nodes must be distinct node indices, got {list(nodes)}")
         kept = set(wanted).union(*(net.ancestors[v] for v in wanted))
         operands: list[Any] = []
         for i in sorted(kept):
@@ -235,7 +235,7 @@ def query_errors(
     """
     _same_structure(_network(reference), _network(private))
     if not queries:
-        raise ValueError("query_errors needs at least one query")
+        raise InvalidInput("query_errors needs at least one query")
     exact, noisy = _engine(reference), _engine(private)
     l1, weighted, kl, floored = [], [], [], 0
     for query in queries:
@@ -276,7 +276,7 @@ def map_accuracy(
     """ρ = the share of MAP queries the private network answers as the reference does."""
     _same_structure(_network(reference), _network(private))
     if not queries:
-        raise ValueError("map_accuracy needs at least one query")
+        raise InvalidInput("map_accuracy needs at least one query")
     exact, noisy = _engine(reference), _engine(private)
     return sum(_map(exact, q) == _map(noisy, q) for q in queries) / len(queries)
 

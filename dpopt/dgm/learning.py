@@ -56,6 +56,7 @@ from dpopt.dgm.postprocess import (
     make_consistent,
     to_marginals,
 )
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.models.dgm.budget import BudgetAllocation
 from dpopt.privacy import Accountant, Loss, draw, exact_shares, prepare_laplace
 from dpopt.privacy.accounting import BudgetReport
@@ -130,7 +131,9 @@ def amplified(epsilon: Any, rate: Any) -> float:
     beta = float(_rate("rate", rate, upper_open=False))
     cost = math.log1p(beta * math.expm1(eps)) if eps < 700 else eps + math.log(beta)
     if not math.isfinite(cost) or cost <= 0:
-        raise ValueError(f"amplified cost of epsilon={epsilon!r}, rate={rate!r} is not finite > 0")
+        raise InvalidInput(
+            f"amplified cost of epsilon={epsilon!r}, rate={rate!r} is not finite > 0"
+        )
     return cost
 
 
@@ -141,7 +144,7 @@ def subsample_epsilon(epsilon_one: Fraction, rate: Fraction) -> Fraction:
     arithmetic."""
     epsilon_one, rate = exact_fraction("epsilon_one", epsilon_one), exact_fraction("rate", rate)
     if rate > 1:
-        raise ValueError(f"rate must be in (0, 1], got {rate}")
+        raise InvalidInput(f"rate must be in (0, 1], got {rate}")
     if rate == 1:
         return epsilon_one
     with localcontext() as context:
@@ -153,7 +156,7 @@ def subsample_epsilon(epsilon_one: Fraction, rate: Fraction) -> Fraction:
         chosen = Fraction(steps, 1 << 48)
         cost = (1 + beta * ((Decimal(steps) / Decimal(1 << 48)).exp() - 1)).ln()
         if steps <= 0 or cost > target:
-            raise ValueError(
+            raise InvalidInput(
                 f"epsilon is too small: ε^I = {float(epsilon_one):.3g} cannot run Stage I"
             )
     return chosen
@@ -237,16 +240,16 @@ class Settings:
     def __post_init__(self) -> None:
         choice("objective", self.objective, OBJECTIVES)
         if not isinstance(self.baseline, bool):
-            raise TypeError(f"baseline must be True or False, got {self.baseline!r}")
+            raise InvalidType(f"baseline must be True or False, got {self.baseline!r}")
         share = _rate("stage_one_share", self.stage_one_share, upper_open=True)
         rate = _rate("sampling_rate", self.sampling_rate, upper_open=False)
         if rate.denominator >= 1 << 62:
-            raise ValueError(f"sampling_rate {rate} needs a denominator below 2^62")
+            raise InvalidInput(f"sampling_rate {rate} needs a denominator below 2^62")
         object.__setattr__(self, "stage_one_share", share)
         object.__setattr__(self, "sampling_rate", rate)
         floor = positive_number("floor", self.floor)
         if not FLOOR_RANGE[0] <= floor <= FLOOR_RANGE[1]:
-            raise ValueError(
+            raise InvalidInput(
                 f"floor must lie in [{FLOOR_RANGE[0]:g}, {FLOOR_RANGE[1]:g}], got {self.floor!r}"
             )
         object.__setattr__(self, "floor", floor)
@@ -325,7 +328,7 @@ def _rate(name: str, value: Any, *, upper_open: bool) -> Fraction:
         value = Fraction(repr(value)) if math.isfinite(value) else value
     number = exact_fraction(name, value)
     if number > 1 or (upper_open and number == 1):
-        raise ValueError(f"{name} must lie in (0, {'1)' if upper_open else '1]'}, got {value!r}")
+        raise InvalidInput(f"{name} must lie in (0, {'1)' if upper_open else '1]'}, got {value!r}")
     return number
 
 
@@ -333,7 +336,7 @@ def _accountant(accountant: Accountant | None, epsilon: Fraction) -> Accountant:
     if accountant is None:
         return Accountant.pure(epsilon)
     if not isinstance(accountant, Accountant) or accountant.kind != "pure":
-        raise TypeError(f"accountant must be a pure ε-DP dpopt Accountant, got {accountant!r}")
+        raise InvalidType(f"accountant must be a pure ε-DP dpopt Accountant, got {accountant!r}")
     accountant.check([(Loss.pure(epsilon), "dgm.learn")])
     return accountant
 
@@ -529,7 +532,7 @@ def _check_scale(tables: int, total: Fraction, stage: str) -> None:
     smallest share, at most ``total``/``tables``, would need a Laplace scale above the
     sampler's limit."""
     if Fraction(tables) / total > MAX_LAPLACE_SCALE:
-        raise ValueError(
+        raise InvalidInput(
             f"epsilon is too small: {stage} splits {float(total):.3g} over {tables} tables, so "
             f"some table's Laplace scale is at least {float(tables / total):.3g}, above the "
             f"sampler's limit {float(MAX_LAPLACE_SCALE):.3g}"

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpopt.dgm import bif
-from dpopt.errors import InvalidInput
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.extras import require
 from dpopt.paths import path_kind, regular_file
 from dpopt.validation import finite_array, instance, integer
@@ -56,10 +56,10 @@ def min_fill_width(graph: Mapping[int, Iterable[int]]) -> int:
     adjacency: dict[int, set[int]] = {integer("vertex", v): set() for v in graph}
     for v, near in graph.items():
         if not isinstance(near, set | frozenset | list | tuple):
-            raise TypeError(f"graph[{v}] must be a set or list of vertices, got {near!r:.60}")
+            raise InvalidType(f"graph[{v}] must be a set or list of vertices, got {near!r:.60}")
         for a in near:
             if a not in adjacency:
-                raise ValueError(f"graph[{v}] names {a!r}, which is not a vertex of the graph")
+                raise InvalidInput(f"graph[{v}] names {a!r}, which is not a vertex of the graph")
             if a != v:
                 adjacency[v].add(a)
                 adjacency[a].add(v)
@@ -87,7 +87,7 @@ def _topological(names: Sequence[str], parents: Mapping[str, Sequence[str]]) -> 
     while pending:
         ready = [v for v in names if v in pending and not pending[v]]
         if not ready:
-            raise ValueError(f"the graph is cyclic: {_cycle(pending)}")
+            raise InvalidInput(f"the graph is cyclic: {_cycle(pending)}")
         for v in ready:
             del pending[v]
             order.append(v)
@@ -99,7 +99,7 @@ def _topological(names: Sequence[str], parents: Mapping[str, Sequence[str]]) -> 
 def _listed(name: str, value: Any) -> Sequence[Any]:
     """A field of :class:`Network`: a tuple or list (one entry per node, parent or state)."""
     if not isinstance(value, tuple | list):
-        raise TypeError(f"{name} must be a tuple, got {type(value).__name__}")
+        raise InvalidType(f"{name} must be a tuple, got {type(value).__name__}")
     return value
 
 
@@ -108,14 +108,14 @@ def _distinct(name: str, values: Sequence[Any]) -> set[Any]:
     try:
         return set(values)
     except TypeError:
-        raise TypeError(f"{name} must hold hashable names, got {values!r:.60}") from None
+        raise InvalidType(f"{name} must hold hashable names, got {values!r:.60}") from None
 
 
 def _table(i: int, cpd: Any) -> np.ndarray:
     """A CPD checked for :class:`Network`: probabilities (finite, >= 0)."""
     table = finite_array(f"cpds[{i}]", cpd)
     if table.min() < 0:
-        raise ValueError(f"cpds[{i}] must be >= 0 (probabilities), got {table.min()}")
+        raise InvalidInput(f"cpds[{i}] must be >= 0 (probabilities), got {table.min()}")
     return table
 
 
@@ -161,9 +161,9 @@ class Network:
             n == 0
             or not len(_listed("parents", self.parents)) == len(_listed("states", self.states)) == n
         ):
-            raise ValueError("nodes, parents and states must have one entry per node (≥ 1)")
+            raise InvalidInput("nodes, parents and states must have one entry per node (≥ 1)")
         if len(_distinct("nodes", self.nodes)) != n:
-            raise ValueError("node names must be distinct")
+            raise InvalidInput("node names must be distinct")
         for i, (node, given, labels) in enumerate(
             zip(self.nodes, self.parents, self.states, strict=True)
         ):
@@ -172,17 +172,17 @@ class Network:
             if any(not isinstance(p, int) or not 0 <= p < i for p in given) or len(
                 set(given)
             ) != len(given):
-                raise ValueError(
+                raise InvalidInput(
                     f"node {node!r}: parents {given} must be distinct indices of earlier nodes "
                     "(nodes in topological order; a cycle cannot be ordered)"
                 )
             if not labels or len(set(labels)) != len(labels):
-                raise ValueError(f"node {node!r}: states must be non-empty and distinct")
+                raise InvalidInput(f"node {node!r}: states must be non-empty and distinct")
         if self.cpds is not None and (
             len(_listed("cpds", self.cpds)) != n
             or any(_table(i, c).shape != self.table_shape(i) for i, c in enumerate(self.cpds))
         ):
-            raise ValueError("cpds must hold one table of shape table_shape(i) per node")
+            raise InvalidInput("cpds must hold one table of shape table_shape(i) per node")
 
     @classmethod
     def from_parents(
@@ -201,17 +201,19 @@ class Network:
         """
         names = list(states)
         if not names:
-            raise ValueError("a network needs at least one node")
+            raise InvalidInput("a network needs at least one node")
         for node, given in parents.items():
             unknown = [p for p in (node, *given) if p not in states]
             if unknown:
-                raise ValueError(f"node {node!r}: {unknown} have no states (unknown nodes)")
+                raise InvalidInput(f"node {node!r}: {unknown} have no states (unknown nodes)")
             if node in given or len(set(given)) != len(given):
-                raise ValueError(f"node {node!r}: parents {list(given)} repeat or include itself")
+                raise InvalidInput(f"node {node!r}: parents {list(given)} repeat or include itself")
         for node, listed in states.items():
             labels = tuple(str(s) for s in listed)
             if not labels or len(set(labels)) != len(labels):
-                raise ValueError(f"node {node!r}: states must be non-empty and distinct: {labels}")
+                raise InvalidInput(
+                    f"node {node!r}: states must be non-empty and distinct: {labels}"
+                )
         order = _topological(names, parents)
         index = {v: i for i, v in enumerate(order)}
         network = cls(
@@ -225,7 +227,7 @@ class Network:
             return network
         missing = [v for v in order if v not in cpds]
         if missing:
-            raise ValueError(f"no CPD for nodes {missing}")
+            raise InvalidInput(f"no CPD for nodes {missing}")
         return network.with_cpds([cpds[v] for v in order])
 
     @classmethod
@@ -291,28 +293,28 @@ class Network:
             else:
                 parents[node] = list(model.get_parents(node))
         if tables and len(tables) != len(parents):
-            raise ValueError("the pgmpy model has CPDs for some nodes only")
+            raise InvalidInput("the pgmpy model has CPDs for some nodes only")
         if not tables:
-            raise ValueError("the pgmpy model has no CPDs: its states are unknown")
+            raise InvalidInput("the pgmpy model has no CPDs: its states are unknown")
         return cls.from_parents(parents, states, tables, name=str(getattr(model, "name", "")))
 
     def with_cpds(self, cpds: Sequence[Any]) -> Network:
         """This structure with the given CPDs (validated, rows renormalized)."""
         if len(cpds) != len(self.nodes):
-            raise ValueError(f"need {len(self.nodes)} CPDs, got {len(cpds)}")
+            raise InvalidInput(f"need {len(self.nodes)} CPDs, got {len(cpds)}")
         checked = []
         for i, cpd in enumerate(cpds):
             table = np.array(cpd, dtype=np.float64)
             if table.shape != self.table_shape(i):
-                raise ValueError(
+                raise InvalidInput(
                     f"CPD of {self.nodes[i]!r} has shape {table.shape}, "
                     f"expected {self.table_shape(i)} (parents' states, then the node's)"
                 )
             sums = table.sum(axis=-1)
             if not np.all(np.isfinite(table)) or np.any(table < 0):
-                raise ValueError(f"CPD of {self.nodes[i]!r} has negative or non-finite entries")
+                raise InvalidInput(f"CPD of {self.nodes[i]!r} has negative or non-finite entries")
             if np.any(np.abs(sums - 1) > ROW_SUM_TOL):
-                raise ValueError(f"CPD of {self.nodes[i]!r} has rows not summing to 1")
+                raise InvalidInput(f"CPD of {self.nodes[i]!r} has rows not summing to 1")
             table /= sums[..., None]
             table.setflags(write=False)
             checked.append(table)
@@ -505,7 +507,7 @@ class Network:
         """
         cpds = self.require_cpds("sampling records")
         if not isinstance(rng, np.random.Generator):
-            raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+            raise InvalidType(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
         codes = np.zeros((records, len(self.nodes)), dtype=np.int16, order="F")
         for i, cpd in enumerate(cpds):
             rows = cpd.reshape(-1, self.cards[i])
@@ -545,19 +547,19 @@ class Network:
         import pandas as pd
 
         if not isinstance(data, pd.DataFrame):
-            raise TypeError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+            raise InvalidType(f"data must be a pandas DataFrame, got {type(data).__name__}")
         source = self._sources(columns)
         names = [str(c) for c in data.columns]
         missing = [source[v] for v in self.nodes if source[v] not in names]
         extra = sorted(set(names) - set(source.values()))
         if missing or extra or len(set(names)) != len(names):
             whose = "the network's nodes" if columns is None else "the columns `columns` names"
-            raise ValueError(
+            raise InvalidInput(
                 f"data columns must be {whose}: missing {missing}, extra {extra}"
                 + (", repeated names" if len(set(names)) != len(names) else "")
             )
         if len(data) == 0:
-            raise ValueError("data has no records")
+            raise InvalidInput("data has no records")
         label = {str(c): c for c in data.columns}
         codes = np.empty((len(data), len(self.nodes)), dtype=np.int16, order="F")
         for i, node in enumerate(self.nodes):
@@ -574,14 +576,14 @@ class Network:
         unknown = [v for v in columns if v not in self.nodes]
         missing = [v for v in self.nodes if v not in columns]
         if unknown or missing:
-            raise ValueError(
+            raise InvalidInput(
                 f"columns must map every node of the network to a column: unknown nodes "
                 f"{unknown}, nodes without a column {missing}"
             )
         for node, column in columns.items():
             instance(f"columns[{node!r}]", column, str)
         if len(set(columns.values())) != len(columns):
-            raise ValueError(f"columns names a column for two nodes: {dict(columns)}")
+            raise InvalidInput(f"columns names a column for two nodes: {dict(columns)}")
         return {v: columns[v] for v in self.nodes}
 
     @staticmethod
@@ -600,7 +602,7 @@ class Network:
         if (codes < 0).any():
             absent = column.isna().to_numpy()
             if absent.any():
-                raise ValueError(
+                raise InvalidInput(
                     f"column {where}, row {_first_row(absent)}: a missing value "
                     f"({int(absent.sum())} missing in all)"
                 )
@@ -609,7 +611,7 @@ class Network:
         outside = np.asarray(codes < 0)
         if outside.any():
             row = _first_row(outside)
-            raise ValueError(
+            raise InvalidInput(
                 f"column {where}, row {row}: {str(column.iloc[row - 1])!r} is not one of its "
                 f"states {list(states)} ({int(outside.sum())} outside them in all)"
             )
@@ -693,7 +695,7 @@ def load(source: Any) -> Network:
         )
     if hasattr(source, "get_cpds") and hasattr(source, "nodes"):
         return Network.from_pgmpy(source)
-    raise TypeError(
+    raise InvalidType(
         "network must be a bundled name, a BIF path, a pgmpy DiscreteBayesianNetwork or a "
         f"dpopt.dgm.Network, got {type(source).__name__}"
     )

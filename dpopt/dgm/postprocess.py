@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.validation import choice, finite_array, integer, positive_number
 
 __all__ = [
@@ -99,7 +100,7 @@ def make_consistent(
     families = _families(families, marginals)
     weight = finite_array("budgets", budgets, ndim=1) if marginals else np.zeros(0)
     if weight.shape != (len(marginals),) or weight.min(initial=0.0) < 0:
-        raise ValueError(f"budgets must hold one budget >= 0 per table ({len(marginals)})")
+        raise InvalidInput(f"budgets must hold one budget >= 0 per table ({len(marginals)})")
     # work with every table's axes in increasing node order
     canonical = [
         np.transpose(m, _sorted_axes(f)).copy() for m, f in zip(marginals, families, strict=True)
@@ -119,7 +120,7 @@ def make_consistent(
                 share = share * share * cells_a / canonical[t].size
             shares.append(share)
         if not sum(shares) > 0:
-            raise ValueError(f"no table of budget > 0 holds the attributes {subset}")
+            raise InvalidInput(f"no table of budget > 0 holds the attributes {subset}")
         average = sum(s * part for s, (_, _, part) in zip(shares, parts, strict=True)) / sum(shares)
         for t, other, part in parts:
             spread = part.size / canonical[t].size  # |dom A| / |dom S_t|
@@ -168,7 +169,7 @@ def estimated_errors(
     tables, cpds = _tables("tables", tables), _tables("cpds", cpds)
     floor = positive_number("floor", floor)
     if [t.shape for t in tables] != [c.shape for c in cpds]:
-        raise ValueError("cpds must have the shapes of the tables, one per table")
+        raise InvalidInput("cpds must have the shapes of the tables, one per table")
     errors = np.empty(len(tables))
     for i, (table, cpd) in enumerate(zip(tables, cpds, strict=True)):
         cells = np.maximum(table, floor)
@@ -180,26 +181,26 @@ def estimated_errors(
 def _tables(name: str, tables: Any) -> list[np.ndarray]:
     """A list of tables: arrays of finite numbers, each with at least one axis."""
     if isinstance(tables, str | bytes) or not isinstance(tables, Sequence):
-        raise TypeError(f"{name} must be a list of arrays, got {type(tables).__name__}")
+        raise InvalidType(f"{name} must be a list of arrays, got {type(tables).__name__}")
     out = [finite_array(f"{name}[{i}]", table) for i, table in enumerate(tables)]
     for i, table in enumerate(out):
         if table.ndim == 0:
-            raise ValueError(f"{name}[{i}] must have at least one axis")
+            raise InvalidInput(f"{name}[{i}] must have at least one axis")
     return out
 
 
 def _families(families: Any, tables: Sequence[np.ndarray] | None = None) -> list[list[int]]:
     """Each table's node indices (distinct integers >= 0, one per axis of its table)."""
     if isinstance(families, str | bytes) or not isinstance(families, Sequence):
-        raise TypeError(f"families must be a list of node lists, got {type(families).__name__}")
+        raise InvalidType(f"families must be a list of node lists, got {type(families).__name__}")
     out = []
     for i, family in enumerate(families):
         if isinstance(family, str | bytes) or not isinstance(family, Sequence | np.ndarray):
-            raise TypeError(f"families[{i}] must be a list of node indices, got {family!r:.40}")
+            raise InvalidType(f"families[{i}] must be a list of node indices, got {family!r:.40}")
         nodes = [integer(f"families[{i}][{k}]", v, minimum=0) for k, v in enumerate(family)]
         if len(set(nodes)) != len(nodes):
-            raise ValueError(f"families[{i}] must not repeat a node, got {nodes}")
+            raise InvalidInput(f"families[{i}] must not repeat a node, got {nodes}")
         out.append(nodes)
     if tables is not None and [len(f) for f in out] != [t.ndim for t in tables]:
-        raise ValueError("families must list one node per axis of each table, one per table")
+        raise InvalidInput("families must list one node per axis of each table, one per table")
     return out

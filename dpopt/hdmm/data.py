@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.limits import MAX_HISTOGRAM_CELLS
 from dpopt.validation import choice, instance, integer_array
 
@@ -33,7 +34,7 @@ def is_frame(data: Any) -> bool:
 
 def _frame(frame: Any) -> Any:
     if not is_frame(frame):
-        raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
+        raise InvalidType(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
     return frame
 
 
@@ -60,9 +61,9 @@ def frame_data(
     form = choice("form", form or ("histogram" if COUNT in frame.columns else "records"), FORMS)
     names = list(frame.columns) if form == "records" else attribute_columns(frame)
     if form == "histogram" and COUNT not in frame.columns:
-        raise ValueError(f"{source}: a histogram has a column {COUNT!r}")
+        raise InvalidInput(f"{source}: a histogram has a column {COUNT!r}")
     if names and len(names) != len(shape):
-        raise ValueError(
+        raise InvalidInput(
             f"{source}: {len(names)} attribute columns ({', '.join(map(repr, names[:8]))}), the "
             f"workload has {len(shape)} attributes of sizes {list(shape)} (one column per "
             "attribute, in the workload's attribute order)"
@@ -78,7 +79,7 @@ def frame_data(
     if codes is None:
         cells = math.prod(shape)
         if counts.size != cells:
-            raise ValueError(
+            raise InvalidInput(
                 f"{source}: {counts.size} rows of counts, the domain has {cells} cells (one row "
                 "per cell in row-major order, or give the attribute columns beside 'count')"
             )
@@ -93,7 +94,7 @@ def _integers(column: Any, source: str, name: str, size: int | None) -> np.ndarr
     values = column.to_numpy()
     if values.dtype.kind not in "iufbOSU":  # dates, durations, complex numbers: no codes
         kind = "a count" if size is None else "a code"
-        raise ValueError(
+        raise InvalidInput(
             f"{source}: column {name!r} holds {column.dtype} values, not {kind} (integers)"
         )
     if values.dtype.kind in "iu":
@@ -106,14 +107,14 @@ def _integers(column: Any, source: str, name: str, size: int | None) -> np.ndarr
             what = "an integer code" if size is not None else "a whole count"
             value = values[row]
             shown = repr(value) if isinstance(value, str) else str(value)
-            raise ValueError(f"{source}: column {name!r}, row {row + 1}: {shown} is not {what}")
+            raise InvalidInput(f"{source}: column {name!r}, row {row + 1}: {shown} is not {what}")
         ints = numeric.astype(np.int64)
     low = ints < 0
     high = ints >= size if size is not None else np.zeros_like(low)
     if low.any() or high.any():
         row = int(np.argmax(low | high))
         rule = f"a code 0 … {size - 1} (size {size})" if size is not None else "a count >= 0"
-        raise ValueError(f"{source}: column {name!r}, row {row + 1}: {ints[row]} is not {rule}")
+        raise InvalidInput(f"{source}: column {name!r}, row {row + 1}: {ints[row]} is not {rule}")
     return ints
 
 
@@ -128,7 +129,7 @@ def _listed_cells(
     same = np.flatnonzero(np.all(ordered[1:] == ordered[:-1], axis=1))
     if same.size:
         first, second = sorted((int(order[same[0]]), int(order[same[0] + 1])))
-        raise ValueError(f"{source}: row {second + 1} lists the cell of row {first + 1} again")
+        raise InvalidInput(f"{source}: row {second + 1} lists the cell of row {first + 1} again")
     cells = math.prod(shape)
     if cells > MAX_HISTOGRAM_CELLS and not histogram:
         return np.repeat(codes, counts, axis=0)
@@ -143,10 +144,10 @@ def histogram_of(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
     shape = _shape(sizes)
     codes = integer_array("codes", codes, ndim=2)
     if codes.shape[1] != len(shape) or np.any(codes < 0) or np.any(codes >= np.array(shape)):
-        raise ValueError(f"codes must be an n × {len(shape)} array of codes below {list(shape)}")
+        raise InvalidInput(f"codes must be an n × {len(shape)} array of codes below {list(shape)}")
     cells = math.prod(shape)
     if cells > MAX_HISTOGRAM_CELLS:
-        raise ValueError(
+        raise InvalidInput(
             f"a histogram over {cells:,} cells is over MAX_HISTOGRAM_CELLS = "
             f"{MAX_HISTOGRAM_CELLS:,}: this strategy measures the whole domain (a Gaussian "
             "marginal workload's residual strategy reads the records instead)"
@@ -159,5 +160,5 @@ def _shape(sizes: Any) -> tuple[int, ...]:
     """Attribute sizes, each at least 1."""
     shape = tuple(int(n) for n in integer_array("sizes", sizes, ndim=1))
     if not shape or min(shape) < 1:
-        raise ValueError(f"sizes must be attribute sizes >= 1, got {list(shape)}")
+        raise InvalidInput(f"sizes must be attribute sizes >= 1, got {list(shape)}")
     return shape

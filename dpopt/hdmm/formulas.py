@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from dpopt import workload as wl
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.models.hdmm.marginal_algebra import svd_bound_marginals
 from dpopt.models.hdmm.matrix_mechanism import (
     strategy_error,
@@ -37,7 +38,7 @@ def gram_of(workload: Any) -> np.ndarray:
         return matrix.T @ matrix
     if hasattr(workload, "gram"):
         return np.asarray(workload.gram().dense(), dtype=np.float64)
-    raise TypeError(f"workload must be an array or a dpopt.workload matrix, got {workload!r}")
+    raise InvalidType(f"workload must be an array or a dpopt.workload matrix, got {workload!r}")
 
 
 def workload_rows(workload: Any) -> int:
@@ -48,9 +49,9 @@ def checked_delta(noise: Noise, delta: Any) -> Any:
     """``delta`` as the noise needs it: required for Gaussian noise, refused for Laplace
     (pure ε-DP has no δ: a δ given with it is a mistake, not something to ignore)."""
     if noise == "gaussian" and delta is None:
-        raise ValueError("delta is required for Gaussian noise")
+        raise InvalidInput("delta is required for Gaussian noise")
     if noise == "laplace" and delta is not None:
-        raise ValueError(f"delta applies to Gaussian noise only; Laplace noise got {delta!r}")
+        raise InvalidInput(f"delta applies to Gaussian noise only; Laplace noise got {delta!r}")
     return delta
 
 
@@ -67,7 +68,7 @@ def noise_variance(noise: str, epsilon: float, delta: float | None = None) -> fl
     else:
         variance = analytic_gaussian_sigma(epsilon, delta) ** 2
     if not (np.isfinite(variance) and variance > 0):
-        raise ValueError(
+        raise InvalidInput(
             f"epsilon {epsilon!r} is out of range: the noise variance {variance!r} is not a "
             "finite number > 0"
         )
@@ -97,7 +98,7 @@ def expected_error(
         return error  # A does not support W
     total = variance * error
     if not np.isfinite(total) or (total == 0 and error > 0):
-        raise ValueError(
+        raise InvalidInput(
             f"epsilon {epsilon!r} is out of range: the expected error {total!r} is not finite "
             "and > 0"
         )
@@ -107,7 +108,7 @@ def expected_error(
 def strategy_matrix(strategy: Any, cells: int) -> np.ndarray:
     matrix = finite_array("strategy", strategy, ndim=2)
     if matrix.shape[1] != cells:
-        raise ValueError(f"strategy must have {cells} columns, got {matrix.shape}")
+        raise InvalidInput(f"strategy must have {cells} columns, got {matrix.shape}")
     return matrix
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from dpopt import workload as wl
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.hdmm.formulas import checked_delta
 from dpopt.hdmm.strategies import AnyStrategy, ProductStrategy, Strategy
 from dpopt.privacy import (
@@ -42,7 +43,7 @@ def exact_stack(
         noise = noise_kind(noise)
     if isinstance(strategy, ProductStrategy):
         if noise is not None and noise != strategy.noise:
-            raise ValueError(f"noise {noise!r} differs from the strategy's {strategy.noise!r}")
+            raise InvalidInput(f"noise {noise!r} differs from the strategy's {strategy.noise!r}")
         return (
             ExactStack.from_blocks(strategy.measured_blocks),
             strategy.noise,
@@ -51,7 +52,7 @@ def exact_stack(
         )
     if isinstance(strategy, Strategy):
         if noise is not None and noise != strategy.noise:
-            raise ValueError(f"noise {noise!r} differs from the strategy's {strategy.noise!r}")
+            raise InvalidInput(f"noise {noise!r} differs from the strategy's {strategy.noise!r}")
         matrix, chosen, template = strategy.matrix, strategy.noise, strategy.template
     else:
         matrix, chosen, template = strategy, noise_kind(noise or "laplace"), "given"
@@ -107,7 +108,7 @@ def release_error(strategy: AnyStrategy, *, epsilon: float, delta: float | None 
     unscaled error (McKenna et al., §3; E′ of the strategy rounded to the 2⁻²⁰ grid differs from E
     by ~1e-6 relative on well-conditioned strategies)."""
     if not isinstance(strategy, Strategy | ProductStrategy):
-        raise TypeError(f"strategy must be an hdmm Strategy or ProductStrategy, got {strategy!r}")
+        raise InvalidType(f"strategy must be an hdmm Strategy or ProductStrategy, got {strategy!r}")
     return release_variance(strategy, epsilon=epsilon, delta=delta) * strategy.error
 
 

@@ -10,6 +10,7 @@ from typing import Any, overload
 import numpy as np
 
 from dpopt import workload as wl
+from dpopt.errors import InvalidInput
 from dpopt.hdmm.formulas import gram_of, workload_cells
 from dpopt.hdmm.noise import check_release, release_error, strategy_columns, workload_squared_norm
 from dpopt.hdmm.residual.queries import product_workload, select_queries
@@ -129,7 +130,7 @@ def _opt0(
     if noise == "gaussian" and cells > L2_DUAL_MAX_N:
         # no dense Gaussian strategy is designed past this size (Eigen-Design's dense path
         # stops at the same n): the product domain's methods design it factor by factor
-        raise ValueError(
+        raise InvalidInput(
             f"n = {cells} is past the exact L2 optimum (n ≤ {L2_DUAL_MAX_N}): design the "
             "strategy factor by factor with dpopt.eigen.design or optimize_product"
         )
@@ -195,7 +196,7 @@ def optimize_product(
         method == "auto" and noise == "gaussian" and table is not None
     )
     if objective != "sum" and not residual:
-        raise ValueError(
+        raise InvalidInput(
             f"objective {objective!r} is the residual strategies' (method='residual' on a "
             "Gaussian marginal workload); the other methods minimise the total squared error"
         )
@@ -228,7 +229,7 @@ def _residual_queries(
     from dpopt.limits import PRODUCT_HDMM_MAX_TERMS
 
     if noise != "gaussian":
-        raise ValueError(
+        raise InvalidInput(
             "residual strategies are for Gaussian noise (their optimality holds for the L2 "
             "sensitivity)"
         )
@@ -256,7 +257,7 @@ def _opt_product(
     if len(problem.sizes) <= OPT_M_MAX_ATTRIBUTES:
         options["opt-marginals"] = {"restarts": max(restarts, 5), "seed": seed}
     if method not in ("auto", *options):
-        raise ValueError(f"method {method!r} does not apply to this workload")
+        raise InvalidInput(f"method {method!r} does not apply to this workload")
     names = tuple(options) if method == "auto" else (method,)
     solved = {name: solve(problem, name, require="feasible", **options[name]) for name in names}
     best = min(solved, key=lambda name: solved[name].objective)
@@ -278,7 +279,7 @@ def identity_for(workload: Any, strategy: AnyStrategy) -> AnyStrategy:
         cells = workload_cells(workload)
         identity = Strategy(np.eye(cells), strategy.noise, "identity", trace, {"identity": trace})
     if strategy_columns(identity) != strategy_columns(strategy):
-        raise ValueError(
+        raise InvalidInput(
             f"strategy has {strategy_columns(strategy)} columns; the workload "
             f"{strategy_columns(identity)} cells"
         )

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from dpopt import workload as wl
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.hdmm.formulas import workload_cells, workload_rows
 from dpopt.hdmm.noise import check_release, exact_stack, measured_theta, release_noise
 from dpopt.hdmm.optimizers import identity_for
@@ -78,7 +79,7 @@ def _unit_covariance(stack: ExactStack, theta: np.ndarray | None) -> Covariance:
         sizes = tuple(f.shape[1] for f in stack.blocks[0].matrices)
         return _marginal_covariance(measured_theta(theta, stack.weights_float), sizes)
     if len(stack.blocks) != 1:
-        raise ValueError(
+        raise InvalidInput(
             "a union (OPT_+) strategy answers each term from its own block: plan each term "
             "with its block as a one-block strategy"
         )
@@ -113,7 +114,7 @@ def _planned(
     check_memory(estimate, budget, f"planning on a domain of sizes {sizes}")
     covariance = _unit_covariance(stack, theta)
     if math.prod(covariance.sizes) != workload_cells(workload):
-        raise ValueError(
+        raise InvalidInput(
             f"the strategy has {math.prod(covariance.sizes)} columns; the workload "
             f"{workload_cells(workload)} cells"
         )
@@ -229,7 +230,7 @@ def plan_error(
     if reference is not None:
         instance("reference", reference, Reference)
         if not isinstance(strategy, ResidualStrategy):
-            raise ValueError("a reference simulates a residual release's post-processing")
+            raise InvalidInput("a reference simulates a residual release's post-processing")
     plan = _evaluator(workload, strategy, max_memory)(epsilon, delta)
     if reference is None:
         return plan
@@ -292,12 +293,12 @@ def _same_products(workload: Any, strategy: QueryResidualStrategy) -> None:
     assert table is not None
     mine = [attribute_key(q) for q in table.queries]
     if mine != [attribute_key(a.query) for a in strategy.attributes]:
-        raise ValueError("the residual strategy was selected for other attribute queries")
+        raise InvalidInput("the residual strategy was selected for other attribute queries")
 
 
 def _same_table(table: wl.MarginalTable | wl.ProductTable | None, closure: Any) -> None:
     if table is None or len(table.sizes) != closure.sizes.size:
-        raise ValueError("the residual strategy was selected for another (marginal) workload")
+        raise InvalidInput("the residual strategy was selected for another (marginal) workload")
     mine = np.where(table.table < 0, len(table.sizes), table.table)
     width = max(mine.shape[1], closure.table.shape[1])
     padded = [
@@ -310,12 +311,12 @@ def _same_table(table: wl.MarginalTable | wl.ProductTable | None, closure: Any) 
         or not np.array_equal(padded[0], padded[1])
         or not np.allclose(table.weights, closure.weights, rtol=1e-12, atol=0.0)
     ):
-        raise ValueError("the residual strategy was selected for another (marginal) workload")
+        raise InvalidInput("the residual strategy was selected for another (marginal) workload")
 
 
 def _kind_of(strategy: Any) -> Noise:
     if not isinstance(strategy, Strategy | ProductStrategy):
-        raise TypeError(f"strategy must be an hdmm Strategy or ProductStrategy, got {strategy!r}")
+        raise InvalidType(f"strategy must be an hdmm Strategy or ProductStrategy, got {strategy!r}")
     return strategy.noise
 
 
@@ -352,7 +353,7 @@ def plan_epsilon(
         if value is not None
     }
     if not targets:
-        raise ValueError("give an rmse or a max_std target (or both)")
+        raise InvalidInput("give an rmse or a max_std target (or both)")
     check_release(_kind_of(strategy), 1.0, delta)
     evaluate = _evaluator(workload, strategy, max_memory)
 
@@ -365,7 +366,7 @@ def plan_epsilon(
     found = meets(high)
     if found is None:
         reached = evaluate(high, delta)
-        raise ValueError(
+        raise InvalidInput(
             f"no ε ≤ {high:g} meets {targets}: at ε = {high:g} the RMSE is {reached.rmse:.4g} "
             f"and the largest standard deviation {reached.max_std:.4g}"
         )

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from dpopt import workload as wl
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.hdmm.contract import answered_errors, measurement_errors
 from dpopt.hdmm.data import frame_data, is_frame
 from dpopt.hdmm.feasibility import resolve_method, workload_facts
@@ -140,7 +141,7 @@ def measure(
     """
     if isinstance(strategy, ResidualStrategy):
         if noise is not None and noise_kind(noise) != "gaussian":
-            raise ValueError(f"noise {noise!r} differs from the residual strategy's 'gaussian'")
+            raise InvalidInput(f"noise {noise!r} differs from the residual strategy's 'gaussian'")
         return measure_residual(  # type: ignore[return-value]
             strategy, x, epsilon=epsilon, delta=delta, rng=rng, accountant=accountant
         )
@@ -150,7 +151,7 @@ def measure(
     except (ValueError, TypeError):  # a malformed x: histogram() names it below
         size = stack.cells
     if size != stack.cells:
-        raise ValueError(f"x has {size} cells; the strategy has {stack.cells} columns")
+        raise InvalidInput(f"x has {size} cells; the strategy has {stack.cells} columns")
     counts = histogram(x, stack.cells)
     planned = release_noise(stack, chosen, epsilon, delta)
     label = f"HDMM measurement ({template}, {chosen})"
@@ -191,7 +192,9 @@ def reconstruct(measurement: Measurement) -> np.ndarray | list[np.ndarray]:
     if isinstance(measurement, ResidualMeasurement):
         return reconstruct_residual(measurement)  # type: ignore[return-value]
     if not isinstance(measurement, Measurement):
-        raise TypeError(f"reconstruct takes an hdmm.Measurement, got {type(measurement).__name__}")
+        raise InvalidType(
+            f"reconstruct takes an hdmm.Measurement, got {type(measurement).__name__}"
+        )
     if measurement.theta is not None:
         theta = measurement.theta
         keys = np.flatnonzero(theta > 0)
@@ -270,7 +273,7 @@ def _optimized(
     if chosen == "opt0":
         return optimize(workload, noise, **options)
     if chosen not in PRODUCT_METHODS:
-        raise ValueError(
+        raise InvalidInput(
             f"method must be one of {(*OPT0_METHODS, *PRODUCT_METHODS[1:])}, got {method!r}"
         )
     return optimize_product(workload, noise, method=chosen, **options)
@@ -349,12 +352,12 @@ def answer(
             workload, strategy, x, epsilon, delta, rng, accountant, statuses, place, publishing
         )
     if executor is not None or out_dir is not None:
-        raise ValueError("executor and out_dir are the residual release's (marginal workloads)")
+        raise InvalidInput("executor and out_dir are the residual release's (marginal workloads)")
     if Publishing.of(postprocess, total, rounding_seed, residual=False).postprocess != "raw":
-        raise ValueError("only a residual release (Gaussian marginals) post-processes its tables")
+        raise InvalidInput("only a residual release (Gaussian marginals) post-processes its tables")
     if isinstance(strategy, ProductStrategy):
         if len(strategy.blocks) > 1 and strategy.theta is None:
-            raise ValueError(
+            raise InvalidInput(
                 "a union (OPT_+) strategy answers each term from its own block: use measure() "
                 "and reconstruct(), which return one estimate per block"
             )
@@ -364,12 +367,12 @@ def answer(
         error = strategy_error(matrix, gram, kind)
         strategy = Strategy(matrix, kind, "given", error, {"given": error})
     if not math.isfinite(strategy.error):
-        raise ValueError(
+        raise InvalidInput(
             "strategy does not support the workload: W A⁺A ≠ W, so A x cannot answer every query"
         )
     cells = strategy_columns(strategy)
     if tuple(np.shape(workload))[-1:] != (cells,):
-        raise ValueError(
+        raise InvalidInput(
             f"the workload has shape {tuple(np.shape(workload))}, the strategy {cells} columns"
         )
     if is_frame(x):

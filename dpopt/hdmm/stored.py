@@ -70,10 +70,12 @@ def answer_columns(workload: Any, names: Sequence[str] | None = None) -> list[st
         return [f"a{i}" for i in range(len(table.sizes))]
     given = [str(name) for name in names]
     if len(given) != len(table.sizes) or len(set(given)) != len(given):
-        raise ValueError(f"attribute names must be {len(table.sizes)} distinct names, got {given}")
+        raise InvalidInput(
+            f"attribute names must be {len(table.sizes)} distinct names, got {given}"
+        )
     clash = sorted(set(given) & set(RESERVED))
     if clash:
-        raise ValueError(f"an attribute may not be named {clash[0]!r}: answers tables use it")
+        raise InvalidInput(f"an attribute may not be named {clash[0]!r}: answers tables use it")
     return given
 
 
@@ -110,7 +112,7 @@ def save_release(
     (:func:`answers_name`), then the manifest; its path."""
     instance("answered", answered, Answered)
     if answered.answers is None:
-        raise ValueError("a release written with out_dir= stays where it was written")
+        raise InvalidInput("a release written with out_dir= stays where it was written")
     columns = answer_columns(workload, names)
     name = answers_name(workload, table_format)
     out = release_dir.begin(out_dir)

@@ -13,6 +13,8 @@ functions that recompute each column (installed, so ``dpopt compare --suite tabl
 import importlib
 from typing import Any
 
+from dpopt.errors import MissingAttribute
+
 __all__ = ["dgm_tables", "eigen_ratios", "hdmm_tables", "relational_figure"]
 """The public modules, one per paper (docs/design.md, "Public face")."""
 
@@ -21,4 +23,4 @@ def __getattr__(name: str) -> Any:
     """A public module on first access (``dpopt.paper.dgm_tables``)."""
     if name in __all__:
         return importlib.import_module(f"dpopt.paper.{name}")
-    raise AttributeError(f"module 'dpopt.paper' has no attribute {name!r}")
+    raise MissingAttribute(f"module 'dpopt.paper' has no attribute {name!r}")

@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 
 from dpopt import dgm
 from dpopt.dgm import Inference, evaluate, random_queries
+from dpopt.errors import InvalidInput
 from dpopt.runner import keep_finished
 from dpopt.validation import integer, records, sequence
 
@@ -247,7 +248,7 @@ def _cells(name: str, row: Any, width: int | None) -> tuple[str, ...]:
     """A table row: a list or tuple of strings (``width`` of them, when given)."""
     cells = sequence(name, row, "strings", of=str)
     if width is not None and len(cells) != width:
-        raise ValueError(f"{name} must have {width} cells (one per header), got {len(cells)}")
+        raise InvalidInput(f"{name} must have {width} cells (one per header), got {len(cells)}")
     return cells
 
 

@@ -64,6 +64,7 @@ import numpy as np
 from dpopt import eigen, hdmm
 from dpopt import workload as wl
 from dpopt.deprecation import moved_attributes
+from dpopt.errors import BackendError, InvalidInput
 from dpopt.limits import PAPER_SDP_CLARABEL_MAX_N, SDP_SCS_MAX_N
 from dpopt.models.hdmm.matrix_mechanism import StrategySelection
 from dpopt.problem import solve
@@ -135,9 +136,9 @@ class RatioWorkload:
 
 def _power_of_two(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 8:
-        raise ValueError(f"{name} must be an integer power of 2, at least 8, got {value!r}")
+        raise InvalidInput(f"{name} must be an integer power of 2, at least 8, got {value!r}")
     if value & (value - 1):
-        raise ValueError(f"{name} must be a power of 2, got {value}")
+        raise InvalidInput(f"{name} must be a power of 2, got {value}")
     return value
 
 
@@ -186,7 +187,7 @@ def workload(name: str, cells: int, seed: int = 0) -> RatioWorkload:
     random ones draw from ``numpy.random.default_rng((seed, index of name))``."""
     n = _power_of_two("cells", cells)
     if name not in PAPER_LABELS:
-        raise ValueError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
+        raise InvalidInput(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
     rng = np.random.default_rng((seed, WORKLOADS.index(name)))
     shape = domain_3d(n)
     matrix: wl.Matrix
@@ -223,7 +224,7 @@ def kron_error(factors: Sequence[np.ndarray], gram: np.ndarray) -> float:
     cells = math.prod(a.shape[1] for a in factors)
     gram = float_array("gram", gram, ndim=2)
     if gram.shape != (cells, cells):
-        raise ValueError(
+        raise InvalidInput(
             f"gram must be {cells} × {cells} (the factors' columns), got shape {gram.shape}"
         )
     scale = math.prod(float((a * a).sum(axis=0).max()) for a in factors)
@@ -283,7 +284,7 @@ def ratio_row(item: RatioWorkload, *, opt0: bool = True, sdp: bool = True) -> di
             lambda: solve(StrategySelection(gram, "gaussian"), method)
         )
         if solution.status != "optimal":
-            raise RuntimeError(f"{method} ended {solution.status} on {item.name}: {solution.info}")
+            raise BackendError(f"{method} ended {solution.status} on {item.name}: {solution.info}")
         errors["sdp"] = solution.objective
     for name, factors in _baseline_factors(item.domain).items():
         errors[name] = None if factors is None else kron_error(factors, gram)

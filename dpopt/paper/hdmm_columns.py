@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from dpopt import workload as wl
+from dpopt.errors import InvalidInput
 from dpopt.hdmm import noise_variance
 from dpopt.privacy import noise_kind
 from dpopt.solvers.hdmm.kron import identity_error
@@ -29,7 +30,9 @@ __all__ = [
 
 def _terms_of(workload: wl.Matrix) -> list[tuple[float, list[np.ndarray]]]:
     if not isinstance(workload, wl.Matrix):
-        raise ValueError(f"workload must be a dpopt.workload.Matrix, got {type(workload).__name__}")
+        raise InvalidInput(
+            f"workload must be a dpopt.workload.Matrix, got {type(workload).__name__}"
+        )
     return wl.union_of_kron_terms(workload)
 
 

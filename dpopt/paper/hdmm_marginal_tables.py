@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from dpopt import workload as wl
+from dpopt.errors import BackendError, InvalidInput, InvalidType
 from dpopt.hdmm import TEMPLATE_OF, svd_bound
 from dpopt.models.hdmm.marginal_algebra import domain_sizes
 from dpopt.models.hdmm.matrix_mechanism import ProductStrategySelection
@@ -127,7 +128,7 @@ def product_query(
 def _attributes(name: str, values: Any, d: int) -> set[int]:
     """A collection (list, tuple, range or set) of attribute indices in [0, d)."""
     if not isinstance(values, list | tuple | range | set | frozenset):
-        raise TypeError(f"{name} must be a collection of attribute indices, got {values!r:.60}")
+        raise InvalidType(f"{name} must be a collection of attribute indices, got {values!r:.60}")
     return {integer(f"{name} entry", a, minimum=0, maximum=d - 1) for a in values}
 
 
@@ -142,7 +143,7 @@ def adult_workload(name: str) -> wl.VStack:
     if name == "2d-prefix-marginals":
         pairs = itertools.combinations(range(d), 2)
         return wl.VStack([product_query(ADULT_DOMAIN, s, range(5)) for s in pairs])
-    raise ValueError(f"unknown Adult workload {name!r}; use 3d-marginals or 2d-prefix-marginals")
+    raise InvalidInput(f"unknown Adult workload {name!r}; use 3d-marginals or 2d-prefix-marginals")
 
 
 def loans_workload(name: str) -> wl.VStack:
@@ -150,7 +151,7 @@ def loans_workload(name: str) -> wl.VStack:
     5000 (188 marginals of orders 0–5, m = 279,751); "small-prefix-marginals", the same subsets
     with Prefix on the four 101-attributes."""
     if name not in ("small-marginals", "small-prefix-marginals"):
-        raise ValueError(
+        raise InvalidInput(
             f"unknown Loans workload {name!r}; use small-marginals or small-prefix-marginals"
         )
     d = len(LOANS_DOMAIN)
@@ -170,7 +171,7 @@ def table_workload(dataset: str, name: str) -> wl.VStack:
         return adult_workload(name)
     if dataset == "loans":
         return loans_workload(name)
-    raise ValueError(f"dataset must be adult or loans, got {dataset!r}")
+    raise InvalidInput(f"dataset must be adult or loans, got {dataset!r}")
 
 
 # --- columns (unscaled errors; RMSE at ε = 1) -------------------------------------------------
@@ -192,7 +193,7 @@ def optimizer_error(
     problem = ProductStrategySelection(wl.union_of_kron_terms(workload), noise_kind(noise))
     solution = solve(problem, method, restarts=restarts, seed=seed, strict=False)
     if solution.status not in ("optimal", "feasible"):
-        raise RuntimeError(f"{method} returned {solution.status}")
+        raise BackendError(f"{method} returned {solution.status}")
     return solution.objective
 
 
@@ -214,7 +215,7 @@ def reproduce(
     """
     key = (noise_kind(noise), dataset, name)
     if key not in PAPER:
-        raise ValueError(f"no Adult/Loans row {key}")
+        raise InvalidInput(f"no Adult/Loans row {key}")
     workload = table_workload(dataset, name)
     wanted = (
         [c for c, v in PAPER[key].items() if v is not None and c != "datacube"]
@@ -239,6 +240,6 @@ def reproduce(
             if column == "hdmm":
                 errors[column] = min(errors[o] for o in OPTIMIZERS)
         else:
-            raise ValueError(f"column must be one of {COLUMNS} but datacube, got {column!r}")
+            raise InvalidInput(f"column must be one of {COLUMNS} but datacube, got {column!r}")
     rows = workload.shape[0]
     return {c: table_rmse(noise, errors[c], rows) for c in wanted}

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from dpopt import workload as wl
+from dpopt.errors import InvalidInput
 from dpopt.paper import hdmm_marginal_tables as md
 from dpopt.paper import hdmm_sf1 as sf1
 from dpopt.paper.hdmm_columns import table_variance
@@ -58,7 +59,7 @@ def one_d_workload(name: str, n: int) -> Any:
         order = np.random.RandomState(0).permutation(n)  # the paper's fixed public order
         gram = wl.AllRange(n).gram().dense()[np.ix_(order, order)]
         return GramOnly(gram, n * (n + 1) // 2)
-    raise ValueError(f"unknown 1-D workload {name!r}")
+    raise InvalidInput(f"unknown 1-D workload {name!r}")
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def cps_workload(name: str) -> wl.Matrix:
         return wl.Kron(
             [wl.Prefix(50), wl.Prefix(100), *(wl.IdentityTotal(n) for n in CPS_DOMAIN[2:])]
         )
-    raise ValueError(f"unknown CPS workload {name!r}")
+    raise InvalidInput(f"unknown CPS workload {name!r}")
 
 
 def marginal_table_workloads() -> list[tuple[str, Noise, wl.Matrix, dict[Noise, float]]]:
@@ -116,7 +117,7 @@ def marginal_table_workloads() -> list[tuple[str, Noise, wl.Matrix, dict[Noise, 
         for n in NOISES:
             value = md.PAPER[n, dataset, name]["hdmm"]
             if value is None:  # the paper prints an HDMM value in every row of PAPER_ROWS
-                raise ValueError(f"no paper HDMM value for {n} {dataset} {name}")
+                raise InvalidInput(f"no paper HDMM value for {n} {dataset} {name}")
             paper[n] = value
         out.append((f"{dataset}-{name}", md.table_workload(dataset, name), paper))
     return [(label, noise, w, paper) for label, w, paper in out for noise in NOISES]

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpopt.deprecation import warn_renamed
-from dpopt.errors import BudgetExceededError
+from dpopt.errors import BudgetExceededError, InvalidInput, InvalidType, MissingAttribute
 from dpopt.privacy.calibration import cdp_rho
 from dpopt.privacy.samplers import exact_fraction
 from dpopt.reprs import short_repr
@@ -60,7 +60,7 @@ _LARGEST_PURE = Fraction(2) ** 500  # a pure ε whose ε²/2 is still at most _L
 def _delta(value: Any) -> Fraction:
     delta = exact_fraction("delta", value)
     if delta >= 1:
-        raise ValueError(f"delta must be in (0, 1), got {value!r}")
+        raise InvalidInput(f"delta must be in (0, 1), got {value!r}")
     return delta
 
 
@@ -69,27 +69,27 @@ def _exact_amount(name: str, value: Any, owner: str, *, positive: bool = False) 
     Fraction (never a float: the classmethods read floats exactly), finite, ≥ 0 (> 0 when
     ``positive``) and at most 2^1000."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, Rational):
-        raise TypeError(
+        raise InvalidType(
             f"{owner} {name} must be an exact Fraction or int, got {type(value).__name__} "
             f"{value!r} (use {owner}.pure(…), .zcdp(…) or .approx(…), which read floats exactly)"
         )
     exact = Fraction(int(value.numerator), int(value.denominator))
     if exact < 0 or (positive and exact == 0):
         rule = "> 0" if positive else "≥ 0"
-        raise ValueError(f"{owner} {name} must be {rule}, got {exact}")
+        raise InvalidInput(f"{owner} {name} must be {rule}, got {exact}")
     if exact > _LARGEST:
-        raise ValueError(f"{owner} {name} must be at most 2^1000, got a larger value")
+        raise InvalidInput(f"{owner} {name} must be at most 2^1000, got a larger value")
     return exact
 
 
 def _exact_pair(value: Any, owner: str, *, positive: bool = False) -> tuple[Fraction, Fraction]:
     """An exact (ε, δ) pair: ε as :func:`_exact_amount`, 0 ≤ δ < 1."""
     if not isinstance(value, tuple) or len(value) != 2:
-        raise TypeError(f"{owner} (epsilon, delta) must be a pair of Fractions, got {value!r}")
+        raise InvalidType(f"{owner} (epsilon, delta) must be a pair of Fractions, got {value!r}")
     epsilon = _exact_amount("epsilon", value[0], owner, positive=positive)
     delta = _exact_amount("delta", value[1], owner)
     if delta >= 1:
-        raise ValueError(f"{owner} delta must be in [0, 1), got {delta}")
+        raise InvalidInput(f"{owner} delta must be in [0, 1), got {delta}")
     return (epsilon, delta)
 
 
@@ -98,7 +98,7 @@ def pure_epsilon(epsilon: Any) -> Fraction:
     (ε²/2 or ε²/8) stays an amount an accountant can hold."""
     eps = exact_fraction("epsilon", epsilon)
     if eps > _LARGEST_PURE:
-        raise ValueError("epsilon must be at most 2^500 (no privacy), got a larger value")
+        raise InvalidInput("epsilon must be at most 2^500 (no privacy), got a larger value")
     return eps
 
 
@@ -155,9 +155,9 @@ class Loss:
         if self.approx_dp is not None:
             object.__setattr__(self, "approx_dp", _exact_pair(self.approx_dp, "Loss"))
         if self.epsilon is None and self.rho is None and self.approx_dp is None:
-            raise ValueError("a Loss needs at least one of epsilon, rho or approx_dp")
+            raise InvalidInput("a Loss needs at least one of epsilon, rho or approx_dp")
         if not isinstance(self.description, str):
-            raise TypeError(f"description must be a str, got {type(self.description).__name__}")
+            raise InvalidType(f"description must be a str, got {type(self.description).__name__}")
 
     def amount(self, kind: BudgetKind) -> Amount | None:
         """This loss as an amount of ``kind`` (None when it has no such form)."""
@@ -212,7 +212,7 @@ class Accountant:
 
     def __init__(self, kind: BudgetKind, total: Amount):
         if not isinstance(kind, str) or kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+            raise InvalidInput(f"kind must be one of {KINDS}, got {kind!r}")
         self.kind: BudgetKind = kind
         self.total: Amount = (
             _exact_pair(total, "Accountant", positive=True)
@@ -263,7 +263,7 @@ class Accountant:
 
     def _amount(self, loss: Loss, label: str) -> Amount:
         if not isinstance(loss, Loss):
-            raise TypeError(
+            raise InvalidType(
                 f"a charge must be a dpopt.privacy.Loss (Loss.pure(ε), Loss.zcdp(ρ), …), "
                 f"got {type(loss).__name__}: a bare number would not say which kind it is"
             )
@@ -276,7 +276,7 @@ class Accountant:
                 "approx": "a zCDP loss needs a δ to become (ε, δ): use Accountant.zcdp(…), "
                 "or Loss.gaussian(ρ, ε, δ) for a calibrated Gaussian",
             }[self.kind]
-            raise ValueError(f"{label!r} is {loss.description}; {hint}")
+            raise InvalidInput(f"{label!r} is {loss.description}; {hint}")
         return amount
 
     def check(self, charges: Iterable[tuple[Loss, str]]) -> list[Amount]:
@@ -311,7 +311,7 @@ class Accountant:
     def split(self, weights: Sequence[float]) -> list[Fraction]:
         """Shares of the remaining budget proportional to ``weights`` (exact; nothing spent)."""
         if self.kind == "approx":
-            raise ValueError("split is defined for pure and zCDP budgets; split ε and δ yourself")
+            raise InvalidInput("split is defined for pure and zCDP budgets; split ε and δ yourself")
         remaining = self.remaining
         assert isinstance(remaining, Fraction)
         return exact_shares(remaining, weights)
@@ -360,7 +360,7 @@ def _read(value: Any) -> Amount:
 
 def _read_part(value: Any) -> Fraction:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise TypeError(f"an amount must be a number or an exact string, got {value!r:.40}")
+        raise InvalidType(f"an amount must be a number or an exact string, got {value!r:.40}")
     return Fraction(value)
 
 
@@ -385,11 +385,11 @@ class BudgetReport(Mapping[str, Any]):
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, str) or self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+            raise InvalidInput(f"kind must be one of {KINDS}, got {self.kind!r}")
         if not isinstance(self.charges, tuple) or not all(
             isinstance(charge, ReportedCharge) for charge in self.charges
         ):
-            raise TypeError("charges must be a tuple of ReportedCharge")
+            raise InvalidType("charges must be a tuple of ReportedCharge")
 
     @property
     def remaining(self) -> Amount:
@@ -421,7 +421,7 @@ class BudgetReport(Mapping[str, Any]):
             )
             return cls(data["kind"], _read(exact["total"]), _read(exact["spent"]), charges)
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
-            raise ValueError(f"not a budget report: {err!r:.80}") from err
+            raise InvalidInput(f"not a budget report: {err!r:.80}") from err
 
     def __getitem__(self, key: str) -> Any:
         return self.to_dict()[key]
@@ -455,7 +455,7 @@ def exact_shares(total: Any, weights: ArrayLike) -> list[Fraction]:
         or np.any(values < 0)
         or not np.any(values > 0)
     ):
-        raise ValueError("weights must be a 1-D array of finite numbers >= 0 with a positive one")
+        raise InvalidInput("weights must be a 1-D array of finite numbers >= 0 with a positive one")
     exact = [Fraction(float(v)) for v in values]
     whole = sum(exact, Fraction(0))
     return [budget * w / whole for w in exact]
@@ -466,4 +466,4 @@ def __getattr__(name: str) -> Any:
     if name == "Kind":
         warn_renamed("dpopt.privacy.accounting.Kind", "dpopt.privacy.BudgetKind")
         return BudgetKind
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise MissingAttribute(f"module {__name__!r} has no attribute {name!r}")

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dpopt.errors import InvalidInput
 from dpopt.validation import (
     broadcast,
     finite_array,
@@ -87,7 +88,7 @@ def _bound(p_in: tuple[float, float], p_out: tuple[float, float], delta: float) 
 
 def _below_one(name: str, value: float, interval: str) -> float:
     if value >= 1:
-        raise ValueError(f"{name} must be in {interval}, got {value!r}")
+        raise InvalidInput(f"{name} must be in {interval}, got {value!r}")
     return value
 
 
@@ -107,7 +108,7 @@ def epsilon_lower_bound(
     a = finite_array("first", first, ndim=1)
     b = finite_array("second", second, ndim=1)
     if a.size < 4 * _MIN_EVENTS or b.size < 4 * _MIN_EVENTS:
-        raise ValueError(f"need at least {4 * _MIN_EVENTS} runs on each input")
+        raise InvalidInput(f"need at least {4 * _MIN_EVENTS} runs on each input")
     claimed_epsilon = finite_number("claimed_epsilon", claimed_epsilon, minimum=0)
     delta = finite_number("claimed_delta", claimed_delta, minimum=0)
     claimed_delta = _below_one("claimed_delta", delta, "[0, 1)")

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput
 from dpopt.limits import MAX_CONVERTED_EPSILON, MAX_DOUBLINGS
 from dpopt.validation import positive_number
 
@@ -37,7 +38,7 @@ __all__ = [
 def _delta(delta: Any) -> float:
     value = positive_number("delta", delta)
     if value >= 1:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+        raise InvalidInput(f"delta must be in (0, 1), got {delta!r}")
     return value
 
 
@@ -71,10 +72,12 @@ def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> fl
     sensitivity = positive_number("sensitivity", sensitivity)
     scale = sigma / sensitivity
     if not 0 < scale < math.inf:
-        raise ValueError(f"sigma/sensitivity = {sigma:g}/{sensitivity:g} is not a finite float > 0")
+        raise InvalidInput(
+            f"sigma/sensitivity = {sigma:g}/{sensitivity:g} is not a finite float > 0"
+        )
     delta, first = _gaussian_delta(scale, epsilon)
     if delta < _SMALLEST or first > _CANCELLATION * delta:
-        raise ValueError(
+        raise InvalidInput(
             f"delta of sigma {sigma:g} at epsilon {epsilon:g} (sensitivity {sensitivity:g}) is "
             "below float64's resolution: it cannot be computed, so it is not returned as 0"
         )
@@ -106,7 +109,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
             break
         low /= 2
     if not (excess(high) <= 0 <= excess(low) and 0 < low < high < math.inf):
-        raise ValueError(
+        raise InvalidInput(
             f"no finite sigma > 0 gives ({epsilon:g}, {delta:g})-DP in float64 arithmetic"
         )
     from scipy.optimize import brentq
@@ -114,7 +117,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     root = float(brentq(excess, low, high, xtol=1e-15, rtol=1e-14))
     sigma = sensitivity * root
     if not 0 < sigma < math.inf:
-        raise ValueError(
+        raise InvalidInput(
             f"sigma for ({epsilon:g}, {delta:g})-DP at sensitivity {sensitivity:g} overflows"
         )
     gaussian_delta(root, epsilon)  # refuses a root where δ(σ) is below float resolution
@@ -134,7 +137,7 @@ def cdp_delta(rho: float, epsilon: float) -> float:
     epsilon = positive_number("epsilon", epsilon)
     value = _cdp_delta(rho, epsilon)
     if not _SMALLEST <= value <= 1:
-        raise ValueError(
+        raise InvalidInput(
             f"delta of {rho:g}-zCDP at epsilon {epsilon:g} is below 2.2e-308 (float64): it "
             "cannot be computed, so it is not returned as 0"
         )
@@ -169,7 +172,7 @@ def cdp_rho(epsilon: float, delta: float) -> float:
     """
     epsilon = positive_number("epsilon", epsilon)
     if epsilon > MAX_CONVERTED_EPSILON:
-        raise ValueError(
+        raise InvalidInput(
             f"epsilon {epsilon:.3g} is above {MAX_CONVERTED_EPSILON:g}: no privacy to convert"
         )
     return _cdp_rho(epsilon, _delta(delta))
@@ -183,7 +186,7 @@ def _cdp_rho(epsilon: float, target: float) -> float:
             break
         low, high = high, 2 * high
     else:
-        raise ValueError(f"no rho bounds ({epsilon:g}, {target:g})-DP in float64 arithmetic")
+        raise InvalidInput(f"no rho bounds ({epsilon:g}, {target:g})-DP in float64 arithmetic")
     while high - low > 1e-12 * high:  # bisection: at most ~1100 halvings of a float
         middle = (low + high) / 2
         if middle in (low, high):
@@ -193,7 +196,7 @@ def _cdp_rho(epsilon: float, target: float) -> float:
         else:
             high = middle
     if low < _SMALLEST:
-        raise ValueError(f"no rho > 0 gives ({epsilon:g}, {target:g})-DP: delta too small")
+        raise InvalidInput(f"no rho > 0 gives ({epsilon:g}, {target:g})-DP: delta too small")
     return low
 
 
@@ -208,7 +211,7 @@ def zcdp_to_approx_dp(rho: float, delta: float) -> float:
     rho = positive_number("rho", rho)
     epsilon = rho + 2 * math.sqrt(rho * _log_inverse(_delta(delta)))
     if not epsilon < math.inf:
-        raise ValueError(f"epsilon of {rho:g}-zCDP overflows float64")
+        raise InvalidInput(f"epsilon of {rho:g}-zCDP overflows float64")
     return epsilon
 
 
@@ -224,7 +227,7 @@ def approx_dp_to_zcdp(epsilon: float, delta: float) -> float:
     root = math.sqrt(log_term + epsilon) + math.sqrt(log_term)
     rho = (epsilon / root) ** 2 * (1 - 1e-12)
     if not _SMALLEST <= rho < math.inf:
-        raise ValueError(
+        raise InvalidInput(
             f"rho of ({epsilon:g}, {delta:g})-DP is {rho:g}: outside float64's normal range"
         )
     return rho

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.limits import CERTIFIED_MAX_SCALE, MAX_DRAWS
 from dpopt.privacy.exact_exp import below_exp, geometric_exact
 from dpopt.validation import instance, integer
@@ -114,9 +115,9 @@ def _float_arrays(**arrays: Any) -> None:
     """TypeError unless each is a float64 array; ValueError unless they have one shape."""
     for name, array in arrays.items():
         if not isinstance(array, np.ndarray) or array.dtype != np.float64:
-            raise TypeError(f"{name} must be a float64 array, got {array!r:.60}")
+            raise InvalidType(f"{name} must be a float64 array, got {array!r:.60}")
     if len({array.shape for array in arrays.values()}) > 1:
-        raise ValueError(f"{', '.join(arrays)} must be arrays of one shape")
+        raise InvalidInput(f"{', '.join(arrays)} must be arrays of one shape")
 
 
 def _prefix(low: float) -> int:
@@ -133,7 +134,7 @@ def floor_certified(
     _float_arrays(top=top, bottom=bottom, out=out)
     instance("certain", certain, np.ndarray)
     if certain.shape != top.shape or certain.dtype != bool:
-        raise ValueError("certain must be a boolean array of the shape of top")
+        raise InvalidInput("certain must be a boolean array of the shape of top")
     g = np.multiply(bottom, -t * _LOW, out=out)
     np.floor(g, out=g)
     np.multiply(top, -t * _HIGH, out=top)
@@ -246,7 +247,7 @@ def _scale(scale: Any) -> Fraction:
     TypeError/ValueError naming it."""
     checked: Fraction = instance("scale", scale, Fraction)
     if not 0 < checked <= CERTIFIED_MAX_SCALE:
-        raise ValueError(f"scale must lie in (0, 2^32], got {float(checked):.6g}")
+        raise InvalidInput(f"scale must lie in (0, 2^32], got {float(checked):.6g}")
     return checked
 
 
@@ -278,7 +279,7 @@ def discrete_gaussian(
     count, scale = _request(count, rng), _scale(scale)
     instance("sigma2", sigma2, Fraction)
     if sigma2 <= 0:
-        raise ValueError(f"sigma2 must be > 0, got {sigma2}")
+        raise InvalidInput(f"sigma2 must be > 0, got {sigma2}")
     mean, variance = sigma2 / scale, 2 * sigma2
 
     def propose(

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+from dpopt.errors import InvalidInput
 from dpopt.validation import function, instance, integer
 
 __all__ = ["below_exp", "exp_bounds", "geometric_exact"]
@@ -44,7 +45,7 @@ def _exponent(x: Any) -> Fraction:
     """``x`` if it is a Fraction ≥ 0; else TypeError/ValueError naming it."""
     checked: Fraction = instance("x", x, Fraction)
     if checked < 0:
-        raise ValueError(f"x must be >= 0, got {checked}")
+        raise InvalidInput(f"x must be >= 0, got {checked}")
     return checked
 
 
@@ -90,7 +91,7 @@ def geometric_exact(
     decides every g: the digits read for one comparison are kept for the next."""
     prefix, length = _uniform(prefix, length, more)
     if _exponent(rate) == 0:
-        raise ValueError("rate must be > 0")
+        raise InvalidInput("rate must be > 0")
     g = integer("start", start, minimum=0, maximum=None)
     while True:
         inside, prefix, length = _compare(prefix, length, more, (g + 1) * rate)

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.privacy import exact_exp
 from dpopt.privacy.certified import floor_certified, log_ends
 from dpopt.privacy.samplers import DiscreteLaplace
@@ -87,14 +88,14 @@ def stream_seeds(entropy: int, spawn: Any) -> np.ndarray:
     [0, 2³²) (each one 32-bit word of the spawn key, as numpy reads a small int).
     """
     if isinstance(entropy, bool) or not isinstance(entropy, int | np.integer) or entropy < 0:
-        raise ValueError(f"entropy must be a non-negative int, got {entropy!r:.60}")
+        raise InvalidInput(f"entropy must be a non-negative int, got {entropy!r:.60}")
     spawn = np.asarray(spawn)
     if spawn.ndim != 2 or spawn.shape[1] < 1 or spawn.dtype.kind not in "iu":
-        raise ValueError(
+        raise InvalidInput(
             f"spawn must be an integer array of shape (regions, m ≥ 1), got {spawn!r:.60}"
         )
     if spawn.size and (spawn.min() < 0 or spawn.max() > _MASK32):
-        raise ValueError("spawn key entries must lie in [0, 2^32)")
+        raise InvalidInput("spawn key entries must lie in [0, 2^32)")
     rows = spawn.shape[0]
     run = _entropy_words(int(entropy))
     run += [0] * (_POOL - len(run))  # numpy pads the run entropy when a spawn key follows
@@ -158,10 +159,10 @@ def keyed_laplace(sampler: DiscreteLaplace, seeds: np.ndarray, width: int) -> np
     """Discrete Laplace noise of shape (R, width): row i from the stream seeded by ``seeds[i]``
     (see :func:`stream_seeds`), the same whatever other rows are drawn with it."""
     if not isinstance(sampler, DiscreteLaplace):
-        raise TypeError(f"sampler must be a DiscreteLaplace, got {type(sampler).__name__}")
+        raise InvalidType(f"sampler must be a DiscreteLaplace, got {type(sampler).__name__}")
     seeds = np.asarray(seeds, dtype=_U64)
     if seeds.ndim != 2 or seeds.shape[1] != 3:
-        raise ValueError(f"seeds must have shape (regions, 3), got {seeds.shape}")
+        raise InvalidInput(f"seeds must have shape (regions, 3), got {seeds.shape}")
     out = np.empty((seeds.shape[0], width), dtype=np.int64)
     for start in range(0, seeds.shape[0], REGIONS_PER_BATCH):
         batch = seeds[start : start + REGIONS_PER_BATCH]

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput
 from dpopt.privacy.mechanisms import Dyadic, largest_magnitude
 
 __all__ = ["QUERY_BITS", "ExactLinear", "ExactStack", "histogram"]
@@ -42,30 +43,32 @@ def histogram(x: Any, cells: int, *, name: str = "x") -> np.ndarray:
     try:
         data = np.asarray(x)
     except (ValueError, TypeError) as err:
-        raise ValueError(f"{name} must be a histogram of counts: {err}") from None
+        raise InvalidInput(f"{name} must be a histogram of counts: {err}") from None
     if data.dtype == bool or not (np.issubdtype(data.dtype, np.number) or data.dtype == object):
-        raise ValueError(f"{name} must be a histogram of counts, got an array of {data.dtype}")
+        raise InvalidInput(f"{name} must be a histogram of counts, got an array of {data.dtype}")
     data = data.ravel() if data.ndim > 1 and data.size == cells else data
     if data.shape != (cells,):
-        raise ValueError(f"{name} must have {cells} cells, got shape {np.shape(x)}")
+        raise InvalidInput(f"{name} must have {cells} cells, got shape {np.shape(x)}")
     if data.dtype != object and np.issubdtype(data.dtype, np.floating):
         bad = np.flatnonzero(~np.isfinite(data) | (data != np.round(data)) | (data < 0))
         if bad.size:
-            raise ValueError(
+            raise InvalidInput(
                 f"{name}[{bad[0]}] must be a non-negative whole count, got {data[bad[0]]}"
             )
         if np.abs(data).max(initial=0) >= 2**53:
-            raise ValueError(f"{name} has counts of 2^53 or more, which floats cannot hold exactly")
+            raise InvalidInput(
+                f"{name} has counts of 2^53 or more, which floats cannot hold exactly"
+            )
         return data.astype(np.int64)
     wrong = [
         i for i, v in enumerate(data) if isinstance(v, bool) or not isinstance(v, int | np.integer)
     ]
     if wrong:
-        raise ValueError(f"{name}[{wrong[0]}] must be an integer count, got {data[wrong[0]]!r}")
+        raise InvalidInput(f"{name}[{wrong[0]}] must be an integer count, got {data[wrong[0]]!r}")
     values = [int(v) for v in data]
     negative = [i for i, v in enumerate(values) if v < 0]
     if negative:
-        raise ValueError(
+        raise InvalidInput(
             f"{name}[{negative[0]}] must be a non-negative count, got {values[negative[0]]}"
         )
     if all(v < _INT62 for v in values):
@@ -80,7 +83,7 @@ def _quantise(factor: np.ndarray, bits: int, name: str) -> tuple[np.ndarray, int
     integer = bool(np.all(factor == np.round(factor)))
     limit = 53 if integer else 53 - bits
     if largest >= 2.0**limit:
-        raise ValueError(
+        raise InvalidInput(
             f"{name} has entries of 2^{limit} or more; scale it down "
             "(a strategy's scale does not change its error)"
         )
@@ -126,12 +129,12 @@ class ExactLinear:
                 continue
             factor = np.asarray(matrix, dtype=np.float64)
             if factor.ndim != 2 or factor.size == 0 or not np.all(np.isfinite(factor)):
-                raise ValueError(f"strategy factor {i} must be a finite, non-empty 2-D matrix")
+                raise InvalidInput(f"strategy factor {i} must be a finite, non-empty 2-D matrix")
             pairs.append(_quantise(factor, bits, f"strategy factor {i}"))
             if rounded is not None:
                 rounded[id(matrix)] = (matrix, pairs[-1])
         if not pairs:
-            raise ValueError("a strategy needs at least one factor")
+            raise InvalidInput("a strategy needs at least one factor")
         return cls(tuple(f for f, _ in pairs), tuple(b for _, b in pairs))
 
     @property
@@ -209,20 +212,20 @@ class ExactStack:
     ) -> ExactStack:
         """``blocks`` = [(weight wⱼ > 0, factors of Lⱼ), …]."""
         if not blocks:
-            raise ValueError("a strategy needs at least one block")
+            raise InvalidInput("a strategy needs at least one block")
         linear, weights, weight_bits = [], [], []
         rounded: dict[int, Any] = {}
         for j, (weight, factors) in enumerate(blocks):
             w = float(weight)
             if not (math.isfinite(w) and w > 0):
-                raise ValueError(f"block {j} weight must be finite and > 0, got {weight!r}")
+                raise InvalidInput(f"block {j} weight must be finite and > 0, got {weight!r}")
             quantised, b = _quantise(np.array([[w]]), bits, f"block {j} weight")
             linear.append(ExactLinear.from_matrices(factors, bits, rounded))
             weights.append(int(quantised[0, 0]))
             weight_bits.append(b)
         cells = {block.shape[1] for block in linear}
         if len(cells) != 1:
-            raise ValueError(f"every block must act on the same cells, got {sorted(cells)}")
+            raise InvalidInput(f"every block must act on the same cells, got {sorted(cells)}")
         return cls(tuple(linear), tuple(weights), tuple(weight_bits))
 
     @property

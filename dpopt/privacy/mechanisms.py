@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.limits import MAX_GRID_BITS
 from dpopt.privacy.accounting import Accountant, Loss, pure_epsilon
 from dpopt.privacy.calibration import cdp_rho
@@ -76,7 +77,7 @@ NOISES: tuple[Noise, ...] = ("laplace", "gaussian")
 def noise_kind(noise: Any) -> Noise:
     """``noise`` if it is one of :data:`NOISES`; else a ValueError naming the field."""
     if not isinstance(noise, str) or noise not in NOISES:
-        raise ValueError(f"noise must be one of {NOISES}, got {noise!r}")
+        raise InvalidInput(f"noise must be one of {NOISES}, got {noise!r}")
     kind: Noise = noise
     return kind
 
@@ -96,13 +97,13 @@ class Dyadic:
 
     def __post_init__(self) -> None:
         if not isinstance(self.numerators, np.ndarray | np.generic):
-            raise TypeError(
+            raise InvalidType(
                 f"Dyadic numerators must be a numpy array, got {type(self.numerators).__name__}"
             )
         if self.numerators.dtype != object and not np.issubdtype(self.numerators.dtype, np.integer):
-            raise ValueError("Dyadic numerators must be integers")
+            raise InvalidInput("Dyadic numerators must be integers")
         if not isinstance(self.bits, int) or self.bits < 0:
-            raise ValueError(f"Dyadic bits must be an integer >= 0, got {self.bits!r}")
+            raise InvalidInput(f"Dyadic bits must be an integer >= 0, got {self.bits!r}")
 
     def to_float(self) -> np.ndarray:
         """The values as float64 (rounded to nearest where they need more than 53 bits)."""
@@ -121,7 +122,9 @@ def snap(values: Any, bits: int, *, name: str = "answers") -> Dyadic:
     with np.errstate(over="ignore"):  # an overflow is refused just below
         scaled = np.rint(np.ldexp(data, bits))  # exact: a power-of-two scaling, then rint
     if not np.all(np.isfinite(scaled)):
-        raise ValueError(f"{name} are too large for the grid 2^-{bits} (|value| ≥ 2^{1024 - bits})")
+        raise InvalidInput(
+            f"{name} are too large for the grid 2^-{bits} (|value| ≥ 2^{1024 - bits})"
+        )
     if np.all(np.abs(scaled) < _INT62):
         return Dyadic(scaled.astype(np.int64), bits)
     exact = np.array([int(v) for v in scaled.ravel()], dtype=object).reshape(scaled.shape)
@@ -135,21 +138,21 @@ def _as_exact(answers: Any) -> tuple[Dyadic, bool]:
     try:
         data = np.asarray(answers)
     except (ValueError, TypeError) as err:
-        raise ValueError(f"answers must be an array of numbers: {err}") from None
+        raise InvalidInput(f"answers must be an array of numbers: {err}") from None
     if data.size == 0:
-        raise ValueError("answers must not be empty")
+        raise InvalidInput("answers must not be empty")
     if data.dtype == object:
         if not all(
             isinstance(v, int | np.integer) and not isinstance(v, bool) for v in data.ravel()
         ):
-            raise ValueError(
+            raise InvalidInput(
                 "answers must be all integers or all floats (an object array got both)"
             )
         return Dyadic(_exact_integers(data), 0), True
     if np.issubdtype(data.dtype, np.integer):
         return Dyadic(_exact_integers(data), 0), True
     if not np.issubdtype(data.dtype, np.floating):
-        raise ValueError(f"answers must be numbers, got an array of {data.dtype}")
+        raise InvalidInput(f"answers must be numbers, got an array of {data.dtype}")
     return Dyadic(np.zeros(0, np.int64), 0), False
 
 
@@ -198,7 +201,7 @@ def _check_floatable(shifted: np.ndarray, bits: int, *, integer: bool) -> None:
     if integer or shifted.dtype != object:
         return
     if max(abs(int(v)) for v in shifted.ravel()).bit_length() - bits > 1000:
-        raise ValueError("answers must be below 2^1000 in magnitude to be released as floats")
+        raise InvalidInput("answers must be below 2^1000 in magnitude to be released as floats")
 
 
 @contextlib.contextmanager
@@ -207,12 +210,12 @@ def _naming(inputs: str) -> Iterator[None]:
     try:
         yield
     except ValueError as err:
-        raise ValueError(f"{inputs}: {err}") from None
+        raise InvalidInput(f"{inputs}: {err}") from None
 
 
 def _changed(changed: Any) -> int:
     if isinstance(changed, bool) or not isinstance(changed, int | np.integer) or changed < 1:
-        raise ValueError(f"changed must be an integer >= 1, got {changed!r}")
+        raise InvalidInput(f"changed must be an integer >= 1, got {changed!r}")
     return int(changed)
 
 
@@ -220,7 +223,7 @@ def _answer_bits(answer_bits: Any) -> int | None:
     if answer_bits is None:
         return None
     if isinstance(answer_bits, bool) or not isinstance(answer_bits, int) or answer_bits < 0:
-        raise ValueError(f"answer_bits must be None or an integer >= 0, got {answer_bits!r}")
+        raise InvalidInput(f"answer_bits must be None or an integer >= 0, got {answer_bits!r}")
     return answer_bits
 
 
@@ -287,11 +290,11 @@ def laplace_noise(
 def _zcdp_target(rho: Any, epsilon: Any, delta: Any) -> Fraction:
     """ρ itself, or ρ = cdp_rho(ε, δ) for an (ε, δ) calibration."""
     if (rho is None) == (epsilon is None and delta is None):
-        raise ValueError("give either rho (zCDP) or epsilon and delta ((ε, δ)-DP)")
+        raise InvalidInput("give either rho (zCDP) or epsilon and delta ((ε, δ)-DP)")
     if rho is not None:
         return exact_fraction("rho", rho)
     if epsilon is None or delta is None:
-        raise ValueError("(ε, δ) calibration needs both epsilon and delta")
+        raise InvalidInput("(ε, δ) calibration needs both epsilon and delta")
     return exact_fraction("rho", cdp_rho(epsilon, delta))
 
 
@@ -381,7 +384,7 @@ def draw(
     generator = _generator(rng)
     if accountant is not None:
         if not isinstance(accountant, Accountant):
-            raise TypeError(f"accountant must be a dpopt Accountant, got {accountant!r}")
+            raise InvalidType(f"accountant must be a dpopt Accountant, got {accountant!r}")
         accountant.spend_all([(p.loss, p.label) for p in prepared])
     return [p.draw(generator) for p in prepared]
 
@@ -394,13 +397,15 @@ def prepare(answers: Any, noise: GridNoise, *, label: str) -> Prepared:
     """Validate a release of ``answers`` with ``noise``, planned for answers on their grid
     (:func:`laplace_noise`, :func:`gaussian_noise`); nothing drawn."""
     if not isinstance(noise, GridNoise):
-        raise TypeError(f"noise must be a GridNoise (laplace_noise, gaussian_noise), got {noise!r}")
+        raise InvalidType(
+            f"noise must be a GridNoise (laplace_noise, gaussian_noise), got {noise!r}"
+        )
     if not isinstance(label, str):
-        raise TypeError(f"label must be a str, got {type(label).__name__}")
+        raise InvalidType(f"label must be a str, got {type(label).__name__}")
     exact, is_exact = _as_exact(answers)
     found = exact.bits if is_exact else None
     if found != noise.answer_bits:
-        raise ValueError(
+        raise InvalidInput(
             f"the noise was planned for answers on {_grid_name(noise.answer_bits)}, "
             f"got answers on {_grid_name(found)}"
         )
@@ -502,15 +507,15 @@ def _scores(scores: Any) -> np.ndarray:
         raw = np.asarray(scores)
         if raw.dtype == object:  # Python ints past int64, Fractions…
             if not all(isinstance(v, Real) and not isinstance(v, bool) for v in raw.ravel()):
-                raise TypeError("got a value that is not a real number")
+                raise InvalidType("got a value that is not a real number")
             raw = raw.astype(np.float64)
         if raw.dtype.kind not in "iuf":
-            raise TypeError(f"got an array of {raw.dtype}")
+            raise InvalidType(f"got an array of {raw.dtype}")
         values = raw.astype(np.float64)
     except (ValueError, TypeError, OverflowError) as err:
-        raise ValueError(f"scores must be real numbers: {err}") from None
+        raise InvalidInput(f"scores must be real numbers: {err}") from None
     if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)):
-        raise ValueError("scores must be a non-empty 1-D array of finite numbers")
+        raise InvalidInput("scores must be a non-empty 1-D array of finite numbers")
     return values
 
 
@@ -554,14 +559,14 @@ def exponential_mechanism(
     sens_units = math.ceil(delta * (1 << bits)) + 1
     eps_num = math.floor(eps * (1 << _EPSILON_BITS))
     if eps_num < 1:
-        raise ValueError(f"epsilon {float(eps):.3g} is below 2^-{_EPSILON_BITS}")
+        raise InvalidInput(f"epsilon {float(eps):.3g} is below 2^-{_EPSILON_BITS}")
     loss = Loss(
         eps, eps * eps / 8, (eps, Fraction(0)), f"exponential mechanism, {float(eps):.6g}-DP"
     )
     generator = _generator(rng)
     if accountant is not None:
         if not isinstance(accountant, Accountant):
-            raise TypeError(f"accountant must be a dpopt Accountant, got {accountant!r}")
+            raise InvalidType(f"accountant must be a dpopt Accountant, got {accountant!r}")
         accountant.spend(loss, label)
     nums = grid.numerators.astype(object)
     best = max(nums)
@@ -585,5 +590,5 @@ def exponential_mechanism(
 
 def _generator(rng: Any) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        raise InvalidType(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     return rng

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput, InvalidType, NumericOverflow, Unsupported
 from dpopt.limits import CERTIFIED_MAX_SCALE, MAX_DRAWS, MAX_GAUSSIAN_SIGMA, MAX_LAPLACE_SCALE
 from dpopt.privacy import certified
 from dpopt.validation import instance, integer
@@ -199,7 +200,7 @@ def bernoulli_exp(numerator: Any, denominator: Any, rng: np.random.Generator) ->
         _integers("numerator", numerator), _integers("denominator", denominator)
     )
     if np.any(num < 0) or np.any(den <= 0):
-        raise ValueError("bernoulli_exp needs numerator >= 0 and denominator > 0")
+        raise InvalidInput("bernoulli_exp needs numerator >= 0 and denominator > 0")
     shape = num.shape
     num, den = num.ravel(), den.ravel()
     out = np.empty(num.size, dtype=bool)
@@ -267,18 +268,18 @@ def _bernoulli_exp_fraction(
 def exact_fraction(name: str, value: Any) -> Fraction:
     """``value`` (an int, Fraction or finite float, read exactly) as a Fraction > 0."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, Real):
-        raise ValueError(f"{name} must be a real number, got {value!r}")
+        raise InvalidInput(f"{name} must be a real number, got {value!r}")
     if isinstance(value, Rational):
         exact = Fraction(int(value.numerator), int(value.denominator))
     else:
         number = float(value)
         if not math.isfinite(number):
-            raise ValueError(f"{name} must be finite, got {value!r}")
+            raise InvalidInput(f"{name} must be finite, got {value!r}")
         exact = Fraction(number)
     if exact <= 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
+        raise InvalidInput(f"{name} must be > 0, got {value!r}")
     if not _TINY <= exact <= _HUGE:
-        raise ValueError(f"{name} must lie between 2^-1074 and 2^1000, got {_magnitude(exact)}")
+        raise InvalidInput(f"{name} must lie between 2^-1074 and 2^1000, got {_magnitude(exact)}")
     return exact
 
 
@@ -318,7 +319,7 @@ class _IntegerSampler:
         return self._draw(math.prod(shape), generator).reshape(shape)
 
     def _draw(self, count: int, rng: np.random.Generator) -> np.ndarray:
-        raise NotImplementedError
+        raise Unsupported
 
 
 def _shape(size: Any) -> tuple[int, ...]:
@@ -328,12 +329,12 @@ def _shape(size: Any) -> tuple[int, ...]:
     if not isinstance(dims, tuple | list) or any(
         isinstance(d, bool | np.bool_) or not isinstance(d, int | np.integer) for d in dims
     ):
-        raise TypeError(f"size must be an int or a tuple of ints, got {size!r}")
+        raise InvalidType(f"size must be an int or a tuple of ints, got {size!r}")
     shape = tuple(int(d) for d in dims)
     if any(d < 0 for d in shape):
-        raise ValueError(f"size must not be negative, got {size!r}")
+        raise InvalidInput(f"size must not be negative, got {size!r}")
     if math.prod(shape) > MAX_DRAWS:
-        raise ValueError(f"size {size!r} asks for more than 2^31 draws at once: draw in batches")
+        raise InvalidInput(f"size {size!r} asks for more than 2^31 draws at once: draw in batches")
     return shape
 
 
@@ -356,7 +357,7 @@ class DiscreteLaplace(_IntegerSampler):
     def __init__(self, scale: Any):
         requested = exact_fraction("scale", scale)
         if requested > MAX_LAPLACE_SCALE:
-            raise ValueError(
+            raise InvalidInput(
                 f"scale {_magnitude(requested)} is above 2^56: its noise would overflow "
                 "64-bit integers (is epsilon far too small?)"
             )
@@ -411,7 +412,7 @@ class DiscreteLaplace(_IntegerSampler):
             w = w[_bernoulli_exp_dyadic((w >> low) << low, rng)]
             v = _geometric_exp_minus_one(rng, w.size).astype(_U64)
             if np.any(v >= _U64(1 << (63 - bits))):
-                raise OverflowError("discrete Laplace noise does not fit a 64-bit integer")
+                raise NumericOverflow("discrete Laplace noise does not fit a 64-bit integer")
             magnitude = (((w >> low) + (v << _U64(bits))) // divisor).view(np.int64)
             negative = (w & _U64(1)).view(np.int64)
             # ±magnitude, with −0 rejected
@@ -461,7 +462,7 @@ class DiscreteGaussian(_IntegerSampler):
 
     def _setup(self, variance: Fraction) -> None:
         if variance > MAX_GAUSSIAN_SIGMA**2:
-            raise ValueError(
+            raise InvalidInput(
                 f"sigma² {_magnitude(variance)} is above 2^104: its noise would overflow "
                 "64-bit integers (is epsilon far too small?)"
             )
@@ -550,11 +551,11 @@ def _integers(name: str, value: Any) -> np.ndarray:
         else np.issubdtype(arr.dtype, np.integer)
     )
     if not whole:
-        raise TypeError(f"{name} must be integers, got {value!r:.80}")
+        raise InvalidType(f"{name} must be integers, got {value!r:.80}")
     return arr
 
 
 def _generator(rng: Any) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        raise InvalidType(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     return rng

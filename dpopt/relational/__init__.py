@@ -24,6 +24,7 @@ The public API of the family:
 from typing import Any
 
 from dpopt.deprecation import warn_renamed
+from dpopt.errors import MissingAttribute
 from dpopt.relational import tables
 from dpopt.relational.budget import relational_rho
 from dpopt.relational.data import RelationalData, Workload
@@ -68,4 +69,4 @@ def __getattr__(name: str) -> Any:
     if name == "error_curve":
         warn_renamed("dpopt.relational.error_curve", "dpopt.relational.plan_error_curve")
         return plan_error_curve
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise MissingAttribute(f"module {__name__!r} has no attribute {name!r}")

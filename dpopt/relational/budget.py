@@ -15,6 +15,7 @@ import math
 from fractions import Fraction
 from typing import Any
 
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.limits import RELATIONAL_MAX_EPSILON
 from dpopt.privacy import Accountant, Loss, approx_dp_to_zcdp
 from dpopt.release import Measured
@@ -32,14 +33,14 @@ def relational_rho(epsilon: Any, delta: Any) -> Fraction:
     dpopt.limits.RELATIONAL_MAX_EPSILON (the samplers could not draw the noise planned),
     δ ∉ (0, 1) or ρ rounds to 0."""
     if positive_number("epsilon", epsilon) > RELATIONAL_MAX_EPSILON:
-        raise ValueError(
+        raise InvalidInput(
             f"epsilon {float(epsilon):.15g} is above {RELATIONAL_MAX_EPSILON:g} "
             "(dpopt.limits.RELATIONAL_MAX_EPSILON): it protects nothing, and the noise could "
             "not be drawn at the scales it plans"
         )
     rho = Fraction(approx_dp_to_zcdp(epsilon, delta))
     if rho == 0:
-        raise ValueError(f"epsilon {epsilon!r} is too small: ρ(ε, δ) rounds to 0")
+        raise InvalidInput(f"epsilon {epsilon!r} is too small: ρ(ε, δ) rounds to 0")
     return rho
 
 
@@ -47,10 +48,12 @@ def selection_record(accountant: Accountant) -> Measured:
     """The record of the exponential-mechanism pick ``accountant`` was charged for last (its
     label and loss, as charged; the scale is the mechanism's ε)."""
     if not instance("accountant", accountant, Accountant).ledger:
-        raise ValueError("accountant has charged nothing yet")
+        raise InvalidInput("accountant has charged nothing yet")
     charge = accountant.ledger[-1]
     if charge.loss.epsilon is None:
-        raise ValueError(f"the last charge of accountant, {charge.label!r}, has no ε (not a pick)")
+        raise InvalidInput(
+            f"the last charge of accountant, {charge.label!r}, has no ε (not a pick)"
+        )
     return Measured(charge.label, "exponential", float(charge.loss.epsilon), 1, charge.loss)
 
 
@@ -63,6 +66,6 @@ def zcdp_ledger(accountant: Any, rho: Fraction, label: str) -> Accountant:
     if accountant is None:
         return Accountant.zcdp(rho)
     if not isinstance(accountant, Accountant) or accountant.kind != "zcdp":
-        raise TypeError(f"accountant must be a zCDP dpopt Accountant, got {accountant!r}")
+        raise InvalidType(f"accountant must be a zCDP dpopt Accountant, got {accountant!r}")
     accountant.check([(Loss.zcdp(rho), label)])
     return accountant

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpopt.deprecation import moved_attributes
+from dpopt.errors import InvalidInput
 from dpopt.limits import RELATIONAL_MAX_CELLS
 from dpopt.relational.frames import (
     DegreeError,
@@ -121,27 +122,27 @@ class RelationalData:
             names = tuple(getattr(self, f"{side}_columns"))
             domains = tuple(tuple(d) for d in getattr(self, f"{side}_domains"))
             if not names:
-                raise ValueError(f"{side}_columns: the {side} table needs at least one attribute")
+                raise InvalidInput(f"{side}_columns: the {side} table needs at least one attribute")
             if any(not isinstance(n, str) for n in names):
-                raise ValueError(f"{side}_columns must be strings, got {names!r}")
+                raise InvalidInput(f"{side}_columns must be strings, got {names!r}")
             if len(set(names)) != len(names):
-                raise ValueError(f"{side}_columns must be distinct, got {names!r}")
+                raise InvalidInput(f"{side}_columns must be distinct, got {names!r}")
             if len(domains) != len(names):
-                raise ValueError(
+                raise InvalidInput(
                     f"{side}_domains has {len(domains)} domains for {len(names)} columns"
                 )
             for name, domain in zip(names, domains, strict=True):
                 _check_domain(f"{side} column {name!r}", domain)
             codes = integer_array(f"{side}_codes", getattr(self, f"{side}_codes"), ndim=2)
             if codes.shape[1] != len(names):
-                raise ValueError(
+                raise InvalidInput(
                     f"{side}_codes has {codes.shape[1]} columns for {len(names)} names"
                 )
             for j, (name, domain) in enumerate(zip(names, domains, strict=True)):
                 column = codes[:, j]
                 bad = np.flatnonzero((column < 0) | (column >= len(domain)))
                 if bad.size:
-                    raise ValueError(
+                    raise InvalidInput(
                         f"{side} column {name!r}: row {int(bad[0])} has code {int(column[bad[0]])}"
                         f" outside its domain of {len(domain)} values"
                     )
@@ -150,12 +151,14 @@ class RelationalData:
             set_(self, f"{side}_codes", _read_only(codes))
         links = integer_array("links", self.links, ndim=2)
         if links.shape[1] != 2:
-            raise ValueError(f"links must have 2 columns (left row, right row), got {links.shape}")
+            raise InvalidInput(
+                f"links must have 2 columns (left row, right row), got {links.shape}"
+            )
         for j, side in enumerate(SIDES):
             n = getattr(self, f"{side}_codes").shape[0]
             bad = np.flatnonzero((links[:, j] < 0) | (links[:, j] >= n))
             if bad.size:
-                raise ValueError(
+                raise InvalidInput(
                     f"links[{int(bad[0])}] refers to {side} row {int(links[bad[0], j])}, "
                     f"but the {side} table has {n} rows"
                 )
@@ -164,7 +167,7 @@ class RelationalData:
             degree = np.bincount(links[:, 1], minlength=self.right_codes.shape[0])
             bad = np.flatnonzero(degree != 1)
             if bad.size:
-                raise ValueError(
+                raise InvalidInput(
                     f"links: relationship 'one-to-many' needs every right (child) row linked to "
                     f"exactly one left (parent) row; right row {int(bad[0])} has "
                     f"{int(degree[bad[0]])}"
@@ -241,13 +244,13 @@ class RelationalData:
         d_max = integer("d_max", d_max, minimum=1)
         if isinstance(domains, str):
             if domains != "from-data":
-                raise ValueError(f"domains must be a mapping or 'from-data', got {domains!r}")
+                raise InvalidInput(f"domains must be a mapping or 'from-data', got {domains!r}")
         elif domains is not None:
             if not isinstance(domains, Mapping):
-                raise ValueError(f"domains must be a mapping or 'from-data', got {domains!r}")
+                raise InvalidInput(f"domains must be a mapping or 'from-data', got {domains!r}")
             extra = set(domains) - set(SIDES)
             if extra:
-                raise ValueError(
+                raise InvalidInput(
                     f"domains: unknown sides {sorted(map(str, extra))}, use 'left'/'right'"
                 )
         parts: dict[str, Any] = {}
@@ -255,7 +258,7 @@ class RelationalData:
         named = {"left": left_id, "right": right_id}
         for side, frame in (("left", left), ("right", right)):
             if not isinstance(frame, pd.DataFrame):
-                raise ValueError(f"{side} must be a pandas DataFrame, got {type(frame).__name__}")
+                raise InvalidInput(f"{side} must be a pandas DataFrame, got {type(frame).__name__}")
             if len(frame) == 0:
                 raise FrameError(side, f"the {side} table must not be empty")
             side_domains: Mapping[str, Sequence[Any]] | str | None = (
@@ -330,14 +333,14 @@ class RelationalData:
         if not isinstance(frame, pd.DataFrame):
             codes = np.array(integer_array(f"{side} codes", frame, ndim=2))
             if codes.shape[1] != len(names):
-                raise ValueError(
+                raise InvalidInput(
                     f"{side} codes have {codes.shape[1]} columns, the {side} table has "
                     f"{len(names)}: {names}"
                 )
             for j, name in enumerate(names):
                 bad = np.flatnonzero((codes[:, j] < 0) | (codes[:, j] >= len(domains[j])))
                 if bad.size:
-                    raise ValueError(
+                    raise InvalidInput(
                         f"{side} column {name!r}: row {int(bad[0])} has code "
                         f"{int(codes[bad[0], j])} outside 0..{len(domains[j]) - 1}"
                     )
@@ -346,12 +349,12 @@ class RelationalData:
         missing = [n for n in names if n not in present]
         extra = [c for c in present if c not in names]
         if missing or extra or len(present) != len(set(present)):
-            raise ValueError(
+            raise InvalidInput(
                 f"the {side} frame must have exactly the columns {names}; "
                 f"missing {missing}, unexpected {extra}"
             )
         if len(frame) == 0:
-            raise ValueError(f"the {side} frame must not be empty")
+            raise InvalidInput(f"the {side} frame must not be empty")
         columns = [
             _codes_in_domain(side, name, frame[name], domain)
             for name, domain in zip(names, domains, strict=True)
@@ -398,24 +401,24 @@ class RelationalData:
             s1, s2 = w
             s1, s2 = tuple(s1), tuple(s2)
         except (TypeError, ValueError):
-            raise ValueError(
+            raise InvalidInput(
                 f"workload must be a pair (S1, S2) of column tuples, got {w!r}"
             ) from None
         if not s1 or not s2:
-            raise ValueError(f"workload {w!r}: both S1 and S2 must be non-empty")
+            raise InvalidInput(f"workload {w!r}: both S1 and S2 must be non-empty")
         positions = []
         for side, names in (("left", s1), ("right", s2)):
             own = self.columns(side)
             unknown = [n for n in names if n not in own]
             if unknown:
-                raise ValueError(f"workload {w!r}: {unknown} are not {side} columns {own}")
+                raise InvalidInput(f"workload {w!r}: {unknown} are not {side} columns {own}")
             if len(set(names)) != len(names):
-                raise ValueError(f"workload {w!r}: repeated {side} column")
+                raise InvalidInput(f"workload {w!r}: repeated {side} column")
             positions.append([own.index(n) for n in names])
         size1 = math.prod(self.cards("left")[j] for j in positions[0])
         size2 = math.prod(self.cards("right")[j] for j in positions[1])
         if size1 * size2 > RELATIONAL_MAX_CELLS:
-            raise ValueError(
+            raise InvalidInput(
                 f"workload {w!r} has {size1 * size2} cells, above {RELATIONAL_MAX_CELLS}"
             )
         return positions[0], positions[1], size1, size2
@@ -477,12 +480,12 @@ class RelationalData:
         names = list(columns)
         unknown = [n for n in names if n not in own]
         if unknown or not names or len(set(names)) != len(names):
-            raise ValueError(f"columns must be distinct {side} columns {own}, got {names}")
+            raise InvalidInput(f"columns must be distinct {side} columns {own}, got {names}")
         positions = [own.index(n) for n in names]
         cards = self.cards(side)
         size = math.prod(cards[j] for j in positions)
         if size > RELATIONAL_MAX_CELLS:
-            raise ValueError(f"marginal {names} has {size} cells, above {RELATIONAL_MAX_CELLS}")
+            raise InvalidInput(f"marginal {names} has {size} cells, above {RELATIONAL_MAX_CELLS}")
         return np.bincount(_mixed_radix(array, positions, cards), minlength=size) / array.shape[0]
 
 
@@ -495,12 +498,12 @@ def _mixed_radix(codes: np.ndarray, positions: Sequence[int], cards: Sequence[in
 
 def _check_domain(where: str, domain: tuple[Any, ...]) -> None:
     if not domain:
-        raise ValueError(f"{where}: the domain must not be empty")
+        raise InvalidInput(f"{where}: the domain must not be empty")
     for value in domain:
         if not isinstance(value, Hashable) or _is_missing(value):
-            raise ValueError(f"{where}: domain value {value!r} is missing or unhashable")
+            raise InvalidInput(f"{where}: domain value {value!r} is missing or unhashable")
     if len(set(domain)) != len(domain):
-        raise ValueError(f"{where}: the domain has repeated values {list(domain)!r}")
+        raise InvalidInput(f"{where}: the domain has repeated values {list(domain)!r}")
 
 
 def _plain(value: Any) -> Any:
@@ -521,19 +524,19 @@ def _check_links(links: np.ndarray, n_left: int, n_right: int, d_max: int, name:
     """No repeated pair (R1) and no degree above d_max on either side (Alimohammadi et al.,
     §2.1)."""
     if links.shape[0] == 0:
-        raise ValueError(f"{name} must not be empty (m ≥ 1)")
+        raise InvalidInput(f"{name} must not be empty (m ≥ 1)")
     key = links[:, 0] * n_right + links[:, 1]
     unique, first, counts = np.unique(key, return_index=True, return_counts=True)
     if unique.size != key.size:
         i = int(first[np.flatnonzero(counts > 1)[0]])
-        raise ValueError(
+        raise InvalidInput(
             f"{name}: duplicate link (left row {int(links[i, 0])}, right row {int(links[i, 1])})"
         )
     for j, (side, n) in enumerate((("left", n_left), ("right", n_right))):
         degree = np.bincount(links[:, j], minlength=n)
         bad = np.flatnonzero(degree > d_max)
         if bad.size:
-            raise ValueError(
+            raise InvalidInput(
                 f"{name}: {side} row {int(bad[0])} has degree {int(degree[bad[0]])} above "
                 f"d_max = {d_max}"
             )
@@ -543,17 +546,17 @@ def synthetic_links(links: Any, n_left: int, n_right: int) -> np.ndarray:
     """Validated (m, 2) (left row, right row) pairs of a synthetic database (R1)."""
     pairs = integer_array("links", links, ndim=2)
     if pairs.shape[1] != 2:
-        raise ValueError(f"links must have 2 columns (left row, right row), got {pairs.shape}")
+        raise InvalidInput(f"links must have 2 columns (left row, right row), got {pairs.shape}")
     for j, (side, n) in enumerate((("left", n_left), ("right", n_right))):
         bad = np.flatnonzero((pairs[:, j] < 0) | (pairs[:, j] >= n))
         if bad.size:
-            raise ValueError(
+            raise InvalidInput(
                 f"links[{int(bad[0])}] refers to {side} row {int(pairs[bad[0], j])}, "
                 f"but the {side} table has {n} rows"
             )
     key = pairs[:, 0] * n_right + pairs[:, 1]
     if np.unique(key).size != key.size:
-        raise ValueError("links: duplicate (left row, right row) pair")
+        raise InvalidInput("links: duplicate (left row, right row) pair")
     return pairs
 
 
@@ -583,13 +586,13 @@ def _encode_frame(
     if not names:
         raise FrameError(side, f"the {side} table has no attribute columns")
     if any(not isinstance(n, str) for n in names):
-        raise ValueError(f"{side}: column names must be strings, got {names!r}")
+        raise InvalidInput(f"{side}: column names must be strings, got {names!r}")
     if len(set(names)) != len(names):
-        raise ValueError(f"{side}: repeated column names {names!r}")
+        raise InvalidInput(f"{side}: repeated column names {names!r}")
     if isinstance(domains, Mapping):
         unknown = [c for c in domains if c not in names]
         if unknown:
-            raise ValueError(f"domains[{side!r}]: {unknown} are not columns of the {side} table")
+            raise InvalidInput(f"domains[{side!r}]: {unknown} are not columns of the {side} table")
     out_domains = []
     codes = []
     for name in names:
@@ -605,7 +608,7 @@ def _encode_frame(
         elif domains == "from-data":
             domain = _sorted_values(series.dropna().unique())
         else:
-            raise ValueError(
+            raise InvalidInput(
                 f"{where} has no declared domain: pass domains={{{side!r}: {{{name!r}: [...]}}}} "
                 "or make it a pandas Categorical (domains read from private "
                 "data leak; domains='from-data' opts in)"
@@ -685,7 +688,7 @@ def _table_ids(side: str, frame: pd.DataFrame, id_column: Any) -> tuple[pd.Index
     if id_column is None:
         index, attributes, column = frame.index, frame, None
     elif id_column not in frame.columns:
-        raise ValueError(f"{side}_id: column {id_column!r} is not in the {side} table")
+        raise InvalidInput(f"{side}_id: column {id_column!r} is not in the {side} table")
     else:
         index = pd.Index(frame[id_column])
         attributes, column = frame.drop(columns=[id_column]), id_column
@@ -723,7 +726,7 @@ def _link_rows(
     else:
         array = np.asarray(links)
         if array.ndim != 2 or array.shape[1] != 2:
-            raise ValueError(f"links must be a DataFrame or an (m, 2) array, got {array.shape}")
+            raise InvalidInput(f"links must be a DataFrame or an (m, 2) array, got {array.shape}")
         columns, pairs, labels = [None, None], [array[:, 0], array[:, 1]], pd.RangeIndex(len(array))
     if pairs[0].size == 0:
         raise FrameError("links", "links must not be empty (m ≥ 1)")

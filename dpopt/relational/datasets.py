@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpopt.errors import InternalError, InvalidInput
 from dpopt.relational.data import RelationalData
 from dpopt.validation import file_path, generator, integer
 
@@ -105,17 +106,17 @@ def generate(
     m = integer("links", links, minimum=1)
     d_max = integer("d_max", d_max, minimum=1)
     if isinstance(strength, bool) or not isinstance(strength, int | float):
-        raise ValueError(f"strength must be a number in [0, 1], got {strength!r}")
+        raise InvalidInput(f"strength must be a number in [0, 1], got {strength!r}")
     if not 0 <= strength <= 1:
-        raise ValueError(f"strength must lie in [0, 1], got {strength!r}")
+        raise InvalidInput(f"strength must lie in [0, 1], got {strength!r}")
     capacity = min(n_left, n_right) * d_max
     if m > 0.9 * capacity:
-        raise ValueError(
+        raise InvalidInput(
             f"links = {m} exceeds 90% of min(n_left, n_right)·d_max = {capacity}; lower links "
             "or raise d_max"
         )
     if n_left * n_right > 2**62:
-        raise ValueError("n_left·n_right is too large")
+        raise InvalidInput("n_left·n_right is too large")
     rng = generator(seed)
     genres = len(MOVIELENS_GENRES)
     # users: gender, age bucket (MovieLens-like shares), occupation
@@ -175,7 +176,7 @@ def generate(
         np.add.at(user_degree, u, 1)
         np.add.at(movie_degree, v, 1)
     if chosen.shape[0] < m:  # pragma: no cover - the 90% cap keeps this from happening
-        raise RuntimeError(f"generate placed only {chosen.shape[0]} of {m} links")
+        raise InternalError(f"generate placed only {chosen.shape[0]} of {m} links")
     domains = _movielens_domains()
     return RelationalData(
         left_columns=tuple(domains["left"]),
@@ -219,7 +220,7 @@ def _read_dat(path: Path, columns: int) -> pd.DataFrame:
         keep_default_na=False,
     )
     if frame.shape[1] != columns:
-        raise ValueError(f"{path.name}: expected {columns} '::'-separated fields per line")
+        raise InvalidInput(f"{path.name}: expected {columns} '::'-separated fields per line")
     return frame
 
 
@@ -257,7 +258,7 @@ def load_movielens(folder: str | Path, *, d_max: int = 10) -> RelationalData:
     genre_lists = movies[2].str.split("|")
     unknown = set(genre_lists.explode()) - set(MOVIELENS_GENRES)
     if unknown:
-        raise ValueError(f"movies.dat: unknown genres {sorted(unknown)}")
+        raise InvalidInput(f"movies.dat: unknown genres {sorted(unknown)}")
     right = pd.DataFrame(
         {g: genre_lists.map(lambda gs, g=g: int(g in gs)).to_numpy() for g in MOVIELENS_GENRES},
         index=pd.Index(_integers("movies.dat MovieID", movies[0])),
@@ -278,4 +279,4 @@ def _integers(where: str, column: pd.Series) -> np.ndarray:
     try:
         return column.astype(np.int64).to_numpy()
     except (TypeError, ValueError):
-        raise ValueError(f"{where} must hold integers") from None
+        raise InvalidInput(f"{where} must hold integers") from None

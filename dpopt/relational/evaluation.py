@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput
 from dpopt.relational.data import SIDES, RelationalData, synthetic_links
 from dpopt.validation import choice, instance, integer
 
@@ -61,7 +62,7 @@ def cross_errors(
     pairs = synthetic_links(links, left_codes.shape[0], right_codes.shape[0])
     workloads = data.cross_workloads(k)
     if not workloads:
-        raise ValueError(f"k = {k}: the database has no cross-table {k}-way workload")
+        raise InvalidInput(f"k = {k}: the database has no cross-table {k}-way workload")
     l1 = np.empty(len(workloads))
     squared = np.empty(len(workloads))
     for i, w in enumerate(workloads):

@@ -178,7 +178,7 @@ def prune_links(
     else:
         array = np.asarray(links)
         if array.ndim != 2 or array.shape[1] != 2:
-            raise ValueError(f"links must be a DataFrame or an (m, 2) array, got {array.shape}")
+            raise InvalidInput(f"links must be a DataFrame or an (m, 2) array, got {array.shape}")
         pairs, labels = [array[:, 0], array[:, 1]], pd.RangeIndex(len(array))
     for side, ids, column in zip(("left", "right"), pairs, columns, strict=True):
         missing = np.flatnonzero(pd.isna(ids))

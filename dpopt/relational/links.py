@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpopt.deprecation import former_keyword, no_other_keywords
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.models.relational.qp import OneToManyLinkQP, RelaxedLinkQP
 from dpopt.privacy import (
     Accountant,
@@ -102,7 +103,7 @@ def workload_budget(rho: Fraction, workloads: int, alpha: Fraction) -> tuple[Fra
     sum is ≤ ρ_w."""
     rho, alpha = exact_fraction("rho", rho), exact_fraction("alpha", alpha)
     if not alpha < 1:
-        raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+        raise InvalidInput(f"alpha must lie in (0, 1), got {alpha}")
     share = rho / integer("workloads", workloads, minimum=1)
     scale = 1 << _EPS_BITS
     # ε_EM = floor(2^40·√(8αρ_w))/2^40, computed exactly with integer square roots
@@ -301,17 +302,17 @@ def plan(
         measurement included).
     """
     if not isinstance(data, RelationalData):
-        raise TypeError(f"data must be a RelationalData, got {type(data).__name__}")
+        raise InvalidType(f"data must be a RelationalData, got {type(data).__name__}")
     settings = LinkSettings() if settings is None else settings
     if not isinstance(settings, LinkSettings):
-        raise TypeError(f"settings must be a LinkSettings, got {type(settings).__name__}")
+        raise InvalidType(f"settings must be a LinkSettings, got {type(settings).__name__}")
     fit = former_keyword(
         "relational.links.plan", ("fit", fit), former, "method", default=DEFAULT_FIT
     )
     no_other_keywords("relational.links.plan", former)
     fit = choice("fit", fit, FITS)
     if not isinstance(label, str):
-        raise TypeError(f"label must be a string, got {label!r}")
+        raise InvalidType(f"label must be a string, got {label!r}")
     n_left = integer("n_left", n_left, minimum=1)
     n_right = integer("n_right", n_right, minimum=1)
     total = exact_fraction("rho", rho)
@@ -327,11 +328,11 @@ def plan(
     workloads = data.cross_workloads(runs.k)
     eps_em, rho_gauss = workload_budget(total, runs.picks, Fraction(settings.alpha))
     if eps_em == 0:
-        raise ValueError(f"rho {float(total):.6g} is too small for the workload selection")
+        raise InvalidInput(f"rho {float(total):.6g} is too small for the workload selection")
     try:
         prepare_gaussian(np.zeros(1, dtype=np.int64), SQRT2_UP * data.d_max, rho=rho_gauss)
     except ValueError as err:
-        raise ValueError(
+        raise InvalidInput(
             f"rho {float(total):.6g} is too small for the measurements: {err}"
         ) from None
     return LinkPlan(
@@ -357,10 +358,10 @@ def run(
     of ``plan.rho`` is made; checked before anything is drawn.
     """
     if not isinstance(plan, LinkPlan):
-        raise TypeError(f"plan must be a LinkPlan (links.plan(...)), got {type(plan).__name__}")
+        raise InvalidType(f"plan must be a LinkPlan (links.plan(...)), got {type(plan).__name__}")
     for side, codes, size in (("left", left, plan.n_left), ("right", right, plan.n_right)):
         if not isinstance(codes, np.ndarray) or codes.ndim != 2 or codes.shape[0] != size:
-            raise ValueError(f"{side} must be the planned table's codes, {size} rows")
+            raise InvalidInput(f"{side} must be the planned table's codes, {size} rows")
     ledger = zcdp_ledger(accountant, plan.rho, plan.label)  # all of it fits, or nothing runs
     generator = resolve_rng(rng)
     data, settings = plan.data, plan.settings
@@ -491,7 +492,7 @@ def learn_links(
         ``links``, ``budget`` (the accountant's report), ``statuses``, ``measured``, …
     """
     if not isinstance(data, RelationalData):
-        raise TypeError(f"data must be a RelationalData, got {type(data).__name__}")
+        raise InvalidType(f"data must be a RelationalData, got {type(data).__name__}")
     rho = relational_rho(epsilon, delta)
     ledger = zcdp_ledger(accountant, rho, "relational.learn_links")  # before any data is read
     generator = resolve_rng(rng)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.deprecation import former_keyword, no_other_keywords, renamed
+from dpopt.errors import InvalidInput
 from dpopt.planning import (
     CURVE_EPSILONS,
     ErrorCurve,
@@ -95,7 +96,7 @@ def _shape(shape: Any) -> tuple[int, int, int]:
     """``shape`` as (left rows, right rows, links), each an integer ≥ 1."""
     sizes = integer_array("shape", shape, ndim=1).tolist()
     if len(sizes) != 3:
-        raise ValueError(f"shape must be (left rows, right rows, links), got {shape!r}")
+        raise InvalidInput(f"shape must be (left rows, right rows, links), got {shape!r}")
     n_left, n_right, links = (
         integer(name, value, minimum=1)
         for name, value in zip(("left rows", "right rows", "links"), sizes, strict=True)

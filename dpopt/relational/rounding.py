@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.validation import finite_array, instance, integer_array
 
 __all__ = [
@@ -120,11 +121,11 @@ def unbiased_sample(x: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarr
     instance("rng", rng, np.random.Generator)
     values = finite_array("x", x, ndim=1, empty=True)
     if np.any(values < 0) or np.any(values > 1):
-        raise ValueError("x must lie in [0, 1]")
+        raise InvalidInput("x must lie in [0, 1]")
     if isinstance(m, bool) or not isinstance(m, int | np.integer) or not 0 <= m <= values.size:
-        raise ValueError(f"m must be an integer in 0..{values.size}, got {m!r}")
+        raise InvalidInput(f"m must be an integer in 0..{values.size}, got {m!r}")
     if abs(float(values.sum()) - m) > SUM_TOL * max(1, m):
-        raise ValueError(f"x must sum to m = {m} (within {SUM_TOL:g}), sums to {values.sum()!r}")
+        raise InvalidInput(f"x must sum to m = {m} (within {SUM_TOL:g}), sums to {values.sum()!r}")
 
     def pick(cumulative: np.ndarray, start: int, end: int) -> int:
         return _draw_within(cumulative, start, end, rng)
@@ -139,9 +140,9 @@ def sample_rows(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     instance("rng", rng, np.random.Generator)
     table = finite_array("rows", rows, ndim=2)
     if np.any(table < 0):
-        raise ValueError("rows must be a 2-D array of finite numbers ≥ 0")
+        raise InvalidInput("rows must be a 2-D array of finite numbers ≥ 0")
     if np.any(np.abs(table.sum(axis=1) - 1.0) > SUM_TOL):
-        raise ValueError("every row must sum to 1")
+        raise InvalidInput("every row must sum to 1")
     cumulative = np.cumsum(table, axis=1)
     draws = rng.random(table.shape[0]) * cumulative[:, -1]
     chosen = (cumulative <= draws[:, None]).sum(axis=1)
@@ -158,7 +159,7 @@ def block_counts(expected: np.ndarray, totals: np.ndarray, rng: np.random.Genera
     table = np.atleast_2d(finite_array("expected", expected))
     totals = integer_array("totals", totals, ndim=1)
     if table.ndim != 2 or totals.shape != table.shape[:1] or table.min() < 0:
-        raise ValueError("expected must be rows of counts >= 0, totals one integer per row")
+        raise InvalidInput("expected must be rows of counts >= 0, totals one integer per row")
     floors = np.floor(table)
     counts = floors.astype(np.int64)
     for row in range(table.shape[0]):
@@ -181,7 +182,7 @@ def links_in_blocks(
     col_members = _members("col_members", col_members, counts.shape[1])
     cells = np.outer([m.size for m in row_members], [m.size for m in col_members])
     if np.any(counts > cells):
-        raise ValueError("counts must not exceed the cells of their block")
+        raise InvalidInput("counts must not exceed the cells of their block")
     rows, cols = [], []
     for u, v in zip(*np.nonzero(counts), strict=True):
         width = col_members[v].size
@@ -205,7 +206,7 @@ def parents_in_blocks(
     child_members = _members("child_members", child_members, counts.shape[0])
     parent_members = _members("parent_members", parent_members, counts.shape[1])
     if np.any(counts.sum(axis=1) != [m.size for m in child_members]):
-        raise ValueError("counts must give each child type's children (row sums)")
+        raise InvalidInput("counts must give each child type's children (row sums)")
     children = sum(c.size for c in child_members)
     parent = np.empty(children, dtype=np.int64)
     for r, members in enumerate(child_members):
@@ -223,17 +224,17 @@ def _block_counts(counts: Any, rng: Any) -> np.ndarray:
     instance("rng", rng, np.random.Generator)
     counts = integer_array("counts", counts, ndim=2)
     if counts.min() < 0:
-        raise ValueError("counts must be >= 0")
+        raise InvalidInput("counts must be >= 0")
     return counts
 
 
 def _members(name: str, members: Any, types: int) -> list[np.ndarray]:
     """The members (row or column indices >= 0) of each of ``types`` types."""
     if isinstance(members, str | bytes) or not isinstance(members, list | tuple):
-        raise TypeError(f"{name} must be a list of index arrays, got {type(members).__name__}")
+        raise InvalidType(f"{name} must be a list of index arrays, got {type(members).__name__}")
     if len(members) != types:
-        raise ValueError(f"{name} must hold one index array per type ({types})")
+        raise InvalidInput(f"{name} must hold one index array per type ({types})")
     out = [integer_array(f"{name}[{i}]", m, ndim=1) for i, m in enumerate(members)]
     if any(m.min() < 0 for m in out):
-        raise ValueError(f"{name} must hold indices >= 0")
+        raise InvalidInput(f"{name} must hold indices >= 0")
     return out

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dpopt.errors import InvalidInput
 from dpopt.relational.data import RelationalData
 from dpopt.validation import instance, integer, positive_number
 
@@ -95,7 +96,7 @@ class LinkSettings:
         keep("candidates", integer("candidates", self.candidates, minimum=self.per_round or 1))
         alpha = positive_number("alpha", self.alpha)
         if not alpha < 1:
-            raise ValueError(f"alpha must lie in (0, 1), got {self.alpha!r}")
+            raise InvalidInput(f"alpha must lie in (0, 1), got {self.alpha!r}")
         keep("alpha", alpha)
 
 
@@ -137,7 +138,7 @@ def schedule(settings: LinkSettings, data: RelationalData) -> LinkSchedule:
     k = settings.k if settings.k is not None else min(DEFAULT_K, d1 + d2)
     available = len(data.cross_workloads(k))
     if available == 0:
-        raise ValueError(
+        raise InvalidInput(
             f"settings: k = {k} attributes a workload, but {d1} left and {d2} right attributes "
             f"give no cross workload of {k} (one attribute of each table at least): lower k "
             f"to at most {d1 + d2}, or leave it None"
@@ -147,7 +148,7 @@ def schedule(settings: LinkSettings, data: RelationalData) -> LinkSchedule:
     per_round = range(1, most_per_round + 1) if settings.per_round is None else [settings.per_round]
     room = [(t * n, n, t) for t in rounds for n in per_round if t * n <= available]
     if not room:
-        raise ValueError(_too_few_workloads(settings, d1, d2, k, available))
+        raise InvalidInput(_too_few_workloads(settings, d1, d2, k, available))
     _, chosen_per_round, chosen_rounds = max(room)  # the most picks, then the most a round
     unset = tuple(name for name in ("rounds", "per_round", "k") if getattr(settings, name) is None)
     return LinkSchedule(chosen_rounds, chosen_per_round, k, available, unset)

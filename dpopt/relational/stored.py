@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput
 from dpopt.paths import regular_file
 from dpopt.privacy import approx_dp_to_zcdp
 from dpopt.progress import Progress
@@ -135,7 +136,7 @@ def _as_written(stored: Any, name: str) -> Any:
     import pandas as pd
 
     if name not in stored.files:
-        raise ValueError(f"the release has no table {name}")
+        raise InvalidInput(f"the release has no table {name}")
     frame = pd.read_csv(regular_file(name, stored.path / name), dtype=str, keep_default_na=False)
     return frame.assign(id=pd.to_numeric(frame["id"], errors="coerce")) if "id" in frame else frame
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpopt.deprecation import former_keyword, no_other_keywords
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.privacy import Accountant
 from dpopt.privacy.accounting import BudgetReport
 from dpopt.problem import Status
@@ -137,10 +138,10 @@ def plan(
     """What :func:`synthesize` would charge and measure, every input validated (its
     parameters, same names); nothing is drawn or charged (a dry run)."""
     if not isinstance(data, RelationalData):
-        raise TypeError(f"data must be a RelationalData, got {type(data).__name__}")
+        raise InvalidType(f"data must be a RelationalData, got {type(data).__name__}")
     share = positive_number("table_share", table_share)
     if not share < 1:
-        raise ValueError(f"table_share must lie in (0, 1), got {table_share!r}")
+        raise InvalidInput(f"table_share must lie in (0, 1), got {table_share!r}")
     rho = relational_rho(epsilon, delta)
     given = {
         side: None if table is None else link_learner.encode_synthetic(data, side, table)

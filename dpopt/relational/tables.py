@@ -63,6 +63,7 @@ from typing import Any, Literal
 import numpy as np
 
 from dpopt.deprecation import moved_attributes
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.limits import MAX_PAIR_CELLS, MAX_SAMPLE_CELLS, RELATIONAL_MAX_ROWS
 from dpopt.privacy import Accountant, Loss, draw, exponential_mechanism, prepare_gaussian
 from dpopt.privacy.accounting import BudgetReport
@@ -184,11 +185,13 @@ def _cards(cards: Any) -> tuple[int, ...]:
     else:
         items = None
     if items is None or not items:
-        raise ValueError(f"cards must be a non-empty 1-D sequence of integers >= 1, got {cards!r}")
+        raise InvalidInput(
+            f"cards must be a non-empty 1-D sequence of integers >= 1, got {cards!r}"
+        )
     out = tuple(integer(f"cards[{a}]", c, minimum=1, maximum=2**16) for a, c in enumerate(items))
     pair_cells = sum(a * b for a, b in itertools.combinations(out, 2))
     if pair_cells > MAX_PAIR_CELLS:
-        raise ValueError(
+        raise InvalidInput(
             f"cards give {pair_cells} cells over all attribute pairs, above MAX_PAIR_CELLS = "
             f"{MAX_PAIR_CELLS}"
         )
@@ -198,11 +201,11 @@ def _cards(cards: Any) -> tuple[int, ...]:
 def _codes(codes: Any, cards: tuple[int, ...], name: str = "codes") -> np.ndarray:
     arr = integer_array(name, codes, ndim=2, bound=2**16)
     if arr.shape[1] != len(cards):
-        raise ValueError(
+        raise InvalidInput(
             f"{name} must have one column per entry of cards ({len(cards)}), got {arr.shape[1]}"
         )
     if arr.shape[0] > RELATIONAL_MAX_ROWS:
-        raise ValueError(
+        raise InvalidInput(
             f"{name} has {arr.shape[0]} rows, above RELATIONAL_MAX_ROWS = {RELATIONAL_MAX_ROWS}"
         )
     low = arr.min(axis=0)
@@ -212,7 +215,7 @@ def _codes(codes: Any, cards: tuple[int, ...], name: str = "codes") -> np.ndarra
     if bad.size:
         a = int(bad[0])
         row = int(np.flatnonzero((arr[:, a] < 0) | (arr[:, a] >= limit[a]))[0])
-        raise ValueError(
+        raise InvalidInput(
             f"{name}[{row}, {a}] must be in 0 … cards[{a}] − 1 = {limit[a] - 1}, got {arr[row, a]}"
         )
     return arr
@@ -222,9 +225,9 @@ def _accountant(accountant: Any) -> Accountant | None:
     if accountant is None:
         return None
     if not isinstance(accountant, Accountant):
-        raise TypeError(f"accountant must be a dpopt Accountant or None, got {accountant!r}")
+        raise InvalidType(f"accountant must be a dpopt Accountant or None, got {accountant!r}")
     if accountant.kind != "zcdp":  # a TypeError, as every release's wrong-kind accountant
-        raise TypeError(
+        raise InvalidType(
             f"accountant must be a zCDP accountant (Accountant.zcdp(rho)), got kind "
             f"{accountant.kind!r}"
         )
@@ -274,7 +277,7 @@ def plan(
     total = exact_fraction("rho", rho)
     kind = choice("neighbours", neighbours, NEIGHBOURS)
     if not isinstance(label, str):
-        raise TypeError(f"label must be a string, got {label!r}")
+        raise InvalidType(f"label must be a string, got {label!r}")
     return _split(data, card, total, kind, label)
 
 
@@ -298,7 +301,7 @@ def _split(
         try:
             return prepare_gaussian(probe, sens, rho=share).loss
         except ValueError as err:
-            raise ValueError(f"rho {float(rho):.6g} is too small for the {what}: {err}") from None
+            raise InvalidInput(f"rho {float(rho):.6g} is too small for the {what}: {err}") from None
 
     losses: list[tuple[Loss, str]] = []
     one = gaussian_loss(rho_one, "1-way marginals")
@@ -309,7 +312,7 @@ def _split(
         scaled = 8 * per_round * (1 << (2 * _EPS_BITS))
         eps_num = math.isqrt(scaled.numerator // scaled.denominator)  # ε² ≤ 8ρ₂/(d−1)
         if eps_num < 1:
-            raise ValueError(f"rho {float(rho):.6g} is too small for the tree selection")
+            raise InvalidInput(f"rho {float(rho):.6g} is too small for the tree selection")
         epsilon = Fraction(eps_num, 1 << _EPS_BITS)
         em = Loss(
             epsilon,
@@ -419,7 +422,7 @@ def measure(
         When ``accountant`` cannot pay every charge of the plan; nothing is charged.
     """
     if not isinstance(plan, TablePlan):
-        raise TypeError(f"plan must be a TablePlan (tables.plan(...)), got {type(plan).__name__}")
+        raise InvalidType(f"plan must be a TablePlan (tables.plan(...)), got {type(plan).__name__}")
     generator = resolve_rng(rng)
     acc = _accountant(accountant) or Accountant.zcdp(plan.rho)
     acc.check(list(plan.charges))  # the whole charge fits, or nothing is charged
@@ -486,7 +489,7 @@ def fit(measurements: Measurements) -> TreeModel:
     P(child | parent) read from the fitted table.
     """
     if not isinstance(measurements, Measurements):
-        raise TypeError(f"measurements must be Measurements, got {type(measurements).__name__}")
+        raise InvalidType(f"measurements must be Measurements, got {type(measurements).__name__}")
     m = measurements
     cards = m.cards
     d = len(cards)
@@ -526,7 +529,7 @@ def fit(measurements: Measurements) -> TreeModel:
                 parent[b] = a
                 order.append(b)
     if len(order) != d:
-        raise ValueError("measurements.edges must form a spanning tree over the attributes")
+        raise InvalidInput("measurements.edges must form a spanning tree over the attributes")
     conditionals: list[np.ndarray | None] = [None] * d
     for b in order[1:]:
         a = parent[b]
@@ -564,7 +567,7 @@ def _rows(rows: Any, attributes: int) -> int:
     MAX_SAMPLE_CELLS."""
     count = integer("rows", rows, minimum=1, maximum=RELATIONAL_MAX_ROWS)
     if count * attributes > MAX_SAMPLE_CELLS:
-        raise ValueError(
+        raise InvalidInput(
             f"rows {count} × {attributes} attributes is above MAX_SAMPLE_CELLS = "
             f"{MAX_SAMPLE_CELLS} codes"
         )
@@ -575,7 +578,7 @@ def sample(model: TreeModel, rows: Any, *, rng: Any = None) -> np.ndarray:
     """``rows`` records drawn ancestrally from ``model`` (post-processing), int64 (rows, d);
     ``rng`` as in :func:`dpopt.release.resolve_rng`."""
     if not isinstance(model, TreeModel):
-        raise TypeError(f"model must be a TreeModel, got {type(model).__name__}")
+        raise InvalidType(f"model must be a TreeModel, got {type(model).__name__}")
     count = _rows(rows, len(model.cards))
     rng = resolve_rng(rng)
     out = np.empty((count, len(model.cards)), dtype=np.int64)
@@ -703,7 +706,7 @@ def marginal_error(real_codes: Any, synthetic_codes: Any, cards: Any, order: int
     for subset in itertools.combinations(range(len(card)), k):
         size = math.prod(card[a] for a in subset)
         if size > MAX_PAIR_CELLS:
-            raise ValueError(f"order {k} marginal over {subset} has {size} cells, too many")
+            raise InvalidInput(f"order {k} marginal over {subset} has {size} cells, too many")
         dists = []
         for data in (real, synth):
             index = np.zeros(data.shape[0], dtype=np.int64)

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dpopt.errors import InvalidInput
+
 if TYPE_CHECKING:
     pass
 from dpopt.workload.core import Block, Matrix, Weighted, matrix_arg, positive_size, squared_weight
@@ -239,7 +241,7 @@ class WidthRanges(Block):
         super().__init__(n)
         self.k = positive_size("k", k)
         if self.k > self.n:
-            raise ValueError(f"k must be <= n = {self.n}, got {k!r}")
+            raise InvalidInput(f"k must be <= n = {self.n}, got {k!r}")
 
     def __repr__(self) -> str:
         return f"WidthRanges({self.n}, {self.k})"

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpopt.deprecation import moved_attributes
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.limits import (
     COLLAPSE_LIMIT,
     DENSE_LIMIT,
@@ -79,7 +80,7 @@ def issparse(value: object) -> bool:
 def positive_size(name: str, value: Any, minimum: int = 1) -> int:
     number = nonnegative_integer(name, value)
     if number < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise InvalidInput(f"{name} must be an integer >= {minimum}, got {value!r}")
     return number
 
 
@@ -90,7 +91,7 @@ def exact_log(name: str, n: int, base: int) -> int:
     while rest % base == 0 and rest > 1:
         rest, levels = rest // base, levels + 1
     if rest != 1:
-        raise ValueError(f"{name} must be a power of {base}, got {n}")
+        raise InvalidInput(f"{name} must be a power of {base}, got {n}")
     return levels
 
 
@@ -122,7 +123,7 @@ class Matrix(ABC):
     def _apply(self, name: str, value: ArrayLike, length: int, op: Callable) -> np.ndarray:
         arr = finite_array(name, value)
         if arr.ndim not in (1, 2) or arr.shape[0] != length:
-            raise ValueError(
+            raise InvalidInput(
                 f"{name} must have shape ({length},) or ({length}, k), got {arr.shape}"
             )
         out = op(arr.reshape(length, -1))
@@ -150,7 +151,7 @@ class Matrix(ABC):
         """The explicit m×n array; ValueError past DENSE_LIMIT entries unless ``force``."""
         m, n = self.shape
         if m * n > DENSE_LIMIT and not force:
-            raise ValueError(
+            raise InvalidInput(
                 f"{self!r} is {m}×{n} = {m * n} entries, over DENSE_LIMIT = {DENSE_LIMIT}; "
                 "pass force=True to materialise it anyway"
             )
@@ -173,7 +174,7 @@ class Matrix(ABC):
     def _require_square(self) -> None:
         m, n = self.shape
         if m != n:
-            raise ValueError(f"trace needs a square matrix, {self!r} is {m}×{n}")
+            raise InvalidInput(f"trace needs a square matrix, {self!r} is {m}×{n}")
 
     def _own_norms(self, kind: str) -> np.ndarray:
         """Column L1 norms (kind "l1") or squared L2 norms ("l2sq") of this matrix itself."""
@@ -198,7 +199,7 @@ class Matrix(ABC):
     def _column_norms(self, kind: str) -> np.ndarray:
         n = self.shape[1]
         if n > NORM_LIMIT:
-            raise ValueError(
+            raise InvalidInput(
                 f"column norms of {self!r} need a length-{n} vector, over NORM_LIMIT = {NORM_LIMIT}"
             )
         out = np.zeros(n)
@@ -228,7 +229,7 @@ class Matrix(ABC):
         if value is None:
             value = float(self._column_norms(kind).max())
         if not math.isfinite(value):
-            raise ValueError(f"the sensitivity of {self!r} overflows float64")
+            raise InvalidInput(f"the sensitivity of {self!r} overflows float64")
         return value
 
     def sensitivity_l1(self) -> float:
@@ -299,7 +300,7 @@ class BlockGram(Matrix):
 
     def __init__(self, block: Block) -> None:
         if not isinstance(block, Block):
-            raise ValueError(f"block must be a 1-D block, got {type(block).__name__}")
+            raise InvalidInput(f"block must be a 1-D block, got {type(block).__name__}")
         self.block = block
 
     def __repr__(self) -> str:
@@ -331,7 +332,9 @@ class Explicit(Matrix):
         if issparse(matrix):
             sparse_matrix: Any = matrix  # issparse narrows nothing: scipy ships no type stubs
             if sparse_matrix.dtype.kind not in "biuf":
-                raise ValueError(f"matrix must have real entries, got dtype {sparse_matrix.dtype}")
+                raise InvalidInput(
+                    f"matrix must have real entries, got dtype {sparse_matrix.dtype}"
+                )
             from scipy import sparse
 
             self.matrix = sparse.csr_array(matrix, dtype=np.float64)
@@ -341,12 +344,12 @@ class Explicit(Matrix):
             values = self.matrix
         else:
             if isinstance(matrix, Matrix):
-                raise ValueError(f"matrix must be an array, got {matrix!r} (already a Matrix)")
+                raise InvalidInput(f"matrix must be an array, got {matrix!r} (already a Matrix)")
             self.matrix = values = finite_array("matrix", matrix)
         if self.matrix.ndim != 2 or 0 in self.matrix.shape:
-            raise ValueError(f"matrix must be 2-D and non-empty, got shape {self.matrix.shape}")
+            raise InvalidInput(f"matrix must be 2-D and non-empty, got shape {self.matrix.shape}")
         if not np.isfinite(values).all():
-            raise ValueError("matrix must have only finite entries")
+            raise InvalidInput("matrix must have only finite entries")
 
     def __repr__(self) -> str:
         kind = "sparse" if issparse(self.matrix) else "dense"
@@ -397,7 +400,7 @@ class Explicit(Matrix):
 def _gram_size(matrix: Matrix) -> None:
     n = matrix.shape[1]
     if n * n > DENSE_LIMIT:
-        raise ValueError(
+        raise InvalidInput(
             f"the Gram of {matrix!r} is {n}×{n} = {n * n} entries, over DENSE_LIMIT = {DENSE_LIMIT}"
         )
 
@@ -412,7 +415,7 @@ def _leaf_norms(matrix: Matrix, kind: str) -> np.ndarray:
     """A leaf's own column norms, refused past NORM_LIMIT entries."""
     n = matrix.shape[1]
     if n > NORM_LIMIT:
-        raise ValueError(
+        raise InvalidInput(
             f"column norms of {matrix!r} need a length-{n} vector, over NORM_LIMIT = {NORM_LIMIT}"
         )
     return matrix._own_norms(kind)
@@ -422,24 +425,24 @@ def _array_sum(arrays: Iterable[np.ndarray]) -> np.ndarray:
     """``sum(arrays)``, 0 + a₁ + a₂ + … (a new array), of a non-empty iterable of arrays."""
     total = sum(arrays)
     if isinstance(total, int):  # only sum() of nothing is the int 0
-        raise ValueError("no arrays to add")
+        raise InvalidInput("no arrays to add")
     return total
 
 
 def _matrices(name: str, items: Iterable[Matrix]) -> list[Matrix]:
     if isinstance(items, Matrix):
-        raise ValueError(f"{name} must be a list of Matrix, got the single matrix {items!r}")
+        raise InvalidInput(f"{name} must be a list of Matrix, got the single matrix {items!r}")
     try:
         if isinstance(items, str | bytes):
-            raise TypeError
+            raise InvalidType
         out = list(items)
     except TypeError:  # not iterable (a number, None, a 0-d array, …)
-        raise ValueError(f"{name} must be a list of Matrix, got {type(items).__name__}") from None
+        raise InvalidInput(f"{name} must be a list of Matrix, got {type(items).__name__}") from None
     if not out:
-        raise ValueError(f"{name} must be a non-empty list of Matrix")
+        raise InvalidInput(f"{name} must be a non-empty list of Matrix")
     for i, item in enumerate(out):
         if not isinstance(item, Matrix):
-            raise ValueError(f"{name}[{i}] must be a Matrix, got {type(item).__name__}")
+            raise InvalidInput(f"{name}[{i}] must be a Matrix, got {type(item).__name__}")
     return out
 
 
@@ -507,7 +510,7 @@ class VStack(Matrix):
         n = self.blocks[0].shape[1]
         for i, block in enumerate(self.blocks):
             if block.shape[1] != n:
-                raise ValueError(f"blocks[{i}] {block!r} has {block.shape[1]} columns, need {n}")
+                raise InvalidInput(f"blocks[{i}] {block!r} has {block.shape[1]} columns, need {n}")
 
     def __repr__(self) -> str:
         return f"VStack({self.blocks!r})"
@@ -540,7 +543,7 @@ class Sum(Matrix):
         shape = self.terms[0].shape
         for i, term in enumerate(self.terms):
             if term.shape != shape:
-                raise ValueError(f"terms[{i}] {term!r} has shape {term.shape}, need {shape}")
+                raise InvalidInput(f"terms[{i}] {term!r} has shape {term.shape}, need {shape}")
 
     def __repr__(self) -> str:
         return f"Sum({self.terms!r})"
@@ -573,7 +576,7 @@ class Weighted(Matrix):
 
     def __init__(self, matrix: Matrix, weight: float) -> None:
         if not isinstance(matrix, Matrix):
-            raise ValueError(f"matrix must be a Matrix, got {type(matrix).__name__}")
+            raise InvalidInput(f"matrix must be a Matrix, got {type(matrix).__name__}")
         self.matrix = matrix
         self.weight = positive_number("weight", weight)
 
@@ -609,7 +612,7 @@ Collapse = Callable[[Matrix, Terms, int], Terms | None]
 def squared_weight(matrix: Weighted) -> float:
     square = matrix.weight * matrix.weight
     if not math.isfinite(square):
-        raise ValueError(f"weight² of {matrix!r} overflows float64")
+        raise InvalidInput(f"weight² of {matrix!r} overflows float64")
     return square
 
 
@@ -638,7 +641,7 @@ def _kron_terms(
             if len(inner) > 1:
                 inner = collapse(f, inner, len(terms)) or inner
             if len(terms) * len(inner) > max(MAX_TERMS, len(terms), len(inner)):
-                raise ValueError(
+                raise InvalidInput(
                     f"{matrix!r} multiplies out into more than MAX_TERMS = {MAX_TERMS} "
                     "Kronecker terms"
                 )
@@ -667,7 +670,7 @@ def _collapse(factor: Matrix, terms: Terms, count: int) -> Terms | None:
 
 def matrix_arg(name: str, matrix: Any) -> Matrix:
     if not isinstance(matrix, Matrix):
-        raise ValueError(f"{name} must be a dpopt.workload.Matrix, got {type(matrix).__name__}")
+        raise InvalidInput(f"{name} must be a dpopt.workload.Matrix, got {type(matrix).__name__}")
     return matrix
 
 
@@ -690,7 +693,7 @@ def _domain(matrix: Matrix) -> tuple[int, ...]:
         for part in parts[1:]:
             other = _domain(part)
             if other != first:
-                raise ValueError(
+                raise InvalidInput(
                     f"{part!r} has attribute domain {other}, but {parts[0]!r} has {first}"
                 )
         return first
@@ -709,7 +712,7 @@ def union_of_kron_terms(matrix: Matrix) -> list[tuple[float, list[np.ndarray]]]:
 
     def leaf(block: Matrix) -> np.ndarray:
         if not isinstance(block, Block | Explicit):
-            raise ValueError(
+            raise InvalidInput(
                 f"union_of_kron_terms supports Weighted/VStack/Kron of 1-D blocks; got {block!r}"
             )
         key = (type(block), block.shape) if isinstance(block, Block) else (id(block),)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput
 from dpopt.limits import MARGINAL_WEIGHTS_MAX_ATTRIBUTES, MAX_MARGINAL_ROWS
 from dpopt.validation import nonnegative_integer, positive_array
 from dpopt.workload.blocks import Identity, Total
@@ -43,18 +44,18 @@ __all__ = [
 
 def _sequence(name: str, value: Any, what: str) -> tuple:
     if isinstance(value, str | bytes | Matrix) or not isinstance(value, Iterable):
-        raise ValueError(f"{name} must be a sequence of {what}, got {value!r}")
+        raise InvalidInput(f"{name} must be a sequence of {what}, got {value!r}")
     try:
         return tuple(value)
     except TypeError:  # a 0-d array is Iterable but cannot be iterated
-        raise ValueError(f"{name} must be a sequence of {what}, got {value!r}") from None
+        raise InvalidInput(f"{name} must be a sequence of {what}, got {value!r}") from None
 
 
 def _domain_arg(sizes: Sequence[int]) -> tuple[int, ...]:
     items = _sequence("domain", sizes, "attribute sizes")
     out = tuple(positive_size(f"domain[{i}]", n) for i, n in enumerate(items))
     if not out:
-        raise ValueError("domain must list at least one attribute size")
+        raise InvalidInput("domain must list at least one attribute size")
     return out
 
 
@@ -62,9 +63,9 @@ def _attrs_arg(attrs: Iterable[int], d: int) -> tuple[int, ...]:
     out = _sequence("attrs", attrs, "attribute indices")
     for a in out:
         if isinstance(a, bool) or not isinstance(a, numbers.Integral) or not 0 <= int(a) < d:
-            raise ValueError(f"attrs must be attribute indices in [0, {d}), got {a!r}")
+            raise InvalidInput(f"attrs must be attribute indices in [0, {d}), got {a!r}")
     if len(set(out)) != len(out):
-        raise ValueError(f"attrs must not repeat an attribute, got {out}")
+        raise InvalidInput(f"attrs must not repeat an attribute, got {out}")
     return tuple(sorted(int(a) for a in out))
 
 
@@ -129,11 +130,11 @@ class Marginals(VStack):
         self.sizes = _domain_arg(domain)
         d = len(self.sizes)
         if (k is None) == (attributes is None):
-            raise ValueError("give either k (all k-way marginals) or attributes (their tuples)")
+            raise InvalidInput("give either k (all k-way marginals) or attributes (their tuples)")
         if k is not None:
             self.k: int | None = nonnegative_integer("k", k)
             if self.k > d:
-                raise ValueError(f"k must be <= the number of attributes {d}, got {k!r}")
+                raise InvalidInput(f"k must be <= the number of attributes {d}, got {k!r}")
             self.table = _combinations(d, self.k)
         else:
             self.k = None
@@ -141,7 +142,7 @@ class Marginals(VStack):
         count = self.table.shape[0]
         self.weights = None if weights is None else positive_array("weights", weights, ndim=1)
         if self.weights is not None and self.weights.shape != (count,):
-            raise ValueError(
+            raise InvalidInput(
                 f"weights must hold one weight per marginal ({count}), got {self.weights.shape}"
             )
 
@@ -177,7 +178,7 @@ def term_blocks(
     weighted by its entry of ``weights``; at most :data:`MAX_MARGINALS` of them."""
     count = table.shape[0]
     if count > MAX_MARGINALS:
-        raise ValueError(
+        raise InvalidInput(
             f"{count} marginals are over MAX_MARGINALS = {MAX_MARGINALS} as separate blocks"
             " (the residual strategies read them as a table: hdmm.optimize_product(W, "
             "'gaussian', method='residual'))"
@@ -193,7 +194,7 @@ def _combinations(d: int, k: int) -> np.ndarray:
     """Every k-subset of range(d) as a row, in itertools.combinations order (int64)."""
     count = math.comb(d, k)
     if count > MAX_MARGINAL_ROWS:
-        raise ValueError(
+        raise InvalidInput(
             f"k = {k} on {d} attributes gives {count} marginals, over MAX_MARGINAL_ROWS = "
             f"{MAX_MARGINAL_ROWS}"
         )
@@ -204,9 +205,11 @@ def _combinations(d: int, k: int) -> np.ndarray:
 def _attribute_rows(rows: tuple, d: int) -> np.ndarray:
     """The attribute tuples as sorted rows padded with −1 (validated)."""
     if not rows:
-        raise ValueError("attributes must list at least one attribute tuple")
+        raise InvalidInput("attributes must list at least one attribute tuple")
     if len(rows) > MAX_MARGINAL_ROWS:
-        raise ValueError(f"{len(rows)} marginals are over MAX_MARGINAL_ROWS = {MAX_MARGINAL_ROWS}")
+        raise InvalidInput(
+            f"{len(rows)} marginals are over MAX_MARGINAL_ROWS = {MAX_MARGINAL_ROWS}"
+        )
     checked = [_attrs_arg(row, d) for row in rows]
     width = max(1, max(len(row) for row in checked))
     table = np.full((len(checked), width), -1, dtype=np.int64)
@@ -269,7 +272,7 @@ def _marginal_attrs(block: Matrix) -> tuple[int, ...]:
         return block.attrs
     factors = block.factors if isinstance(block, Kron) else [block]
     if not all(type(f) in (Identity, Total) for f in factors):
-        raise ValueError(f"{block!r} is not a marginal (a Kron of Identity and Total factors)")
+        raise InvalidInput(f"{block!r} is not a marginal (a Kron of Identity and Total factors)")
     return tuple(i for i, f in enumerate(factors) if type(f) is Identity)
 
 
@@ -277,7 +280,7 @@ def marginal_weights(matrix: Matrix) -> np.ndarray:
     """w(a) = Σ weight² over the marginals with key a, length 2^d (McKenna et al., §7–8)."""
     d = len(domain(matrix))
     if d > MARGINAL_WEIGHTS_MAX_ATTRIBUTES:
-        raise ValueError(
+        raise InvalidInput(
             f"matrix has {d} attributes, over MARGINAL_WEIGHTS_MAX_ATTRIBUTES = "
             f"{MARGINAL_WEIGHTS_MAX_ATTRIBUTES} (2^d weights)"
         )

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput
 from dpopt.limits import PRODUCT_MAX_QUERY_SIZE
 from dpopt.workload.blocks import Identity, Total
 from dpopt.workload.core import Kron, Matrix, VStack, Weighted, domain, matrix_arg
@@ -75,9 +76,11 @@ def _queries(sizes: tuple[int, ...], queries: Sequence[Matrix | None] | None) ->
     if queries is None:
         return tuple(Identity(n) for n in sizes)
     if isinstance(queries, str | bytes | Matrix) or not isinstance(queries, Sequence):
-        raise ValueError(f"queries must be a sequence of one query per attribute, got {queries!r}")
+        raise InvalidInput(
+            f"queries must be a sequence of one query per attribute, got {queries!r}"
+        )
     if len(queries) != len(sizes):
-        raise ValueError(
+        raise InvalidInput(
             f"queries must hold one query per attribute ({len(sizes)}), got {len(queries)}"
         )
     return tuple(
@@ -89,9 +92,9 @@ def _queries(sizes: tuple[int, ...], queries: Sequence[Matrix | None] | None) ->
 def _query(name: str, query: Any, n: int) -> Matrix:
     query = matrix_arg(name, query)
     if len(domain(query)) != 1 or query.shape[1] != n:
-        raise ValueError(f"{name} must be a query on one attribute of {n} cells, got {query!r}")
+        raise InvalidInput(f"{name} must be a query on one attribute of {n} cells, got {query!r}")
     if n > PRODUCT_MAX_QUERY_SIZE and type(query) is not Identity:
-        raise ValueError(
+        raise InvalidInput(
             f"{name}: an attribute of {n} cells is over PRODUCT_MAX_QUERY_SIZE = "
             f"{PRODUCT_MAX_QUERY_SIZE} (its strategy is a dense n × n optimum)"
         )
@@ -131,7 +134,7 @@ def product_table(matrix: Matrix) -> ProductTable:
         if known is None:
             queries[i] = query
         elif known is not query and not _same(known, query):
-            raise ValueError(
+            raise InvalidInput(
                 f"attribute {i} is queried by both {known!r} and {query!r}: a product workload "
                 "gives each attribute one query"
             )

@@ -34,6 +34,7 @@ from dpopt.census.resources import (
 )
 from dpopt.census.settings import Settings, for_blocks, settings_from
 from dpopt.census.store import read_partition
+from dpopt.errors import InvalidType
 from dpopt.privacy import Accountant
 from dpopt.progress import Progress
 from dpopt.release_dir import check_new
@@ -170,7 +171,7 @@ def plan_blocks(
     plan=...)`` releases this plan."""
     options = for_blocks(settings_from("census.plan_blocks", settings, former))
     if not isinstance(geography, Geography):
-        raise TypeError(f"geography must be a census.geography.Geography, got {geography!r}")
+        raise InvalidType(f"geography must be a census.geography.Geography, got {geography!r}")
     runner = Runner(executor, progress=progress)
     accountant = check_accountant(accountant)
     domain_sd, limit = options.domain_sd, options.memory_limit
@@ -222,7 +223,7 @@ def _validated_data(data_dir: Any, geography: Geography, runner: Runner) -> str 
     if data_dir is None:
         return None
     if isinstance(data_dir, bool) or not isinstance(data_dir, str | os.PathLike):
-        raise TypeError(f"data_dir must be a path or None, got {data_dir!r:.60}")
+        raise InvalidType(f"data_dir must be a path or None, got {data_dir!r:.60}")
     data = str(data_dir)
     tasks = [(f"validate {s}", (data, geography, s)) for s in range(len(geography.states))]
     runner.run("validate", check_truth, tasks)

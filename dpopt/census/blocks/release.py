@@ -41,7 +41,7 @@ from dpopt.census.postprocess import PARTITIONED
 from dpopt.census.settings import Settings, check_plan_call, settings_from
 from dpopt.census.store import Partition, read_partition, write_partition
 from dpopt.deprecation import no_other_keywords
-from dpopt.errors import InvalidInput, SolverError
+from dpopt.errors import InvalidInput, InvalidType, MissingFile, SolverError
 from dpopt.models.census.problems import PartitionedPostProcess
 from dpopt.privacy import Accountant
 from dpopt.privacy.accounting import BudgetReport
@@ -140,10 +140,10 @@ def read_release(
     for size in range(geography.sizes):
         path = sink.path(size)
         if not path.is_file():
-            raise FileNotFoundError(f"released counts of state {state}, size {size + 1}: {path}")
+            raise MissingFile(f"released counts of state {state}, size {size + 1}: {path}")
         table = pq.read_table(path)
         if column not in table.column_names:
-            raise ValueError(f"{path} has no {column!r} column: a release without intervals")
+            raise InvalidInput(f"{path} has no {column!r} column: a release without intervals")
         columns.append(table.column(column).to_numpy())
     return np.column_stack(columns).astype(np.int64)
 
@@ -252,7 +252,7 @@ def _prepare_out(out: Path) -> Path:
             encoding="utf-8",
         )
     except OSError as err:
-        raise ValueError(f"out_dir {out} cannot be written ({err}); nothing was charged") from err
+        raise InvalidInput(f"out_dir {out} cannot be written ({err}); nothing was charged") from err
     return out
 
 
@@ -453,7 +453,7 @@ def generate(
     """Write every state's synthetic private counts as ``truth`` partitions under ``out_dir``
     (what an agency's input to :func:`release_blocks` ``data_dir`` looks like)."""
     if not isinstance(geography, Geography):
-        raise TypeError(f"geography must be a census.geography.Geography, got {geography!r}")
+        raise InvalidType(f"geography must be a census.geography.Geography, got {geography!r}")
     runner = Runner(executor, progress=progress)
     tasks = [(f"generate {s}", (geography, s, str(out_dir))) for s in range(len(geography.states))]
     written: list[str] = runner.run("generate", write_truth, tasks)
@@ -469,7 +469,7 @@ def keyed_measurement(
     level = integer_array("level", level, ndim=1)
     codes = integer_array("codes", codes, ndim=2)
     if level.size != data.parents.size or codes.shape[0] != data.parents.size:
-        raise ValueError(f"level and codes must have one row per region ({data.parents.size})")
+        raise InvalidInput(f"level and codes must have one row per region ({data.parents.size})")
     entropy = integer("entropy", entropy, minimum=0, maximum=None)
     noise = LevelNoise.uniform(epsilon, data.levels)
     noisy = data.counts.copy()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpopt.errors import InvalidInput, MissingKey
 from dpopt.validation import finite_array, instance
 
 __all__ = ["Chunk", "Residuals", "marginal_tables", "residuals"]
@@ -82,7 +83,7 @@ class Residuals:
         """Member ``member``'s residual, flat (a KeyError when it is not held)."""
         at = int(np.searchsorted(self.members, member))
         if at >= self.members.size or int(self.members[at]) != member:
-            raise KeyError(member)
+            raise MissingKey(member)
         return self.values[self.offsets[at] : self.offsets[at + 1]]
 
 
@@ -90,7 +91,7 @@ def residuals(noisy: np.ndarray) -> np.ndarray:
     """r̂ = ⊗Pᵢ ω / Π nᵢ of each noisy centred table stacked along axis 0 (float64)."""
     out = finite_array("noisy", noisy, empty=True)
     if out.ndim < 1:
-        raise ValueError(f"noisy must stack tables along axis 0, got a {out.ndim}-d array")
+        raise InvalidInput(f"noisy must stack tables along axis 0, got a {out.ndim}-d array")
     for axis in range(1, out.ndim):
         out = out - out.mean(axis=axis, keepdims=True)
     return out / math.prod(out.shape[1:])
@@ -151,7 +152,7 @@ def _subset_residuals(
     computed = (members == own) & (position < 0)
     missing = (position < 0) & ~computed
     if missing.any():
-        raise KeyError(int(members[np.flatnonzero(missing)[0]]))
+        raise MissingKey(int(members[np.flatnonzero(missing)[0]]))
     if computed.any():
         local = members[computed] - chunk.start
         noisy = flat[chunk.offsets[local][:, None] + np.arange(cells)]

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.hdmm.residual.noise import NoisePlan
 from dpopt.hdmm.residual.publish import Published, tables_of
 from dpopt.hdmm.residual.release import MarginalAnswers
@@ -115,7 +116,7 @@ def table_residuals(closure: Closure, values: Any) -> tuple[np.ndarray, ...]:
     offsets = np.concatenate(([0], np.cumsum(closure.cells.astype(np.int64))))
     flat = finite_array("values", values, ndim=1)
     if flat.size != offsets[-1]:
-        raise ValueError(f"values must hold the workload's {offsets[-1]} cells, got {flat.size}")
+        raise InvalidInput(f"values must hold the workload's {offsets[-1]} cells, got {flat.size}")
     layout = ProjectionLayout(closure)
     sums = [np.zeros(shape) for shape in layout.member_shapes]
     counts = np.zeros(closure.size)
@@ -197,11 +198,11 @@ def simulate(
     seed = integer("seed", seed, minimum=0)
     rank = integer("rank", rank, minimum=0, maximum=simulations)
     if not callable(postprocess):
-        raise TypeError(f"postprocess must be a callable (Postprocess), got {postprocess!r}")
+        raise InvalidType(f"postprocess must be a callable (Postprocess), got {postprocess!r}")
     layout = ProjectionLayout(closure)
     u = finite_array("variances", variances, ndim=1)
     if u.shape != (closure.size,) or np.any(u <= 0):
-        raise ValueError(f"variances must hold {closure.size} variances > 0")
+        raise InvalidInput(f"variances must hold {closure.size} variances > 0")
     base = MarginalProjection(closure, tuple(reference), u, total)
     cells = int(closure.cells.sum())
     check_memory(
@@ -223,7 +224,7 @@ def simulate(
             problem = MarginalProjection(closure, noisy, u, total)
             error = np.asarray(postprocess(problem, rng), dtype=np.float64) - truth
             if error.shape != (cells,):
-                raise ValueError(f"postprocess returned {error.shape} cells, not ({cells},)")
+                raise InvalidInput(f"postprocess returned {error.shape} cells, not ({cells},)")
             step = error - mean  # Welford's update of the mean and the sum of squares
             mean += step / (s + 1)
             squares += step * (error - mean)
@@ -242,7 +243,7 @@ def order_statistic(simulations: int, tail: float) -> int:
     k = math.floor((simulations + 1) * tail + 1e-9)
     if k < 1:
         need = math.ceil(1 / tail - 1 - 1e-9)
-        raise ValueError(
+        raise InvalidInput(
             f"{simulations} simulations cannot give a tail of {tail:g}: give at least {need}"
         )
     return k
@@ -256,7 +257,7 @@ def mirrored_interval(published: Any, bias: Any, upper: Any) -> tuple[np.ndarray
     b = finite_array("bias", bias, ndim=1)
     q = finite_array("upper", upper, ndim=1)
     if not values.shape == b.shape == q.shape:
-        raise ValueError(
+        raise InvalidInput(
             f"published, bias and upper must have one shape, got {values.shape}, {b.shape}, "
             f"{q.shape}"
         )
@@ -303,7 +304,7 @@ def planned_std(plan: NoisePlan) -> np.ndarray:
 def _level(level: Any) -> float:
     level = positive_number("level", level)
     if not level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
+        raise InvalidInput(f"level must be in (0, 1), got {level}")
     return level
 
 
@@ -329,7 +330,7 @@ def cell_errors(
     level = _level(level)
     answers, closure = published.answers, plan.closure
     if answers.values.size != int(closure.cells.sum()):
-        raise ValueError("published holds other tables than the plan's workload")
+        raise InvalidInput("published holds other tables than the plan's workload")
     values = np.asarray(answers.values, dtype=np.float64)
     if published.postprocess == "raw" and postprocess is None:
         std = planned_std(plan)

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from dpopt.errors import InvalidInput
 from dpopt.hdmm.residual.planning import (
     LABEL,
     accountant_for,
@@ -105,7 +106,7 @@ def write_published(measurement: ResidualMeasurement, published: Published) -> S
     instance("measurement", measurement, ResidualMeasurement)
     instance("published", published, Published)
     if measurement.directory is None:
-        raise ValueError("measurement was not written to a release directory")
+        raise InvalidInput("measurement was not written to a release directory")
     with _handing_back(measurement, "writing the published tables", OSError):
         write_tables(measurement, published.answers, published.record())
     return StoredMarginals(measurement.directory)

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InternalError, InvalidInput
 from dpopt.models.hdmm.residual import Closure
 from dpopt.privacy import Loss
 from dpopt.privacy.samplers import DiscreteGaussian, exact_fraction
@@ -91,10 +92,10 @@ def noise_plan(closure: Closure, unit: Any, rho: Any, *, label: str) -> NoisePla
     instance("label", label, str)
     unit = finite_array("unit", unit, ndim=1)
     if unit.shape != (closure.size,) or np.any(unit <= 0):
-        raise ValueError(f"unit must hold {closure.size} variances > 0")
+        raise InvalidInput(f"unit must hold {closure.size} variances > 0")
     budget = exact_fraction("rho", rho)
     if budget <= 0:
-        raise ValueError(f"rho must be > 0, got {rho!r}")
+        raise InvalidInput(f"rho must be > 0, got {rho!r}")
     deltas = closure.squared_sensitivities
     cells = closure.member_cells.astype(np.float64)
     # σ² per block, a hair above the target so that float rounding never overspends
@@ -106,7 +107,7 @@ def noise_plan(closure: Closure, unit: Any, rho: Any, *, label: str) -> NoisePla
     losses = [Fraction(spent[g]) / (2 * samplers[g].sigma2) for g in range(len(samplers))]
     total = sum(losses, Fraction(0))
     if total > budget:  # float targets beyond their slack: cannot happen by 1e-12 margins
-        raise ArithmeticError(f"the planned noise costs ρ = {float(total)!r} > {float(budget)!r}")
+        raise InternalError(f"the planned noise costs ρ = {float(total)!r} > {float(budget)!r}")
     counts = np.bincount(sampler_of, weights=cells, minlength=len(samplers)).astype(np.int64)
     blocks = np.bincount(sampler_of, minlength=len(samplers))
     measured = tuple(

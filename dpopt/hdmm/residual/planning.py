@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput
 from dpopt.hdmm.residual.noise import CHUNK_CELLS, NoisePlan, noise_plan
 from dpopt.hdmm.residual.release import SAFE, Layout
 from dpopt.hdmm.residual.strategy import ResidualStrategy
@@ -40,7 +41,7 @@ def release_rho(epsilon: Any, delta: Any) -> Fraction:
     """The zCDP budget ρ = cdp_rho(ε, δ) of a release at (ε, δ) (the tight conversion)."""
     epsilon = positive_number("epsilon", epsilon)
     if delta is None:
-        raise ValueError(
+        raise InvalidInput(
             "a residual release is Gaussian: give delta (its ρ-zCDP budget is the largest that "
             "implies (ε, δ)-DP)"
         )
@@ -54,7 +55,7 @@ def accountant_for(accountant: Any, epsilon: Any, delta: Any) -> Accountant:
         return Accountant.zcdp(release_rho(epsilon, delta))
     instance("accountant", accountant, Accountant)
     if accountant.kind != "zcdp":
-        raise ValueError(
+        raise InvalidInput(
             f"a residual release composes its blocks in zCDP: give a zCDP accountant "
             f"(Accountant.zcdp_for(ε, δ)), not a {accountant.kind} one"
         )
@@ -121,7 +122,7 @@ def check_magnitudes(plan: NoisePlan, records: int) -> None:
     counts = np.ldexp(closure.member_cells.astype(np.float64), lengths).max() * max(records, 1)
     sigma = max(sampler.sigma for sampler in plan.samplers)
     if counts + 64 * sigma >= SAFE:
-        raise ValueError(
+        raise InvalidInput(
             f"{records} records and noise of σ = {sigma:.4g} could take a noisy answer beyond "
             "2^61: split the records or raise epsilon"
         )

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput
 from dpopt.hdmm.residual.release import (
     MarginalAnswers,
     ResidualMeasurement,
@@ -150,7 +151,7 @@ def publish(
     problem = projection_problem(measurement, total=options.total)
     solution = solve(problem, "dual-ascent", time_limit=time_limit, tol=tol)
     if solution.x is None:
-        raise ValueError(f"the projection found no point ({solution.info.get('message', '')})")
+        raise InvalidInput(f"the projection found no point ({solution.info.get('message', '')})")
     tables = tables_of(problem, solution.x, clip=True)
     total = options.total
     if options.postprocess == "nonnegative":
@@ -186,11 +187,11 @@ class Publishing:
         if total is not None:
             total = integer("total", total, minimum=0)
             if chosen == "raw":
-                raise ValueError("a public total needs postprocess 'nonnegative' or 'integer'")
+                raise InvalidInput("a public total needs postprocess 'nonnegative' or 'integer'")
         if rounding_seed is not None:
             rounding_seed = integer("rounding_seed", rounding_seed, minimum=0)
             if chosen != "integer":
-                raise ValueError("rounding_seed is the integer post-processing's")
+                raise InvalidInput("rounding_seed is the integer post-processing's")
         elif chosen == "integer":
             fresh = np.random.SeedSequence().generate_state(1, np.uint64)[0]
             rounding_seed = int(fresh >> np.uint64(2))  # 62 bits: what ``integer`` accepts

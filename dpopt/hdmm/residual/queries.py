@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from dpopt import workload as wl
+from dpopt.errors import InvalidInput
 from dpopt.hdmm.residual.strategy import ResidualBlocks, read_table
 from dpopt.models.hdmm.matrix_mechanism import ProductPoint, StrategySelection
 from dpopt.models.hdmm.residual import (
@@ -262,7 +263,7 @@ def _variances(strategy: Any, u: Any) -> np.ndarray:
     instance("strategy", strategy, QueryResidualStrategy)
     u = positive_array("u", u, ndim=1)
     if u.shape != (strategy.closure.size,):
-        raise ValueError(f"u must hold one variance per closure member ({strategy.closure.size})")
+        raise InvalidInput(f"u must hold one variance per closure member ({strategy.closure.size})")
     return u
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput, InvalidType
 from dpopt.limits import MAX_HISTOGRAM_CELLS
 from dpopt.validation import integer_array
 
@@ -42,40 +43,40 @@ def records_of(data: Any, sizes: np.ndarray) -> Records:
     names the column, the row and the value that do not fit."""
     sizes = integer_array("sizes", sizes, ndim=1)
     if np.any(sizes < 1):
-        raise ValueError(f"sizes must be attribute sizes >= 1, got {sizes.tolist()}")
+        raise InvalidInput(f"sizes must be attribute sizes >= 1, got {sizes.tolist()}")
     d = sizes.size
     if type(data).__module__.split(".")[0] == "pandas":
         if getattr(data, "ndim", 0) != 2:
-            raise ValueError(
+            raise InvalidInput(
                 f"data as a pandas object must be a DataFrame, got {type(data).__name__}"
             )
         if data.shape[1] != d:
-            raise ValueError(
+            raise InvalidInput(
                 f"data has {data.shape[1]} columns, the workload {d} attributes (one column per "
                 "attribute, in attribute order)"
             )
         data = data.to_numpy()
     array = np.asarray(data) if isinstance(data, np.ndarray | list | tuple) else None
     if array is None:
-        raise TypeError(
+        raise InvalidType(
             f"data must be an n × d array of codes, a DataFrame or a histogram, got "
             f"{type(data).__name__}"
         )
     if array.ndim == 1:
         return _histogram(array, sizes)
     if array.ndim != 2 or array.shape[1] != d:
-        raise ValueError(
+        raise InvalidInput(
             f"data must be an n × {d} array of codes (one column per attribute), got shape "
             f"{array.shape}"
         )
     codes = array if array.dtype.kind in "iu" else integer_array("data", array)
     if codes.size and np.any(codes < 0):
         row, column = np.argwhere(codes < 0)[0]
-        raise ValueError(f"data[{row}, {column}] = {codes[row, column]} is negative")
+        raise InvalidInput(f"data[{row}, {column}] = {codes[row, column]} is negative")
     above = codes >= sizes[None, :]
     if np.any(above):
         row, column = np.argwhere(above)[0]
-        raise ValueError(
+        raise InvalidInput(
             f"data[{row}, {column}] = {codes[row, column]} is not a code of attribute {column} "
             f"(size {sizes[column]}: codes 0 … {sizes[column] - 1})"
         )
@@ -85,15 +86,15 @@ def records_of(data: Any, sizes: np.ndarray) -> Records:
 def _histogram(x: np.ndarray, sizes: np.ndarray) -> Records:
     cells = int(np.prod(sizes.astype(object)))
     if cells > MAX_HISTOGRAM_CELLS:
-        raise ValueError(
+        raise InvalidInput(
             f"a histogram over {cells} cells is over MAX_HISTOGRAM_CELLS = {MAX_HISTOGRAM_CELLS}:"
             " give the records (an n × d array of codes) instead"
         )
     if x.size != cells:
-        raise ValueError(f"the histogram x has {x.size} cells, the domain {cells}")
+        raise InvalidInput(f"the histogram x has {x.size} cells, the domain {cells}")
     counts = integer_array("x", x)
     if np.any(counts < 0):
-        raise ValueError(f"x[{int(np.argmax(counts < 0))}] is a negative count")
+        raise InvalidInput(f"x[{int(np.argmax(counts < 0))}] is a negative count")
     occupied = np.flatnonzero(counts)
     codes = np.stack(np.unravel_index(occupied, tuple(int(n) for n in sizes)), axis=1)
     kind = _dtype(int(sizes.max()))

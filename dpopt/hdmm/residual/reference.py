@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput
 from dpopt.hdmm.residual.intervals import (
     MAX_SIMULATIONS,
     postprocessing,
@@ -61,13 +62,13 @@ class Reference:
 
     def __post_init__(self) -> None:
         if (self.records is None) == (self.tables is None):
-            raise ValueError("a Reference needs records (spread uniformly) or tables, not both")
+            raise InvalidInput("a Reference needs records (spread uniformly) or tables, not both")
         if self.records is not None:
             object.__setattr__(self, "records", integer("records", self.records, minimum=0))
         else:
             tables = finite_array("tables", self.tables, ndim=1)
             if np.any(tables < 0):
-                raise ValueError("tables must be counts (every cell >= 0)")
+                raise InvalidInput("tables must be counts (every cell >= 0)")
             tables.setflags(write=False)
             object.__setattr__(self, "tables", tables)
         choice("postprocess", self.postprocess, ("nonnegative", "integer"))
@@ -88,7 +89,7 @@ class Reference:
             return np.repeat(self.records / cells.astype(np.float64), cells)
         tables = np.asarray(self.tables)
         if tables.size != int(cells.sum()):
-            raise ValueError(f"tables must hold the workload's {int(cells.sum())} cells")
+            raise InvalidInput(f"tables must hold the workload's {int(cells.sum())} cells")
         return tables
 
 

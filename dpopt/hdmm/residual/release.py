@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput, NumericOverflow
 from dpopt.hdmm.contract import residual_errors
 from dpopt.hdmm.residual.answers import Chunk, Residuals, marginal_tables, residuals
 from dpopt.hdmm.residual.noise import NoisePlan, chunk_generator, chunks, secret_key
@@ -210,7 +211,7 @@ def measure_chunk(
         counts = flat[where]  # a view when one sampler draws the whole chunk
         noise = samplers[group].sample(counts.size, generator)
         if _largest(counts) >= SAFE or _largest(noise) >= SAFE:
-            raise OverflowError(f"chunk {chunk.index}: a noisy answer beyond 2^61")
+            raise NumericOverflow(f"chunk {chunk.index}: a noisy answer beyond 2^61")
         counts += noise
         if owners is not None:  # a copy: put it back
             flat[where] = counts
@@ -397,7 +398,7 @@ def write_tables(
     instance("answers", answers, MarginalAnswers)
     out = measurement.directory
     if out is None:
-        raise ValueError("measurement was not written to a release directory")
+        raise InvalidInput("measurement was not written to a release directory")
     layout = measurement.layout
     for c in range(len(layout.chunks)):
         marginals = np.flatnonzero(layout.owner == c)

@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput, MissingKey
 from dpopt.hdmm.residual.release import MarginalAnswers
 from dpopt.hdmm.residual.transport import transport
 from dpopt.limits import ROUNDING_MAX_TOTAL
@@ -126,7 +127,7 @@ class RoundedMarginals:
             return self.lower[key]
         if key in self.workload_index:
             return self.answers.table(self.workload_index[key])
-        raise KeyError(f"{key} is not a table of the rounding's hierarchy")
+        raise MissingKey(f"{key} is not a table of the rounding's hierarchy")
 
     @cached_property
     def workload_index(self) -> dict[tuple[int, ...], int]:
@@ -272,9 +273,11 @@ def round_marginals(
     instance("rng", rng, np.random.Generator)
     given = None if total is None else integer("total", total, minimum=0)
     if given is not None and given > ROUNDING_MAX_TOTAL:
-        raise ValueError(f"total must be <= ROUNDING_MAX_TOTAL ({ROUNDING_MAX_TOTAL}), got {given}")
+        raise InvalidInput(
+            f"total must be <= ROUNDING_MAX_TOTAL ({ROUNDING_MAX_TOTAL}), got {given}"
+        )
     if len(answers) == 0:
-        raise ValueError("answers must hold at least one marginal table")
+        raise InvalidInput("answers must hold at least one marginal table")
     workers = max(1, idle_cores()) if threads is None else integer("threads", threads, minimum=1)
     values, float_total = _checked_values(answers, given)
     report = progress_of(progress)
@@ -285,7 +288,7 @@ def round_marginals(
         carried = int(rng.random() < theta)
         n_total = floor_total + carried
         if n_total > ROUNDING_MAX_TOTAL:
-            raise ValueError(f"the tables' total must be <= ROUNDING_MAX_TOTAL, got {n_total}")
+            raise InvalidInput(f"the tables' total must be <= ROUNDING_MAX_TOTAL, got {n_total}")
     else:
         n_total, carried, theta = given, 0, 0.0
     rounded: dict[tuple[int, ...], np.ndarray] = {(): np.array(n_total, dtype=np.int64)}
@@ -402,17 +405,17 @@ def _checked_values(answers: MarginalAnswers, given: int | None) -> tuple[np.nda
     if values.dtype.kind in "iu":
         values = values.astype(np.float64)
     if values.dtype.kind != "f" or not np.isfinite(values).all():
-        raise ValueError("answers.values must be finite numbers")
+        raise InvalidInput("answers.values must be finite numbers")
     totals = np.add.reduceat(values, answers.offsets[:-1]) if values.size else np.zeros(0)
     float_total = float(totals.mean())
     scale = max(1.0, abs(float_total) if given is None else float(given))
     low = float(values.min())
     if low < -NEGATIVE_TOL * scale:
-        raise ValueError(f"answers must be non-negative, got a cell of {low:.6g}")
+        raise InvalidInput(f"answers must be non-negative, got a cell of {low:.6g}")
     if np.abs(totals - float_total).max() > TOTAL_TOL * scale:
-        raise ValueError("answers are not consistent: their tables' totals differ")
+        raise InvalidInput("answers are not consistent: their tables' totals differ")
     if given is not None and abs(float_total - given) > TOTAL_TOL * scale:
-        raise ValueError(f"the tables' total {float_total:.6g} differs from total = {given}")
+        raise InvalidInput(f"the tables' total {float_total:.6g} differs from total = {given}")
     if low < 0:
         values = np.maximum(values, 0.0)
     return values, max(float_total, 0.0)
@@ -422,7 +425,7 @@ def _consistent(got: Any, want: Any, n_total: int, order: tuple[int, ...]) -> No
     """A ValueError when a table's sums and the table they should equal differ."""
     gap = float(np.max(np.abs(np.asarray(got) - np.asarray(want)), initial=0.0))
     if gap > TOTAL_TOL * max(1.0, float(n_total)):
-        raise ValueError(
+        raise InvalidInput(
             f"answers are not consistent: the table of attributes {sorted(order)} and its "
             f"sub-tables differ by {gap:.3g}"
         )

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.errors import InvalidInput
 from dpopt.extras import load_pyarrow
 from dpopt.release_dir import check_new
 from dpopt.validation import file_path, instance, integer
@@ -38,7 +39,7 @@ def prepare_directory(out_dir: Any) -> Path:
             (out / part).mkdir(parents=True, exist_ok=True)
         (out / INCOMPLETE).write_text("a residual release is being written\n", encoding="utf-8")
     except OSError as err:
-        raise ValueError(f"out_dir {out} cannot be written: {err.strerror or err}") from err
+        raise InvalidInput(f"out_dir {out} cannot be written: {err.strerror or err}") from err
     return out
 
 
@@ -82,7 +83,7 @@ class StoredMarginals:
         self.out = file_path("out_dir", out_dir)
         manifest = self.out / MANIFEST
         if (self.out / INCOMPLETE).exists() or not manifest.exists():
-            raise ValueError(f"{self.out} holds no complete residual release (no {MANIFEST})")
+            raise InvalidInput(f"{self.out} holds no complete residual release (no {MANIFEST})")
         record = json.loads(manifest.read_text(encoding="utf-8"))
         instance("manifest", record, dict)
         self.sizes = tuple(int(n) for n in record["sizes"])

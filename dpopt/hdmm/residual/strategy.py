@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from dpopt import workload as wl
+from dpopt.errors import InvalidInput, Unsupported
 from dpopt.hdmm.strategies import ProductStrategy
 from dpopt.limits import RESIDUAL_DENSE_BLOCKS as DENSE_BLOCKS
 from dpopt.models.hdmm.matrix_mechanism import ProductPoint
@@ -44,11 +45,11 @@ class ResidualBlocks(ProductStrategy):
     unit: np.ndarray = field(repr=False, kw_only=True)
 
     def _dense_point(self) -> ProductPoint:
-        raise NotImplementedError
+        raise Unsupported
 
     def _checked_size(self) -> None:
         if self.closure.size > DENSE_BLOCKS:
-            raise ValueError(
+            raise InvalidInput(
                 f"a residual strategy of {self.closure.size} blocks is listed as dense factors "
                 f"only up to DENSE_BLOCKS = {DENSE_BLOCKS}: measure it with hdmm.measure or "
                 "hdmm.answer, which never form them"
@@ -112,13 +113,13 @@ def select(workload: Any, noise: Noise, objective: str = "sum") -> ResidualStrat
     weighted row variance) by the exact fast path of :class:`ResidualSelection`."""
     objective = choice("objective", objective, OBJECTIVES)
     if noise != "gaussian":
-        raise ValueError(
+        raise InvalidInput(
             "residual strategies are for Gaussian noise (their optimality holds for the L2 "
             "sensitivity); Laplace marginal workloads take method='opt-marginals'"
         )
     table = marginal_workload(workload)
     if table is None:
-        raise ValueError(
+        raise InvalidInput(
             "method 'residual' takes a marginal workload (dpopt.workload Marginal, Marginals, "
             "and Weighted and VStack of them)"
         )

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpopt.errors import BackendError
+
 __all__ = ["COST_SCALE", "GRAPH_CELLS"]  # its functions serve dpopt.hdmm.residual.rounding
 
 COST_SCALE = 1 << 20
@@ -137,7 +139,7 @@ def _flow(
     graph.set_nodes_supplies(np.arange(count * width, dtype=np.int32), supplies.ravel())
     status = graph.solve()
     if status != graph.OPTIMAL:
-        raise RuntimeError(f"the transportation flow ended with status {status}")
+        raise BackendError(f"the transportation flow ended with status {status}")
     flows = graph.flows(np.arange(graph.num_arcs(), dtype=np.int32))
     out = floor.copy()
     out[up] += flows[:ups]
