@@ -126,6 +126,8 @@ def release(
         then does not plan again (``settings``, ``accountant`` and ``executor`` are the
         plan's; others given beside it are refused).
 
+    Notes
+    -----
     Objectives: ``"leaf-weighted"``, the default of the Model 1 mechanisms, weighs every
     region's fit by the number of leaf regions it aggregates and releases the certified optimum
     of that Model 1 on 0 … n; ``"paper"`` is the paper's objective (every cell alike, domains
