@@ -326,7 +326,7 @@ def intervals(
     module docstring); ``level`` in (0, 1); ``method`` one of :data:`INTERVAL_METHODS`;
     ``seed`` the interval's own randomisation (public, not a noise seed: it touches no private
     value); ``max_memory`` (bytes, default
-    :data:`~dpopt.census.resources.DEFAULT_MEMORY_LIMIT`; ``memory_limit`` its deprecated
+    :data:`~dpopt.limits.MAX_MEMORY`; ``memory_limit`` its deprecated
     former name) caps the exact distributions, past which they are coarsened
     (``Intervals.method`` then says so)."""
     if not isinstance(measurement, Measurement):

@@ -50,7 +50,7 @@ class Settings:
     ``interval_level`` in (0, 1) attaches a confidence interval to every count, computed by
     ``interval_method`` (:data:`~dpopt.census.INTERVAL_METHODS`) with ``interval_seed`` its
     own public randomisation. ``max_memory``: bytes the release may plan to use at once
-    (None: :data:`~dpopt.census.resources.DEFAULT_MEMORY_LIMIT`).
+    (None: :data:`~dpopt.limits.MAX_MEMORY`).
     """
 
     mechanism: str = DEFAULT_MECHANISM

@@ -171,8 +171,9 @@ def add_parser(commands: Any) -> None:
         "--max-memory",
         type=positive_float,
         metavar="GIB",
-        help="memory the release may plan to use at once, in GiB (default 2): more is refused "
-        "before the charge, exact intervals past it are coarsened",
+        help="memory the release may plan to use at once, in GiB (default 4, "
+        "dpopt.limits.MAX_MEMORY): more is refused before the charge, exact intervals past it "
+        "are coarsened",
     )
     memory.add_argument(
         "--memory-limit",
